@@ -1,0 +1,213 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Options configures the state database. The zero value is valid.
+type Options struct {
+	// Sync makes every commit wait for fsync. State commits are atomic with
+	// their input offsets, so a commit lost to a machine crash is simply
+	// replayed from the log; Sync is off by default.
+	Sync bool
+	// CacheSize is Pebble's block cache size in bytes (default 64 MiB).
+	CacheSize int64
+	// Logger receives Pebble's informational messages at debug level.
+	Logger *slog.Logger
+}
+
+// DefaultOptions returns the options used when none are given.
+func DefaultOptions() Options { return Options{CacheSize: 64 << 20} }
+
+// Validate reports invalid option values.
+func (o Options) Validate() error {
+	if o.CacheSize < 0 {
+		return fmt.Errorf("state: cache size %d is negative", o.CacheSize)
+	}
+	return nil
+}
+
+// DB is a node's state database. It is safe for concurrent use.
+type DB struct {
+	db   *pebble.DB
+	sync bool
+}
+
+// Open opens or creates the state database in dir.
+func Open(dir string, opts Options) (*DB, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.CacheSize == 0 {
+		opts.CacheSize = DefaultOptions().CacheSize
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref()
+	po := &pebble.Options{Cache: cache}
+	if opts.Logger != nil {
+		po.Logger = pebbleLogger{opts.Logger}
+	}
+	db, err := pebble.Open(dir, po)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", dir, err)
+	}
+	return &DB{db: db, sync: opts.Sync}, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Pebble exposes the underlying database for metrics and tests.
+func (d *DB) Pebble() *pebble.DB { return d.db }
+
+// Namespace returns the key space named name. Names must not contain a NUL
+// byte, and no name may be a prefix of another followed by NUL.
+func (d *DB) Namespace(name string) Namespace {
+	p := make([]byte, 0, len(name)+2)
+	p = append(p, 's')
+	p = append(p, name...)
+	p = append(p, 0)
+	return Namespace{db: d, prefix: p}
+}
+
+// Namespace is a task's private key space. Keys passed to its methods are
+// relative to the namespace. Namespace values are cheap to copy.
+type Namespace struct {
+	db     *DB
+	prefix []byte
+}
+
+func (n Namespace) key(k []byte) []byte {
+	out := make([]byte, 0, len(n.prefix)+len(k))
+	return append(append(out, n.prefix...), k...)
+}
+
+// end returns the first key after the namespace.
+func (n Namespace) end() []byte {
+	e := bytes.Clone(n.prefix)
+	e[len(e)-1]++ // prefix ends in 0x00, so this never overflows
+	return e
+}
+
+// Get returns a copy of the value stored at key, and whether it exists.
+func (n Namespace) Get(key []byte) ([]byte, bool, error) {
+	v, closer, err := n.db.db.Get(n.key(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer closer.Close()
+	return bytes.Clone(v), true, nil
+}
+
+// Scan calls fn for each key in [lower, upper) in order; a nil upper means
+// the end of the namespace. The key and value passed to fn are only valid
+// during the call. Scan stops at the first error fn returns.
+func (n Namespace) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	hi := n.end()
+	if upper != nil {
+		hi = n.key(upper)
+	}
+	it, err := n.db.db.NewIter(&pebble.IterOptions{LowerBound: n.key(lower), UpperBound: hi})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return err
+		}
+		if err := fn(it.Key()[len(n.prefix):], v); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return err
+	}
+	return it.Close()
+}
+
+// Clear deletes every key of the namespace.
+func (n Namespace) Clear() error {
+	return n.db.db.DeleteRange(n.prefix, n.end(), pebble.Sync)
+}
+
+// NewBatch starts an atomic group of writes to the namespace.
+func (n Namespace) NewBatch() *Batch {
+	return &Batch{ns: n, b: n.db.db.NewBatch()}
+}
+
+// Writer stages writes. Keys are relative to the namespace; the batch copies
+// keys and values, so callers may reuse their buffers.
+type Writer interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	DeleteRange(start, end []byte) error
+}
+
+// Batch is an atomic group of writes to one namespace. It is not safe for
+// concurrent use.
+type Batch struct {
+	ns  Namespace
+	b   *pebble.Batch
+	buf []byte
+}
+
+var _ Writer = (*Batch)(nil)
+
+func (b *Batch) abs(k []byte) []byte {
+	b.buf = append(append(b.buf[:0], b.ns.prefix...), k...)
+	return b.buf
+}
+
+// Set stages key = value.
+func (b *Batch) Set(key, value []byte) error { return b.b.Set(b.abs(key), value, nil) }
+
+// Delete stages the removal of key.
+func (b *Batch) Delete(key []byte) error { return b.b.Delete(b.abs(key), nil) }
+
+// DeleteRange stages the removal of every key in [start, end).
+func (b *Batch) DeleteRange(start, end []byte) error {
+	s := bytes.Clone(b.abs(start))
+	return b.b.DeleteRange(s, b.abs(end), nil)
+}
+
+// Len returns the number of staged operations.
+func (b *Batch) Len() int { return int(b.b.Count()) }
+
+// Commit applies the batch atomically and releases it.
+func (b *Batch) Commit() error {
+	opt := pebble.NoSync
+	if b.ns.db.sync {
+		opt = pebble.Sync
+	}
+	err := b.b.Commit(opt)
+	b.b.Close()
+	return err
+}
+
+// Discard releases the batch without applying it.
+func (b *Batch) Discard() { b.b.Close() }
+
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}
