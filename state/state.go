@@ -147,6 +147,14 @@ func (n Namespace) NewBatch() *Batch {
 	return &Batch{ns: n, b: n.db.db.NewBatch()}
 }
 
+// Reader reads committed state of one namespace. Namespace implements it.
+type Reader interface {
+	Get(key []byte) ([]byte, bool, error)
+	Scan(lower, upper []byte, fn func(key, value []byte) error) error
+}
+
+var _ Reader = Namespace{}
+
 // Writer stages writes. Keys are relative to the namespace; the batch copies
 // keys and values, so callers may reuse their buffers.
 type Writer interface {
