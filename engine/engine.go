@@ -1,0 +1,360 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+)
+
+// Options configures the engine. The zero value is valid.
+type Options struct {
+	// Partitions is the partition count of the topics the engine creates and
+	// the number of tasks per operator (default 8).
+	Partitions int32
+	// MaxBatch caps the records a task applies per commit (default 10000).
+	MaxBatch int
+	// DeadLetterTopic receives records that cannot be processed
+	// (default "newsflow.deadletter").
+	DeadLetterTopic string
+	// RestartBackoff is the first delay before a failed task restarts; it
+	// doubles up to MaxRestartBackoff (defaults 100ms and 10s).
+	RestartBackoff    time.Duration
+	MaxRestartBackoff time.Duration
+	// GroupCommitInterval is how often committed offsets are copied to the
+	// backend's consumer groups, if it has them (default 1s).
+	GroupCommitInterval time.Duration
+	Logger              *slog.Logger
+	// Registerer receives the engine's metrics (default: a private registry).
+	Registerer prometheus.Registerer
+}
+
+// DefaultOptions returns the defaults the zero value stands for.
+func DefaultOptions() Options {
+	return Options{
+		Partitions:          8,
+		MaxBatch:            10000,
+		DeadLetterTopic:     "newsflow.deadletter",
+		RestartBackoff:      100 * time.Millisecond,
+		MaxRestartBackoff:   10 * time.Second,
+		GroupCommitInterval: time.Second,
+	}
+}
+
+// Validate reports invalid option values.
+func (o Options) Validate() error {
+	switch {
+	case o.Partitions < 0 || o.Partitions > 4096:
+		return fmt.Errorf("engine: partitions %d out of range 1-4096", o.Partitions)
+	case o.MaxBatch < 0:
+		return fmt.Errorf("engine: max batch %d is negative", o.MaxBatch)
+	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0:
+		return errors.New("engine: durations must not be negative")
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Partitions == 0 {
+		o.Partitions = d.Partitions
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = d.MaxBatch
+	}
+	if o.DeadLetterTopic == "" {
+		o.DeadLetterTopic = d.DeadLetterTopic
+	}
+	if o.RestartBackoff == 0 {
+		o.RestartBackoff = d.RestartBackoff
+	}
+	if o.MaxRestartBackoff == 0 {
+		o.MaxRestartBackoff = d.MaxRestartBackoff
+	}
+	if o.GroupCommitInterval == 0 {
+		o.GroupCommitInterval = d.GroupCommitInterval
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	return o
+}
+
+// Engine runs registered operators over a log with state in a state DB.
+type Engine struct {
+	log  eventlog.Log
+	db   *state.DB
+	opts Options
+	m    *metrics
+
+	ops    []Operator
+	stages []*stage // built by Start
+
+	started  atomic.Bool
+	restored atomic.Int64 // tasks that have restored their state at least once
+	total    atomic.Int64 // tasks started
+
+	mu struct {
+		sync.Mutex
+		progress map[progressKey]*Progress
+	}
+}
+
+// New returns an engine over l and db. Register operators, then Run.
+func New(l eventlog.Log, db *state.DB, opts Options) (*Engine, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	e := &Engine{log: l, db: db, opts: opts, m: newMetrics(opts.Registerer)}
+	e.mu.progress = map[progressKey]*Progress{}
+	return e, nil
+}
+
+// Register adds an operator. It must be called before Run.
+func (e *Engine) Register(op Operator) error {
+	if e.started.Load() {
+		return errors.New("engine: register after start")
+	}
+	s := op.Spec()
+	if s.Name == "" {
+		return errors.New("engine: operator without a name")
+	}
+	for _, o := range e.ops {
+		if o.Spec().Name == s.Name {
+			return fmt.Errorf("engine: operator %q registered twice", s.Name)
+		}
+	}
+	if len(s.Inputs) == 0 {
+		return fmt.Errorf("engine: operator %q has no inputs", s.Name)
+	}
+	e.ops = append(e.ops, op)
+	return nil
+}
+
+// Partitions returns the engine's partition count.
+func (e *Engine) Partitions() int32 { return e.opts.Partitions }
+
+// Options returns the options in force, defaults filled in.
+func (e *Engine) Options() Options { return e.opts }
+
+// Stage is one node of the running topology: an operator, or a repartition
+// stage the engine added for one of its inputs.
+type Stage struct {
+	Name        string   `json:"name"`
+	Kind        string   `json:"kind"` // "operator" or "repartition"
+	Description string   `json:"description,omitempty"`
+	Inputs      []string `json:"inputs"`
+	Outputs     []string `json:"outputs,omitempty"`
+	Key         string   `json:"key,omitempty"`
+	Stores      []string `json:"stores,omitempty"`
+	Tasks       int32    `json:"tasks"`
+	Options     any      `json:"options,omitempty"`
+}
+
+// RepartitionTopic names the internal topic that co-locates keys of input
+// topic for operator op.
+func RepartitionTopic(op, topic string) string {
+	return "newsflow-" + op + "-" + topic + "-repartition"
+}
+
+// Topology lists the stages the registered operators make, in data-flow
+// order of registration. Source partition counts are not known before Run,
+// so repartition stages list one task per engine partition.
+func (e *Engine) Topology() []Stage {
+	var out []Stage
+	for _, op := range e.ops {
+		s := op.Spec()
+		st := Stage{Name: s.Name, Kind: "operator", Description: s.Description, Outputs: append(s.Outputs, e.opts.DeadLetterTopic),
+			Stores: s.Stores, Tasks: e.opts.Partitions, Options: s.Options}
+		for _, in := range s.Inputs {
+			st.Inputs = append(st.Inputs, in.Topic)
+			if in.Route == nil {
+				continue
+			}
+			rt := RepartitionTopic(s.Name, in.Topic)
+			st.Inputs = append(st.Inputs, rt)
+			st.Key = in.Key
+			out = append(out, Stage{Name: repartitionStageName(s.Name, in.Topic), Kind: "repartition",
+				Description: fmt.Sprintf("forwards %s records to the partition of their %s (murmur2) when a producer put them elsewhere", in.Topic, in.Key),
+				Inputs:      []string{in.Topic}, Outputs: []string{rt, e.opts.DeadLetterTopic}, Key: in.Key, Tasks: e.opts.Partitions})
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func repartitionStageName(op, topic string) string { return op + "." + topic + ".repartition" }
+
+// Run creates missing topics, starts every task and blocks until ctx is
+// done and every task has committed its last batch and stopped, or until a
+// task fails in a way a restart cannot mend.
+func (e *Engine) Run(ctx context.Context) error {
+	if !e.started.CompareAndSwap(false, true) {
+		return errors.New("engine: already running")
+	}
+	if err := e.build(ctx); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, st := range e.stages {
+		for p := int32(0); p < st.partitions; p++ {
+			tr := &taskRunner{e: e, st: st, p: p}
+			e.total.Add(1)
+			g.Go(func() error { return tr.run(gctx) })
+		}
+	}
+	return g.Wait()
+}
+
+// build resolves the topology against the log: it creates topics and
+// computes each stage's inputs.
+func (e *Engine) build(ctx context.Context) error {
+	n := e.opts.Partitions
+	ensure := func(topic string) (int32, error) {
+		got, err := eventlog.EnsureTopic(ctx, e.log, topic, n)
+		if err != nil {
+			return 0, fmt.Errorf("engine: ensure topic %s: %w", topic, err)
+		}
+		return got, nil
+	}
+	if _, err := ensure(e.opts.DeadLetterTopic); err != nil {
+		return err
+	}
+	for _, op := range e.ops {
+		s := op.Spec()
+		for _, t := range s.Outputs {
+			if _, err := ensure(t); err != nil {
+				return err
+			}
+		}
+		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}}
+		for _, in := range s.Inputs {
+			srcParts, err := ensure(in.Topic)
+			if err != nil {
+				return err
+			}
+			if in.Route == nil {
+				if srcParts != n {
+					return fmt.Errorf("engine: operator %s reads %s with %d partitions, want %d (declare a Route to repartition)", s.Name, in.Topic, srcParts, n)
+				}
+				for p := int32(0); p < n; p++ {
+					main.inputs[p] = append(main.inputs[p], stageInput{tp: eventlog.TopicPartition{Topic: in.Topic, Partition: p}})
+				}
+				continue
+			}
+			rt := RepartitionTopic(s.Name, in.Topic)
+			rp, err := ensure(rt)
+			if err != nil {
+				return err
+			}
+			if rp != n {
+				return fmt.Errorf("engine: repartition topic %s has %d partitions, want %d", rt, rp, n)
+			}
+			for p := int32(0); p < n; p++ {
+				if p < srcParts {
+					main.inputs[p] = append(main.inputs[p], stageInput{tp: eventlog.TopicPartition{Topic: in.Topic, Partition: p}, mode: modeLocal, route: in.Route})
+				}
+				main.inputs[p] = append(main.inputs[p], stageInput{tp: eventlog.TopicPartition{Topic: rt, Partition: p}, mode: modeForwarded})
+			}
+			rs := &stage{name: repartitionStageName(s.Name, in.Topic), partitions: srcParts, inputs: map[int32][]stageInput{}}
+			rs.newTask = newRepartitionTask(rs.name, rt, in.Route, n)
+			for sp := int32(0); sp < srcParts; sp++ {
+				rs.inputs[sp] = []stageInput{{tp: eventlog.TopicPartition{Topic: in.Topic, Partition: sp}}}
+			}
+			e.stages = append(e.stages, rs)
+		}
+		e.stages = append(e.stages, main)
+	}
+	return nil
+}
+
+// Ready reports whether every task has restored its state and is processing.
+func (e *Engine) Ready() bool {
+	return e.started.Load() && e.total.Load() > 0 && e.restored.Load() >= e.total.Load()
+}
+
+// Progress is a task input's position: Committed is the next offset the
+// task will read (everything before it is reflected in committed state);
+// HighWatermark is the partition's end offset as last seen by the task.
+type Progress struct {
+	Stage         string `json:"stage"`
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	Committed     int64  `json:"committed"`
+	HighWatermark int64  `json:"high_watermark"`
+}
+
+// Lag is HighWatermark - Committed, never negative.
+func (p Progress) Lag() int64 { return max(0, p.HighWatermark-p.Committed) }
+
+type progressKey struct {
+	stage string
+	tp    eventlog.TopicPartition
+}
+
+func (e *Engine) setProgress(stage string, tp eventlog.TopicPartition, committed, hw int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := progressKey{stage, tp}
+	p := e.mu.progress[k]
+	if p == nil {
+		p = &Progress{Stage: stage, Topic: tp.Topic, Partition: tp.Partition}
+		e.mu.progress[k] = p
+	}
+	p.Committed = committed
+	if hw >= 0 {
+		p.HighWatermark = max(hw, committed)
+	}
+}
+
+// Progress returns the position of every task input, sorted.
+func (e *Engine) Progress() []Progress {
+	e.mu.Lock()
+	out := make([]Progress, 0, len(e.mu.progress))
+	for _, p := range e.mu.progress {
+		out = append(out, *p)
+	}
+	e.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Stage != b.Stage {
+			return a.Stage < b.Stage
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return out
+}
+
+// CaughtUp reports whether every task has committed everything that was in
+// the log when this call asked the log for its end offsets.
+func (e *Engine) CaughtUp(ctx context.Context) (bool, error) {
+	if !e.Ready() {
+		return false, nil
+	}
+	for _, p := range e.Progress() {
+		o, err := e.log.Offsets(ctx, eventlog.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+		if err != nil {
+			return false, err
+		}
+		if p.Committed < o.End {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,42 @@
+package engine
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	recordsIn     *prometheus.CounterVec
+	recordsOut    *prometheus.CounterVec
+	deadLetters   *prometheus.CounterVec
+	duplicates    *prometheus.CounterVec
+	taskRestarts  *prometheus.CounterVec
+	commitSeconds *prometheus.HistogramVec
+	lag           *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_records_in_total", Help: "Input records applied by a stage's tasks.",
+		}, []string{"stage"}),
+		recordsOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_records_out_total", Help: "Records a stage appended to output topics.",
+		}, []string{"stage", "topic"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_dead_letters_total", Help: "Records sent to the dead-letter topic.",
+		}, []string{"stage"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_repartition_duplicates_total", Help: "Forwarded records dropped because they were already applied.",
+		}, []string{"stage"}),
+		taskRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_task_restarts_total", Help: "Tasks restarted from committed state after an error.",
+		}, []string{"stage"}),
+		commitSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "newsflow_commit_seconds", Help: "Time to append a batch's outputs and commit its state and offsets.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"stage"}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "newsflow_lag_records", Help: "Records in an input partition not yet committed by its task.",
+		}, []string{"stage", "topic", "partition"}),
+	}
+	reg.MustRegister(m.recordsIn, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag)
+	return m
+}

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Spec declares an operator so the topology can be listed and validated.
+type Spec struct {
+	// Name identifies the operator; it names its state namespaces, its
+	// consumer group and its repartition topics, so it must not change.
+	Name        string
+	Description string
+	Inputs      []Input
+	// Outputs lists the topics the operator writes with Emit.
+	Outputs []string
+	// Stores describes the state the operator keeps, for the topology listing.
+	Stores []string
+	// Options is the operator's configuration, shown by the topology listing.
+	Options any
+}
+
+// Input is one input topic of an operator.
+type Input struct {
+	Topic string
+	// Key describes the co-location key, e.g. "article_id".
+	Key string
+	// Route, if set, returns the co-location key of a record. All records
+	// with the same key are then processed by the same task, whatever
+	// partitioner produced them. ok is false for records whose key cannot be
+	// determined; they go to the task of the partition they were read from,
+	// whose Process rejects them. Route must be deterministic and safe for
+	// concurrent use.
+	Route func(rec *eventlog.Record) (key []byte, ok bool)
+}
+
+// Operator is a registered dataflow component.
+type Operator interface {
+	Spec() Spec
+	// NewTask creates the task for one partition. It is called each time the
+	// task (re)starts; the previous instance has been closed by then.
+	NewTask(tc TaskContext) (Task, error)
+}
+
+// TaskContext is what the engine gives a task.
+type TaskContext struct {
+	Operator  string
+	Partition int32
+	// Partitions is the operator's partition count.
+	Partitions int32
+	Logger     *slog.Logger
+	// Registerer registers the operator's own metrics; it is shared by all
+	// partitions, so register once per operator (see Metrics helpers).
+	Registerer prometheus.Registerer
+}
+
+// Task processes one partition of an operator.
+//
+// All methods are called from the task's goroutine, never concurrently.
+// State keys that begin with 0xff are reserved for the engine.
+type Task interface {
+	// Restore loads the state committed by earlier instances.
+	Restore(r state.Reader) error
+	// Process applies one record to the task's in-memory state. An error
+	// made with Invalid sends the record to the dead-letter topic; any other
+	// error restarts the task from its committed state.
+	Process(pc *ProcessContext, rec *eventlog.Record) error
+	// Flush stages every state change since the last Flush into w. The
+	// engine adds the input offsets and commits the batch atomically.
+	Flush(w state.Writer) error
+	// Committed is called after a batch has been committed.
+	Committed()
+	// Close releases the task. It is called once, also after errors.
+	Close() error
+}
+
+// ProcessContext collects a task's outputs for the current batch.
+type ProcessContext struct {
+	out []*eventlog.Record
+}
+
+// Emit queues a record for an output topic declared in the Spec. Partition
+// must be set (use eventlog.PartitionFor). Outputs are appended before the
+// batch commits, so they are at least once: give them deterministic ids.
+func (pc *ProcessContext) Emit(rec *eventlog.Record) { pc.out = append(pc.out, rec) }
+
+// InvalidError marks input that can never be processed.
+type InvalidError struct {
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return "invalid input: " + e.Reason }
+
+// Invalid returns an error that sends the current record to the dead-letter
+// topic with the given reason.
+func Invalid(format string, args ...any) error {
+	return &InvalidError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsInvalid reports whether err marks invalid input, and its reason.
+func IsInvalid(err error) (string, bool) {
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		return ie.Reason, true
+	}
+	return "", false
+}
