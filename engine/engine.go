@@ -205,8 +205,10 @@ func (e *Engine) Run(ctx context.Context) error {
 	if !e.started.CompareAndSwap(false, true) {
 		return errors.New("engine: already running")
 	}
-	if err := e.build(ctx); err != nil {
-		return err
+	if e.stages == nil {
+		if err := e.build(ctx); err != nil {
+			return err
+		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, st := range e.stages {

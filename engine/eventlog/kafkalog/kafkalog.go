@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,9 +47,9 @@ const (
 // Log is an [eventlog.Log] on a Kafka cluster. It is safe for concurrent
 // use.
 //
-// Lock order: produceMu, then mu. Neither is held across a network call
-// except produceMu, which is held while records are handed to the client
-// (not while waiting for them to be acknowledged).
+// produceMu and mu are never held together. mu is never held across a
+// network call; produceMu is held while records are handed to the client,
+// not while waiting for them to be acknowledged.
 type Log struct {
 	opts Options
 	cl   *kgo.Client
@@ -89,6 +90,7 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 		// latency. Records buffered while a request is in flight are
 		// still batched.
 		kgo.ProducerLinger(0),
+		kgo.ProducerBatchMaxBytes(opts.MaxMessageBytes),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: new client: %w", err)
@@ -114,8 +116,8 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// CreateTopic creates topic with the given number of partitions and the
-// configured replication factor.
+// CreateTopic creates topic with the given number of partitions, the
+// configured replication factor and max.message.bytes.
 func (l *Log) CreateTopic(ctx context.Context, topic string, partitions int32) error {
 	if err := l.check(ctx); err != nil {
 		return err
@@ -123,7 +125,10 @@ func (l *Log) CreateTopic(ctx context.Context, topic string, partitions int32) e
 	if partitions <= 0 {
 		return fmt.Errorf("create topic %s: partition count %d must be positive", topic, partitions)
 	}
-	_, err := l.adm.CreateTopic(ctx, partitions, l.opts.ReplicationFactor, nil, topic)
+	configs := map[string]*string{
+		"max.message.bytes": kadm.StringPtr(strconv.Itoa(int(l.opts.MaxMessageBytes))),
+	}
+	_, err := l.adm.CreateTopic(ctx, partitions, l.opts.ReplicationFactor, configs, topic)
 	switch {
 	case errors.Is(err, kerr.TopicAlreadyExists):
 		return fmt.Errorf("create topic %s: %w", topic, eventlog.ErrTopicExists)

@@ -22,6 +22,13 @@ type Options struct {
 	// broker's default.replication.factor.
 	ReplicationFactor int16
 
+	// MaxMessageBytes bounds the encoded size of a record batch, and so of
+	// one record. It sets the producer's batch limit and the
+	// max.message.bytes of the topics CreateTopic makes; topics created
+	// elsewhere keep their own limit (Kafka's default is 1 MiB). Default
+	// 8 MiB.
+	MaxMessageBytes int32
+
 	// Logger receives franz-go's warnings and errors. Nil logs nothing.
 	Logger *slog.Logger
 
@@ -36,6 +43,7 @@ func DefaultOptions() Options {
 	return Options{
 		ClientID:          "newsflow",
 		ReplicationFactor: -1,
+		MaxMessageBytes:   8 << 20,
 	}
 }
 
@@ -47,6 +55,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReplicationFactor == 0 {
 		o.ReplicationFactor = d.ReplicationFactor
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = d.MaxMessageBytes
 	}
 	return o
 }
@@ -64,6 +75,9 @@ func (o Options) Validate() error {
 	}
 	if o.ReplicationFactor < -1 {
 		return fmt.Errorf("replication factor %d: must be -1 or positive", o.ReplicationFactor)
+	}
+	if o.MaxMessageBytes < 1<<10 || o.MaxMessageBytes > 1<<30 {
+		return fmt.Errorf("max message bytes %d: must be in [1KiB, 1GiB]", o.MaxMessageBytes)
 	}
 	return nil
 }

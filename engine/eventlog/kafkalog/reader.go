@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -72,6 +73,11 @@ func newReader(opts Options, positions map[eventlog.TopicPartition]int64) (*Read
 		// If retention deletes records under the reader, resume at the
 		// new log start.
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// A partition whose start offset had to be re-listed rejoins
+		// fetching only after the fetch in flight returns; wait at most
+		// as long as Kafka's Java consumer (fetch.max.wait.ms) does,
+		// rather than kgo's 5s.
+		kgo.FetchMaxWait(500*time.Millisecond),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("new reader: %w", err)
@@ -131,8 +137,8 @@ func (r *Reader) take(max int) []*eventlog.Record {
 	return out
 }
 
-// absorb converts fetched records into r.buf and keeps the first fetch
-// error in r.err. Errors that only say the poll was interrupted (ctx done,
+// absorb converts fetched records into r.buf and adds fetch errors to
+// r.err. Errors that only say the poll was interrupted (ctx done,
 // client closed) are left for Poll's checks.
 func (r *Reader) absorb(ctx context.Context, fs kgo.Fetches) {
 	var errs []error

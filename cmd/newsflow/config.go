@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole node configuration. configs/newsflow.yaml documents
+// every field; environment variables NEWSFLOW_<SECTION>_<FIELD> (e.g.
+// NEWSFLOW_HTTP_ADDR) override the file and command-line flags override both.
+type Config struct {
+	DataDir  string         `yaml:"data_dir"`
+	HTTP     HTTPConfig     `yaml:"http"`
+	Log      LogConfig      `yaml:"log"`
+	Engine   EngineConfig   `yaml:"engine"`
+	Trending TrendingConfig `yaml:"trending"`
+	Logging  LoggingConfig  `yaml:"logging"`
+}
+
+type HTTPConfig struct {
+	Addr           string        `yaml:"addr"`
+	MaxBodyBytes   int           `yaml:"max_body_bytes"`
+	MaxFuture      time.Duration `yaml:"max_future"`
+	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+}
+
+type LogConfig struct {
+	Backend        string        `yaml:"backend"`
+	Brokers        []string      `yaml:"brokers"`
+	Partitions     int32         `yaml:"partitions"`
+	Fsync          string        `yaml:"fsync"`
+	SyncInterval   time.Duration `yaml:"sync_interval"`
+	RetentionAge   time.Duration `yaml:"retention_age"`
+	RetentionBytes int64         `yaml:"retention_bytes"`
+}
+
+type EngineConfig struct {
+	MaxBatch        int    `yaml:"max_batch"`
+	DeadLetterTopic string `yaml:"dead_letter_topic"`
+}
+
+type WindowConfig struct {
+	Name    string        `yaml:"name"`
+	Size    time.Duration `yaml:"size"`
+	Buckets int           `yaml:"buckets"`
+}
+
+type TrendingConfig struct {
+	Windows          []WindowConfig `yaml:"windows"`
+	Lateness         time.Duration  `yaml:"lateness"`
+	MaxK             int            `yaml:"max_k"`
+	SnapshotInterval time.Duration  `yaml:"snapshot_interval"`
+	MaxFuture        time.Duration  `yaml:"max_future"`
+}
+
+type LoggingConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// defaultConfig matches configs/newsflow.yaml.
+func defaultConfig() Config {
+	return Config{
+		DataDir: "data",
+		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour},
+		Log: LogConfig{Backend: "embedded", Partitions: 8, Fsync: "always", SyncInterval: 100 * time.Millisecond,
+			RetentionAge: 7 * 24 * time.Hour},
+		Engine: EngineConfig{MaxBatch: 10000, DeadLetterTopic: "newsflow.deadletter"},
+		Trending: TrendingConfig{
+			Windows: []WindowConfig{
+				{Name: "1m", Size: time.Minute, Buckets: 60},
+				{Name: "1h", Size: time.Hour, Buckets: 60},
+				{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
+			},
+			Lateness: 5 * time.Minute, MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
+		},
+		Logging: LoggingConfig{Level: "info", Format: "text"},
+	}
+}
+
+// loadConfig reads path (if not empty) over the defaults, then applies
+// environment overrides.
+func loadConfig(path string, environ []string) (Config, error) {
+	c := defaultConfig()
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("read config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return c, fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	if err := applyEnv(&c, environ); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// applyEnv sets scalar and list fields from NEWSFLOW_* variables.
+func applyEnv(c *Config, environ []string) error {
+	env := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NEWSFLOW_") {
+			env[k] = v
+		}
+	}
+	if len(env) == 0 {
+		return nil
+	}
+	known := map[string]bool{}
+	err := walkFields(reflect.ValueOf(c).Elem(), "NEWSFLOW", func(name string, f reflect.Value) error {
+		known[name] = true
+		v, ok := env[name]
+		if !ok {
+			return nil
+		}
+		if err := setScalar(f, v); err != nil {
+			return fmt.Errorf("environment %s=%q: %w", name, v, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for k := range env {
+		if !known[k] {
+			return fmt.Errorf("environment %s: no such setting", k)
+		}
+	}
+	return nil
+}
+
+func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.Value) error) error {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
+		name := prefix + "_" + strings.ToUpper(tag)
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeFor[time.Duration]() {
+			if err := walkFields(f, name, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct {
+			continue // lists of objects are file-only
+		}
+		if err := fn(name, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func setScalar(f reflect.Value, v string) error {
+	if f.Type() == reflect.TypeFor[time.Duration]() {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		f.SetInt(int64(d))
+		return nil
+	}
+	switch f.Kind() {
+	case reflect.String:
+		f.SetString(v)
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		n, err := strconv.ParseInt(v, 10, f.Type().Bits())
+		if err != nil {
+			return err
+		}
+		f.SetInt(n)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return err
+		}
+		f.SetBool(b)
+	case reflect.Slice:
+		var parts []string
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				parts = append(parts, p)
+			}
+		}
+		f.Set(reflect.ValueOf(parts))
+	default:
+		return fmt.Errorf("unsupported kind %s", f.Kind())
+	}
+	return nil
+}
+
+// validate checks values the components do not check themselves.
+func (c Config) validate() error {
+	switch c.Log.Backend {
+	case "embedded":
+	case "kafka":
+		if len(c.Log.Brokers) == 0 {
+			return errors.New("config: log.backend is kafka but log.brokers is empty")
+		}
+	default:
+		return fmt.Errorf("config: log.backend %q: want embedded or kafka", c.Log.Backend)
+	}
+	if c.DataDir == "" {
+		return errors.New("config: data_dir is empty")
+	}
+	return nil
+}

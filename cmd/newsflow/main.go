@@ -1,0 +1,152 @@
+// Command newsflow runs the newsflow news aggregation engine and its tools.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `newsflow: a news aggregator built as a partitioned stream processor.
+
+Usage:
+  newsflow run      [flags]                 run a node (embedded log unless --brokers)
+  newsflow topology [flags] [--json]        list operators, stages and topics
+  newsflow produce  shares FILE [--addr]    send NDJSON share events to a running node
+  newsflow replay   --from-offset N | --from-time T [flags]
+                                            rebuild an operator's state from the log (node stopped)
+  newsflow version
+
+Common flags (after the command):
+  --config FILE     YAML configuration (default: configs/newsflow.yaml if present)
+  --data DIR        data directory (data_dir)
+  --http ADDR       HTTP listen address (http.addr)
+  --brokers LIST    comma-separated Kafka brokers; selects the kafka log backend
+  --partitions N    partitions per topic (log.partitions)
+  --log-level LVL   debug, info, warn or error (logging.level)
+
+Environment variables NEWSFLOW_<SECTION>_<FIELD> (e.g. NEWSFLOW_HTTP_ADDR)
+override the file; flags override both.
+`
+
+var version = "dev"
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "newsflow:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command")
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return cmdRun(ctx, args, stderr)
+	case "topology":
+		return cmdTopology(ctx, args, stdout, stderr)
+	case "produce":
+		return cmdProduce(ctx, args, stdout, stderr)
+	case "replay":
+		return cmdReplay(ctx, args, stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "newsflow", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// commonFlags are the flags every node-opening command takes.
+type commonFlags struct {
+	config, data, http, brokers, logLevel string
+	partitions                            int
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "YAML configuration file")
+	fs.StringVar(&c.data, "data", "", "data directory")
+	fs.StringVar(&c.http, "http", "", "HTTP listen address")
+	fs.StringVar(&c.brokers, "brokers", "", "comma-separated Kafka brokers (kafka backend)")
+	fs.StringVar(&c.logLevel, "log-level", "", "log level")
+	fs.IntVar(&c.partitions, "partitions", 0, "partitions per topic")
+}
+
+// load builds the configuration: defaults, file, environment, flags.
+func (c *commonFlags) load() (Config, error) {
+	path := c.config
+	if path == "" {
+		if _, err := os.Stat("configs/newsflow.yaml"); err == nil {
+			path = "configs/newsflow.yaml"
+		}
+	}
+	cfg, err := loadConfig(path, os.Environ())
+	if err != nil {
+		return cfg, err
+	}
+	if c.data != "" {
+		cfg.DataDir = c.data
+	}
+	if c.http != "" {
+		cfg.HTTP.Addr = c.http
+	}
+	if c.brokers != "" {
+		if err := setScalarString(&cfg.Log.Brokers, c.brokers); err != nil {
+			return cfg, err
+		}
+		cfg.Log.Backend = "kafka"
+	}
+	if c.logLevel != "" {
+		cfg.Logging.Level = c.logLevel
+	}
+	if c.partitions != 0 {
+		cfg.Log.Partitions = int32(c.partitions)
+	}
+	return cfg, cfg.validate()
+}
+
+func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf commonFlags
+	cf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(cfg.Logging)
+	if err != nil {
+		return err
+	}
+	n, err := openNode(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer n.close()
+	logger.Info("newsflow starting", "version", version, "data", cfg.DataDir, "backend", cfg.Log.Backend, "partitions", cfg.Log.Partitions)
+	if err := n.run(ctx, nil); err != nil && ctx.Err() == nil {
+		return err
+	}
+	logger.Info("newsflow stopped")
+	return nil
+}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+)
+
+// node is one running newsflow process: log, state, engine, operators and
+// the HTTP server, wired from a Config.
+type node struct {
+	cfg      Config
+	logger   *slog.Logger
+	reg      *prometheus.Registry
+	log      eventlog.Log
+	db       *state.DB
+	engine   *engine.Engine
+	trending *trending.Operator
+}
+
+func newLogger(c LoggingConfig) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
+		return nil, fmt.Errorf("config: logging.level %q: %w", c.Level, err)
+	}
+	ho := &slog.HandlerOptions{Level: lvl}
+	switch c.Format {
+	case "text", "":
+		return slog.New(slog.NewTextHandler(os.Stderr, ho)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, ho)), nil
+	}
+	return nil, fmt.Errorf("config: logging.format %q: want text or json", c.Format)
+}
+
+func openLog(ctx context.Context, cfg Config, logger *slog.Logger) (eventlog.Log, error) {
+	if cfg.Log.Backend == "kafka" {
+		return kafkalog.Open(ctx, kafkalog.Options{Brokers: cfg.Log.Brokers, Logger: logger})
+	}
+	return embedded.Open(embedded.Options{
+		Dir: filepath.Join(cfg.DataDir, "log"), Fsync: embedded.FsyncPolicy(cfg.Log.Fsync), SyncInterval: cfg.Log.SyncInterval,
+		RetentionAge: cfg.Log.RetentionAge, RetentionBytes: cfg.Log.RetentionBytes, Logger: logger,
+	})
+}
+
+// openNode opens the log and the state and registers the operators. The
+// caller closes the node.
+func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	n := &node{cfg: cfg, logger: logger, reg: prometheus.NewRegistry()}
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var err error
+	if n.log, err = openLog(ctx, cfg, logger); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	if n.db, err = state.Open(filepath.Join(cfg.DataDir, "state"), state.Options{Logger: logger}); err != nil {
+		n.log.Close()
+		return nil, err
+	}
+	fail := func(err error) (*node, error) {
+		n.close()
+		return nil, err
+	}
+	n.engine, err = engine.New(n.log, n.db, engine.Options{
+		Partitions: cfg.Log.Partitions, MaxBatch: cfg.Engine.MaxBatch, DeadLetterTopic: cfg.Engine.DeadLetterTopic,
+		Logger: logger, Registerer: n.reg,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	tOpts := trending.OperatorOptions{
+		Counts: trending.Options{Lateness: cfg.Trending.Lateness},
+		MaxK:   cfg.Trending.MaxK, SnapshotInterval: cfg.Trending.SnapshotInterval, MaxFuture: cfg.Trending.MaxFuture,
+	}
+	for _, w := range cfg.Trending.Windows {
+		tOpts.Counts.Windows = append(tOpts.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
+	}
+	if n.trending, err = trending.New(tOpts, n.engine.Partitions(), n.reg); err != nil {
+		return fail(err)
+	}
+	if err := n.engine.Register(n.trending); err != nil {
+		return fail(err)
+	}
+	return n, nil
+}
+
+func (n *node) close() {
+	if n.db != nil {
+		if err := n.db.Close(); err != nil {
+			n.logger.Error("close state", "err", err)
+		}
+	}
+	if n.log != nil {
+		if err := n.log.Close(); err != nil {
+			n.logger.Error("close log", "err", err)
+		}
+	}
+}
+
+// run serves until ctx is done: first the HTTP server stops taking
+// requests, then the engine commits its last batches, then the node closes.
+func (n *node) run(ctx context.Context, ln net.Listener) error {
+	if _, err := eventlog.EnsureTopic(ctx, n.log, events.TopicShares, n.engine.Partitions()); err != nil {
+		return fmt.Errorf("ensure topic %s: %w", events.TopicShares, err)
+	}
+	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending}, query.Options{
+		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
+		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
+		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,
+	})
+	if err != nil {
+		return err
+	}
+	engineCtx, stopEngine := context.WithCancel(context.Background())
+	defer stopEngine()
+	var engineErr error
+	engineDone := make(chan struct{})
+	go func() {
+		defer close(engineDone)
+		engineErr = n.engine.Run(engineCtx)
+	}()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return srv.Run(gctx, ln) })
+	g.Go(func() error {
+		select {
+		case <-engineDone:
+			if engineErr != nil {
+				return fmt.Errorf("engine: %w", engineErr)
+			}
+			return errors.New("engine stopped")
+		case <-gctx.Done():
+			return nil
+		}
+	})
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for !n.engine.Ready() {
+			select {
+			case <-gctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		n.logger.Info("ready", "restore", time.Since(start).Round(time.Millisecond))
+	}()
+	err = g.Wait()
+	// Phase two: the server has stopped taking requests; let the engine
+	// commit what it has applied, then close.
+	stopEngine()
+	select {
+	case <-engineDone:
+		if err == nil && engineErr != nil {
+			err = engineErr
+		}
+	case <-time.After(30 * time.Second):
+		n.logger.Error("engine did not stop within 30s")
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// FsyncPolicy says when appended records are fsynced to disk.
+type FsyncPolicy string
+
+const (
+	// FsyncAlways fsyncs every Append before it returns. Appends that are in
+	// flight at the same time share one fsync (group commit). This is the
+	// default.
+	FsyncAlways FsyncPolicy = "always"
+	// FsyncInterval does not fsync appends individually; a background
+	// goroutine fsyncs the write-ahead log every [Options.SyncInterval].
+	// Records acknowledged during the last interval can be lost if the
+	// machine crashes, and, because Pebble buffers unsynced log writes in
+	// memory for a short while, possibly also if the process crashes.
+	FsyncInterval FsyncPolicy = "interval"
+	// FsyncNever leaves syncing to the operating system; only Close syncs.
+	// Recent records can be lost on any crash.
+	FsyncNever FsyncPolicy = "never"
+)
+
+// KeepForever, as [Options.RetentionAge], disables retention by age.
+const KeepForever time.Duration = -1
+
+// Options configures an embedded log. The zero value of every field means
+// its default (see [DefaultOptions]); only Dir is required.
+type Options struct {
+	// Dir is the directory of the log's Pebble database. Required.
+	Dir string
+
+	// Fsync is the durability policy. Default FsyncAlways.
+	Fsync FsyncPolicy
+	// SyncInterval is how often FsyncInterval syncs. Default 100ms.
+	SyncInterval time.Duration
+
+	// RetentionAge deletes records whose index interval holds only records
+	// with timestamps older than now minus RetentionAge. Default 7 days;
+	// negative (KeepForever) keeps records forever.
+	RetentionAge time.Duration
+	// RetentionBytes bounds the size of each partition: while a partition is
+	// larger, its oldest closed interval is deleted. The open interval is
+	// never deleted for size. Default 0, unlimited.
+	RetentionBytes int64
+	// RetentionCheckInterval is how often retention runs. Default 1 minute.
+	RetentionCheckInterval time.Duration
+
+	// IndexIntervalRecords and IndexIntervalBytes bound an index interval,
+	// the unit of retention and of the time index. Defaults 1024 records and
+	// 1 MiB.
+	IndexIntervalRecords int
+	IndexIntervalBytes   int64
+
+	// MaxBatchRecords and MaxBatchBytes bound one group commit. An Append
+	// larger than either is still committed whole. Defaults 16384 records
+	// and 4 MiB.
+	MaxBatchRecords int
+	MaxBatchBytes   int
+
+	// Logger receives the log's and Pebble's messages. Default: discarded.
+	Logger *slog.Logger
+	// Now is the clock retention compares timestamps with. Default time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the options the zero value stands for, with Dir
+// empty.
+func DefaultOptions() Options {
+	return Options{
+		Fsync:                  FsyncAlways,
+		SyncInterval:           100 * time.Millisecond,
+		RetentionAge:           7 * 24 * time.Hour,
+		RetentionBytes:         0,
+		RetentionCheckInterval: time.Minute,
+		IndexIntervalRecords:   1024,
+		IndexIntervalBytes:     1 << 20,
+		MaxBatchRecords:        16384,
+		MaxBatchBytes:          4 << 20,
+		Logger:                 slog.New(slog.DiscardHandler),
+		Now:                    time.Now,
+	}
+}
+
+// Validate reports whether the options are usable. Zero values are valid
+// and mean the default.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Dir == "" {
+		errs = append(errs, errors.New("dir is required"))
+	}
+	switch o.Fsync {
+	case "", FsyncAlways, FsyncInterval, FsyncNever:
+	default:
+		errs = append(errs, fmt.Errorf("fsync policy %q: want always, interval or never", o.Fsync))
+	}
+	nonNegative := func(name string, v int64) {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
+		}
+	}
+	nonNegative("sync interval", int64(o.SyncInterval))
+	nonNegative("retention bytes", o.RetentionBytes)
+	nonNegative("retention check interval", int64(o.RetentionCheckInterval))
+	nonNegative("index interval records", int64(o.IndexIntervalRecords))
+	nonNegative("index interval bytes", o.IndexIntervalBytes)
+	nonNegative("max batch records", int64(o.MaxBatchRecords))
+	nonNegative("max batch bytes", int64(o.MaxBatchBytes))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("embedded log options: %w", err)
+	}
+	return nil
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Fsync == "" {
+		o.Fsync = d.Fsync
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = d.SyncInterval
+	}
+	if o.RetentionAge == 0 {
+		o.RetentionAge = d.RetentionAge
+	}
+	if o.RetentionCheckInterval == 0 {
+		o.RetentionCheckInterval = d.RetentionCheckInterval
+	}
+	if o.IndexIntervalRecords == 0 {
+		o.IndexIntervalRecords = d.IndexIntervalRecords
+	}
+	if o.IndexIntervalBytes == 0 {
+		o.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if o.MaxBatchRecords == 0 {
+		o.MaxBatchRecords = d.MaxBatchRecords
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = d.MaxBatchBytes
+	}
+	if o.Logger == nil {
+		o.Logger = d.Logger
+	}
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	return o
+}
+
+// retentionEnabled reports whether any retention rule is active.
+func (o Options) retentionEnabled() bool {
+	return o.RetentionAge > 0 || o.RetentionBytes > 0
+}

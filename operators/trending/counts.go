@@ -1,0 +1,1067 @@
+// Package trending ranks articles by how often they are shared over sliding
+// event-time windows (by default the last minute, hour and day), globally
+// and per category.
+//
+// # Semantics
+//
+// [Counts] holds the exact share counts of one task (one partition). Its
+// state is a deterministic function of the sequence of [Counts.Add] calls:
+// only event time (the share's timestamp, in ms since the Unix epoch) is
+// used, never the wall clock.
+//
+//   - The watermark W is the largest timestamp applied so far. A share with
+//     ts < W - Lateness is late: it is not applied and Add returns false.
+//     Negative timestamps are dropped the same way.
+//   - Each window is a ring of Buckets buckets of width Size/Buckets; the
+//     bucket of a share is floor(ts/width). At watermark W a window covers
+//     the buckets [floor(W/width) - (Buckets-1), floor(W/width)]: the 1h
+//     window is "the last 60 one-minute buckets", including the current,
+//     partial one.
+//   - A share is counted in a window iff its bucket is covered when the
+//     share is added (after the share itself has advanced W). It stays
+//     counted until W moves past its bucket, which then expires. A share
+//     within lateness but older than a window's oldest bucket is not counted
+//     in that window (it may still be counted in a longer one).
+//   - Every share counts in the global family. A share with a category also
+//     counts in that category's family; category "" means "no category", and
+//     queries for category "" answer for the global family.
+//   - Counts are exact. Per partition, an article may be shared at most
+//     2^31-1 times within one bucket and 2^32-1 times within one window.
+//
+// # Persistence
+//
+// [Counts.Flush] stages into the task's batch only what changed since the
+// previous Flush, with keys relative to the task's namespace:
+//
+//	'w' | window index (1 byte) | bucket index (uint64 BE) |
+//	    uvarint(len(category)) | category | article id   → uvarint(count)
+//	'm'                                                   → watermark (uint64 BE)
+//	'c'                                                   → window layout
+//
+// Values are absolute counts written with Set, so re-applying a batch is
+// harmless. Global counts are not stored: [Counts.Load] derives them by
+// summing the categories (category "" included). Expired buckets are
+// removed with one DeleteRange per window. The 'c' key records every
+// window's size and bucket count so that Load refuses state written under a
+// different layout ([ErrLayoutChanged]) instead of misreading it.
+//
+// # Design
+//
+// Article ids are interned to dense uint32 indexes, and so are (category,
+// article) pairs; indexes go back to a free list when their counts are zero
+// in every window, which happens when their last bucket expires. Per window
+// and index a running total is kept in a flat []uint32. The buckets that can
+// still be written (those within lateness of the watermark) are small
+// open-addressing hash tables from pair index to count; older buckets are
+// compacted into exact-length slices of 8-byte (pair, count) entries and
+// subtracted from the totals when they expire. Buckets store pairs only: a
+// pair knows its article, so expiring a bucket updates the category and the
+// global totals at once, and the persisted form needs nothing else.
+//
+// Top-K does not scan all articles. Every window × group (global, or one
+// category) has a threshold tau and keeps the exact set of indexes whose
+// total is >= tau; an Add or an expiry that makes a total cross tau updates
+// the set in O(1). TopK sorts only that set. When the set has fewer than k
+// members (and tau > 1), or has grown far beyond what queries ask for, the
+// group is rescanned once to pick a new tau that keeps about 4k members.
+package trending
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// WindowSpec describes one sliding window: Buckets buckets of width
+// Size/Buckets. The width must be a positive whole number of milliseconds.
+type WindowSpec struct {
+	Name    string
+	Size    time.Duration
+	Buckets int
+}
+
+// Width returns the width of one bucket.
+func (s WindowSpec) Width() time.Duration { return s.Size / time.Duration(s.Buckets) }
+
+// DefaultWindows returns the windows trending uses unless configured:
+// "1m" (60 buckets of 1 s), "1h" (60 of 1 min) and "24h" (96 of 15 min).
+func DefaultWindows() []WindowSpec {
+	return []WindowSpec{
+		{Name: "1m", Size: time.Minute, Buckets: 60},
+		{Name: "1h", Size: time.Hour, Buckets: 60},
+		{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
+	}
+}
+
+// Limits on the window layout.
+const (
+	MaxWindows = 255     // the window index is one byte in keys
+	MaxBuckets = 1 << 16 // buckets per window
+)
+
+// Options configures a [Counts]. The zero value means [DefaultOptions].
+type Options struct {
+	// Windows are the sliding windows to count, addressed by their index in
+	// this slice. Empty means DefaultWindows().
+	Windows []WindowSpec
+	// Lateness is how far behind the watermark a share may be and still be
+	// applied. Zero means 5 minutes; use 1ms to drop nearly every
+	// out-of-order share.
+	Lateness time.Duration
+}
+
+// DefaultOptions returns the default windows and a lateness of 5 minutes.
+func DefaultOptions() Options {
+	return Options{Windows: DefaultWindows(), Lateness: 5 * time.Minute}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if len(o.Windows) == 0 {
+		o.Windows = d.Windows
+	}
+	if o.Lateness == 0 {
+		o.Lateness = d.Lateness
+	}
+	return o
+}
+
+// Validate reports invalid option values. Zero values are valid: they
+// stand for the defaults.
+func (o Options) Validate() error {
+	if o.Lateness < 0 {
+		return fmt.Errorf("trending: lateness %v is negative", o.Lateness)
+	}
+	if len(o.Windows) > MaxWindows {
+		return fmt.Errorf("trending: %d windows, at most %d allowed", len(o.Windows), MaxWindows)
+	}
+	seen := make(map[string]bool, len(o.Windows))
+	for i, w := range o.Windows {
+		switch {
+		case w.Name == "":
+			return fmt.Errorf("trending: window %d has no name", i)
+		case seen[w.Name]:
+			return fmt.Errorf("trending: window name %q is used twice", w.Name)
+		case w.Buckets <= 0 || w.Buckets > MaxBuckets:
+			return fmt.Errorf("trending: window %q: %d buckets, want 1..%d", w.Name, w.Buckets, MaxBuckets)
+		case w.Size <= 0:
+			return fmt.Errorf("trending: window %q: size %v is not positive", w.Name, w.Size)
+		case w.Size%time.Duration(w.Buckets) != 0 || w.Width()%time.Millisecond != 0 || w.Width() < time.Millisecond:
+			return fmt.Errorf("trending: window %q: bucket width %v/%d is not a whole number of milliseconds",
+				w.Name, w.Size, w.Buckets)
+		}
+		seen[w.Name] = true
+	}
+	return nil
+}
+
+// ErrLayoutChanged is returned by [Counts.Load] when the stored state was
+// written with different windows (sizes or bucket counts) than the Counts
+// was created with. The state cannot be reinterpreted; rebuild it by
+// replaying the log.
+var ErrLayoutChanged = errors.New("trending: stored window layout differs from options")
+
+// Entry is one article in a top-K answer.
+type Entry struct {
+	ArticleID string
+	Count     uint64
+}
+
+const (
+	noID      = math.MaxUint32 // end of a pair chain
+	dirtyBit  = 1 << 31        // in a bucket entry: changed since the last Flush
+	countMask = dirtyBit - 1   // in a bucket entry: the count
+)
+
+// Counts holds exact sliding-window share counts for one task. See the
+// package documentation for the semantics.
+//
+// Counts is not safe for concurrent use, not even for reads: TopK updates
+// internal candidate sets. The owner must serialize every call.
+type Counts struct {
+	opts     Options
+	nw       int   // len(opts.Windows)
+	lateness int64 // ms
+	win      []window
+
+	started bool
+	wm      int64
+
+	// Articles, by dense index. Rows of artTotal and artPos have nw
+	// entries: [idx*nw + w].
+	artIdx   map[string]uint32
+	artID    []string
+	artHead  []uint32 // first pair of the article's chain
+	artTotal []uint32 // global total per window
+	artPos   []int32  // position in the window's global candidate list, or -1
+	artFree  []uint32
+	idBytes  int // bytes of live article ids
+
+	// (category, article) pairs, by dense index; rows as for articles.
+	pairArt   []uint32
+	pairCat   []uint32
+	pairNext  []uint32 // next pair of the same article
+	pairTotal []uint32
+	pairPos   []int32
+	pairFree  []uint32
+
+	// Categories, by dense index; catGroups rows have nw entries.
+	catIdx    map[string]uint32
+	catName   []string
+	catPairs  []int32 // live pairs per category
+	catGroups []group
+	catFree   []uint32
+
+	// Persistence.
+	wroteLayout bool
+	flushedWM   int64
+	flushedAny  bool // flushedWM is valid
+	key, val    []byte
+
+	// Scratch for TopK.
+	heap  []uint32
+	cands []cand
+}
+
+type window struct {
+	width     int64 // ms
+	n         int64 // buckets
+	hi, lo    int64 // live buckets are [lo, hi]; valid once started
+	wlo       int64 // buckets >= wlo can still be written
+	slots     []bucket
+	global    group
+	deletedLo int64 // stored buckets below this are deleted
+}
+
+// group is the top-K candidate set of one window × group (global or one
+// category): list holds exactly the indexes whose total is >= tau, and the
+// family's pos array holds each one's position in list. tau == 0 means the
+// set is not maintained yet.
+type group struct {
+	tau       uint32
+	list      []uint32
+	kWant     int // largest k asked for
+	rescanLen int // len(list) right after the last rescan
+}
+
+// bucket is one time bucket of a window, held in ring slot id mod n. It is
+// open (a hash table keyed by pair index) while it can still be written,
+// and closed (a compact slice of entries) after that. An entry is
+// pair<<32 | dirtyBit? | count; 0 marks an empty hash slot.
+type bucket struct {
+	id          int64
+	n           int // entries; 0 means the slot holds no bucket
+	open        bool
+	closedDirty bool     // closed, with entries changed since the last Flush
+	tab         []uint64 // open: hash table, len a power of two; closed: entries
+	dirty       []uint32 // open: pairs changed since the last Flush
+}
+
+type cand struct {
+	n  uint32
+	id uint32
+}
+
+// NewCounts returns empty counts. It panics if opts.Validate fails:
+// validate options that come from configuration first.
+func NewCounts(opts Options) *Counts {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	opts = opts.withDefaults()
+	c := &Counts{
+		opts:     opts,
+		nw:       len(opts.Windows),
+		lateness: opts.Lateness.Milliseconds(),
+		artIdx:   make(map[string]uint32),
+		catIdx:   make(map[string]uint32),
+	}
+	c.win = make([]window, c.nw)
+	for i, s := range opts.Windows {
+		c.win[i] = window{
+			width:     s.Width().Milliseconds(),
+			n:         int64(s.Buckets),
+			slots:     make([]bucket, s.Buckets),
+			deletedLo: math.MinInt64,
+		}
+	}
+	return c
+}
+
+// Options returns the options in effect, defaults filled in.
+func (c *Counts) Options() Options { return c.opts }
+
+// WindowIndex returns the index of the window named name.
+func (c *Counts) WindowIndex(name string) (int, bool) {
+	for i, w := range c.opts.Windows {
+		if w.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Watermark returns the largest event time applied so far, or 0 if none.
+func (c *Counts) Watermark() int64 { return c.wm }
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
+
+// Add applies one share of articleID, in category ("" for none), at event
+// time ts (ms). It returns false if the share is late (or ts is negative)
+// and was dropped.
+func (c *Counts) Add(articleID, category string, ts int64) bool {
+	if ts < 0 {
+		return false
+	}
+	if !c.started {
+		c.start(ts)
+	} else if ts > c.wm {
+		c.advance(ts)
+	} else if ts < c.wm-c.lateness {
+		return false
+	}
+	counted := false
+	for w := range c.win {
+		if ts/c.win[w].width >= c.win[w].lo {
+			counted = true
+			break
+		}
+	}
+	if !counted {
+		return true // applied, but older than every window
+	}
+	a := c.internArticle(articleID)
+	p := c.internPair(a, category)
+	nw := c.nw
+	gs := c.catGroups[int(c.pairCat[p])*nw : int(c.pairCat[p])*nw+nw]
+	prow := int(p) * nw
+	arow := int(a) * nw
+	for w := range c.win {
+		win := &c.win[w]
+		b := ts / win.width
+		if b < win.lo {
+			continue
+		}
+		s := win.slot(b)
+		if s.n == 0 {
+			s.id, s.open = b, true
+		}
+		if s.inc(p) {
+			s.dirty = append(s.dirty, p)
+		}
+		t := c.pairTotal[prow+w] + 1
+		c.pairTotal[prow+w] = t
+		if t == gs[w].tau {
+			addCand(&gs[w], c.pairPos, p, nw, w)
+		}
+		t = c.artTotal[arow+w] + 1
+		c.artTotal[arow+w] = t
+		if t == win.global.tau {
+			addCand(&win.global, c.artPos, a, nw, w)
+		}
+	}
+	return true
+}
+
+func (c *Counts) start(ts int64) {
+	c.started = true
+	c.wm = ts
+	for i := range c.win {
+		w := &c.win[i]
+		w.hi = ts / w.width
+		w.lo = w.hi - w.n + 1
+		w.wlo = floorDiv(ts-c.lateness, w.width)
+	}
+}
+
+// advance moves the watermark to ts > c.wm: buckets that leave a window
+// expire, and buckets that fall out of lateness are compacted.
+func (c *Counts) advance(ts int64) {
+	c.wm = ts
+	for i := range c.win {
+		w := &c.win[i]
+		if hi := ts / w.width; hi > w.hi {
+			lo := hi - w.n + 1
+			for b := max(w.lo, 0); b < lo && b <= w.hi; b++ {
+				if s := w.slot(b); s.n > 0 && s.id == b {
+					c.expire(i, s)
+				}
+			}
+			w.hi, w.lo = hi, lo
+		}
+		if wlo := floorDiv(ts-c.lateness, w.width); wlo > w.wlo {
+			for b := max(w.wlo, w.lo, 0); b < wlo && b <= w.hi; b++ {
+				if s := w.slot(b); s.n > 0 && s.id == b && s.open {
+					s.close()
+				}
+			}
+			w.wlo = wlo
+		}
+	}
+}
+
+// expire subtracts bucket s of window w from the totals and empties it.
+func (c *Counts) expire(w int, s *bucket) {
+	for _, e := range s.tab {
+		if e != 0 {
+			c.sub(w, uint32(e>>32), uint32(e)&countMask)
+		}
+	}
+	s.n = 0
+	s.dirty = s.dirty[:0]
+	s.closedDirty = false
+	if s.open {
+		clear(s.tab) // keep the table for the bucket that reuses the slot
+	} else {
+		s.tab = nil
+	}
+}
+
+// sub subtracts cnt from pair p's totals in window w and releases the pair,
+// its article and its category when nothing counts them any more.
+func (c *Counts) sub(w int, p, cnt uint32) {
+	nw := c.nw
+	prow := int(p) * nw
+	old := c.pairTotal[prow+w]
+	nv := old - cnt
+	c.pairTotal[prow+w] = nv
+	if g := &c.catGroups[int(c.pairCat[p])*nw+w]; nv < g.tau && old >= g.tau {
+		dropCand(g, c.pairPos, p, nw, w)
+	}
+	a := c.pairArt[p]
+	arow := int(a) * nw
+	oldA := c.artTotal[arow+w]
+	nvA := oldA - cnt
+	c.artTotal[arow+w] = nvA
+	if g := &c.win[w].global; nvA < g.tau && oldA >= g.tau {
+		dropCand(g, c.artPos, a, nw, w)
+	}
+	if nv == 0 && allZero(c.pairTotal[prow:prow+nw]) {
+		c.freePair(p)
+		if nvA == 0 && allZero(c.artTotal[arow:arow+nw]) {
+			c.freeArticle(a)
+		}
+	}
+}
+
+func allZero(row []uint32) bool {
+	for _, v := range row {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func addCand(g *group, pos []int32, id uint32, nw, w int) {
+	pos[int(id)*nw+w] = int32(len(g.list))
+	g.list = append(g.list, id)
+}
+
+func dropCand(g *group, pos []int32, id uint32, nw, w int) {
+	i := pos[int(id)*nw+w]
+	last := g.list[len(g.list)-1]
+	g.list[i] = last
+	pos[int(last)*nw+w] = i
+	g.list = g.list[:len(g.list)-1]
+	pos[int(id)*nw+w] = -1
+}
+
+// Interning.
+
+func (c *Counts) internArticle(id string) uint32 {
+	if a, ok := c.artIdx[id]; ok {
+		return a
+	}
+	id = strings.Clone(id) // don't pin the caller's decode buffer
+	var a uint32
+	if n := len(c.artFree); n > 0 {
+		a = c.artFree[n-1]
+		c.artFree = c.artFree[:n-1]
+		c.artID[a] = id
+	} else {
+		a = uint32(len(c.artID))
+		c.artID = append(c.artID, id)
+		c.artHead = append(c.artHead, noID)
+		for range c.nw {
+			c.artTotal = append(c.artTotal, 0)
+			c.artPos = append(c.artPos, -1)
+		}
+	}
+	c.artIdx[id] = a
+	c.idBytes += len(id)
+	return a
+}
+
+func (c *Counts) freeArticle(a uint32) {
+	delete(c.artIdx, c.artID[a])
+	c.idBytes -= len(c.artID[a])
+	c.artID[a] = ""
+	c.artFree = append(c.artFree, a)
+}
+
+func (c *Counts) internPair(a uint32, category string) uint32 {
+	for p := c.artHead[a]; p != noID; p = c.pairNext[p] {
+		if c.catName[c.pairCat[p]] == category {
+			return p
+		}
+	}
+	ci := c.internCat(category)
+	var p uint32
+	if n := len(c.pairFree); n > 0 {
+		p = c.pairFree[n-1]
+		c.pairFree = c.pairFree[:n-1]
+	} else {
+		p = uint32(len(c.pairArt))
+		c.pairArt = append(c.pairArt, 0)
+		c.pairCat = append(c.pairCat, 0)
+		c.pairNext = append(c.pairNext, 0)
+		for range c.nw {
+			c.pairTotal = append(c.pairTotal, 0)
+			c.pairPos = append(c.pairPos, -1)
+		}
+	}
+	c.pairArt[p] = a
+	c.pairCat[p] = ci
+	c.pairNext[p] = c.artHead[a]
+	c.artHead[a] = p
+	c.catPairs[ci]++
+	return p
+}
+
+func (c *Counts) freePair(p uint32) {
+	a := c.pairArt[p]
+	for q := &c.artHead[a]; *q != noID; q = &c.pairNext[*q] {
+		if *q == p {
+			_ = q
+			break
+		}
+	}
+	ci := c.pairCat[p]
+	if c.catPairs[ci]--; c.catPairs[ci] == 0 {
+		delete(c.catIdx, c.catName[ci])
+		c.catName[ci] = ""
+		for i := range c.nw {
+			c.catGroups[int(ci)*c.nw+i] = group{}
+		}
+		c.catFree = append(c.catFree, ci)
+	}
+	c.pairFree = append(c.pairFree, p)
+}
+
+func (c *Counts) internCat(name string) uint32 {
+	if ci, ok := c.catIdx[name]; ok {
+		return ci
+	}
+	name = strings.Clone(name)
+	var ci uint32
+	if n := len(c.catFree); n > 0 {
+		ci = c.catFree[n-1]
+		c.catFree = c.catFree[:n-1]
+		c.catName[ci] = name
+	} else {
+		ci = uint32(len(c.catName))
+		c.catName = append(c.catName, name)
+		c.catPairs = append(c.catPairs, 0)
+		c.catGroups = append(c.catGroups, make([]group, c.nw)...)
+	}
+	c.catIdx[name] = ci
+	return ci
+}
+
+// Buckets.
+
+func hashIdx(p uint32, mask int) int {
+	h := p * 0x9E3779B1
+	return int(h^h>>15) & mask
+}
+
+// inc adds one to pair p's count in open bucket s and marks it dirty. It
+// reports whether the entry was clean before.
+func (s *bucket) inc(p uint32) bool {
+	if (s.n+1)*4 > len(s.tab)*3 {
+		s.grow()
+	}
+	mask := len(s.tab) - 1
+	for i := hashIdx(p, mask); ; i = (i + 1) & mask {
+		e := s.tab[i]
+		if e == 0 {
+			s.tab[i] = uint64(p)<<32 | dirtyBit | 1
+			s.n++
+			return true
+		}
+		if uint32(e>>32) == p {
+			s.tab[i] = (e + 1) | dirtyBit
+			return e&dirtyBit == 0
+		}
+	}
+}
+
+// put stores entry e (pair in the high half) in open bucket s, which must
+// not hold the pair yet.
+func (s *bucket) put(e uint64) {
+	if (s.n+1)*4 > len(s.tab)*3 {
+		s.grow()
+	}
+	mask := len(s.tab) - 1
+	i := hashIdx(uint32(e>>32), mask)
+	for s.tab[i] != 0 {
+		i = (i + 1) & mask
+	}
+	s.tab[i] = e
+	s.n++
+}
+
+// find returns the position of pair p in open bucket s, which must hold it.
+func (s *bucket) find(p uint32) int {
+	mask := len(s.tab) - 1
+	i := hashIdx(p, mask)
+	for uint32(s.tab[i]>>32) != p || s.tab[i] == 0 {
+		i = (i + 1) & mask
+	}
+	return i
+}
+
+func (s *bucket) grow() {
+	old := s.tab
+	s.tab = make([]uint64, max(16, 2*len(old)))
+	s.n = 0
+	for _, e := range old {
+		if e != 0 {
+			s.put(e)
+		}
+	}
+}
+
+// close compacts an open bucket that can no longer be written.
+func (s *bucket) close() {
+	out := make([]uint64, 0, s.n)
+	for _, e := range s.tab {
+		if e != 0 {
+			out = append(out, e)
+		}
+	}
+	s.tab = out
+	s.open = false
+	s.closedDirty = len(s.dirty) > 0
+	s.dirty = nil
+}
+
+// Queries.
+
+func (c *Counts) validWindow(w int) bool { return w >= 0 && w < c.nw && c.started }
+
+// Count returns articleID's global share count in window w (an index into
+// Options().Windows).
+func (c *Counts) Count(w int, articleID string) uint64 {
+	if !c.validWindow(w) {
+		return 0
+	}
+	a, ok := c.artIdx[articleID]
+	if !ok {
+		return 0
+	}
+	return uint64(c.artTotal[int(a)*c.nw+w])
+}
+
+// CategoryCount returns articleID's share count in category in window w.
+// Category "" is the global family: CategoryCount(w, "", id) == Count(w, id).
+func (c *Counts) CategoryCount(w int, category, articleID string) uint64 {
+	if category == "" {
+		return c.Count(w, articleID)
+	}
+	if !c.validWindow(w) {
+		return 0
+	}
+	a, ok := c.artIdx[articleID]
+	if !ok {
+		return 0
+	}
+	for p := c.artHead[a]; p != noID; p = c.pairNext[p] {
+		if c.catName[c.pairCat[p]] == category {
+			return uint64(c.pairTotal[int(p)*c.nw+w])
+		}
+	}
+	return 0
+}
+
+// Categories returns, sorted, the categories that currently have a
+// nonzero count in some window. Category "" (no category) is not listed.
+func (c *Counts) Categories() []string {
+	out := make([]string, 0, len(c.catIdx))
+	for name := range c.catIdx {
+		if name != "" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TopK returns the k articles with the highest counts in window w, globally
+// (category "") or in category, ordered by count descending and then
+// article id ascending. Articles with a zero count are never returned, so
+// the answer may be shorter than k.
+func (c *Counts) TopK(w int, category string, k int) []Entry {
+	if !c.validWindow(w) || k <= 0 {
+		return nil
+	}
+	var g *group
+	cat := -1
+	if category == "" {
+		g = &c.win[w].global
+	} else {
+		ci, ok := c.catIdx[category]
+		if !ok {
+			return nil
+		}
+		cat = int(ci)
+		g = &c.catGroups[cat*c.nw+w]
+	}
+	g.kWant = max(g.kWant, k)
+	if g.tau == 0 || (len(g.list) < k && g.tau > 1) ||
+		(len(g.list) > 8*g.kWant+256 && len(g.list) > 2*g.rescanLen) {
+		c.rescan(g, w, cat)
+	}
+	totals := c.artTotal
+	if cat >= 0 {
+		totals = c.pairTotal
+	}
+	cands := c.cands[:0]
+	for _, id := range g.list {
+		cands = append(cands, cand{totals[int(id)*c.nw+w], id})
+	}
+	if len(cands) > k {
+		h := c.heap[:0]
+		for _, x := range cands {
+			h = pushTop(h, k, x.n)
+		}
+		c.heap = h
+		kth := h[0]
+		cands = slices.DeleteFunc(cands, func(x cand) bool { return x.n < kth })
+	}
+	id := func(x cand) string {
+		if cat >= 0 {
+			return c.artID[c.pairArt[x.id]]
+		}
+		return c.artID[x.id]
+	}
+	slices.SortFunc(cands, func(x, y cand) int {
+		if x.n != y.n {
+			if x.n > y.n {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(id(x), id(y))
+	})
+	c.cands = cands
+	out := make([]Entry, min(k, len(cands)))
+	for i := range out {
+		out[i] = Entry{ArticleID: id(cands[i]), Count: uint64(cands[i].n)}
+	}
+	return out
+}
+
+// pushTop keeps h a min-heap of the (at most) k largest values pushed.
+func pushTop(h []uint32, k int, v uint32) []uint32 {
+	if len(h) < k {
+		h = append(h, v)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if h[p] <= h[i] {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+		return h
+	}
+	if v <= h[0] {
+		return h
+	}
+	h[0] = v
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l] < h[m] {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h[r] < h[m] {
+			m = r
+		}
+		if m == i {
+			return h
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+// rescan picks a new tau for group g of window w (cat < 0: global) so that
+// about 4k members qualify, and rebuilds the candidate list.
+func (c *Counts) rescan(g *group, w, cat int) {
+	nw := c.nw
+	totals, pos, n := c.artTotal, c.artPos, len(c.artID)
+	if cat >= 0 {
+		totals, pos, n = c.pairTotal, c.pairPos, len(c.pairArt)
+	}
+	for _, id := range g.list {
+		pos[int(id)*nw+w] = -1
+	}
+	g.list = g.list[:0]
+	target := 4*g.kWant + 64
+	h := c.heap[:0]
+	for id := range n {
+		if cat >= 0 && int(c.pairCat[id]) != cat {
+			continue
+		}
+		if t := totals[id*nw+w]; t > 0 {
+			h = pushTop(h, target, t)
+		}
+	}
+	c.heap = h
+	tau := uint32(1)
+	if len(h) == target {
+		tau = max(h[0], 1)
+	}
+	for id := range n {
+		if cat >= 0 && int(c.pairCat[id]) != cat {
+			continue
+		}
+		if totals[id*nw+w] >= tau {
+			addCand(g, pos, uint32(id), nw, w)
+		}
+	}
+	g.tau = tau
+	g.rescanLen = len(g.list)
+}
+
+// MemoryBytes estimates the heap bytes held by c.
+func (c *Counts) MemoryBytes() int {
+	const (
+		strHdr   = int(unsafe.Sizeof(""))
+		mapEntry = 48 // swiss-table slot (16+4, padded) / load factor, plus control bytes
+	)
+	n := int(unsafe.Sizeof(*c))
+	n += len(c.artIdx)*mapEntry + c.idBytes
+	n += cap(c.artID)*strHdr + cap(c.artHead)*4 + cap(c.artTotal)*4 + cap(c.artPos)*4 + cap(c.artFree)*4
+	n += cap(c.pairArt)*4 + cap(c.pairCat)*4 + cap(c.pairNext)*4 + cap(c.pairTotal)*4 +
+		cap(c.pairPos)*4 + cap(c.pairFree)*4
+	n += len(c.catIdx)*mapEntry + cap(c.catName)*strHdr + cap(c.catPairs)*4 + cap(c.catFree)*4
+	n += cap(c.catGroups) * int(unsafe.Sizeof(group{}))
+	for _, g := range c.catGroups {
+		n += cap(g.list) * 4
+	}
+	for _, name := range c.catName {
+		n += len(name)
+	}
+	for i := range c.win {
+		w := &c.win[i]
+		n += int(unsafe.Sizeof(*w)) + cap(w.global.list)*4 + cap(w.slots)*int(unsafe.Sizeof(bucket{}))
+		for j := range w.slots {
+			n += cap(w.slots[j].tab)*8 + cap(w.slots[j].dirty)*4
+		}
+	}
+	n += cap(c.heap)*4 + cap(c.cands)*int(unsafe.Sizeof(cand{})) + cap(c.key) + cap(c.val)
+	return n
+}
+
+// Persistence.
+
+var (
+	layoutKey    = []byte{'c'}
+	watermarkKey = []byte{'m'}
+	bucketsLo    = []byte{'w'}
+	bucketsHi    = []byte{'w' + 1}
+)
+
+const layoutVersion = 1
+
+func (c *Counts) layout() []byte {
+	v := []byte{layoutVersion}
+	for _, w := range c.win {
+		v = binary.AppendUvarint(v, uint64(w.width))
+		v = binary.AppendUvarint(v, uint64(w.n))
+	}
+	return v
+}
+
+func bucketKey(buf []byte, w int, b int64) []byte {
+	buf = append(buf[:0], 'w', byte(w))
+	return binary.BigEndian.AppendUint64(buf, uint64(b))
+}
+
+// Flush stages into wr every change since the previous Flush: the counts of
+// the (bucket, category, article) cells that changed, the removal of the
+// buckets that expired, and the watermark. Commit wr atomically with the
+// input offsets the changes came from.
+//
+// After Flush, c assumes wr is committed. If it is not (wr discarded, the
+// commit failed, or Flush returned an error), c no longer matches the store:
+// discard c and Load a new one from committed state.
+func (c *Counts) Flush(wr state.Writer) error {
+	if !c.wroteLayout {
+		if err := wr.Set(layoutKey, c.layout()); err != nil {
+			return fmt.Errorf("trending: flush layout: %w", err)
+		}
+		c.wroteLayout = true
+	}
+	if !c.started {
+		return nil
+	}
+	if !c.flushedAny || c.flushedWM != c.wm {
+		if err := wr.Set(watermarkKey, binary.BigEndian.AppendUint64(c.val[:0], uint64(c.wm))); err != nil {
+			return fmt.Errorf("trending: flush watermark: %w", err)
+		}
+		c.flushedWM, c.flushedAny = c.wm, true
+	}
+	for w := range c.win {
+		win := &c.win[w]
+		if win.lo > 0 && win.lo > win.deletedLo {
+			start := bucketKey(nil, w, 0)
+			c.key = bucketKey(c.key, w, win.lo)
+			if err := wr.DeleteRange(start, c.key); err != nil {
+				return fmt.Errorf("trending: flush expiry of window %d: %w", w, err)
+			}
+			win.deletedLo = win.lo
+		}
+		for i := range win.slots {
+			s := &win.slots[i]
+			switch {
+			case s.n == 0:
+			case s.open:
+				for _, p := range s.dirty {
+					j := s.find(p)
+					if err := c.writeCell(wr, w, s.id, s.tab[j]); err != nil {
+						return err
+					}
+					s.tab[j] &^= dirtyBit
+				}
+				s.dirty = s.dirty[:0]
+			case s.closedDirty:
+				for j, e := range s.tab {
+					if e&dirtyBit == 0 {
+						continue
+					}
+					if err := c.writeCell(wr, w, s.id, e); err != nil {
+						return err
+					}
+					s.tab[j] &^= dirtyBit
+				}
+				s.closedDirty = false
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Counts) writeCell(wr state.Writer, w int, b int64, e uint64) error {
+	p := uint32(e >> 32)
+	cat := c.catName[c.pairCat[p]]
+	k := bucketKey(c.key, w, b)
+	k = binary.AppendUvarint(k, uint64(len(cat)))
+	k = append(k, cat...)
+	k = append(k, c.artID[c.pairArt[p]]...)
+	c.key = k
+	c.val = binary.AppendUvarint(c.val[:0], uint64(uint32(e)&countMask))
+	if err := wr.Set(k, c.val); err != nil {
+		return fmt.Errorf("trending: flush window %d bucket %d: %w", w, b, err)
+	}
+	return nil
+}
+
+// Load replaces the contents of c with the committed state in r, as written
+// by Flush. The result answers every query exactly as the flushed Counts
+// did, and behaves identically under further Adds.
+func (c *Counts) Load(r state.Reader) error {
+	*c = *NewCounts(c.opts)
+	v, ok, err := r.Get(layoutKey)
+	if err != nil {
+		return fmt.Errorf("trending: load layout: %w", err)
+	}
+	if ok && !bytes.Equal(v, c.layout()) {
+		return ErrLayoutChanged
+	}
+	c.wroteLayout = ok
+	v, ok, err = r.Get(watermarkKey)
+	if err != nil {
+		return fmt.Errorf("trending: load watermark: %w", err)
+	}
+	if !ok {
+		return nil // nothing was ever counted
+	}
+	if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+		return fmt.Errorf("trending: load: bad watermark %x", v)
+	}
+	c.start(int64(binary.BigEndian.Uint64(v)))
+	c.flushedWM, c.flushedAny = c.wm, true
+	err = r.Scan(bucketsLo, bucketsHi, func(k, v []byte) error {
+		if err := c.loadCell(k, v); err != nil {
+			return fmt.Errorf("trending: load key %x: %w", k, err)
+		}
+		return nil
+	})
+	return err
+}
+
+var errBadCell = errors.New("malformed cell")
+
+func (c *Counts) loadCell(k, v []byte) error {
+	if len(k) < 10 {
+		return errBadCell
+	}
+	w := int(k[1])
+	if w >= c.nw {
+		return fmt.Errorf("window %d: %w", w, errBadCell)
+	}
+	b := int64(binary.BigEndian.Uint64(k[2:10]))
+	win := &c.win[w]
+	if b < win.lo {
+		return nil // expired; removed by the next Flush
+	}
+	if b > win.hi {
+		return fmt.Errorf("bucket %d ahead of the watermark: %w", b, errBadCell)
+	}
+	k = k[10:]
+	n, sz := binary.Uvarint(k)
+	if sz <= 0 || n > uint64(len(k)-sz) {
+		return errBadCell
+	}
+	cat, art := k[sz:sz+int(n)], k[sz+int(n):]
+	cnt, sz := binary.Uvarint(v)
+	if sz != len(v) || cnt == 0 || cnt > countMask || len(art) == 0 {
+		return fmt.Errorf("count %x: %w", v, errBadCell)
+	}
+	a := c.internArticle(string(art))
+	p := c.internPair(a, string(cat))
+	s := win.slot(b)
+	if s.n == 0 {
+		s.id, s.open = b, b >= win.wlo
+	}
+	e := uint64(p)<<32 | cnt
+	if s.open {
+		s.put(e)
+	} else {
+		s.tab = append(s.tab, e)
+		s.n++
+	}
+	c.pairTotal[int(p)*c.nw+w] += uint32(cnt)
+	c.artTotal[int(a)*c.nw+w] += uint32(cnt)
+	return nil
+}

@@ -1,0 +1,810 @@
+package trending
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// refModel is the brute-force reference: it stores every applied share and
+// recomputes each answer from scratch.
+type refModel struct {
+	opts    Options
+	started bool
+	wm      int64
+	events  []refEvent
+}
+
+type refEvent struct {
+	art, cat string
+	ts       int64
+	counted  []bool // per window: bucket was live when the share was added
+}
+
+func newRef(opts Options) *refModel { return &refModel{opts: opts.withDefaults()} }
+
+func (r *refModel) span(w int) (width, lo, hi int64) {
+	s := r.opts.Windows[w]
+	width = s.Width().Milliseconds()
+	hi = floorDiv(r.wm, width)
+	return width, hi - int64(s.Buckets) + 1, hi
+}
+
+func (r *refModel) add(art, cat string, ts int64) bool {
+	if ts < 0 || (r.started && ts < r.wm-r.opts.Lateness.Milliseconds()) {
+		return false
+	}
+	if !r.started || ts > r.wm {
+		r.started, r.wm = true, ts
+	}
+	ev := refEvent{art: art, cat: cat, ts: ts, counted: make([]bool, len(r.opts.Windows))}
+	for w := range r.opts.Windows {
+		width, lo, hi := r.span(w)
+		b := floorDiv(ts, width)
+		ev.counted[w] = b >= lo && b <= hi
+	}
+	r.events = append(r.events, ev)
+	return true
+}
+
+// counts returns the counts of window w for category ("" = global).
+func (r *refModel) counts(w int, cat string) map[string]uint64 {
+	m := map[string]uint64{}
+	if !r.started {
+		return m
+	}
+	width, lo, _ := r.span(w)
+	for _, ev := range r.events {
+		if ev.counted[w] && floorDiv(ev.ts, width) >= lo && (cat == "" || ev.cat == cat) {
+			m[ev.art]++
+		}
+	}
+	return m
+}
+
+func topOf(m map[string]uint64, k int) []Entry {
+	var out []Entry
+	for a, n := range m {
+		out = append(out, Entry{a, n})
+	}
+	slices.SortFunc(out, func(x, y Entry) int {
+		if c := cmp.Compare(y.Count, x.Count); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.ArticleID, y.ArticleID)
+	})
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+// stream generates random shares over a small universe: skewed article
+// popularity, a home category per article plus occasional other categories
+// and "", time mostly moving forward with jitter, some late shares and
+// occasional jumps that expire everything.
+type stream struct {
+	rng      *rand.Rand
+	arts     []string
+	cats     []string
+	now      int64
+	step     int64 // max forward step, ms
+	jitter   int64 // max backward jitter, ms
+	jumpProb float64
+	jump     int64
+}
+
+func newStream(seed uint64, nArts, nCats int, step, jitter int64) *stream {
+	s := &stream{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), now: 1_700_000_000_000, step: step, jitter: jitter}
+	for i := range nArts {
+		s.arts = append(s.arts, fmt.Sprintf("art-%03d", i))
+	}
+	for i := range nCats {
+		s.cats = append(s.cats, fmt.Sprintf("cat%d", i))
+	}
+	return s
+}
+
+func (s *stream) next() (art, cat string, ts int64) {
+	s.now += s.rng.Int64N(s.step + 1)
+	if s.jumpProb > 0 && s.rng.Float64() < s.jumpProb {
+		s.now += s.jump
+	}
+	f := s.rng.Float64()
+	i := int(f * f * float64(len(s.arts)))
+	art = s.arts[i]
+	switch x := s.rng.IntN(10); {
+	case x < 7:
+		cat = s.cats[i%len(s.cats)]
+	case x < 9:
+		cat = s.cats[s.rng.IntN(len(s.cats))]
+	}
+	ts = s.now
+	if s.rng.IntN(3) == 0 {
+		ts -= s.rng.Int64N(s.jitter + 1)
+	}
+	return art, cat, ts
+}
+
+var testOptions = map[string]Options{
+	"small": {Windows: []WindowSpec{
+		{Name: "s", Size: 10 * time.Second, Buckets: 10},
+		{Name: "m", Size: time.Minute, Buckets: 6},
+		{Name: "l", Size: 5 * time.Minute, Buckets: 5},
+	}, Lateness: 20 * time.Second},
+	// Lateness shorter than every bucket: buckets close (compact) quickly.
+	"tight": {Windows: []WindowSpec{
+		{Name: "a", Size: 3 * time.Second, Buckets: 3},
+		{Name: "b", Size: 20 * time.Second, Buckets: 4},
+	}, Lateness: 700 * time.Millisecond},
+	"default": {},
+}
+
+// streamFor returns a stream whose pace suits opts.
+func streamFor(name string, seed uint64) *stream {
+	switch name {
+	case "small":
+		return newStream(seed, 40, 4, 400, 30_000)
+	case "tight":
+		return newStream(seed, 30, 3, 150, 1_000)
+	default:
+		s := newStream(seed, 60, 5, 20_000, 400_000)
+		s.jumpProb, s.jump = 0.002, 30*3600*1000
+		return s
+	}
+}
+
+// checkAgainstRef compares every answer of c with the reference.
+func checkAgainstRef(t *testing.T, c *Counts, r *refModel, s *stream) {
+	t.Helper()
+	if c.Watermark() != r.wm {
+		t.Fatalf("watermark %d, want %d", c.Watermark(), r.wm)
+	}
+	for w := range c.nw {
+		for _, cat := range append([]string{""}, s.cats...) {
+			want := r.counts(w, cat)
+			for _, a := range s.arts {
+				var got uint64
+				if cat == "" {
+					got = c.Count(w, a)
+					if cc := c.CategoryCount(w, "", a); cc != got {
+						t.Fatalf("window %d: CategoryCount(\"\", %s) = %d, Count = %d", w, a, cc, got)
+					}
+				} else {
+					got = c.CategoryCount(w, cat, a)
+				}
+				if got != want[a] {
+					t.Fatalf("window %d category %q article %s: count %d, want %d", w, cat, a, got, want[a])
+				}
+			}
+			for _, k := range []int{1, 3, 10, len(s.arts) + 1} {
+				got, exp := c.TopK(w, cat, k), topOf(want, k)
+				if !slices.Equal(got, exp) {
+					t.Fatalf("window %d category %q TopK(%d):\n got %v\nwant %v", w, cat, k, got, exp)
+				}
+			}
+		}
+	}
+	if err := c.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkInvariants verifies the internal indexes against each other.
+func (c *Counts) checkInvariants() error {
+	nw := c.nw
+	pairSum := make([]uint32, len(c.pairTotal))
+	for w := range c.win {
+		win := &c.win[w]
+		for i := range win.slots {
+			s := &win.slots[i]
+			if s.n == 0 {
+				if len(s.dirty) > 0 || s.closedDirty {
+					return fmt.Errorf("window %d slot %d: empty but dirty", w, i)
+				}
+				continue
+			}
+			if s.id < win.lo || s.id > win.hi || s.id%win.n != int64(i) {
+				return fmt.Errorf("window %d slot %d holds bucket %d outside [%d,%d]", w, i, s.id, win.lo, win.hi)
+			}
+			if s.open != (s.id >= win.wlo) {
+				return fmt.Errorf("window %d bucket %d: open=%v, writable from %d", w, s.id, s.open, win.wlo)
+			}
+			n, dirty := 0, 0
+			for _, e := range s.tab {
+				if e == 0 {
+					continue
+				}
+				n++
+				if e&dirtyBit != 0 {
+					dirty++
+				}
+				pairSum[int(e>>32)*nw+w] += uint32(e) & countMask
+			}
+			if n != s.n {
+				return fmt.Errorf("window %d bucket %d: %d entries, n=%d", w, s.id, n, s.n)
+			}
+			if s.open && dirty != len(s.dirty) {
+				return fmt.Errorf("window %d bucket %d: %d dirty entries, list has %d", w, s.id, dirty, len(s.dirty))
+			}
+			if !s.open && (dirty > 0) != s.closedDirty {
+				return fmt.Errorf("window %d bucket %d: %d dirty entries, closedDirty=%v", w, s.id, dirty, s.closedDirty)
+			}
+		}
+	}
+	if !slices.Equal(pairSum, c.pairTotal) {
+		return errors.New("pair totals differ from the sum of buckets")
+	}
+	artSum := make([]uint32, len(c.artTotal))
+	freePair := map[uint32]bool{}
+	for _, p := range c.pairFree {
+		freePair[p] = true
+	}
+	catLive := map[uint32]int32{}
+	for p := range c.pairArt {
+		if freePair[uint32(p)] {
+			if !allZero(c.pairTotal[p*nw : p*nw+nw]) {
+				return fmt.Errorf("free pair %d has counts", p)
+			}
+			continue
+		}
+		if allZero(c.pairTotal[p*nw : p*nw+nw]) {
+			return fmt.Errorf("live pair %d has no counts", p)
+		}
+		catLive[c.pairCat[p]]++
+		for w := range nw {
+			artSum[int(c.pairArt[p])*nw+w] += c.pairTotal[p*nw+w]
+		}
+	}
+	if !slices.Equal(artSum, c.artTotal) {
+		return errors.New("article totals differ from the sum of their pairs")
+	}
+	if len(c.artIdx) != len(c.artID)-len(c.artFree) {
+		return fmt.Errorf("%d interned ids, %d slots, %d free", len(c.artIdx), len(c.artID), len(c.artFree))
+	}
+	for id, a := range c.artIdx {
+		if c.artID[a] != id || allZero(c.artTotal[int(a)*nw:int(a)*nw+nw]) {
+			return fmt.Errorf("article %q (%d) is interned but has no counts", id, a)
+		}
+		for p := c.artHead[a]; p != noID; p = c.pairNext[p] {
+			if c.pairArt[p] != a || freePair[p] {
+				return fmt.Errorf("article %q chain holds pair %d", id, p)
+			}
+		}
+	}
+	for name, ci := range c.catIdx {
+		if c.catName[ci] != name || c.catPairs[ci] != catLive[ci] || catLive[ci] == 0 {
+			return fmt.Errorf("category %q: %d pairs recorded, %d live", name, c.catPairs[ci], catLive[ci])
+		}
+	}
+	check := func(what string, g *group, w int, totals []uint32, pos []int32, n int, in func(int) bool) error {
+		if g.tau == 0 {
+			if len(g.list) > 0 {
+				return fmt.Errorf("%s window %d: untracked group has a list", what, w)
+			}
+			return nil
+		}
+		want := 0
+		for id := range n {
+			if in(id) && totals[id*nw+w] >= g.tau {
+				want++
+				if p := pos[id*nw+w]; p < 0 || int(p) >= len(g.list) || g.list[p] != uint32(id) {
+					return fmt.Errorf("%s window %d: id %d (total %d >= tau %d) not listed", what, w, id, totals[id*nw+w], g.tau)
+				}
+			}
+		}
+		if want != len(g.list) {
+			return fmt.Errorf("%s window %d: list has %d ids, %d qualify", what, w, len(g.list), want)
+		}
+		return nil
+	}
+	for w := range nw {
+		if err := check("global", &c.win[w].global, w, c.artTotal, c.artPos, len(c.artID), func(int) bool { return true }); err != nil {
+			return err
+		}
+		for ci := range c.catName {
+			in := func(p int) bool { return !freePair[uint32(p)] && c.pairCat[p] == uint32(ci) }
+			if err := check("category "+c.catName[ci], &c.catGroups[ci*nw+w], w, c.pairTotal, c.pairPos, len(c.pairArt), in); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func TestWindowSemanticsMatchReference(t *testing.T) {
+	for name, opts := range testOptions {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
+				c, r, s := NewCounts(opts), newRef(opts), streamFor(name, seed)
+				steps := 3000
+				if testing.Short() {
+					steps = 1500
+				}
+				late := 0
+				for i := range steps {
+					a, cat, ts := s.next()
+					got, want := c.Add(a, cat, ts), r.add(a, cat, ts)
+					if got != want {
+						t.Fatalf("step %d: Add(%s, %s, %d) = %v, want %v", i, a, cat, ts, got, want)
+					}
+					if !got {
+						late++
+					}
+					if i%97 == 0 || i == steps-1 {
+						checkAgainstRef(t, c, r, s)
+					}
+				}
+				if late == 0 {
+					t.Error("stream produced no late shares")
+				}
+			})
+		}
+	}
+}
+
+func TestAddBasics(t *testing.T) {
+	c := NewCounts(Options{})
+	if c.Watermark() != 0 || c.TopK(0, "", 10) != nil || c.Count(0, "a") != 0 {
+		t.Fatal("empty counts answer")
+	}
+	const t0 = 1_000_000_000
+	if !c.Add("a", "tech", t0) || !c.Add("a", "", t0+500) || !c.Add("b", "tech", t0+1500) {
+		t.Fatal("in-order share dropped")
+	}
+	if c.Watermark() != t0+1500 {
+		t.Fatalf("watermark %d", c.Watermark())
+	}
+	if c.Add("a", "tech", t0+1500-5*60*1000-1) {
+		t.Fatal("late share applied")
+	}
+	if !c.Add("a", "tech", t0+1500-5*60*1000) {
+		t.Fatal("share exactly at the lateness bound dropped")
+	}
+	if c.Add("a", "tech", -1) {
+		t.Fatal("negative timestamp applied")
+	}
+	// The share at the lateness bound is older than the 1m window but
+	// counted in 1h and 24h.
+	for w, want := range []uint64{2, 3, 3} {
+		if got := c.Count(w, "a"); got != want {
+			t.Errorf("window %d: Count(a) = %d, want %d", w, got, want)
+		}
+	}
+	if got := c.CategoryCount(1, "tech", "a"); got != 2 {
+		t.Errorf("CategoryCount(1h, tech, a) = %d, want 2", got)
+	}
+	want := []Entry{{"a", 3}, {"b", 1}}
+	if got := c.TopK(1, "", 5); !slices.Equal(got, want) {
+		t.Errorf("TopK = %v, want %v", got, want)
+	}
+	if got := c.TopK(1, "sports", 5); got != nil {
+		t.Errorf("unknown category TopK = %v", got)
+	}
+	if got := c.TopK(7, "", 5); got != nil {
+		t.Errorf("bad window TopK = %v", got)
+	}
+	if i, ok := c.WindowIndex("24h"); !ok || i != 2 {
+		t.Errorf("WindowIndex(24h) = %d, %v", i, ok)
+	}
+	// 24h later the old buckets expire and every id is released.
+	c.Add("z", "", t0+25*3600*1000)
+	if len(c.artIdx) != 1 || len(c.catIdx) != 1 || c.Count(2, "a") != 0 {
+		t.Fatalf("after expiry: %d ids, %d categories, Count(a)=%d", len(c.artIdx), len(c.catIdx), c.Count(2, "a"))
+	}
+	if err := c.checkInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Options{
+		{Lateness: -time.Second},
+		{Windows: []WindowSpec{{Name: "", Size: time.Minute, Buckets: 60}}},
+		{Windows: []WindowSpec{{Name: "a", Size: time.Minute, Buckets: 0}}},
+		{Windows: []WindowSpec{{Name: "a", Size: 0, Buckets: 1}}},
+		{Windows: []WindowSpec{{Name: "a", Size: time.Second, Buckets: 3}}},
+		{Windows: []WindowSpec{{Name: "a", Size: time.Millisecond, Buckets: 2}}},
+		{Windows: []WindowSpec{{Name: "a", Size: time.Minute, Buckets: 1}, {Name: "a", Size: time.Hour, Buckets: 1}}},
+	}
+	for _, o := range bad {
+		if o.Validate() == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}
+
+// dump returns every nonzero bucket cell as it would be stored.
+func (c *Counts) dump() map[string]uint64 {
+	m := map[string]uint64{}
+	for w := range c.win {
+		for _, s := range c.win[w].slots {
+			if s.n == 0 {
+				continue
+			}
+			for _, e := range s.tab {
+				if e == 0 {
+					continue
+				}
+				p := uint32(e >> 32)
+				cat := c.catName[c.pairCat[p]]
+				k := bucketKey(nil, w, s.id)
+				k = binary.AppendUvarint(k, uint64(len(cat)))
+				k = append(append(k, cat...), c.artID[c.pairArt[p]]...)
+				m[string(k)] = uint64(uint32(e) & countMask)
+			}
+		}
+	}
+	return m
+}
+
+// stored returns the cells committed in ns.
+func stored(t *testing.T, ns state.Namespace) map[string]uint64 {
+	t.Helper()
+	m := map[string]uint64{}
+	err := ns.Scan(bucketsLo, bucketsHi, func(k, v []byte) error {
+		n, sz := binary.Uvarint(v)
+		if sz != len(v) {
+			return fmt.Errorf("bad value %x", v)
+		}
+		m[string(k)] = n
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// sameState fails unless a and b answer every query alike.
+func sameState(t *testing.T, a, b *Counts, s *stream) {
+	t.Helper()
+	if a.Watermark() != b.Watermark() {
+		t.Fatalf("watermark %d vs %d", a.Watermark(), b.Watermark())
+	}
+	da, db := a.dump(), b.dump()
+	if len(da) != len(db) {
+		t.Fatalf("%d cells vs %d", len(da), len(db))
+	}
+	for k, v := range da {
+		if db[k] != v {
+			t.Fatalf("cell %x: %d vs %d", k, v, db[k])
+		}
+	}
+	for w := range a.nw {
+		for _, cat := range append([]string{""}, s.cats...) {
+			for _, art := range s.arts {
+				if x, y := a.CategoryCount(w, cat, art), b.CategoryCount(w, cat, art); x != y {
+					t.Fatalf("window %d %q %s: %d vs %d", w, cat, art, x, y)
+				}
+			}
+			for _, k := range []int{1, 5, len(s.arts)} {
+				if x, y := a.TopK(w, cat, k), b.TopK(w, cat, k); !slices.Equal(x, y) {
+					t.Fatalf("window %d %q TopK(%d): %v vs %v", w, cat, k, x, y)
+				}
+			}
+		}
+	}
+}
+
+func openNS(t *testing.T) (*state.DB, state.Namespace) {
+	t.Helper()
+	db, err := state.Open(t.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return db, db.Namespace("t")
+}
+
+func flush(t *testing.T, c *Counts, ns state.Namespace) int {
+	t.Helper()
+	b := ns.NewBatch()
+	if err := c.Flush(b); err != nil {
+		b.Discard()
+		t.Fatal(err)
+	}
+	n := b.Len()
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func load(t *testing.T, opts Options, ns state.Namespace) *Counts {
+	t.Helper()
+	c := NewCounts(opts)
+	if err := c.Load(ns); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestFlushLoadRoundTrip runs a task that flushes at random points,
+// sometimes restarts from committed state (replaying the shares it had not
+// committed, as the engine does after a crash), and compares it throughout
+// with a task that never restarted and with the reference.
+func TestFlushLoadRoundTrip(t *testing.T) {
+	for name, opts := range testOptions {
+		for seed := range uint64(3) {
+			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
+				_, ns := openNS(t)
+				s := streamFor(name, seed+100)
+				rng := rand.New(rand.NewPCG(seed, 7))
+				cur, never, r := NewCounts(opts), NewCounts(opts), newRef(opts)
+				type share struct {
+					art, cat string
+					ts       int64
+				}
+				var pending []share // applied to cur since its last commit
+				steps, restarts := 4000, 0
+				if testing.Short() {
+					steps = 2000
+				}
+				for i := range steps {
+					a, cat, ts := s.next()
+					want := r.add(a, cat, ts)
+					if cur.Add(a, cat, ts) != want || never.Add(a, cat, ts) != want {
+						t.Fatalf("step %d: Add disagrees with the reference", i)
+					}
+					pending = append(pending, share{a, cat, ts})
+					if rng.IntN(40) == 0 {
+						flush(t, cur, ns)
+						pending = pending[:0]
+						if got, want := stored(t, ns), cur.dump(); !mapsEqual(got, want) {
+							t.Fatalf("step %d: store holds %d cells, memory %d", i, len(got), len(want))
+						}
+						if rng.IntN(3) == 0 {
+							loaded := load(t, opts, ns)
+							sameState(t, cur, loaded, s)
+							if err := loaded.checkInvariants(); err != nil {
+								t.Fatal(err)
+							}
+							cur = loaded
+							restarts++
+						}
+					}
+					if rng.IntN(400) == 0 { // crash: lose everything since the commit
+						cur = load(t, opts, ns)
+						for _, sh := range pending {
+							cur.Add(sh.art, sh.cat, sh.ts)
+						}
+						restarts++
+					}
+					if i%150 == 0 {
+						sameState(t, cur, never, s)
+						checkAgainstRef(t, cur, r, s)
+					}
+				}
+				flush(t, cur, ns)
+				final := load(t, opts, ns)
+				sameState(t, final, never, s)
+				checkAgainstRef(t, final, r, s)
+				if restarts == 0 {
+					t.Error("no restart exercised")
+				}
+			})
+		}
+	}
+}
+
+func mapsEqual(a, b map[string]uint64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLoadAfterExpiry flushes, lets every bucket expire, and checks that
+// the store and a reload are empty apart from the watermark.
+func TestLoadAfterExpiry(t *testing.T) {
+	opts := testOptions["small"]
+	_, ns := openNS(t)
+	c := NewCounts(opts)
+	s := streamFor("small", 9)
+	for range 500 {
+		c.Add(s.next())
+	}
+	flush(t, c, ns)
+	if len(stored(t, ns)) == 0 {
+		t.Fatal("nothing stored")
+	}
+	c.Add("late-comer", "x", c.Watermark()+10*60*1000)
+	flush(t, c, ns)
+	got := stored(t, ns)
+	if want := c.dump(); !mapsEqual(got, want) || len(got) != len(c.win) {
+		t.Fatalf("store holds %d cells after expiry, want %d", len(got), len(want))
+	}
+	l := load(t, opts, ns)
+	sameState(t, c, l, s)
+	if len(l.artIdx) != 1 || l.Count(0, "late-comer") != 1 {
+		t.Fatalf("loaded %d ids", len(l.artIdx))
+	}
+}
+
+func TestLoadEmptyAndLayoutChange(t *testing.T) {
+	_, ns := openNS(t)
+	c := load(t, Options{}, ns)
+	if c.Watermark() != 0 || c.TopK(0, "", 3) != nil {
+		t.Fatal("empty load not empty")
+	}
+	c.Add("a", "b", 5000)
+	flush(t, c, ns)
+	other := NewCounts(Options{Windows: []WindowSpec{{Name: "1m", Size: time.Minute, Buckets: 30}}})
+	if err := other.Load(ns); !errors.Is(err, ErrLayoutChanged) {
+		t.Fatalf("load with other windows: %v", err)
+	}
+	// Renaming windows or changing lateness is fine.
+	renamed := DefaultOptions()
+	renamed.Windows[0].Name = "minute"
+	renamed.Lateness = time.Minute
+	if l := load(t, renamed, ns); l.Count(0, "a") != 1 {
+		t.Fatal("renamed load lost counts")
+	}
+}
+
+// recorder is a state.Writer that records operations.
+type recorder struct {
+	ops []string
+}
+
+func (r *recorder) Set(k, v []byte) error { r.ops = append(r.ops, fmt.Sprintf("set %x=%x", k, v)); return nil }
+func (r *recorder) Delete(k []byte) error { r.ops = append(r.ops, fmt.Sprintf("del %x", k)); return nil }
+func (r *recorder) DeleteRange(s, e []byte) error {
+	r.ops = append(r.ops, fmt.Sprintf("delrange %x %x", s, e))
+	return nil
+}
+
+func TestDeterminism(t *testing.T) {
+	run := func() ([]string, [][]Entry) {
+		c := NewCounts(Options{})
+		s := streamFor("default", 42)
+		rng := rand.New(rand.NewPCG(1, 2))
+		var rec recorder
+		var tops [][]Entry
+		for range 5000 {
+			c.Add(s.next())
+			if rng.IntN(50) == 0 {
+				if err := c.Flush(&rec); err != nil {
+					t.Fatal(err)
+				}
+				for w := range c.nw {
+					tops = append(tops, c.TopK(w, "", 10), c.TopK(w, "cat1", 10))
+				}
+			}
+		}
+		return rec.ops, tops
+	}
+	ops1, tops1 := run()
+	ops2, tops2 := run()
+	if !slices.Equal(ops1, ops2) {
+		t.Fatal("flushes differ between identical runs")
+	}
+	if len(tops1) == 0 || len(tops1) != len(tops2) {
+		t.Fatal("no answers")
+	}
+	for i := range tops1 {
+		if !slices.Equal(tops1[i], tops2[i]) {
+			t.Fatalf("answer %d differs: %v vs %v", i, tops1[i], tops2[i])
+		}
+	}
+}
+
+// TestFreeListReuse lets generations of articles expire completely and
+// return, so indexes are released and reused under other ids and
+// categories.
+func TestFreeListReuse(t *testing.T) {
+	opts := testOptions["small"]
+	c, r := NewCounts(opts), newRef(opts)
+	s := newStream(5, 40, 4, 300, 5_000)
+	distinct := map[string]bool{}
+	for g := range 12 {
+		// Ids come back every 3 generations, with their categories shifted
+		// so that pairs change too.
+		for range 600 {
+			a, cat, ts := s.next()
+			a = fmt.Sprintf("%s-g%d", a, g%3)
+			if cat != "" {
+				cat = s.cats[(len(a)+g)%len(s.cats)]
+			}
+			distinct[a] = true
+			if c.Add(a, cat, ts) != r.add(a, cat, ts) {
+				t.Fatalf("generation %d: Add disagrees", g)
+			}
+			if g > 0 && len(c.artIdx) > len(s.arts) {
+				t.Fatalf("generation %d: %d ids interned, the previous generation was not released", g, len(c.artIdx))
+			}
+		}
+		gen := &stream{arts: slices.Collect(func(yield func(string) bool) {
+			for _, a := range s.arts {
+				if !yield(fmt.Sprintf("%s-g%d", a, g%3)) {
+					return
+				}
+			}
+		}), cats: s.cats}
+		checkAgainstRef(t, c, r, gen)
+		s.now += 6 * 60 * 1000 // past the largest window: everything expires
+	}
+	if len(c.artID) > len(s.arts) || len(distinct) <= len(c.artID) {
+		t.Errorf("%d article slots for %d distinct ids: free list not reused", len(c.artID), len(distinct))
+	}
+	_, ns := openNS(t)
+	flush(t, c, ns)
+	sameState(t, c, load(t, opts, ns), s)
+}
+
+// TestTopKRescan checks candidate sets through tau changes: large k after
+// small k, groups shrinking below k, and many ties.
+func TestTopKRescan(t *testing.T) {
+	opts := Options{Windows: []WindowSpec{{Name: "w", Size: 10 * time.Second, Buckets: 10}}, Lateness: time.Second}
+	c, r := NewCounts(opts), newRef(opts)
+	s := newStream(3, 2000, 2, 10, 500)
+	for i := range 20000 {
+		a, cat, ts := s.next()
+		c.Add(a, cat, ts)
+		r.add(a, cat, ts)
+		if i%1000 == 999 {
+			for _, k := range []int{1, 50, 7, 600, 3} {
+				for _, cat := range []string{"", "cat0"} {
+					if got, want := c.TopK(0, cat, k), topOf(r.counts(0, cat), k); !slices.Equal(got, want) {
+						t.Fatalf("step %d TopK(%q, %d) differs:\n got %v\nwant %v", i, cat, k, got, want)
+					}
+				}
+			}
+			if err := c.checkInvariants(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func TestFlushOnlyChanges(t *testing.T) {
+	c := NewCounts(Options{})
+	var rec recorder
+	c.Add("a", "x", 10_000)
+	c.Add("b", "", 10_000)
+	if err := c.Flush(&rec); err != nil {
+		t.Fatal(err)
+	}
+	// layout, watermark and 2 cells in each of 3 windows
+	if len(rec.ops) != 2+6 {
+		t.Fatalf("first flush: %d ops: %v", len(rec.ops), rec.ops)
+	}
+	rec.ops = nil
+	if err := c.Flush(&rec); err != nil || len(rec.ops) != 0 {
+		t.Fatalf("idle flush: %v %v", err, rec.ops)
+	}
+	c.Add("a", "x", 10_000)
+	if err := c.Flush(&rec); err != nil || len(rec.ops) != 3 {
+		t.Fatalf("flush after one share: %v %v", err, rec.ops)
+	}
+	for _, op := range rec.ops {
+		if !bytes.HasSuffix([]byte(op), []byte("=02")) {
+			t.Fatalf("op %s does not store count 2", op)
+		}
+	}
+}

@@ -1,0 +1,380 @@
+package trending
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fastjson"
+)
+
+// Name is the operator's name in the topology.
+const Name = "trending"
+
+// OperatorOptions configures the trending operator. The zero value is valid.
+type OperatorOptions struct {
+	Counts Options `json:"counts"`
+	// MaxK is the largest k a query may ask for (default 100).
+	MaxK int `json:"max_k"`
+	// SnapshotInterval bounds how stale a top-K answer may be while shares
+	// keep arriving (default 200ms).
+	SnapshotInterval time.Duration `json:"snapshot_interval"`
+	// MaxFuture is how far an event's timestamp may be ahead of the time of
+	// the log record carrying it (default 5m); further is invalid input.
+	MaxFuture time.Duration `json:"max_future"`
+}
+
+// DefaultOperatorOptions returns the defaults the zero value stands for.
+func DefaultOperatorOptions() OperatorOptions {
+	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute}
+}
+
+// Validate reports invalid option values.
+func (o OperatorOptions) Validate() error {
+	if err := o.Counts.Validate(); err != nil {
+		return err
+	}
+	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 {
+		return errors.New("trending: max_k, snapshot_interval and max_future must not be negative")
+	}
+	return nil
+}
+
+func (o OperatorOptions) withDefaults() OperatorOptions {
+	d := DefaultOperatorOptions()
+	if len(o.Counts.Windows) == 0 {
+		o.Counts.Windows = d.Counts.Windows
+	}
+	if o.Counts.Lateness == 0 {
+		o.Counts.Lateness = d.Counts.Lateness
+	}
+	if o.MaxK == 0 {
+		o.MaxK = d.MaxK
+	}
+	if o.SnapshotInterval == 0 {
+		o.SnapshotInterval = d.SnapshotInterval
+	}
+	if o.MaxFuture == 0 {
+		o.MaxFuture = d.MaxFuture
+	}
+	return o
+}
+
+// MaxPast is how far an event's timestamp may be behind the time of the log
+// record carrying it: the largest window plus the allowed lateness. Older
+// events could not count in any window.
+func (o OperatorOptions) MaxPast() time.Duration {
+	o = o.withDefaults()
+	var w time.Duration
+	for _, s := range o.Counts.Windows {
+		w = max(w, s.Size)
+	}
+	return w + o.Counts.Lateness
+}
+
+// Operator counts shares per article over sliding windows and answers top-K
+// queries merged across partitions. Its query methods are safe for
+// concurrent use with the running tasks.
+type Operator struct {
+	opts    OperatorOptions
+	maxPast time.Duration
+	windows map[string]int
+	parts   []atomic.Pointer[partition]
+	late    prometheus.Counter
+	parsers fastjson.ParserPool
+}
+
+// New returns the operator for an engine with the given partition count.
+func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	o := &Operator{opts: opts, maxPast: opts.MaxPast(), windows: map[string]int{}, parts: make([]atomic.Pointer[partition], partitions)}
+	for i, w := range opts.Counts.Windows {
+		o.windows[w.Name] = i
+	}
+	o.late = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "newsflow_late_records_total", Help: "Shares older than the watermark minus the allowed lateness, dropped.",
+		ConstLabels: prometheus.Labels{"operator": Name},
+	})
+	if reg != nil {
+		if err := reg.Register(o.late); err != nil {
+			return nil, fmt.Errorf("trending: register metrics: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// Options returns the options in force.
+func (o *Operator) Options() OperatorOptions { return o.opts }
+
+// Spec implements engine.Operator.
+func (o *Operator) Spec() engine.Spec {
+	return engine.Spec{
+		Name:        Name,
+		Description: "share counts per article over sliding windows, global and per category; top-K",
+		Inputs:      []engine.Input{{Topic: events.TopicShares, Key: "article_id", Route: o.route}},
+		Stores:      []string{"windows: exact per-article share counts per window bucket and category"},
+		Options:     o.opts,
+	}
+}
+
+// route co-locates shares by article id: the record key, or article_id
+// from the value when a producer sent no key.
+func (o *Operator) route(rec *eventlog.Record) ([]byte, bool) {
+	if len(rec.Key) > 0 {
+		return rec.Key, true
+	}
+	p := o.parsers.Get()
+	id, ok := events.ArticleIDOf(p, rec.Value)
+	o.parsers.Put(p)
+	return []byte(id), ok
+}
+
+// NewTask implements engine.Operator.
+func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
+	if int(tc.Partition) >= len(o.parts) {
+		return nil, fmt.Errorf("trending: partition %d beyond %d", tc.Partition, len(o.parts))
+	}
+	return &task{op: o, p: tc.Partition}, nil
+}
+
+// partition is the live state of one task, shared with queries.
+type partition struct {
+	mu      sync.RWMutex // guards counts
+	counts  *Counts
+	version atomic.Uint64 // bumped on every applied share
+	snap    atomic.Pointer[snapshot]
+	snapMu  sync.Mutex // serialises snapshot rebuilds; taken before mu
+}
+
+// snapshot is an immutable top-K view of one partition.
+type snapshot struct {
+	version   uint64
+	at        time.Time
+	watermark int64
+	global    [][]Entry            // per window
+	byCat     []map[string][]Entry // per window
+}
+
+func (pt *partition) rebuild(o *Operator) *snapshot {
+	pt.snapMu.Lock()
+	defer pt.snapMu.Unlock()
+	if s := pt.snap.Load(); s != nil && s.version == pt.version.Load() {
+		return s
+	}
+	// TopK may reorganise its candidate sets, so it takes the write lock.
+	pt.mu.Lock()
+	s := &snapshot{version: pt.version.Load(), at: time.Now(), watermark: pt.counts.Watermark()}
+	cats := pt.counts.Categories()
+	for w := range o.opts.Counts.Windows {
+		s.global = append(s.global, pt.counts.TopK(w, "", o.opts.MaxK))
+		m := make(map[string][]Entry, len(cats))
+		for _, c := range cats {
+			if top := pt.counts.TopK(w, c, o.opts.MaxK); len(top) > 0 {
+				m[c] = top
+			}
+		}
+		s.byCat = append(s.byCat, m)
+	}
+	pt.mu.Unlock()
+	pt.snap.Store(s)
+	return s
+}
+
+// current returns a snapshot no older than the snapshot interval unless
+// nothing changed since.
+func (pt *partition) current(o *Operator) *snapshot {
+	s := pt.snap.Load()
+	if s == nil || (s.version != pt.version.Load() && time.Since(s.at) >= o.opts.SnapshotInterval) {
+		return pt.rebuild(o)
+	}
+	return s
+}
+
+type task struct {
+	op     *Operator
+	p      int32
+	part   *partition
+	parser fastjson.Parser
+}
+
+func (t *task) Restore(r state.Reader) error {
+	c := NewCounts(t.op.opts.Counts)
+	if err := c.Load(r); err != nil {
+		return err
+	}
+	t.part = &partition{counts: c}
+	t.part.rebuild(t.op)
+	t.op.parts[t.p].Store(t.part)
+	return nil
+}
+
+func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
+	s, err := events.DecodeShare(&t.parser, rec.Value)
+	if err != nil {
+		return engine.Invalid("share: %v", err)
+	}
+	if len(rec.Key) > 0 && string(rec.Key) != s.ArticleID {
+		return engine.Invalid("share: record key %q does not match article_id %q", rec.Key, s.ArticleID)
+	}
+	if rec.Timestamp > 0 {
+		if err := events.CheckTime(s.Timestamp, rec.Timestamp, t.op.maxPast, t.op.opts.MaxFuture); err != nil {
+			return engine.Invalid("share: %v relative to the record time", err)
+		}
+	}
+	t.part.mu.Lock()
+	ok := t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
+	t.part.mu.Unlock()
+	if !ok {
+		t.op.late.Inc()
+		return nil
+	}
+	t.part.version.Add(1)
+	return nil
+}
+
+func (t *task) Flush(w state.Writer) error {
+	t.part.mu.Lock()
+	defer t.part.mu.Unlock()
+	return t.part.counts.Flush(w)
+}
+
+func (t *task) Committed() {
+	if s := t.part.snap.Load(); s == nil || time.Since(s.at) >= t.op.opts.SnapshotInterval {
+		t.part.rebuild(t.op)
+	}
+}
+
+func (t *task) Close() error {
+	if t.part != nil {
+		t.op.parts[t.p].CompareAndSwap(t.part, nil)
+	}
+	return nil
+}
+
+// Item is one ranked article.
+type Item struct {
+	Rank      int    `json:"rank"`
+	ArticleID string `json:"article_id"`
+	Count     uint64 `json:"count"`
+}
+
+// Result is a top-K answer.
+type Result struct {
+	Window   string `json:"window"`
+	Category string `json:"category,omitempty"`
+	Items    []Item `json:"items"`
+	// AsOf is the latest event time (ms) reflected in the answer.
+	AsOf int64 `json:"as_of"`
+	// Partial lists partitions whose state was not available (restoring).
+	Partial []int32 `json:"missing_partitions,omitempty"`
+}
+
+// ErrUnknownWindow is returned for a window name that is not configured.
+var ErrUnknownWindow = errors.New("unknown window")
+
+// WindowNames lists the configured windows.
+func (o *Operator) WindowNames() []string {
+	out := make([]string, 0, len(o.opts.Counts.Windows))
+	for _, w := range o.opts.Counts.Windows {
+		out = append(out, w.Name)
+	}
+	return out
+}
+
+// Top returns the k most shared articles in a window, globally or for one
+// category, merged across partitions.
+func (o *Operator) Top(window, category string, k int) (Result, error) {
+	wi, ok := o.windows[window]
+	if !ok {
+		return Result{}, fmt.Errorf("%w %q", ErrUnknownWindow, window)
+	}
+	k = min(max(k, 1), o.opts.MaxK)
+	res := Result{Window: window, Category: category}
+	var all []Entry
+	for i := range o.parts {
+		pt := o.parts[i].Load()
+		if pt == nil {
+			res.Partial = append(res.Partial, int32(i))
+			continue
+		}
+		s := pt.current(o)
+		res.AsOf = max(res.AsOf, s.watermark)
+		if category == "" {
+			all = append(all, s.global[wi]...)
+		} else {
+			all = append(all, s.byCat[wi][category]...)
+		}
+	}
+	sortEntries(all)
+	if len(all) > k {
+		all = all[:k]
+	}
+	res.Items = make([]Item, len(all))
+	for i, e := range all {
+		res.Items[i] = Item{Rank: i + 1, ArticleID: e.ArticleID, Count: e.Count}
+	}
+	return res, nil
+}
+
+// sortEntries orders by count descending, then article id, like TopK.
+func sortEntries(es []Entry) {
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].Count != es[j].Count {
+			return es[i].Count > es[j].Count
+		}
+		return es[i].ArticleID < es[j].ArticleID
+	})
+}
+
+// Shares is the share count of one article in each window.
+type Shares struct {
+	ArticleID string            `json:"article_id"`
+	Counts    map[string]uint64 `json:"counts"`
+	AsOf      int64             `json:"as_of"`
+}
+
+// ErrUnavailable is returned when the partition that owns a key is not
+// running (restoring, or owned by another node).
+var ErrUnavailable = errors.New("partition unavailable")
+
+// Shares returns an article's share counts, exactly, from the partition
+// that owns it.
+func (o *Operator) Shares(articleID string) (Shares, error) {
+	p := eventlog.PartitionFor([]byte(articleID), int32(len(o.parts)))
+	pt := o.parts[p].Load()
+	if pt == nil {
+		return Shares{}, fmt.Errorf("%w: partition %d", ErrUnavailable, p)
+	}
+	out := Shares{ArticleID: articleID, Counts: map[string]uint64{}}
+	pt.mu.RLock()
+	for i, w := range o.opts.Counts.Windows {
+		out.Counts[w.Name] = pt.counts.Count(i, articleID)
+	}
+	out.AsOf = pt.counts.Watermark()
+	pt.mu.RUnlock()
+	return out, nil
+}
+
+// MemoryBytes estimates the heap the windows of each running partition hold.
+func (o *Operator) MemoryBytes() []int {
+	out := make([]int, len(o.parts))
+	for i := range o.parts {
+		if pt := o.parts[i].Load(); pt != nil {
+			pt.mu.RLock()
+			out[i] = pt.counts.MemoryBytes()
+			pt.mu.RUnlock()
+		}
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+package query
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/valyala/fasthttp"
+)
+
+func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
+	writeRaw(ctx, fasthttp.StatusOK, []byte(`{"status":"live"}`))
+}
+
+func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
+	if !s.deps.Engine.Ready() {
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "tasks are restoring state"})
+		return
+	}
+	writeRaw(ctx, fasthttp.StatusOK, []byte(`{"status":"ready"}`))
+}
+
+// handleTrending answers GET /api/v1/trending?window=1m|1h|24h&k=&category=.
+func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	window := string(args.Peek("window"))
+	if window == "" {
+		window = "1h"
+	}
+	k, err := intArg(ctx, "k", 10, 1, s.deps.Trending.Options().MaxK)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	res, err := s.deps.Trending.Top(window, string(args.Peek("category")), k)
+	if errors.Is(err, trending.ErrUnknownWindow) {
+		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": err.Error(), "windows": s.deps.Trending.WindowNames()})
+		return
+	}
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, res)
+}
+
+// handleArticleShares answers GET /api/v1/articles/{id}/shares[?window=].
+func (s *Server) handleArticleShares(ctx *fasthttp.RequestCtx) {
+	id, _ := ctx.UserValue("id").(string)
+	if id == "" || len(id) > 128 {
+		writeError(ctx, fasthttp.StatusBadRequest, "article id must be 1-128 bytes")
+		return
+	}
+	sh, err := s.deps.Trending.Shares(id)
+	if errors.Is(err, trending.ErrUnavailable) {
+		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+		return
+	}
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	if w := string(ctx.QueryArgs().Peek("window")); w != "" {
+		c, ok := sh.Counts[w]
+		if !ok {
+			writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": "unknown window " + w, "windows": s.deps.Trending.WindowNames()})
+			return
+		}
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"article_id": id, "window": w, "count": c, "as_of": sh.AsOf})
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, sh)
+}
+
+// handleProgress answers GET /api/v1/admin/progress: readiness, whether the
+// node has processed everything in the log, and each input's lag.
+func (s *Server) handleProgress(ctx *fasthttp.RequestCtx) {
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	caughtUp, err := s.deps.Engine.CaughtUp(cctx)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "log unavailable: "+err.Error())
+		return
+	}
+	type input struct {
+		Stage     string `json:"stage"`
+		Topic     string `json:"topic"`
+		Partition int32  `json:"partition"`
+		Committed int64  `json:"committed"`
+		Lag       int64  `json:"lag"`
+	}
+	prog := s.deps.Engine.Progress()
+	out := struct {
+		Ready    bool    `json:"ready"`
+		CaughtUp bool    `json:"caught_up"`
+		Inputs   []input `json:"inputs"`
+	}{Ready: s.deps.Engine.Ready(), CaughtUp: caughtUp, Inputs: make([]input, 0, len(prog))}
+	for _, p := range prog {
+		out.Inputs = append(out.Inputs, input{p.Stage, p.Topic, p.Partition, p.Committed, p.Lag()})
+	}
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+func (s *Server) handleTopology(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, fasthttp.StatusOK, s.deps.Engine.Topology())
+}

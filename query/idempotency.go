@@ -1,0 +1,135 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/engine/eventlog"
+)
+
+// IdempotencyTopic holds one record per ingestion request that carried an
+// Idempotency-Key, keyed by it, with the response that was given.
+const IdempotencyTopic = "newsflow-ingest-idempotency"
+
+type storedResponse struct {
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+	At     int64           `json:"at"`
+}
+
+// idempotency remembers recent Idempotency-Keys and their responses. The
+// keys are persisted in IdempotencyTopic and reloaded on start.
+type idempotency struct {
+	log eventlog.Log
+	ttl time.Duration
+	now func() time.Time
+
+	mu struct {
+		sync.Mutex
+		done     map[string]*storedResponse
+		inflight map[string]bool
+	}
+}
+
+func newIdempotency(l eventlog.Log, ttl time.Duration, now func() time.Time) *idempotency {
+	i := &idempotency{log: l, ttl: ttl, now: now}
+	i.mu.done = map[string]*storedResponse{}
+	i.mu.inflight = map[string]bool{}
+	return i
+}
+
+// load reads the keys of the last TTL from the topic.
+func (i *idempotency) load(ctx context.Context) error {
+	if _, err := eventlog.EnsureTopic(ctx, i.log, IdempotencyTopic, 1); err != nil {
+		return err
+	}
+	tp := eventlog.TopicPartition{Topic: IdempotencyTopic}
+	from, err := i.log.OffsetForTime(ctx, tp, i.now().Add(-i.ttl).UnixMilli())
+	if err != nil {
+		return err
+	}
+	end, err := i.log.Offsets(ctx, tp)
+	if err != nil {
+		return err
+	}
+	if from >= end.End {
+		return nil
+	}
+	r, err := i.log.NewReader(map[eventlog.TopicPartition]int64{tp: from})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for next := from; next < end.End; {
+		recs, err := r.Poll(ctx, 10000)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			next = rec.Offset + 1
+			var sr storedResponse
+			if json.Unmarshal(rec.Value, &sr) == nil {
+				i.mu.done[string(rec.Key)] = &sr
+			}
+		}
+	}
+	return nil
+}
+
+// begin returns the stored response for key, or marks key in flight.
+func (i *idempotency) begin(key string) (*storedResponse, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if sr, ok := i.mu.done[key]; ok {
+		if time.Duration(i.now().UnixMilli()-sr.At)*time.Millisecond < i.ttl {
+			return sr, nil
+		}
+		delete(i.mu.done, key)
+	}
+	if i.mu.inflight[key] {
+		return nil, errInFlight
+	}
+	i.mu.inflight[key] = true
+	return nil, nil
+}
+
+// marker is the record that persists key's response; it is appended in the
+// same call as the request's events.
+func (i *idempotency) marker(key string, status int, body []byte) *eventlog.Record {
+	now := i.now().UnixMilli()
+	v, _ := json.Marshal(storedResponse{Status: status, Body: body, At: now})
+	return &eventlog.Record{Topic: IdempotencyTopic, Partition: 0, Key: []byte(key), Value: v, Timestamp: now}
+}
+
+// finish records key's response (remember says whether anything was
+// appended; a request that appended nothing can be retried freely).
+func (i *idempotency) finish(key string, status int, body []byte, remember bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	delete(i.mu.inflight, key)
+	if remember {
+		i.mu.done[key] = &storedResponse{Status: status, Body: body, At: i.now().UnixMilli()}
+	}
+	if len(i.mu.done) > 1<<20 {
+		i.expireLocked()
+	}
+}
+
+func (i *idempotency) abort(key string) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	delete(i.mu.inflight, key)
+}
+
+func (i *idempotency) expireLocked() {
+	cut := i.now().Add(-i.ttl).UnixMilli()
+	for k, sr := range i.mu.done {
+		if sr.At < cut {
+			delete(i.mu.done, k)
+		}
+	}
+}

@@ -1,0 +1,161 @@
+package query
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"time"
+
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/valyala/fasthttp"
+)
+
+// HeaderIdempotencyKey makes a POST safe to retry: a request repeating a key
+// seen in the last IdempotencyTTL gets the first response again and appends
+// nothing. On the embedded log the key is recorded in the same atomic append
+// as the events, so a crash cannot separate them.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// lineError reports one rejected line of a batch (1-based).
+type lineError struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
+}
+
+// batchResult is the response to a batch ingestion.
+type batchResult struct {
+	Accepted int         `json:"accepted"`
+	Rejected int         `json:"rejected"`
+	Errors   []lineError `json:"errors,omitempty"`
+}
+
+// handleShare ingests one share event (JSON object body).
+func (s *Server) handleShare(ctx *fasthttp.RequestCtx) {
+	s.ingest(ctx, false)
+}
+
+// handleShareBatch ingests NDJSON share events, one per line. Valid lines are
+// appended even when others are rejected; the response lists every rejected
+// line with its reason and is 400 if any line was rejected, else 202.
+func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
+	s.ingest(ctx, true)
+}
+
+func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
+	key := string(ctx.Request.Header.Peek(HeaderIdempotencyKey))
+	if len(key) > 200 {
+		writeError(ctx, fasthttp.StatusBadRequest, HeaderIdempotencyKey+" longer than 200 bytes")
+		return
+	}
+	if key != "" {
+		prev, err := s.idem.begin(key)
+		if err != nil {
+			writeError(ctx, fasthttp.StatusConflict, err.Error())
+			return
+		}
+		if prev != nil {
+			ctx.Response.Header.Set("Idempotent-Replayed", "true")
+			writeRaw(ctx, prev.Status, prev.Body)
+			return
+		}
+	}
+	status, body, recs := s.buildShares(ctx, ctx.PostBody(), batch)
+	if key != "" && len(recs) > 0 {
+		recs = append(recs, s.idem.marker(key, status, body))
+	}
+	if len(recs) > 0 {
+		actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := s.deps.Log.Append(actx, recs)
+		cancel()
+		if err != nil {
+			if key != "" {
+				s.idem.abort(key)
+			}
+			s.opts.Logger.Error("append shares", "err", err)
+			writeError(ctx, fasthttp.StatusServiceUnavailable, "log unavailable: "+err.Error())
+			return
+		}
+	}
+	if key != "" {
+		s.idem.finish(key, status, body, len(recs) > 0)
+	}
+	writeRaw(ctx, status, body)
+}
+
+// buildShares validates the body and returns the response and the records
+// to append.
+func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record) {
+	parts, err := s.partitions(ctx, events.TopicShares)
+	if err != nil {
+		b, _ := json.Marshal(errorBody{Error: "shares topic unavailable: " + err.Error()})
+		return fasthttp.StatusServiceUnavailable, b, nil
+	}
+	p := s.parsers.Get()
+	defer s.parsers.Put(p)
+	now := s.opts.Now().UnixMilli()
+	decode := func(line []byte) (*eventlog.Record, error) {
+		sh, err := events.DecodeShare(p, line)
+		if err != nil {
+			return nil, err
+		}
+		if err := events.CheckTime(sh.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
+			return nil, err
+		}
+		k := []byte(sh.ArticleID)
+		return &eventlog.Record{Topic: events.TopicShares, Partition: eventlog.PartitionFor(k, parts),
+			Key: k, Value: bytes.Clone(line), Timestamp: sh.Timestamp}, nil
+	}
+	if !batch {
+		rec, err := decode(bytes.TrimSpace(body))
+		if err != nil {
+			s.m.ingested.WithLabelValues("share", "rejected").Inc()
+			b, _ := json.Marshal(errorBody{Error: err.Error()})
+			return fasthttp.StatusBadRequest, b, nil
+		}
+		s.m.ingested.WithLabelValues("share", "accepted").Inc()
+		return fasthttp.StatusAccepted, []byte(`{"accepted":1}`), []*eventlog.Record{rec}
+	}
+	var res batchResult
+	var recs []*eventlog.Record
+	for n := 1; len(body) > 0; n++ {
+		line := body
+		if i := bytes.IndexByte(body, '\n'); i >= 0 {
+			line, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
+		rec, err := decode(line)
+		if err != nil {
+			res.Rejected++
+			if len(res.Errors) < 1000 {
+				res.Errors = append(res.Errors, lineError{Line: n, Error: err.Error()})
+			}
+			continue
+		}
+		res.Accepted++
+		recs = append(recs, rec)
+	}
+	s.m.ingested.WithLabelValues("share", "accepted").Add(float64(res.Accepted))
+	s.m.ingested.WithLabelValues("share", "rejected").Add(float64(res.Rejected))
+	status := fasthttp.StatusAccepted
+	switch {
+	case res.Accepted+res.Rejected == 0:
+		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON share event per line"})
+		return fasthttp.StatusBadRequest, b, nil
+	case res.Rejected > 0:
+		status = fasthttp.StatusBadRequest
+	}
+	b, _ := json.Marshal(res)
+	return status, b, recs
+}
+
+// errInFlight is returned for a retry that arrives while the first request
+// with the same key is still being processed.
+var errInFlight = errors.New("a request with this " + HeaderIdempotencyKey + " is in progress; retry later")

@@ -1,0 +1,42 @@
+package query
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+)
+
+type httpMetrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	ingested *prometheus.CounterVec
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_http_requests_total", Help: "HTTP requests by route and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "newsflow_http_request_seconds", Help: "HTTP request latency by route.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+		}, []string{"route"}),
+		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_ingested_events_total", Help: "Events accepted or rejected by HTTP ingestion.",
+		}, []string{"type", "result"}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.ingested)
+	return m
+}
+
+func (s *Server) instrument(route string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	lat := s.m.latency.WithLabelValues(route)
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		h(ctx)
+		lat.Observe(time.Since(start).Seconds())
+		s.m.requests.WithLabelValues(route, strconv.Itoa(ctx.Response.StatusCode())).Inc()
+	}
+}

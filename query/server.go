@@ -1,0 +1,258 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+	"github.com/valyala/fastjson"
+)
+
+// Options configures the server. The zero value is valid.
+type Options struct {
+	// Addr is the listen address (default 127.0.0.1:8080).
+	Addr string
+	// MaxBodyBytes caps a request body (default 32 MiB); larger requests get 413.
+	MaxBodyBytes int
+	ReadTimeout  time.Duration // default 30s
+	WriteTimeout time.Duration // default 30s
+	IdleTimeout  time.Duration // default 2m
+	// MaxFuture and MaxPast bound an ingested event's timestamp relative to
+	// the server clock (defaults 5m and 24h5m).
+	MaxFuture time.Duration
+	MaxPast   time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
+	IdempotencyTTL time.Duration
+	Logger         *slog.Logger
+	// Registerer and Gatherer: where HTTP metrics go and what /metrics serves.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+	Now        func() time.Time
+}
+
+// DefaultOptions returns the defaults the zero value stands for.
+func DefaultOptions() Options {
+	return Options{
+		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxFuture: 5 * time.Minute, MaxPast: 24*time.Hour + 5*time.Minute, IdempotencyTTL: 24 * time.Hour,
+	}
+}
+
+// Validate reports invalid option values.
+func (o Options) Validate() error {
+	if o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
+		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 {
+		return errors.New("query: sizes and durations must not be negative")
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Addr == "" {
+		o.Addr = d.Addr
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = d.ReadTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = d.WriteTimeout
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = d.IdleTimeout
+	}
+	if o.MaxFuture == 0 {
+		o.MaxFuture = d.MaxFuture
+	}
+	if o.MaxPast == 0 {
+		o.MaxPast = d.MaxPast
+	}
+	if o.IdempotencyTTL == 0 {
+		o.IdempotencyTTL = d.IdempotencyTTL
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Registerer == nil {
+		o.Registerer = prometheus.NewRegistry()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Deps are the parts of a node the server answers from.
+type Deps struct {
+	Log      eventlog.Log
+	Engine   *engine.Engine
+	Trending *trending.Operator
+}
+
+// Server is the HTTP API of one node.
+type Server struct {
+	opts    Options
+	deps    Deps
+	srv     *fasthttp.Server
+	idem    *idempotency
+	parsers fastjson.ParserPool
+	m       *httpMetrics
+
+	partsMu sync.Mutex
+	parts   map[string]int32 // partition count per topic, cached
+}
+
+// New returns a server; call Run to serve.
+func New(deps Deps, opts Options) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Log == nil || deps.Engine == nil || deps.Trending == nil {
+		return nil, errors.New("query: log, engine and trending are required")
+	}
+	opts = opts.withDefaults()
+	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}}
+	s.m = newHTTPMetrics(opts.Registerer)
+	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
+	r := router.New()
+	r.GET("/health/live", s.instrument("live", s.handleLive))
+	r.GET("/health/ready", s.instrument("ready", s.handleReady))
+	if opts.Gatherer != nil {
+		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
+	}
+	r.GET("/api/v1/trending", s.instrument("trending", s.handleTrending))
+	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.handleArticleShares))
+	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.handleShare))
+	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
+	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
+	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(ctx.Method())+" "+string(ctx.Path()))
+	}
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		writeError(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" not allowed on "+string(ctx.Path()))
+	}
+	r.PanicHandler = func(ctx *fasthttp.RequestCtx, v any) {
+		opts.Logger.Error("handler panic", "path", string(ctx.Path()), "panic", v)
+		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
+	}
+	s.srv = &fasthttp.Server{
+		Handler:            r.Handler,
+		Name:               "newsflow",
+		MaxRequestBodySize: opts.MaxBodyBytes,
+		ReadTimeout:        opts.ReadTimeout,
+		WriteTimeout:       opts.WriteTimeout,
+		IdleTimeout:        opts.IdleTimeout,
+		NoDefaultDate:      true,
+		Logger:             fasthttpLogger{opts.Logger},
+	}
+	return s, nil
+}
+
+// Handler returns the server's request handler, for tests.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
+
+// Run loads the idempotency keys, serves on ln (or on Options.Addr when ln
+// is nil) until ctx is done, then stops accepting and waits for in-flight
+// requests.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	if err := s.idem.load(ctx); err != nil {
+		return fmt.Errorf("query: load idempotency keys: %w", err)
+	}
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", s.opts.Addr)
+		if err != nil {
+			return fmt.Errorf("query: listen %s: %w", s.opts.Addr, err)
+		}
+	}
+	s.opts.Logger.Info("serving HTTP", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.srv.ShutdownWithContext(sctx); err != nil {
+		return fmt.Errorf("query: shutdown: %w", err)
+	}
+	return <-errc
+}
+
+func (s *Server) partitions(ctx context.Context, topic string) (int32, error) {
+	s.partsMu.Lock()
+	n, ok := s.parts[topic]
+	s.partsMu.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := s.deps.Log.Partitions(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	s.partsMu.Lock()
+	s.parts[topic] = n
+	s.partsMu.Unlock()
+	return n, nil
+}
+
+// errorBody is the JSON shape of every error response.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = fasthttp.StatusInternalServerError, []byte(`{"error":"encode response"}`)
+	}
+	writeRaw(ctx, status, b)
+}
+
+func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(body)
+}
+
+func writeError(ctx *fasthttp.RequestCtx, status int, msg string) {
+	writeJSON(ctx, status, errorBody{Error: msg})
+}
+
+// intArg parses an optional integer query argument.
+func intArg(ctx *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error) {
+	raw := ctx.QueryArgs().Peek(name)
+	if len(raw) == 0 {
+		return def, nil
+	}
+	n, err := strconv.Atoi(string(raw))
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Warn(fmt.Sprintf(format, args...)) }
