@@ -24,7 +24,7 @@ type Options struct {
 	// MaxBatch caps the records a task applies per commit (default 10000).
 	MaxBatch int
 	// DeadLetterTopic receives records that cannot be processed
-	// (default "newsflow.deadletter").
+	// (default "newsflow-deadletter").
 	DeadLetterTopic string
 	// RestartBackoff is the first delay before a failed task restarts; it
 	// doubles up to MaxRestartBackoff (defaults 100ms and 10s).
@@ -43,7 +43,7 @@ func DefaultOptions() Options {
 	return Options{
 		Partitions:          8,
 		MaxBatch:            10000,
-		DeadLetterTopic:     "newsflow.deadletter",
+		DeadLetterTopic:     "newsflow-deadletter",
 		RestartBackoff:      100 * time.Millisecond,
 		MaxRestartBackoff:   10 * time.Second,
 		GroupCommitInterval: time.Second,

@@ -74,7 +74,7 @@ func defaultConfig() Config {
 		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour},
 		Log: LogConfig{Backend: "embedded", Partitions: 8, Fsync: "always", SyncInterval: 100 * time.Millisecond,
 			RetentionAge: 7 * 24 * time.Hour},
-		Engine: EngineConfig{MaxBatch: 10000, DeadLetterTopic: "newsflow.deadletter"},
+		Engine: EngineConfig{MaxBatch: 10000, DeadLetterTopic: "newsflow-deadletter"},
 		Trending: TrendingConfig{
 			Windows: []WindowConfig{
 				{Name: "1m", Size: time.Minute, Buckets: 60},
