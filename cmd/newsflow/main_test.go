@@ -1,0 +1,292 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binPath is the newsflow binary built once for the process tests.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "newsflow-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "newsflow")
+	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build newsflow: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// nodeProc is a newsflow process the test starts, kills and restarts.
+type nodeProc struct {
+	t     *testing.T
+	args  []string
+	addr  string
+	logf  *os.File
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	waitc chan error
+}
+
+func startNode(t *testing.T, dataDir string, extra ...string) *nodeProc {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &nodeProc{t: t, addr: freeAddr(t), logf: logf}
+	n.args = append([]string{"run", "--config", "../../configs/newsflow.yaml", "--data", dataDir, "--http", n.addr, "--log-level", "warn"}, extra...)
+	n.start()
+	t.Cleanup(func() {
+		n.kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			t.Logf("node log tail:\n%s", b)
+		}
+		logf.Close()
+	})
+	return n
+}
+
+func (n *nodeProc) start() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	cmd := exec.Command(binPath, n.args...)
+	cmd.Stdout, cmd.Stderr = n.logf, n.logf
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	n.cmd, n.waitc = cmd, make(chan error, 1)
+	go func() { n.waitc <- cmd.Wait() }()
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (n *nodeProc) kill() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.waitc
+	n.cmd = nil
+}
+
+func (n *nodeProc) url(path string) string { return "http://" + n.addr + path }
+
+// waitReady polls /health/ready until it answers 200.
+func (n *nodeProc) waitReady(timeout time.Duration) time.Duration {
+	n.t.Helper()
+	start := time.Now()
+	for time.Since(start) < timeout {
+		resp, err := http.Get(n.url("/health/ready"))
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return time.Since(start)
+			}
+		}
+		select {
+		case err := <-n.waitc:
+			n.t.Fatalf("node exited while starting: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	n.t.Fatalf("node not ready after %s", timeout)
+	return 0
+}
+
+// waitCaughtUp polls the progress endpoint until the node has committed
+// everything in the log.
+func (n *nodeProc) waitCaughtUp(timeout time.Duration) {
+	n.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		var p struct {
+			CaughtUp bool `json:"caught_up"`
+		}
+		if err := getJSON(n.url("/api/v1/admin/progress"), &p); err == nil && p.CaughtUp {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n.t.Fatalf("node did not catch up within %s", timeout)
+}
+
+func getJSON(url string, v any) error {
+	resp, err := http.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return json.Unmarshal(b, v)
+}
+
+// shareStream is a generated stream of share events whose exact per-article
+// counts are known.
+type shareStream struct {
+	lines  [][]byte
+	counts map[string]uint64
+}
+
+// genShares makes n share events over `articles` articles (skewed), with
+// event times rising over the last ~35 minutes and jitter well within the
+// allowed lateness, so every event counts in the 1h and 24h windows.
+func genShares(n, articles int, seed uint64) *shareStream {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	z := rand.NewZipf(rng, 1.1, 1, uint64(articles-1))
+	cats := []string{"world", "business", "tech", "science", "sports"}
+	base := time.Now().Add(-35 * time.Minute).UnixMilli()
+	span := (30 * time.Minute).Milliseconds()
+	s := &shareStream{counts: map[string]uint64{}}
+	for i := 0; i < n; i++ {
+		a := z.Uint64()
+		id := fmt.Sprintf("art-%05d", a)
+		ts := base + int64(i)*span/int64(n) + rng.Int64N(60_000)
+		s.counts[id]++
+		s.lines = append(s.lines, fmt.Appendf(nil,
+			`{"event_id":"ev-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
+			i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
+	}
+	return s
+}
+
+func (s *shareStream) writeFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shares.ndjson")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	for _, l := range s.lines {
+		w.Write(l)
+		w.WriteByte('\n')
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// verifyCounts checks every article's 1h and 24h counts and the top 100 of
+// both windows against the exact counts.
+func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
+	t.Helper()
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var wrong []string
+	for _, id := range ids {
+		var sh struct {
+			Counts map[string]uint64 `json:"counts"`
+		}
+		if err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"1h", "24h"} {
+			if sh.Counts[w] != want[id] {
+				wrong = append(wrong, fmt.Sprintf("%s %s: got %d want %d", id, w, sh.Counts[w], want[id]))
+			}
+		}
+	}
+	if len(wrong) > 0 {
+		t.Fatalf("%d wrong counts, first: %s", len(wrong), strings.Join(wrong[:min(10, len(wrong))], "; "))
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		if want[ids[i]] != want[ids[j]] {
+			return want[ids[i]] > want[ids[j]]
+		}
+		return ids[i] < ids[j]
+	})
+	for _, w := range []string{"1h", "24h"} {
+		var res struct {
+			Items []struct {
+				Rank      int    `json:"rank"`
+				ArticleID string `json:"article_id"`
+				Count     uint64 `json:"count"`
+			} `json:"items"`
+		}
+		if err := getJSON(n.url("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Items) != min(100, len(ids)) {
+			t.Fatalf("trending %s returned %d items", w, len(res.Items))
+		}
+		for i, it := range res.Items {
+			if it.ArticleID != ids[i] || it.Count != want[ids[i]] || it.Rank != i+1 {
+				t.Fatalf("trending %s rank %d = %s (%d), want %s (%d)", w, i+1, it.ArticleID, it.Count, ids[i], want[ids[i]])
+			}
+		}
+	}
+}
+
+// killer SIGKILLs and restarts the node at random moments until stop is
+// closed and at least min kills happened.
+func killer(t *testing.T, n *nodeProc, minKills int, seed uint64, stop <-chan struct{}) (kills int) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	for {
+		select {
+		case <-stop:
+			if kills >= minKills {
+				return kills
+			}
+		default:
+		}
+		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
+		n.kill()
+		kills++
+		n.start()
+		n.waitReady(60 * time.Second)
+	}
+}
