@@ -79,10 +79,19 @@ type Task interface {
 	Close() error
 }
 
-// ProcessContext collects a task's outputs for the current batch.
+// ProcessContext carries what the engine knows about the current record and
+// collects the task's outputs for the current batch.
 type ProcessContext struct {
-	out []*eventlog.Record
+	out    []*eventlog.Record
+	source int32
 }
+
+// Source is the partition of the source topic the current record was first
+// written to: the partition it was read from, or, for a record forwarded by
+// a repartition stage, the partition it was forwarded from. Records of one
+// source partition reach a task in their log order, so per-source event
+// time is the order a task can rely on.
+func (pc *ProcessContext) Source() int32 { return pc.source }
 
 // Emit queues a record for an output topic declared in the Spec. Partition
 // must be set (use eventlog.PartitionFor). Outputs are appended before the

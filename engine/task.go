@@ -185,6 +185,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 				return fmt.Errorf("reader returned record of unassigned partition %s", tp)
 			}
 			next[tp] = rec.Offset + 1
+			pc.source = rec.Partition
 			switch in.mode {
 			case modeLocal:
 				if key, ok := in.route(rec); ok && eventlog.PartitionFor(key, e.opts.Partitions) != p {
@@ -202,6 +203,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 				}
 				srcApplied[sp] = so
 				dirtySrc[sp] = true
+				pc.source = sp
 			}
 			recordsIn.Inc()
 			if err := task.Process(pc, rec); err != nil {

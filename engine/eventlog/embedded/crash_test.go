@@ -102,6 +102,7 @@ func TestCrashKeepsAcknowledgedRecords(t *testing.T) {
 		t.Fatalf("child acknowledged only %d records; stderr:\n%s", len(acked), stderr.String())
 	}
 
+	t.Logf("child acknowledged %d records before SIGKILL", len(acked))
 	l := openTestLog(t, Options{Dir: dir})
 	byValue := map[string]ack{}
 	for p := int32(0); p < 2; p++ {

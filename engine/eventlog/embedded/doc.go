@@ -13,8 +13,10 @@
 //	'i'  | topic id u32 | partition u32 | end offset u64 BE  an index interval
 //
 // A record's value is flags byte | varint timestamp | uvarint key length |
-// key | uvarint header count | headers | value. The flags say whether key and
-// value are nil, so nil and empty both round-trip exactly.
+// key | uvarint header count | headers | value, each header being uvarint
+// key length | key | uvarint value length plus one (0 for nil) | value. The
+// flags say whether key and value are nil, so nil and empty both round-trip
+// exactly.
 //
 // # Index intervals
 //
