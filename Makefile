@@ -34,6 +34,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeShare -fuzztime $(FUZZTIME) ./operators/events/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./engine/eventlog/embedded/
+	$(GO) test -run '^$$' -fuzz FuzzShareBatch -fuzztime $(FUZZTIME) ./query/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)

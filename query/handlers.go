@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"errors"
+	"net/url"
 	"time"
 
 	"github.com/newsflow/newsflow/operators/trending"
@@ -15,7 +16,7 @@ func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 	if !s.deps.Engine.Ready() {
-		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "tasks are restoring state"})
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": "tasks are restoring state"})
 		return
 	}
 	writeRaw(ctx, fasthttp.StatusOK, []byte(`{"status":"ready"}`))
@@ -47,7 +48,12 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 
 // handleArticleShares answers GET /api/v1/articles/{id}/shares[?window=].
 func (s *Server) handleArticleShares(ctx *fasthttp.RequestCtx) {
-	id, _ := ctx.UserValue("id").(string)
+	raw, _ := ctx.UserValue("id").(string)
+	id, err := url.PathUnescape(raw)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, "article id is not valid percent-encoding")
+		return
+	}
 	if id == "" || len(id) > 128 {
 		writeError(ctx, fasthttp.StatusBadRequest, "article id must be 1-128 bytes")
 		return

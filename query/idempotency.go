@@ -13,6 +13,11 @@ import (
 // Idempotency-Key, keyed by it, with the response that was given.
 const IdempotencyTopic = "newsflow-ingest-idempotency"
 
+type keyAt struct {
+	key string
+	at  int64
+}
+
 type storedResponse struct {
 	Status int             `json:"status"`
 	Body   json.RawMessage `json:"body"`
@@ -30,6 +35,8 @@ type idempotency struct {
 		sync.Mutex
 		done     map[string]*storedResponse
 		inflight map[string]bool
+		// order lists done keys oldest first, for expiry.
+		order []keyAt
 	}
 }
 
@@ -73,7 +80,7 @@ func (i *idempotency) load(ctx context.Context) error {
 			next = rec.Offset + 1
 			var sr storedResponse
 			if json.Unmarshal(rec.Value, &sr) == nil {
-				i.mu.done[string(rec.Key)] = &sr
+				i.rememberLocked(string(rec.Key), &sr)
 			}
 		}
 	}
@@ -112,11 +119,14 @@ func (i *idempotency) finish(key string, status int, body []byte, remember bool)
 	defer i.mu.Unlock()
 	delete(i.mu.inflight, key)
 	if remember {
-		i.mu.done[key] = &storedResponse{Status: status, Body: body, At: i.now().UnixMilli()}
+		i.rememberLocked(key, &storedResponse{Status: status, Body: body, At: i.now().UnixMilli()})
 	}
-	if len(i.mu.done) > 1<<20 {
-		i.expireLocked()
-	}
+	i.expireLocked()
+}
+
+func (i *idempotency) rememberLocked(key string, sr *storedResponse) {
+	i.mu.done[key] = sr
+	i.mu.order = append(i.mu.order, keyAt{key, sr.At})
 }
 
 func (i *idempotency) abort(key string) {
@@ -125,11 +135,18 @@ func (i *idempotency) abort(key string) {
 	delete(i.mu.inflight, key)
 }
 
+// expireLocked forgets keys older than the TTL, oldest first; amortised
+// O(1) per key.
 func (i *idempotency) expireLocked() {
 	cut := i.now().Add(-i.ttl).UnixMilli()
-	for k, sr := range i.mu.done {
-		if sr.At < cut {
-			delete(i.mu.done, k)
+	n := 0
+	for ; n < len(i.mu.order) && i.mu.order[n].at < cut; n++ {
+		k := i.mu.order[n]
+		if sr, ok := i.mu.done[k.key]; ok && sr.At == k.at {
+			delete(i.mu.done, k.key)
 		}
+	}
+	if n > 0 {
+		i.mu.order = append(i.mu.order[:0:0], i.mu.order[n:]...)
 	}
 }

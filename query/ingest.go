@@ -38,8 +38,9 @@ func (s *Server) handleShare(ctx *fasthttp.RequestCtx) {
 }
 
 // handleShareBatch ingests NDJSON share events, one per line. Valid lines are
-// appended even when others are rejected; the response lists every rejected
-// line with its reason and is 400 if any line was rejected, else 202.
+// appended even when others are rejected; the response lists the rejected
+// lines (the first 1000) with their reasons and is 400 if any line was
+// rejected, else 202.
 func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
 	s.ingest(ctx, true)
 }
@@ -51,6 +52,8 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 		return
 	}
 	if key != "" {
+		// A key is scoped to its endpoint.
+		key = string(ctx.Path()) + " " + key
 		prev, err := s.idem.begin(key)
 		if err != nil {
 			writeError(ctx, fasthttp.StatusConflict, err.Error())
@@ -62,7 +65,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 			return
 		}
 	}
-	status, body, recs := s.buildShares(ctx, ctx.PostBody(), batch)
+	status, body, recs, rejected := s.buildShares(ctx, ctx.PostBody(), batch)
 	if key != "" && len(recs) > 0 {
 		recs = append(recs, s.idem.marker(key, status, body))
 	}
@@ -74,6 +77,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 			if key != "" {
 				s.idem.abort(key)
 			}
+			s.m.ingested.WithLabelValues("share", "failed").Add(float64(len(recs)))
 			s.opts.Logger.Error("append shares", "err", err)
 			writeError(ctx, fasthttp.StatusServiceUnavailable, "log unavailable: "+err.Error())
 			return
@@ -82,16 +86,22 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 	if key != "" {
 		s.idem.finish(key, status, body, len(recs) > 0)
 	}
+	accepted := len(recs)
+	if key != "" && accepted > 0 {
+		accepted-- // the idempotency marker
+	}
+	s.m.ingested.WithLabelValues("share", "accepted").Add(float64(accepted))
+	s.m.ingested.WithLabelValues("share", "rejected").Add(float64(rejected))
 	writeRaw(ctx, status, body)
 }
 
-// buildShares validates the body and returns the response and the records
-// to append.
-func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record) {
+// buildShares validates the body and returns the response, the records to
+// append and the number of rejected events.
+func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
 	parts, err := s.partitions(ctx, events.TopicShares)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "shares topic unavailable: " + err.Error()})
-		return fasthttp.StatusServiceUnavailable, b, nil
+		return fasthttp.StatusServiceUnavailable, b, nil, 0
 	}
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
@@ -111,12 +121,10 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 	if !batch {
 		rec, err := decode(bytes.TrimSpace(body))
 		if err != nil {
-			s.m.ingested.WithLabelValues("share", "rejected").Inc()
 			b, _ := json.Marshal(errorBody{Error: err.Error()})
-			return fasthttp.StatusBadRequest, b, nil
+			return fasthttp.StatusBadRequest, b, nil, 1
 		}
-		s.m.ingested.WithLabelValues("share", "accepted").Inc()
-		return fasthttp.StatusAccepted, []byte(`{"accepted":1}`), []*eventlog.Record{rec}
+		return fasthttp.StatusAccepted, []byte(`{"accepted":1}`), []*eventlog.Record{rec}, 0
 	}
 	var res batchResult
 	var recs []*eventlog.Record
@@ -142,18 +150,16 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 		res.Accepted++
 		recs = append(recs, rec)
 	}
-	s.m.ingested.WithLabelValues("share", "accepted").Add(float64(res.Accepted))
-	s.m.ingested.WithLabelValues("share", "rejected").Add(float64(res.Rejected))
 	status := fasthttp.StatusAccepted
 	switch {
 	case res.Accepted+res.Rejected == 0:
 		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON share event per line"})
-		return fasthttp.StatusBadRequest, b, nil
+		return fasthttp.StatusBadRequest, b, nil, 0
 	case res.Rejected > 0:
 		status = fasthttp.StatusBadRequest
 	}
 	b, _ := json.Marshal(res)
-	return status, b, recs
+	return status, b, recs, res.Rejected
 }
 
 // errInFlight is returned for a retry that arrives while the first request

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -14,7 +15,7 @@ type httpMetrics struct {
 	ingested *prometheus.CounterVec
 }
 
-func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	m := &httpMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_http_requests_total", Help: "HTTP requests by route and status code.",
@@ -27,8 +28,12 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 			Name: "newsflow_ingested_events_total", Help: "Events accepted or rejected by HTTP ingestion.",
 		}, []string{"type", "result"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.ingested)
-	return m
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.ingested} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("query: register metrics: %w", err)
+		}
+	}
+	return m, nil
 }
 
 func (s *Server) instrument(route string, h fasthttp.RequestHandler) fasthttp.RequestHandler {

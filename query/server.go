@@ -130,7 +130,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	opts = opts.withDefaults()
 	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}}
-	s.m = newHTTPMetrics(opts.Registerer)
+	var err error
+	if s.m, err = newHTTPMetrics(opts.Registerer); err != nil {
+		return nil, err
+	}
 	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
 	r := router.New()
 	r.GET("/health/live", s.instrument("live", s.handleLive))
@@ -163,6 +166,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		IdleTimeout:        opts.IdleTimeout,
 		NoDefaultDate:      true,
 		Logger:             fasthttpLogger{opts.Logger},
+		ErrorHandler:       s.handleTransportError,
 	}
 	return s, nil
 }
@@ -175,6 +179,9 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
 // requests.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	if err := s.idem.load(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return fmt.Errorf("query: load idempotency keys: %w", err)
 	}
 	if ln == nil {
@@ -251,6 +258,31 @@ func intArg(ctx *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error)
 		return 0, fmt.Errorf("%s must be an integer from %d to %d", name, lo, hi)
 	}
 	return n, nil
+}
+
+// handleTransportError answers requests fasthttp could not read, in JSON
+// like every other error.
+func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var status int
+	var msg string
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		status, msg = fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", s.opts.MaxBodyBytes)
+	case errors.As(err, &small):
+		status, msg = fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers too large"
+	case isTimeout(err):
+		status, msg = fasthttp.StatusRequestTimeout, "timed out reading the request"
+	default:
+		status, msg = fasthttp.StatusBadRequest, "cannot parse request: "+err.Error()
+	}
+	s.m.requests.WithLabelValues("transport", strconv.Itoa(status)).Inc()
+	writeError(ctx, status, msg)
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 type fasthttpLogger struct{ l *slog.Logger }
