@@ -87,8 +87,8 @@ func (t *countTask) Flush(w state.Writer) error {
 	return nil
 }
 
-func (t *countTask) Committed()   {}
-func (t *countTask) Close() error { return nil }
+func (t *countTask) Committed(engine.CommitInfo) {}
+func (t *countTask) Close() error                { return nil }
 
 // flakyLog appends records to the repartition topics and then reports a
 // failure now and then, as if the process had crashed after the append.

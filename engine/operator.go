@@ -74,9 +74,18 @@ type Task interface {
 	// engine adds the input offsets and commits the batch atomically.
 	Flush(w state.Writer) error
 	// Committed is called after a batch has been committed.
-	Committed()
+	Committed(info CommitInfo)
 	// Close releases the task. It is called once, also after errors.
 	Close() error
+}
+
+// CommitInfo describes a committed batch.
+type CommitInfo struct {
+	// Records is the number of records the batch applied.
+	Records int
+	// CaughtUp is true when the task had read everything its inputs held as
+	// far as it knew: a good moment to publish query views.
+	CaughtUp bool
 }
 
 // ProcessContext carries what the engine knows about the current record and

@@ -52,5 +52,5 @@ func (t *repartitionTask) Process(pc *ProcessContext, rec *eventlog.Record) erro
 }
 
 func (t *repartitionTask) Flush(state.Writer) error { return nil }
-func (t *repartitionTask) Committed()               {}
+func (t *repartitionTask) Committed(CommitInfo)     {}
 func (t *repartitionTask) Close() error             { return nil }

@@ -178,6 +178,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		}
 		pc.out, dlq = pc.out[:0], dlq[:0]
 		clear(dirtySrc)
+		applied := 0
 		for _, rec := range recs {
 			tp := eventlog.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
 			in, ok := inputs[tp]
@@ -206,6 +207,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 				pc.source = sp
 			}
 			recordsIn.Inc()
+			applied++
 			if err := task.Process(pc, rec); err != nil {
 				reason, invalid := IsInvalid(err)
 				if !invalid {
@@ -217,8 +219,14 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		if err := tr.commit(task, ns, pc.out, dlq, next, srcApplied, dirtySrc); err != nil {
 			return err
 		}
-		task.Committed()
 		hws := reader.HighWatermarks()
+		caughtUp := true
+		for tp, o := range next {
+			if hw, ok := hws[tp]; !ok || o < hw {
+				caughtUp = false
+			}
+		}
+		task.Committed(CommitInfo{Records: applied, CaughtUp: caughtUp})
 		for tp, o := range next {
 			hw, ok := hws[tp]
 			if !ok {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,29 +31,6 @@ func TestKcatProducer(t *testing.T) {
 
 	stream := genShares(20_000, 300, 44)
 	dir := t.TempDir()
-	var keyed, unkeyed bytes.Buffer
-	for i, l := range stream.lines {
-		if i%3 == 0 {
-			unkeyed.Write(l)
-			unkeyed.WriteByte('\n')
-			continue
-		}
-		keyed.Write(articleIDOf(l))
-		keyed.WriteByte('\t')
-		keyed.Write(l)
-		keyed.WriteByte('\n')
-	}
-	bad := strings.Join([]string{
-		`{"event_id":"x1","article_id":"zz-bad",`,                                  // truncated JSON
-		`{"event_id":"x2","article_id":"zz-bad","user_id":"u","timestamp":"soon"}`, // bad timestamp
-		`{"event_id":"x3","article_id":"zz-bad","user_id":7,"timestamp":1}`,        // wrong type
-	}, "\n") + "\n"
-	files := map[string][]byte{"keyed": keyed.Bytes(), "unkeyed": unkeyed.Bytes(), "bad": []byte(bad)}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
 	runKcat := func(args ...string) {
 		t.Helper()
 		cmd := exec.Command(kcat, append([]string{"-b", broker, "-q"}, args...)...)
@@ -61,9 +39,45 @@ func TestKcatProducer(t *testing.T) {
 			t.Fatalf("kcat %v: %v\n%s", args, err, out)
 		}
 	}
-	runKcat("-P", "-t", "shares", "-K", "\t", "-l", filepath.Join(dir, "keyed"))
-	runKcat("-P", "-t", "shares", "-l", filepath.Join(dir, "unkeyed"))
-	runKcat("-P", "-t", "shares", "-l", filepath.Join(dir, "bad"))
+	produceFile := func(name string, b []byte, keyed bool) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"-P", "-t", "shares", "-l", path}
+		if keyed {
+			args = append(args, "-K", "\t")
+		}
+		runKcat(args...)
+	}
+	// Events go out in time order, in chunks of ~1.5 minutes of event time,
+	// alternating keyed records (key = article_id, librdkafka's CRC32
+	// partitioner) and records without a key (random partition).
+	const chunks = 20
+	per := len(stream.lines) / chunks
+	for c := 0; c < chunks; c++ {
+		var keyed, unkeyed bytes.Buffer
+		for i, l := range stream.lines[c*per : (c+1)*per] {
+			if i%3 == 0 {
+				unkeyed.Write(l)
+				unkeyed.WriteByte('\n')
+				continue
+			}
+			keyed.Write(articleIDOf(l))
+			keyed.WriteByte('\t')
+			keyed.Write(l)
+			keyed.WriteByte('\n')
+		}
+		produceFile(fmt.Sprintf("keyed-%d", c), keyed.Bytes(), true)
+		produceFile(fmt.Sprintf("unkeyed-%d", c), unkeyed.Bytes(), false)
+	}
+	bad := strings.Join([]string{
+		`{"event_id":"x1","article_id":"zz-bad",`,                                  // truncated JSON
+		`{"event_id":"x2","article_id":"zz-bad","user_id":"u","timestamp":"soon"}`, // bad timestamp
+		`{"event_id":"x3","article_id":"zz-bad","user_id":7,"timestamp":1}`,        // wrong type
+	}, "\n") + "\n"
+	produceFile("bad", []byte(bad), false)
 
 	n.waitCaughtUp(2 * time.Minute)
 	verifyCounts(t, n, stream.counts)

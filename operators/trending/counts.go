@@ -9,9 +9,16 @@
 // only event time (the share's timestamp, in ms since the Unix epoch) is
 // used, never the wall clock.
 //
-//   - The watermark W is the largest timestamp applied so far. A share with
-//     ts < W - Lateness is late: it is not applied and Add returns false.
-//     Negative timestamps are dropped the same way.
+//   - Shares arrive through sources (the source partitions of the log; see
+//     [Counts.AddFrom]), each in its own log order. A source's watermark is
+//     the largest timestamp applied from it; a share with ts below its
+//     source's watermark minus Lateness is late: it is not applied and Add
+//     returns false. Negative timestamps are dropped the same way. Lateness
+//     is judged per source because the order of one source is the only
+//     order a log guarantees: records of different sources reach a task
+//     interleaved in whatever way reading and repartitioning happened to
+//     interleave them, so one source may run minutes ahead of another.
+//   - The watermark W is the largest timestamp applied from any source.
 //   - Each window is a ring of Buckets buckets of width Size/Buckets; the
 //     bucket of a share is floor(ts/width). At watermark W a window covers
 //     the buckets [floor(W/width) - (Buckets-1), floor(W/width)]: the 1h
@@ -20,8 +27,12 @@
 //   - A share is counted in a window iff its bucket is covered when the
 //     share is added (after the share itself has advanced W). It stays
 //     counted until W moves past its bucket, which then expires. A share
-//     within lateness but older than a window's oldest bucket is not counted
-//     in that window (it may still be counted in a longer one).
+//     that is not late but older than a window's oldest bucket is not
+//     counted in that window (it may still be counted in a longer one).
+//     Since W only grows, a bucket not covered on arrival is not covered at
+//     any later W either, so once every share has been added the counts do
+//     not depend on how the sources were interleaved, only on each
+//     source's own order: a replay gives the same final state.
 //   - Every share counts in the global family. A share with a category also
 //     counts in that category's family; category "" means "no category", and
 //     queries for category "" answer for the global family.
@@ -36,6 +47,7 @@
 //	'w' | window index (1 byte) | bucket index (uint64 BE) |
 //	    uvarint(len(category)) | category | article id   → uvarint(count)
 //	'm'                                                   → watermark (uint64 BE)
+//	's' | source (uint32 BE)                              → source watermark (uint64 BE)
 //	'c'                                                   → window layout
 //
 // Values are absolute counts written with Set, so re-applying a batch is
@@ -49,14 +61,19 @@
 //
 // Article ids are interned to dense uint32 indexes, and so are (category,
 // article) pairs; indexes go back to a free list when their counts are zero
-// in every window, which happens when their last bucket expires. Per window
-// and index a running total is kept in a flat []uint32. The buckets that can
+// in every window, which happens when their last bucket expires. An article
+// is a row [first pair, total per window] in one flat []uint32, and a pair a
+// row [article, category, next pair of the article, total per window], so
+// an Add or an expiry touches one cache line per index. Buckets that can
 // still be written (those within lateness of the watermark) are small
 // open-addressing hash tables from pair index to count; older buckets are
-// compacted into exact-length slices of 8-byte (pair, count) entries and
-// subtracted from the totals when they expire. Buckets store pairs only: a
+// compacted into exact-length slices of 8-byte (pair, count) entries, and
+// subtracted from the totals when they expire. A share from a source that
+// lags behind the others may still land in a compacted bucket; it is
+// reopened for the write and compacted again by the next Flush. Buckets hold pairs only: a
 // pair knows its article, so expiring a bucket updates the category and the
-// global totals at once, and the persisted form needs nothing else.
+// global totals at once, and it is exactly what is persisted. With the
+// default windows this costs about 200 bytes per live article.
 //
 // Top-K does not scan all articles. Every window × group (global, or one
 // category) has a threshold tau and keeps the exact set of indexes whose
@@ -113,8 +130,8 @@ type Options struct {
 	// this slice. Empty means DefaultWindows().
 	Windows []WindowSpec
 	// Lateness is how far behind the watermark a share may be and still be
-	// applied. Zero means 5 minutes; use 1ms to drop nearly every
-	// out-of-order share.
+	// applied, in whole milliseconds. Zero means 5 minutes; use 1ms to
+	// drop nearly every out-of-order share.
 	Lateness time.Duration
 }
 
@@ -194,24 +211,27 @@ type Counts struct {
 
 	started bool
 	wm      int64
+	// Per-source watermarks, and the sources whose watermark changed since
+	// the last Flush.
+	srcWM    map[int32]int64
+	srcDirty map[int32]bool
 
-	// Articles, by dense index. Rows of artTotal and artPos have nw
-	// entries: [idx*nw + w].
-	artIdx   map[string]uint32
-	artID    []string
-	artHead  []uint32 // first pair of the article's chain
-	artTotal []uint32 // global total per window
-	artPos   []int32  // position in the window's global candidate list, or -1
-	artFree  []uint32
-	idBytes  int // bytes of live article ids
+	// Articles, by dense index. arts holds one row of artStride values per
+	// article (layout at artHead). artPos rows have nw entries: [idx*nw + w].
+	artIdx    map[string]uint32
+	artID     []string
+	arts      []uint32
+	artStride int
+	artPos    []int32 // position in the window's global candidate list, or -1
+	artFree   []uint32
+	idBytes   int // bytes of live article ids
 
-	// (category, article) pairs, by dense index; rows as for articles.
-	pairArt   []uint32
-	pairCat   []uint32
-	pairNext  []uint32 // next pair of the same article
-	pairTotal []uint32
-	pairPos   []int32
-	pairFree  []uint32
+	// (category, article) pairs, by dense index; rows as for articles
+	// (layout at pairArt).
+	pairs      []uint32
+	pairStride int
+	pairPos    []int32
+	pairFree   []uint32
 
 	// Categories, by dense index; catGroups rows have nw entries.
 	catIdx    map[string]uint32
@@ -226,9 +246,57 @@ type Counts struct {
 	flushedAny  bool // flushedWM is valid
 	key, val    []byte
 
+	rescans int // for tests and benchmarks
+
 	// Scratch for TopK.
 	heap  []uint32
+	seen  []uint32
 	cands []cand
+}
+
+// Row layouts. An article row is [head, total_0 .. total_nw-1]: the first
+// pair of the article's chain and its global total per window. A pair row
+// is [article, category, next, total_0 .. total_nw-1], next being the next
+// pair of the same article.
+const (
+	artHead   = 0
+	artTotal  = 1
+	pairArt   = 0
+	pairCat   = 1
+	pairNext  = 2
+	pairTotal = 3
+)
+
+func (c *Counts) artRow(a uint32) []uint32 {
+	i := int(a) * c.artStride
+	return c.arts[i : i+c.artStride : i+c.artStride]
+}
+
+func (c *Counts) pairRow(p uint32) []uint32 {
+	i := int(p) * c.pairStride
+	return c.pairs[i : i+c.pairStride : i+c.pairStride]
+}
+
+// family is the global family (ids are articles) or the category family
+// (ids are pairs) of a window, as seen by top-K.
+type family struct {
+	rows   []uint32
+	stride int
+	total  int // offset of window w's total in a row: total + w
+	pos    []int32
+	cat    int // category of the group, or -1 for the global family
+}
+
+func (c *Counts) family(cat int) family {
+	if cat < 0 {
+		return family{c.arts, c.artStride, artTotal, c.artPos, -1}
+	}
+	return family{c.pairs, c.pairStride, pairTotal, c.pairPos, cat}
+}
+
+// in reports whether row id is in the family's group.
+func (f *family) in(id int) bool {
+	return f.cat < 0 || int(f.rows[id*f.stride+pairCat]) == f.cat
 }
 
 type window struct {
@@ -248,9 +316,16 @@ type window struct {
 type group struct {
 	tau       uint32
 	list      []uint32
-	kWant     int // largest k asked for
+	kWant     int // largest k asked for recently: over the last period or this one
+	kPeriod   int // largest k asked for in this period of kPeriodCalls calls
+	calls     int // TopK calls in this period
+	rescanK   int // kWant at the last rescan
 	rescanLen int // len(list) right after the last rescan
 }
+
+// kPeriodCalls is how many TopK calls a large k is remembered for, at
+// least: a one-off large query does not keep a group's candidate set large.
+const kPeriodCalls = 64
 
 // bucket is one time bucket of a window, held in ring slot id mod n. It is
 // open (a hash table keyed by pair index) while it can still be written,
@@ -277,13 +352,18 @@ func NewCounts(opts Options) *Counts {
 		panic(err)
 	}
 	opts = opts.withDefaults()
+	opts.Windows = slices.Clone(opts.Windows)
 	c := &Counts{
 		opts:     opts,
 		nw:       len(opts.Windows),
 		lateness: opts.Lateness.Milliseconds(),
 		artIdx:   make(map[string]uint32),
 		catIdx:   make(map[string]uint32),
+		srcWM:    make(map[int32]int64),
+		srcDirty: make(map[int32]bool),
 	}
+	c.artStride = artTotal + c.nw
+	c.pairStride = pairTotal + c.nw
 	c.win = make([]window, c.nw)
 	for i, s := range opts.Windows {
 		c.win[i] = window{
@@ -297,7 +377,11 @@ func NewCounts(opts Options) *Counts {
 }
 
 // Options returns the options in effect, defaults filled in.
-func (c *Counts) Options() Options { return c.opts }
+func (c *Counts) Options() Options {
+	o := c.opts
+	o.Windows = slices.Clone(o.Windows)
+	return o
+}
 
 // WindowIndex returns the index of the window named name.
 func (c *Counts) WindowIndex(name string) (int, bool) {
@@ -323,18 +407,32 @@ func floorDiv(a, b int64) int64 {
 func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
 
 // Add applies one share of articleID, in category ("" for none), at event
-// time ts (ms). It returns false if the share is late (or ts is negative)
-// and was dropped.
+// time ts (ms), from source 0. It returns false if the share is late (or ts
+// is negative) and was dropped.
 func (c *Counts) Add(articleID, category string, ts int64) bool {
+	return c.AddFrom(0, articleID, category, ts)
+}
+
+// AddFrom applies one share that arrived through source src (the log
+// partition it was first written to). Lateness is judged against that
+// source's watermark; see the package documentation.
+func (c *Counts) AddFrom(src int32, articleID, category string, ts int64) bool {
 	if ts < 0 {
+		return false
+	}
+	if sw, ok := c.srcWM[src]; !ok || ts > sw {
+		if ok && ts < sw-c.lateness {
+			return false
+		}
+		c.srcWM[src] = ts
+		c.srcDirty[src] = true
+	} else if ts < sw-c.lateness {
 		return false
 	}
 	if !c.started {
 		c.start(ts)
 	} else if ts > c.wm {
 		c.advance(ts)
-	} else if ts < c.wm-c.lateness {
-		return false
 	}
 	counted := false
 	for w := range c.win {
@@ -349,9 +447,9 @@ func (c *Counts) Add(articleID, category string, ts int64) bool {
 	a := c.internArticle(articleID)
 	p := c.internPair(a, category)
 	nw := c.nw
-	gs := c.catGroups[int(c.pairCat[p])*nw : int(c.pairCat[p])*nw+nw]
-	prow := int(p) * nw
-	arow := int(a) * nw
+	arow, prow := c.artRow(a), c.pairRow(p)
+	ci := int(prow[pairCat])
+	gs := c.catGroups[ci*nw : ci*nw+nw]
 	for w := range c.win {
 		win := &c.win[w]
 		b := ts / win.width
@@ -361,17 +459,19 @@ func (c *Counts) Add(articleID, category string, ts int64) bool {
 		s := win.slot(b)
 		if s.n == 0 {
 			s.id, s.open = b, true
+		} else if !s.open {
+			s.reopen()
 		}
 		if s.inc(p) {
 			s.dirty = append(s.dirty, p)
 		}
-		t := c.pairTotal[prow+w] + 1
-		c.pairTotal[prow+w] = t
+		t := prow[pairTotal+w] + 1
+		prow[pairTotal+w] = t
 		if t == gs[w].tau {
 			addCand(&gs[w], c.pairPos, p, nw, w)
 		}
-		t = c.artTotal[arow+w] + 1
-		c.artTotal[arow+w] = t
+		t = arow[artTotal+w] + 1
+		arow[artTotal+w] = t
 		if t == win.global.tau {
 			addCand(&win.global, c.artPos, a, nw, w)
 		}
@@ -437,24 +537,24 @@ func (c *Counts) expire(w int, s *bucket) {
 // its article and its category when nothing counts them any more.
 func (c *Counts) sub(w int, p, cnt uint32) {
 	nw := c.nw
-	prow := int(p) * nw
-	old := c.pairTotal[prow+w]
+	prow := c.pairRow(p)
+	old := prow[pairTotal+w]
 	nv := old - cnt
-	c.pairTotal[prow+w] = nv
-	if g := &c.catGroups[int(c.pairCat[p])*nw+w]; nv < g.tau && old >= g.tau {
+	prow[pairTotal+w] = nv
+	if g := &c.catGroups[int(prow[pairCat])*nw+w]; nv < g.tau && old >= g.tau {
 		dropCand(g, c.pairPos, p, nw, w)
 	}
-	a := c.pairArt[p]
-	arow := int(a) * nw
-	oldA := c.artTotal[arow+w]
+	a := prow[pairArt]
+	arow := c.artRow(a)
+	oldA := arow[artTotal+w]
 	nvA := oldA - cnt
-	c.artTotal[arow+w] = nvA
+	arow[artTotal+w] = nvA
 	if g := &c.win[w].global; nvA < g.tau && oldA >= g.tau {
 		dropCand(g, c.artPos, a, nw, w)
 	}
-	if nv == 0 && allZero(c.pairTotal[prow:prow+nw]) {
+	if nv == 0 && allZero(prow[pairTotal:]) {
 		c.freePair(p)
-		if nvA == 0 && allZero(c.artTotal[arow:arow+nw]) {
+		if nvA == 0 && allZero(arow[artTotal:]) {
 			c.freeArticle(a)
 		}
 	}
@@ -498,12 +598,14 @@ func (c *Counts) internArticle(id string) uint32 {
 	} else {
 		a = uint32(len(c.artID))
 		c.artID = append(c.artID, id)
-		c.artHead = append(c.artHead, noID)
+		for range c.artStride {
+			c.arts = append(c.arts, 0)
+		}
 		for range c.nw {
-			c.artTotal = append(c.artTotal, 0)
 			c.artPos = append(c.artPos, -1)
 		}
 	}
+	c.artRow(a)[artHead] = noID
 	c.artIdx[id] = a
 	c.idBytes += len(id)
 	return a
@@ -517,10 +619,12 @@ func (c *Counts) freeArticle(a uint32) {
 }
 
 func (c *Counts) internPair(a uint32, category string) uint32 {
-	for p := c.artHead[a]; p != noID; p = c.pairNext[p] {
-		if c.catName[c.pairCat[p]] == category {
+	for p := c.arts[int(a)*c.artStride+artHead]; p != noID; {
+		row := c.pairRow(p)
+		if c.catName[row[pairCat]] == category {
 			return p
 		}
+		p = row[pairNext]
 	}
 	ci := c.internCat(category)
 	var p uint32
@@ -528,32 +632,32 @@ func (c *Counts) internPair(a uint32, category string) uint32 {
 		p = c.pairFree[n-1]
 		c.pairFree = c.pairFree[:n-1]
 	} else {
-		p = uint32(len(c.pairArt))
-		c.pairArt = append(c.pairArt, 0)
-		c.pairCat = append(c.pairCat, 0)
-		c.pairNext = append(c.pairNext, 0)
+		p = uint32(len(c.pairs) / c.pairStride)
+		for range c.pairStride {
+			c.pairs = append(c.pairs, 0)
+		}
 		for range c.nw {
-			c.pairTotal = append(c.pairTotal, 0)
 			c.pairPos = append(c.pairPos, -1)
 		}
 	}
-	c.pairArt[p] = a
-	c.pairCat[p] = ci
-	c.pairNext[p] = c.artHead[a]
-	c.artHead[a] = p
+	row, arow := c.pairRow(p), c.artRow(a)
+	row[pairArt] = a
+	row[pairCat] = ci
+	row[pairNext] = arow[artHead]
+	arow[artHead] = p
 	c.catPairs[ci]++
 	return p
 }
 
 func (c *Counts) freePair(p uint32) {
-	a := c.pairArt[p]
-	for q := &c.artHead[a]; *q != noID; q = &c.pairNext[*q] {
+	row := c.pairRow(p)
+	for q := &c.artRow(row[pairArt])[artHead]; *q != noID; q = &c.pairRow(*q)[pairNext] {
 		if *q == p {
-			_ = q
+			*q = row[pairNext]
 			break
 		}
 	}
-	ci := c.pairCat[p]
+	ci := row[pairCat]
 	if c.catPairs[ci]--; c.catPairs[ci] == 0 {
 		delete(c.catIdx, c.catName[ci])
 		c.catName[ci] = ""
@@ -649,6 +753,25 @@ func (s *bucket) grow() {
 	}
 }
 
+// reopen turns a compacted bucket back into a hash table, keeping each
+// entry's dirty bit, for a share from a lagging source.
+func (s *bucket) reopen() {
+	old := s.tab
+	size := 16
+	for size*3 < len(old)*4+4 {
+		size *= 2
+	}
+	s.tab = make([]uint64, size)
+	s.n, s.open, s.closedDirty = 0, true, false
+	s.dirty = s.dirty[:0]
+	for _, e := range old {
+		s.put(e)
+		if e&dirtyBit != 0 {
+			s.dirty = append(s.dirty, uint32(e>>32))
+		}
+	}
+}
+
 // close compacts an open bucket that can no longer be written.
 func (s *bucket) close() {
 	out := make([]uint64, 0, s.n)
@@ -677,7 +800,7 @@ func (c *Counts) Count(w int, articleID string) uint64 {
 	if !ok {
 		return 0
 	}
-	return uint64(c.artTotal[int(a)*c.nw+w])
+	return uint64(c.artRow(a)[artTotal+w])
 }
 
 // CategoryCount returns articleID's share count in category in window w.
@@ -693,10 +816,12 @@ func (c *Counts) CategoryCount(w int, category, articleID string) uint64 {
 	if !ok {
 		return 0
 	}
-	for p := c.artHead[a]; p != noID; p = c.pairNext[p] {
-		if c.catName[c.pairCat[p]] == category {
-			return uint64(c.pairTotal[int(p)*c.nw+w])
+	for p := c.artRow(a)[artHead]; p != noID; {
+		row := c.pairRow(p)
+		if c.catName[row[pairCat]] == category {
+			return uint64(row[pairTotal+w])
 		}
+		p = row[pairNext]
 	}
 	return 0
 }
@@ -734,18 +859,24 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 		cat = int(ci)
 		g = &c.catGroups[cat*c.nw+w]
 	}
+	g.kPeriod = max(g.kPeriod, k)
+	if g.calls++; g.calls >= kPeriodCalls {
+		g.kWant, g.kPeriod, g.calls = g.kPeriod, 0, 0
+	}
 	g.kWant = max(g.kWant, k)
+	// Rescan when the set is not maintained, too small to answer, or far
+	// larger than needed: either because queries now ask for less, or
+	// because it doubled since it was built (unless ties made it large
+	// from the start, which a rescan would not fix).
 	if g.tau == 0 || (len(g.list) < k && g.tau > 1) ||
-		(len(g.list) > 8*g.kWant+256 && len(g.list) > 2*g.rescanLen) {
+		(len(g.list) > 8*g.kWant+256 && (g.rescanK > g.kWant || len(g.list) > 2*g.rescanLen)) {
 		c.rescan(g, w, cat)
 	}
-	totals := c.artTotal
-	if cat >= 0 {
-		totals = c.pairTotal
-	}
+	f := c.family(cat)
+	off := f.total + w
 	cands := c.cands[:0]
 	for _, id := range g.list {
-		cands = append(cands, cand{totals[int(id)*c.nw+w], id})
+		cands = append(cands, cand{f.rows[int(id)*f.stride+off], id})
 	}
 	if len(cands) > k {
 		h := c.heap[:0]
@@ -758,7 +889,7 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 	}
 	id := func(x cand) string {
 		if cat >= 0 {
-			return c.artID[c.pairArt[x.id]]
+			return c.artID[c.pairs[int(x.id)*c.pairStride+pairArt]]
 		}
 		return c.artID[x.id]
 	}
@@ -816,38 +947,38 @@ func pushTop(h []uint32, k int, v uint32) []uint32 {
 // rescan picks a new tau for group g of window w (cat < 0: global) so that
 // about 4k members qualify, and rebuilds the candidate list.
 func (c *Counts) rescan(g *group, w, cat int) {
+	c.rescans++
+	f := c.family(cat)
 	nw := c.nw
-	totals, pos, n := c.artTotal, c.artPos, len(c.artID)
-	if cat >= 0 {
-		totals, pos, n = c.pairTotal, c.pairPos, len(c.pairArt)
-	}
 	for _, id := range g.list {
-		pos[int(id)*nw+w] = -1
+		f.pos[int(id)*nw+w] = -1
 	}
 	g.list = g.list[:0]
+	g.rescanK = g.kWant
 	target := 4*g.kWant + 64
-	h := c.heap[:0]
-	for id := range n {
-		if cat >= 0 && int(c.pairCat[id]) != cat {
-			continue
-		}
-		if t := totals[id*nw+w]; t > 0 {
-			h = pushTop(h, target, t)
-		}
-	}
-	c.heap = h
-	tau := uint32(1)
-	if len(h) == target {
-		tau = max(h[0], 1)
-	}
-	for id := range n {
-		if cat >= 0 && int(c.pairCat[id]) != cat {
-			continue
-		}
-		if totals[id*nw+w] >= tau {
-			addCand(g, pos, uint32(id), nw, w)
+	// One pass: keep a min-heap of the target largest totals, whose minimum
+	// (floor) only rises, and collect every id whose total was >= floor
+	// when seen: that includes every id >= the final tau.
+	h, seen := c.heap[:0], c.seen[:0]
+	floor := uint32(1)
+	for i, id := f.total+w, 0; i < len(f.rows); i, id = i+f.stride, id+1 {
+		if t := f.rows[i]; t >= floor && f.in(id) {
+			seen = append(seen, uint32(id))
+			if len(h) < target || t > h[0] {
+				h = pushTop(h, target, t)
+				if len(h) == target {
+					floor = max(h[0], 1)
+				}
+			}
 		}
 	}
+	tau := floor
+	for _, id := range seen {
+		if f.rows[int(id)*f.stride+f.total+w] >= tau {
+			addCand(g, f.pos, id, nw, w)
+		}
+	}
+	c.heap, c.seen = h, seen[:0]
 	g.tau = tau
 	g.rescanLen = len(g.list)
 }
@@ -860,9 +991,8 @@ func (c *Counts) MemoryBytes() int {
 	)
 	n := int(unsafe.Sizeof(*c))
 	n += len(c.artIdx)*mapEntry + c.idBytes
-	n += cap(c.artID)*strHdr + cap(c.artHead)*4 + cap(c.artTotal)*4 + cap(c.artPos)*4 + cap(c.artFree)*4
-	n += cap(c.pairArt)*4 + cap(c.pairCat)*4 + cap(c.pairNext)*4 + cap(c.pairTotal)*4 +
-		cap(c.pairPos)*4 + cap(c.pairFree)*4
+	n += cap(c.artID)*strHdr + cap(c.arts)*4 + cap(c.artPos)*4 + cap(c.artFree)*4
+	n += cap(c.pairs)*4 + cap(c.pairPos)*4 + cap(c.pairFree)*4
 	n += len(c.catIdx)*mapEntry + cap(c.catName)*strHdr + cap(c.catPairs)*4 + cap(c.catFree)*4
 	n += cap(c.catGroups) * int(unsafe.Sizeof(group{}))
 	for _, g := range c.catGroups {
@@ -878,7 +1008,7 @@ func (c *Counts) MemoryBytes() int {
 			n += cap(w.slots[j].tab)*8 + cap(w.slots[j].dirty)*4
 		}
 	}
-	n += cap(c.heap)*4 + cap(c.cands)*int(unsafe.Sizeof(cand{})) + cap(c.key) + cap(c.val)
+	n += cap(c.heap)*4 + cap(c.seen)*4 + cap(c.cands)*int(unsafe.Sizeof(cand{})) + cap(c.key) + cap(c.val)
 	return n
 }
 
@@ -890,6 +1020,9 @@ var (
 	bucketsLo    = []byte{'w'}
 	bucketsHi    = []byte{'w' + 1}
 )
+
+// sourceKeyPrefix starts the keys of per-source watermarks.
+const sourceKeyPrefix byte = 's'
 
 const layoutVersion = 1
 
@@ -931,6 +1064,13 @@ func (c *Counts) Flush(wr state.Writer) error {
 		}
 		c.flushedWM, c.flushedAny = c.wm, true
 	}
+	for src := range c.srcDirty {
+		c.key = binary.BigEndian.AppendUint32(append(c.key[:0], sourceKeyPrefix), uint32(src))
+		if err := wr.Set(c.key, binary.BigEndian.AppendUint64(c.val[:0], uint64(c.srcWM[src]))); err != nil {
+			return fmt.Errorf("trending: flush source watermark: %w", err)
+		}
+	}
+	clear(c.srcDirty)
 	for w := range c.win {
 		win := &c.win[w]
 		if win.lo > 0 && win.lo > win.deletedLo {
@@ -954,6 +1094,9 @@ func (c *Counts) Flush(wr state.Writer) error {
 					s.tab[j] &^= dirtyBit
 				}
 				s.dirty = s.dirty[:0]
+				if s.id < win.wlo {
+					s.close() // reopened for a lagging source
+				}
 			case s.closedDirty:
 				for j, e := range s.tab {
 					if e&dirtyBit == 0 {
@@ -972,12 +1115,12 @@ func (c *Counts) Flush(wr state.Writer) error {
 }
 
 func (c *Counts) writeCell(wr state.Writer, w int, b int64, e uint64) error {
-	p := uint32(e >> 32)
-	cat := c.catName[c.pairCat[p]]
+	row := c.pairRow(uint32(e >> 32))
+	cat := c.catName[row[pairCat]]
 	k := bucketKey(c.key, w, b)
 	k = binary.AppendUvarint(k, uint64(len(cat)))
 	k = append(k, cat...)
-	k = append(k, c.artID[c.pairArt[p]]...)
+	k = append(k, c.artID[row[pairArt]]...)
 	c.key = k
 	c.val = binary.AppendUvarint(c.val[:0], uint64(uint32(e)&countMask))
 	if err := wr.Set(k, c.val); err != nil {
@@ -1011,6 +1154,16 @@ func (c *Counts) Load(r state.Reader) error {
 	}
 	c.start(int64(binary.BigEndian.Uint64(v)))
 	c.flushedWM, c.flushedAny = c.wm, true
+	err = r.Scan([]byte{sourceKeyPrefix}, []byte{sourceKeyPrefix + 1}, func(k, v []byte) error {
+		if len(k) != 5 || len(v) != 8 {
+			return fmt.Errorf("trending: load: bad source watermark %x = %x", k, v)
+		}
+		c.srcWM[int32(binary.BigEndian.Uint32(k[1:]))] = int64(binary.BigEndian.Uint64(v))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	err = r.Scan(bucketsLo, bucketsHi, func(k, v []byte) error {
 		if err := c.loadCell(k, v); err != nil {
 			return fmt.Errorf("trending: load key %x: %w", k, err)
@@ -1061,7 +1214,7 @@ func (c *Counts) loadCell(k, v []byte) error {
 		s.tab = append(s.tab, e)
 		s.n++
 	}
-	c.pairTotal[int(p)*c.nw+w] += uint32(cnt)
-	c.artTotal[int(a)*c.nw+w] += uint32(cnt)
+	c.pairRow(p)[pairTotal+w] += uint32(cnt)
+	c.artRow(a)[artTotal+w] += uint32(cnt)
 	return nil
 }

@@ -21,6 +21,7 @@ type refModel struct {
 	opts    Options
 	started bool
 	wm      int64
+	srcWM   map[int32]int64
 	events  []refEvent
 }
 
@@ -30,7 +31,9 @@ type refEvent struct {
 	counted  []bool // per window: bucket was live when the share was added
 }
 
-func newRef(opts Options) *refModel { return &refModel{opts: opts.withDefaults()} }
+func newRef(opts Options) *refModel {
+	return &refModel{opts: opts.withDefaults(), srcWM: map[int32]int64{}}
+}
 
 func (r *refModel) span(w int) (width, lo, hi int64) {
 	s := r.opts.Windows[w]
@@ -39,9 +42,15 @@ func (r *refModel) span(w int) (width, lo, hi int64) {
 	return width, hi - int64(s.Buckets) + 1, hi
 }
 
-func (r *refModel) add(art, cat string, ts int64) bool {
-	if ts < 0 || (r.started && ts < r.wm-r.opts.Lateness.Milliseconds()) {
+func (r *refModel) add(art, cat string, ts int64) bool { return r.addFrom(0, art, cat, ts) }
+
+func (r *refModel) addFrom(src int32, art, cat string, ts int64) bool {
+	sw, seen := r.srcWM[src]
+	if ts < 0 || (seen && ts < sw-r.opts.Lateness.Milliseconds()) {
 		return false
+	}
+	if !seen || ts > sw {
+		r.srcWM[src] = ts
 	}
 	if !r.started || ts > r.wm {
 		r.started, r.wm = true, ts
@@ -199,10 +208,34 @@ func checkAgainstRef(t *testing.T, c *Counts, r *refModel, s *stream) {
 	}
 }
 
+// flatView holds the article and pair rows as one slice per field, with
+// per-window fields at [id*nw + w].
+type flatView struct {
+	artHead, artTotal, pairArt, pairCat, pairNext, pairTotal []uint32
+}
+
+func (c *Counts) flat() flatView {
+	var v flatView
+	for a := range len(c.artID) {
+		row := c.artRow(uint32(a))
+		v.artHead = append(v.artHead, row[artHead])
+		v.artTotal = append(v.artTotal, row[artTotal:]...)
+	}
+	for p := range len(c.pairs) / c.pairStride {
+		row := c.pairRow(uint32(p))
+		v.pairArt = append(v.pairArt, row[pairArt])
+		v.pairCat = append(v.pairCat, row[pairCat])
+		v.pairNext = append(v.pairNext, row[pairNext])
+		v.pairTotal = append(v.pairTotal, row[pairTotal:]...)
+	}
+	return v
+}
+
 // checkInvariants verifies the internal indexes against each other.
 func (c *Counts) checkInvariants() error {
 	nw := c.nw
-	pairSum := make([]uint32, len(c.pairTotal))
+	v := c.flat()
+	pairSum := make([]uint32, len(v.pairTotal))
 	for w := range c.win {
 		win := &c.win[w]
 		for i := range win.slots {
@@ -241,42 +274,42 @@ func (c *Counts) checkInvariants() error {
 			}
 		}
 	}
-	if !slices.Equal(pairSum, c.pairTotal) {
+	if !slices.Equal(pairSum, v.pairTotal) {
 		return errors.New("pair totals differ from the sum of buckets")
 	}
-	artSum := make([]uint32, len(c.artTotal))
+	artSum := make([]uint32, len(v.artTotal))
 	freePair := map[uint32]bool{}
 	for _, p := range c.pairFree {
 		freePair[p] = true
 	}
 	catLive := map[uint32]int32{}
-	for p := range c.pairArt {
+	for p := range v.pairArt {
 		if freePair[uint32(p)] {
-			if !allZero(c.pairTotal[p*nw : p*nw+nw]) {
+			if !allZero(v.pairTotal[p*nw : p*nw+nw]) {
 				return fmt.Errorf("free pair %d has counts", p)
 			}
 			continue
 		}
-		if allZero(c.pairTotal[p*nw : p*nw+nw]) {
+		if allZero(v.pairTotal[p*nw : p*nw+nw]) {
 			return fmt.Errorf("live pair %d has no counts", p)
 		}
-		catLive[c.pairCat[p]]++
+		catLive[v.pairCat[p]]++
 		for w := range nw {
-			artSum[int(c.pairArt[p])*nw+w] += c.pairTotal[p*nw+w]
+			artSum[int(v.pairArt[p])*nw+w] += v.pairTotal[p*nw+w]
 		}
 	}
-	if !slices.Equal(artSum, c.artTotal) {
+	if !slices.Equal(artSum, v.artTotal) {
 		return errors.New("article totals differ from the sum of their pairs")
 	}
 	if len(c.artIdx) != len(c.artID)-len(c.artFree) {
 		return fmt.Errorf("%d interned ids, %d slots, %d free", len(c.artIdx), len(c.artID), len(c.artFree))
 	}
 	for id, a := range c.artIdx {
-		if c.artID[a] != id || allZero(c.artTotal[int(a)*nw:int(a)*nw+nw]) {
+		if c.artID[a] != id || allZero(v.artTotal[int(a)*nw:int(a)*nw+nw]) {
 			return fmt.Errorf("article %q (%d) is interned but has no counts", id, a)
 		}
-		for p := c.artHead[a]; p != noID; p = c.pairNext[p] {
-			if c.pairArt[p] != a || freePair[p] {
+		for p := v.artHead[a]; p != noID; p = v.pairNext[p] {
+			if v.pairArt[p] != a || freePair[p] {
 				return fmt.Errorf("article %q chain holds pair %d", id, p)
 			}
 		}
@@ -308,12 +341,12 @@ func (c *Counts) checkInvariants() error {
 		return nil
 	}
 	for w := range nw {
-		if err := check("global", &c.win[w].global, w, c.artTotal, c.artPos, len(c.artID), func(int) bool { return true }); err != nil {
+		if err := check("global", &c.win[w].global, w, v.artTotal, c.artPos, len(c.artID), func(int) bool { return true }); err != nil {
 			return err
 		}
 		for ci := range c.catName {
-			in := func(p int) bool { return !freePair[uint32(p)] && c.pairCat[p] == uint32(ci) }
-			if err := check("category "+c.catName[ci], &c.catGroups[ci*nw+w], w, c.pairTotal, c.pairPos, len(c.pairArt), in); err != nil {
+			in := func(p int) bool { return !freePair[uint32(p)] && v.pairCat[p] == uint32(ci) }
+			if err := check("category "+c.catName[ci], &c.catGroups[ci*nw+w], w, v.pairTotal, c.pairPos, len(v.pairArt), in); err != nil {
 				return err
 			}
 		}
@@ -442,10 +475,11 @@ func (c *Counts) dump() map[string]uint64 {
 					continue
 				}
 				p := uint32(e >> 32)
-				cat := c.catName[c.pairCat[p]]
+				row := c.pairRow(p)
+				cat := c.catName[row[pairCat]]
 				k := bucketKey(nil, w, s.id)
 				k = binary.AppendUvarint(k, uint64(len(cat)))
-				k = append(append(k, cat...), c.artID[c.pairArt[p]]...)
+				k = append(append(k, cat...), c.artID[row[pairArt]]...)
 				m[string(k)] = uint64(uint32(e) & countMask)
 			}
 		}
@@ -672,8 +706,14 @@ type recorder struct {
 	ops []string
 }
 
-func (r *recorder) Set(k, v []byte) error { r.ops = append(r.ops, fmt.Sprintf("set %x=%x", k, v)); return nil }
-func (r *recorder) Delete(k []byte) error { r.ops = append(r.ops, fmt.Sprintf("del %x", k)); return nil }
+func (r *recorder) Set(k, v []byte) error {
+	r.ops = append(r.ops, fmt.Sprintf("set %x=%x", k, v))
+	return nil
+}
+func (r *recorder) Delete(k []byte) error {
+	r.ops = append(r.ops, fmt.Sprintf("del %x", k))
+	return nil
+}
 func (r *recorder) DeleteRange(s, e []byte) error {
 	r.ops = append(r.ops, fmt.Sprintf("delrange %x %x", s, e))
 	return nil
@@ -780,6 +820,20 @@ func TestTopKRescan(t *testing.T) {
 			}
 		}
 	}
+	// A one-off query for everything must not keep the candidate set large.
+	all := c.TopK(0, "", 1<<20)
+	if len(all) < 1000 || len(c.win[0].global.list) < len(all) {
+		t.Fatalf("TopK(all) returned %d, candidate set %d", len(all), len(c.win[0].global.list))
+	}
+	for range 2 * kPeriodCalls {
+		c.TopK(0, "", 10)
+	}
+	if n := len(c.win[0].global.list); n > 8*10+256 {
+		t.Errorf("candidate set still holds %d ids after %d small queries", n, 2*kPeriodCalls)
+	}
+	if got, want := c.TopK(0, "", 10), topOf(r.counts(0, ""), 10); !slices.Equal(got, want) {
+		t.Fatalf("TopK after shrinking: %v, want %v", got, want)
+	}
 }
 
 func TestFlushOnlyChanges(t *testing.T) {
@@ -790,8 +844,8 @@ func TestFlushOnlyChanges(t *testing.T) {
 	if err := c.Flush(&rec); err != nil {
 		t.Fatal(err)
 	}
-	// layout, watermark and 2 cells in each of 3 windows
-	if len(rec.ops) != 2+6 {
+	// layout, watermark, source watermark and 2 cells in each of 3 windows
+	if len(rec.ops) != 3+6 {
 		t.Fatalf("first flush: %d ops: %v", len(rec.ops), rec.ops)
 	}
 	rec.ops = nil

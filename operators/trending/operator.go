@@ -219,7 +219,7 @@ func (t *task) Restore(r state.Reader) error {
 	return nil
 }
 
-func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
+func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	s, err := events.DecodeShare(&t.parser, rec.Value)
 	if err != nil {
 		return engine.Invalid("share: %v", err)
@@ -233,7 +233,7 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 		}
 	}
 	t.part.mu.Lock()
-	ok := t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
+	ok := t.part.counts.AddFrom(pc.Source(), s.ArticleID, s.Category, s.Timestamp)
 	t.part.mu.Unlock()
 	if !ok {
 		t.op.late.Inc()
@@ -249,7 +249,14 @@ func (t *task) Flush(w state.Writer) error {
 	return t.part.counts.Flush(w)
 }
 
-func (t *task) Committed() {
+// Committed publishes a new top-K snapshot when the task has caught up, so
+// that answers are fresh once the input is processed, and otherwise at most
+// once per snapshot interval, so that a busy task spends its time counting.
+func (t *task) Committed(info engine.CommitInfo) {
+	if info.CaughtUp {
+		t.part.rebuild(t.op)
+		return
+	}
 	if s := t.part.snap.Load(); s == nil || time.Since(s.at) >= t.op.opts.SnapshotInterval {
 		t.part.rebuild(t.op)
 	}
