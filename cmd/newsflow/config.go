@@ -101,6 +101,9 @@ func loadConfig(path string, environ []string) (Config, error) {
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			return c, fmt.Errorf("config %s: %w", path, err)
 		}
+		if len(c.Log.Brokers) == 0 {
+			c.Log.Brokers = nil // "brokers: []" means none, like the default
+		}
 	}
 	if err := applyEnv(&c, environ); err != nil {
 		return c, err

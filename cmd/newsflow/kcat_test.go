@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestKcatProducer has a real Kafka client, kcat (librdkafka, whose default
@@ -72,28 +75,43 @@ func TestKcatProducer(t *testing.T) {
 		produceFile(fmt.Sprintf("keyed-%d", c), keyed.Bytes(), true)
 		produceFile(fmt.Sprintf("unkeyed-%d", c), unkeyed.Bytes(), false)
 	}
+	now := time.Now()
 	bad := strings.Join([]string{
 		`{"event_id":"x1","article_id":"zz-bad",`,                                  // truncated JSON
 		`{"event_id":"x2","article_id":"zz-bad","user_id":"u","timestamp":"soon"}`, // bad timestamp
 		`{"event_id":"x3","article_id":"zz-bad","user_id":7,"timestamp":1}`,        // wrong type
+		fmt.Sprintf(`{"event_id":"x4","article_id":"zz-bad","user_id":"u","timestamp":%d}`, now.Add(-48*time.Hour).UnixMilli()),
+		fmt.Sprintf(`{"event_id":"x5","article_id":"zz-bad","user_id":"u","timestamp":%d}`, now.Add(time.Hour).UnixMilli()),
 	}, "\n") + "\n"
 	produceFile("bad", []byte(bad), false)
+	// A 1 MiB value, from a Go client (librdkafka caps messages at 1 MB).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ProducerBatchMaxBytes(4<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	huge := `{"event_id":"x6","article_id":"zz-bad","user_id":"u","timestamp":1,"pad":"` + strings.Repeat("x", 1<<20) + `"}`
+	if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "shares", Key: []byte("zz-bad"), Value: []byte(huge)}).FirstErr(); err != nil {
+		t.Fatalf("produce 1 MiB value: %v", err)
+	}
 
 	n.waitCaughtUp(2 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
-	// The three bad records are in the dead-letter topic with reasons.
+	// The bad records are in the dead-letter topic with their reasons.
 	cmd := exec.Command(kcat, "-b", broker, "-q", "-C", "-t", "newsflow-deadletter", "-e", "-f", "%h\n")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kcat consume dead letters: %v\n%s", err, out)
 	}
-	for _, want := range []string{"malformed JSON", `field \"timestamp\": not an RFC 3339 time`, `field \"user_id\": must be a string`} {
+	for _, want := range []string{"malformed JSON", `field \"timestamp\": not an RFC 3339 time`, `field \"user_id\": must be a string`,
+		"in the past (limit 24h5m0s) relative to the record time", "in the future (limit 5m0s) relative to the record time",
+		"event larger than 8192 bytes"} {
 		if !bytes.Contains(out, []byte(want)) && !bytes.Contains(out, []byte(strings.ReplaceAll(want, `\"`, `"`))) {
 			t.Errorf("dead letters lack %q:\n%s", want, out)
 		}
 	}
-	if got := bytes.Count(out, []byte("nf-dlq-reason=")); got != 3 {
-		t.Errorf("%d dead letters, want 3:\n%s", got, out)
+	if got := bytes.Count(out, []byte("nf-dlq-reason=")); got != 6 {
+		t.Errorf("%d dead letters, want 6:\n%.3000s", got, out)
 	}
 }

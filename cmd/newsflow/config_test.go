@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The shipped configs/newsflow.yaml says exactly what the defaults are.
+func TestShippedConfigMatchesDefaults(t *testing.T) {
+	c, err := loadConfig("../../configs/newsflow.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := defaultConfig(); !reflect.DeepEqual(c, d) {
+		t.Fatalf("configs/newsflow.yaml differs from the defaults:\nfile     %+v\ndefaults %+v", c, d)
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte("data_dir: /from/file\nhttp:\n  addr: 1.2.3.4:1\nlog:\n  partitions: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadConfig(path, []string{"NEWSFLOW_HTTP_ADDR=5.6.7.8:2", "NEWSFLOW_LOG_BROKERS=a:1, b:2", "NEWSFLOW_TRENDING_LATENESS=90s", "HOME=/x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/from/file" || c.HTTP.Addr != "5.6.7.8:2" || c.Log.Partitions != 3 ||
+		!reflect.DeepEqual(c.Log.Brokers, []string{"a:1", "b:2"}) || c.Trending.Lateness != 90*time.Second {
+		t.Fatalf("file < env precedence broken: %+v", c)
+	}
+	if c.Trending.MaxK != 100 {
+		t.Fatalf("unset field lost its default: max_k = %d", c.Trending.MaxK)
+	}
+	// Flags win over both.
+	t.Setenv("NEWSFLOW_HTTP_ADDR", "5.6.7.8:2")
+	cf := commonFlags{config: path, http: "9.9.9.9:3", brokers: "k:9092", partitions: 5}
+	c, err = cf.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Addr != "9.9.9.9:3" || c.Log.Backend != "kafka" || c.Log.Partitions != 5 || !reflect.DeepEqual(c.Log.Brokers, []string{"k:9092"}) {
+		t.Fatalf("flags did not override: %+v", c)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	write := func(body string) string {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("c%d.yaml", n))
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := []struct {
+		path string
+		env  []string
+		want string
+	}{
+		{write("http:\n  adress: x\n"), nil, "field adress not found"},
+		{write("log:\n  partitions: many\n"), nil, "cannot unmarshal"},
+		{write(""), []string{"NEWSFLOW_HTTP_ADRESS=x"}, "NEWSFLOW_HTTP_ADRESS: no such setting"},
+		{write(""), []string{"NEWSFLOW_LOG_PARTITIONS=x"}, `NEWSFLOW_LOG_PARTITIONS="x"`},
+		{write(""), []string{"NEWSFLOW_TRENDING_LATENESS=5"}, "missing unit"},
+		{filepath.Join(dir, "missing.yaml"), nil, "no such file"},
+	}
+	for _, c := range cases {
+		_, err := loadConfig(c.path, c.env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("loadConfig(%v) = %v, want error containing %q", c.env, err, c.want)
+		}
+	}
+	bad := defaultConfig()
+	bad.Log.Backend = "kafka"
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "brokers is empty") {
+		t.Errorf("kafka without brokers: %v", err)
+	}
+	bad.Log.Backend = "nats"
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "want embedded or kafka") {
+		t.Errorf("unknown backend: %v", err)
+	}
+}
