@@ -16,6 +16,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/state"
+	"go.uber.org/goleak"
 )
 
 // countOp counts records per key. Its state is one key per counted key; it
@@ -410,3 +411,5 @@ func (h *harness) runUntilCaughtUpWith(e *engine.Engine) {
 		h.t.Fatal(err)
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

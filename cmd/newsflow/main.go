@@ -122,6 +122,23 @@ func (c *commonFlags) load() (Config, error) {
 	return cfg, cfg.validate()
 }
 
+// openNode loads the configuration and opens a node from it.
+func (c *commonFlags) openNode(ctx context.Context) (*node, error) {
+	cfg, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	logger, err := newLogger(cfg.Logging)
+	if err != nil {
+		return nil, err
+	}
+	n, err := openNode(ctx, cfg, logger)
+	if err != nil {
+		return nil, fmt.Errorf("%w (data dir %s: is another node running on it?)", err, cfg.DataDir)
+	}
+	return n, nil
+}
+
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -130,19 +147,12 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := cf.load()
-	if err != nil {
-		return err
-	}
-	logger, err := newLogger(cfg.Logging)
-	if err != nil {
-		return err
-	}
-	n, err := openNode(ctx, cfg, logger)
+	n, err := cf.openNode(ctx)
 	if err != nil {
 		return err
 	}
 	defer n.close()
+	cfg, logger := n.cfg, n.logger
 	logger.Info("newsflow starting", "version", version, "data", cfg.DataDir, "backend", cfg.Log.Backend, "partitions", cfg.Log.Partitions)
 	if err := n.run(ctx, nil); err != nil && ctx.Err() == nil {
 		return err

@@ -256,17 +256,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return l.OffsetForTime(ctx, tp, t.UnixMilli())
 		}
 	}
-	cfg, err := cf.load()
+	n, err := cf.openNode(ctx)
 	if err != nil {
 		return err
-	}
-	logger, err := newLogger(cfg.Logging)
-	if err != nil {
-		return err
-	}
-	n, err := openNode(ctx, cfg, logger)
-	if err != nil {
-		return fmt.Errorf("%w (is a node running on %s? replay needs it stopped)", err, cfg.DataDir)
 	}
 	defer n.close()
 	start := time.Now()
