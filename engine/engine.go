@@ -21,8 +21,15 @@ type Options struct {
 	// Partitions is the partition count of the topics the engine creates and
 	// the number of tasks per operator (default 8).
 	Partitions int32
-	// MaxBatch caps the records a task applies per commit (default 10000).
+	// MaxBatch caps the records a task applies per commit (default 20000).
 	MaxBatch int
+	// CommitInterval is how long a busy task may apply records before it
+	// commits them (default 250ms). A task commits at once when it has
+	// caught up with its inputs, so the interval only matters under load,
+	// where longer intervals write each changed state key less often. After
+	// a crash, at most this much input is applied again (exactly once: the
+	// offsets are committed with the state).
+	CommitInterval time.Duration
 	// DeadLetterTopic receives records that cannot be processed
 	// (default "newsflow-deadletter").
 	DeadLetterTopic string
@@ -42,7 +49,8 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Partitions:          8,
-		MaxBatch:            10000,
+		MaxBatch:            20000,
+		CommitInterval:      250 * time.Millisecond,
 		DeadLetterTopic:     "newsflow-deadletter",
 		RestartBackoff:      100 * time.Millisecond,
 		MaxRestartBackoff:   10 * time.Second,
@@ -57,7 +65,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("engine: partitions %d out of range 1-4096", o.Partitions)
 	case o.MaxBatch < 0:
 		return fmt.Errorf("engine: max batch %d is negative", o.MaxBatch)
-	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0:
+	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0 || o.CommitInterval < 0:
 		return errors.New("engine: durations must not be negative")
 	}
 	return nil
@@ -70,6 +78,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = d.MaxBatch
+	}
+	if o.CommitInterval == 0 {
+		o.CommitInterval = d.CommitInterval
 	}
 	if o.DeadLetterTopic == "" {
 		o.DeadLetterTopic = d.DeadLetterTopic

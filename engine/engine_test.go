@@ -413,3 +413,27 @@ func (h *harness) runUntilCaughtUpWith(e *engine.Engine) {
 }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// blindLog hands out readers that never know the high watermarks, as a
+// Kafka reader before its first fetch response: tasks never see themselves
+// caught up and must commit on the commit interval alone.
+type blindLog struct{ eventlog.Log }
+
+func (b blindLog) NewReader(pos map[eventlog.TopicPartition]int64) (eventlog.Reader, error) {
+	r, err := b.Log.NewReader(pos)
+	return blindReader{r}, err
+}
+
+type blindReader struct{ eventlog.Reader }
+
+func (blindReader) HighWatermarks() map[eventlog.TopicPartition]int64 { return nil }
+
+func TestCommitIntervalWithoutCatchUpSignal(t *testing.T) {
+	h := newHarness(t)
+	const parts = 2
+	want := h.produce("in", parts, 3000, func(k string, _ int) int32 { return eventlog.PartitionFor([]byte(k), parts) })
+	op := &countOp{name: "count", topic: "in"}
+	h.runUntilCaughtUp(blindLog{h.log}, engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond, MaxBatch: 1 << 20}, op)
+	got, _ := h.stateCounts("count", parts)
+	equalCounts(t, got, want)
+}

@@ -168,17 +168,63 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 	var dlq []*eventlog.Record
 	m := e.m
 	recordsIn := m.recordsIn.WithLabelValues(tr.st.name)
-	for {
-		recs, err := reader.Poll(ctx, e.opts.MaxBatch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+	pending, applied := 0, 0 // records read and applied since the last commit
+	lastCommit := time.Now()
+	commit := func(caughtUp bool) error {
+		if err := tr.commit(task, ns, pc.out, dlq, next, srcApplied, dirtySrc); err != nil {
+			return err
+		}
+		task.Committed(CommitInfo{Records: applied, CaughtUp: caughtUp})
+		hws := reader.HighWatermarks()
+		for tp, o := range next {
+			hw, ok := hws[tp]
+			if !ok {
+				hw = -1
 			}
-			return fmt.Errorf("poll: %w", err)
+			e.setProgress(tr.st.name, tp, o, hw)
+			if ok {
+				m.lag.WithLabelValues(tr.st.name, tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(0, hw-o)))
+			}
 		}
 		pc.out, dlq = pc.out[:0], dlq[:0]
 		clear(dirtySrc)
-		applied := 0
+		pending, applied, lastCommit = 0, 0, time.Now()
+		if gc != nil && time.Since(lastGroupCommit) >= e.opts.GroupCommitInterval {
+			lastGroupCommit = time.Now()
+			gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := gc.CommitGroupOffsets(gctx, "newsflow-"+tr.st.name, next); err != nil {
+				e.opts.Logger.Warn("commit consumer group offsets", "stage", tr.st.name, "err", err)
+			}
+			cancel()
+		}
+		return nil
+	}
+	for {
+		// With applied but uncommitted records, wait for more input no
+		// longer than until the commit is due.
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if pending > 0 {
+			pctx, cancel = context.WithDeadline(ctx, lastCommit.Add(e.opts.CommitInterval))
+		}
+		recs, err := reader.Poll(pctx, min(maxPoll, e.opts.MaxBatch-pending))
+		cancel()
+		if err != nil {
+			switch {
+			case ctx.Err() != nil:
+				// Shutting down: commit what was applied, then stop.
+				if pending > 0 {
+					return commit(false)
+				}
+				return nil
+			case pctx.Err() != nil:
+				if err := commit(false); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("poll: %w", err)
+		}
+		pending += len(recs)
 		for _, rec := range recs {
 			tp := eventlog.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
 			in, ok := inputs[tp]
@@ -216,9 +262,6 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 				dlq = append(dlq, deadLetter(e.opts.DeadLetterTopic, tr.st.name, rec, reason))
 			}
 		}
-		if err := tr.commit(task, ns, pc.out, dlq, next, srcApplied, dirtySrc); err != nil {
-			return err
-		}
 		hws := reader.HighWatermarks()
 		caughtUp := true
 		for tp, o := range next {
@@ -226,27 +269,16 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 				caughtUp = false
 			}
 		}
-		task.Committed(CommitInfo{Records: applied, CaughtUp: caughtUp})
-		for tp, o := range next {
-			hw, ok := hws[tp]
-			if !ok {
-				hw = -1
+		if caughtUp || pending >= e.opts.MaxBatch || time.Since(lastCommit) >= e.opts.CommitInterval {
+			if err := commit(caughtUp); err != nil {
+				return err
 			}
-			e.setProgress(tr.st.name, tp, o, hw)
-			if ok {
-				m.lag.WithLabelValues(tr.st.name, tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(0, hw-o)))
-			}
-		}
-		if gc != nil && time.Since(lastGroupCommit) >= e.opts.GroupCommitInterval {
-			lastGroupCommit = time.Now()
-			gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := gc.CommitGroupOffsets(gctx, "newsflow-"+tr.st.name, next); err != nil {
-				e.opts.Logger.Warn("commit consumer group offsets", "stage", tr.st.name, "err", err)
-			}
-			cancel()
 		}
 	}
 }
+
+// maxPoll caps the records one Poll returns.
+const maxPoll = 8192
 
 // commit appends outputs and dead letters, then commits state, input offsets
 // and source positions in one batch. Outputs go first so that a crash

@@ -44,8 +44,9 @@ type LogConfig struct {
 }
 
 type EngineConfig struct {
-	MaxBatch        int    `yaml:"max_batch"`
-	DeadLetterTopic string `yaml:"dead_letter_topic"`
+	MaxBatch        int           `yaml:"max_batch"`
+	CommitInterval  time.Duration `yaml:"commit_interval"`
+	DeadLetterTopic string        `yaml:"dead_letter_topic"`
 }
 
 type WindowConfig struct {
@@ -74,7 +75,7 @@ func defaultConfig() Config {
 		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour},
 		Log: LogConfig{Backend: "embedded", Partitions: 8, Fsync: "always", SyncInterval: 100 * time.Millisecond,
 			RetentionAge: 7 * 24 * time.Hour},
-		Engine: EngineConfig{MaxBatch: 10000, DeadLetterTopic: "newsflow-deadletter"},
+		Engine: EngineConfig{MaxBatch: 20000, CommitInterval: 250 * time.Millisecond, DeadLetterTopic: "newsflow-deadletter"},
 		Trending: TrendingConfig{
 			Windows: []WindowConfig{
 				{Name: "1m", Size: time.Minute, Buckets: 60},

@@ -84,7 +84,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		return nil, err
 	}
 	n.engine, err = engine.New(n.log, n.db, engine.Options{
-		Partitions: cfg.Log.Partitions, MaxBatch: cfg.Engine.MaxBatch, DeadLetterTopic: cfg.Engine.DeadLetterTopic,
+		Partitions: cfg.Log.Partitions, MaxBatch: cfg.Engine.MaxBatch, CommitInterval: cfg.Engine.CommitInterval, DeadLetterTopic: cfg.Engine.DeadLetterTopic,
 		Logger: logger, Registerer: n.reg,
 	})
 	if err != nil {

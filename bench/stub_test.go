@@ -1,0 +1,2 @@
+package bench
+func cleanupBinary() {}
