@@ -45,7 +45,7 @@ func (s stream) ts(i int) int64 { return s.start + int64(i)*s.span/int64(s.n) }
 var articleKeys = func() [][]byte {
 	keys := make([][]byte, benchArticles)
 	for i := range keys {
-		keys[i] = []byte("art-" + strconv.Itoa(100000+i)[1:])
+		keys[i] = []byte("art-" + strconv.Itoa(100000 + i)[1:])
 	}
 	return keys
 }()
@@ -103,7 +103,7 @@ func (g *gen) ndjson(dst []byte, from, to int) []byte {
 // partitioner chooses the partition of record i with the given key.
 type partitioner func(i int, key []byte) int32
 
-func murmur2(_ int, key []byte) int32 { return eventlog.PartitionFor(key, benchPartitions) }
+func murmur2(_ int, key []byte) int32  { return eventlog.PartitionFor(key, benchPartitions) }
 func roundRobin(i int, _ []byte) int32 { return int32(i % benchPartitions) }
 
 // recordBatches pre-generates the stream as batches of batchSize records

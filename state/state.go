@@ -48,10 +48,11 @@ func Open(dir string, opts Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
-	po := &pebble.Options{Cache: cache}
-	if opts.Logger != nil {
-		po.Logger = pebbleLogger{opts.Logger}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
 	}
+	po := &pebble.Options{Cache: cache, Logger: pebbleLogger{logger}}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", dir, err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,10 @@ type Config struct {
 	Engine   EngineConfig   `yaml:"engine"`
 	Trending TrendingConfig `yaml:"trending"`
 	Logging  LoggingConfig  `yaml:"logging"`
+
+	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
+	// reported as warnings (another tool may own them).
+	unknownEnv []string
 }
 
 type HTTPConfig struct {
@@ -140,9 +145,10 @@ func applyEnv(c *Config, environ []string) error {
 	}
 	for k := range env {
 		if !known[k] {
-			return fmt.Errorf("environment %s: no such setting", k)
+			c.unknownEnv = append(c.unknownEnv, k)
 		}
 	}
+	sort.Strings(c.unknownEnv)
 	return nil
 }
 

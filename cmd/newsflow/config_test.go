@@ -68,7 +68,6 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{write("http:\n  adress: x\n"), nil, "field adress not found"},
 		{write("log:\n  partitions: many\n"), nil, "cannot unmarshal"},
-		{write(""), []string{"NEWSFLOW_HTTP_ADRESS=x"}, "NEWSFLOW_HTTP_ADRESS: no such setting"},
 		{write(""), []string{"NEWSFLOW_LOG_PARTITIONS=x"}, `NEWSFLOW_LOG_PARTITIONS="x"`},
 		{write(""), []string{"NEWSFLOW_TRENDING_LATENESS=5"}, "missing unit"},
 		{filepath.Join(dir, "missing.yaml"), nil, "no such file"},
@@ -78,6 +77,10 @@ func TestConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("loadConfig(%v) = %v, want error containing %q", c.env, err, c.want)
 		}
+	}
+	c, err := loadConfig(write(""), []string{"NEWSFLOW_HTTP_ADRESS=x", "NEWSFLOW_HTTP_ADDR=y:1"})
+	if err != nil || !reflect.DeepEqual(c.unknownEnv, []string{"NEWSFLOW_HTTP_ADRESS"}) || c.HTTP.Addr != "y:1" {
+		t.Errorf("unknown variable: %v, unknown %v", err, c.unknownEnv)
 	}
 	bad := defaultConfig()
 	bad.Log.Backend = "kafka"

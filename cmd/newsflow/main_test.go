@@ -249,26 +249,44 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 		}
 		return ids[i] < ids[j]
 	})
+	// Top-K answers come from snapshots that may be up to the snapshot
+	// interval (200ms) stale; poll until they are fresh.
+	deadline := time.Now().Add(5 * time.Second)
 	for _, w := range []string{"1h", "24h"} {
-		var res struct {
-			Items []struct {
-				Rank      int    `json:"rank"`
-				ArticleID string `json:"article_id"`
-				Count     uint64 `json:"count"`
-			} `json:"items"`
-		}
-		if err := getJSON(n.url("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Items) != min(100, len(ids)) {
-			t.Fatalf("trending %s returned %d items", w, len(res.Items))
-		}
-		for i, it := range res.Items {
-			if it.ArticleID != ids[i] || it.Count != want[ids[i]] || it.Rank != i+1 {
-				t.Fatalf("trending %s rank %d = %s (%d), want %s (%d)", w, i+1, it.ArticleID, it.Count, ids[i], want[ids[i]])
+		for {
+			err := checkTop(n, w, ids, want)
+			if err == nil {
+				break
 			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
+}
+
+// checkTop compares the top 100 of a window with the exact ranking.
+func checkTop(n *nodeProc, w string, ranked []string, want map[string]uint64) error {
+	var res struct {
+		Items []struct {
+			Rank      int    `json:"rank"`
+			ArticleID string `json:"article_id"`
+			Count     uint64 `json:"count"`
+		} `json:"items"`
+	}
+	if err := getJSON(n.url("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
+		return err
+	}
+	if len(res.Items) != min(100, len(ranked)) {
+		return fmt.Errorf("trending %s returned %d items", w, len(res.Items))
+	}
+	for i, it := range res.Items {
+		if it.ArticleID != ranked[i] || it.Count != want[ranked[i]] || it.Rank != i+1 {
+			return fmt.Errorf("trending %s rank %d = %s (%d), want %s (%d)", w, i+1, it.ArticleID, it.Count, ranked[i], want[ranked[i]])
+		}
+	}
+	return nil
 }
 
 // killer SIGKILLs and restarts the node at random moments until stop is

@@ -84,8 +84,8 @@ func TestReplay(t *testing.T) {
 	for id := range stream.counts {
 		ids = append(ids, id)
 	}
+	verifyCounts(t, n, stream.counts) // waits for fresh snapshots too
 	before := collectAnswers(t, n, ids)
-	verifyCounts(t, n, stream.counts)
 
 	// A graceful stop commits everything: a restart answers the same.
 	n.stop(t)
@@ -107,6 +107,7 @@ func TestReplay(t *testing.T) {
 	n.start()
 	n.waitReady(30 * time.Second)
 	n.waitCaughtUp(time.Minute)
+	verifyCounts(t, n, stream.counts)
 	after := collectAnswers(t, n, ids)
 	for k := range before.Top {
 		if !bytes.Equal(before.Top[k], after.Top[k]) {

@@ -1,9 +1,10 @@
 package trending
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,15 +250,19 @@ func (t *task) Flush(w state.Writer) error {
 	return t.part.counts.Flush(w)
 }
 
-// Committed publishes a new top-K snapshot when the task has caught up, so
-// that answers are fresh once the input is processed, and otherwise at most
-// once per snapshot interval, so that a busy task spends its time counting.
+// Committed publishes a new top-K snapshot at most once per snapshot
+// interval while the task is busy, and sooner (a quarter of it) when the
+// task has caught up, so that a task that keeps up with a steady stream,
+// committing after every poll, still spends its time counting. A query
+// rebuilds a snapshot older than the interval itself, so answers are never
+// staler than the interval.
 func (t *task) Committed(info engine.CommitInfo) {
-	if info.CaughtUp {
-		t.part.rebuild(t.op)
+	s := t.part.snap.Load()
+	if s == nil || s.version == t.part.version.Load() {
 		return
 	}
-	if s := t.part.snap.Load(); s == nil || time.Since(s.at) >= t.op.opts.SnapshotInterval {
+	age := time.Since(s.at)
+	if age >= t.op.opts.SnapshotInterval || (info.CaughtUp && age >= t.op.opts.SnapshotInterval/4) {
 		t.part.rebuild(t.op)
 	}
 }
@@ -308,7 +313,9 @@ func (o *Operator) Top(window, category string, k int) (Result, error) {
 	}
 	k = min(max(k, 1), o.opts.MaxK)
 	res := Result{Window: window, Category: category}
-	var all []Entry
+	// Each partition's list is sorted and partitions hold disjoint
+	// articles, so the answer is the top k of the partitions' top ks.
+	all := make([]Entry, 0, k*len(o.parts))
 	for i := range o.parts {
 		pt := o.parts[i].Load()
 		if pt == nil {
@@ -317,16 +324,14 @@ func (o *Operator) Top(window, category string, k int) (Result, error) {
 		}
 		s := pt.current(o)
 		res.AsOf = max(res.AsOf, s.watermark)
-		if category == "" {
-			all = append(all, s.global[wi]...)
-		} else {
-			all = append(all, s.byCat[wi][category]...)
+		top := s.global[wi]
+		if category != "" {
+			top = s.byCat[wi][category]
 		}
+		all = append(all, top[:min(k, len(top))]...)
 	}
-	sortEntries(all)
-	if len(all) > k {
-		all = all[:k]
-	}
+	slices.SortFunc(all, compareEntries)
+	all = all[:min(k, len(all))]
 	res.Items = make([]Item, len(all))
 	for i, e := range all {
 		res.Items[i] = Item{Rank: i + 1, ArticleID: e.ArticleID, Count: e.Count}
@@ -334,14 +339,12 @@ func (o *Operator) Top(window, category string, k int) (Result, error) {
 	return res, nil
 }
 
-// sortEntries orders by count descending, then article id, like TopK.
-func sortEntries(es []Entry) {
-	sort.Slice(es, func(i, j int) bool {
-		if es[i].Count != es[j].Count {
-			return es[i].Count > es[j].Count
-		}
-		return es[i].ArticleID < es[j].ArticleID
-	})
+// compareEntries orders by count descending, then article id, like TopK.
+func compareEntries(a, b Entry) int {
+	if c := cmp.Compare(b.Count, a.Count); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ArticleID, b.ArticleID)
 }
 
 // Shares is the share count of one article in each window.
