@@ -52,7 +52,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	po := &pebble.Options{Cache: cache, Logger: pebbleLogger{logger}}
+	// Operators overwrite the same keys many times a second; a larger
+	// memtable absorbs the overwrites before they reach a flush.
+	po := &pebble.Options{Cache: cache, Logger: pebbleLogger{logger}, MemTableSize: 32 << 20}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", dir, err)

@@ -164,10 +164,16 @@ func Open(opts Options) (*Log, error) {
 	if opts.Fsync == FsyncAlways {
 		l.syncOpt = pebble.Sync
 	}
+	// A log is written once, read mostly at its tail and deleted in whole
+	// intervals, so compacting it early only rewrites data that retention
+	// will delete: let L0 grow before compacting, into a large base level.
 	db, err := pebble.Open(opts.Dir, &pebble.Options{
-		Logger:             pebbleLogger{l.log},
-		MemTableSize:       64 << 20,
-		FormatMajorVersion: pebble.FormatNewest,
+		Logger:                pebbleLogger{l.log},
+		MemTableSize:          64 << 20,
+		L0CompactionThreshold: 16,
+		L0StopWritesThreshold: 64,
+		LBaseMaxBytes:         1 << 30,
+		FormatMajorVersion:    pebble.FormatNewest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open embedded log %s: %w", opts.Dir, err)
