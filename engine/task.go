@@ -170,6 +170,15 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 	recordsIn := m.recordsIn.WithLabelValues(tr.st.name)
 	pending, applied := 0, 0 // records read and applied since the last commit
 	lastCommit := time.Now()
+	groupDirty := false // committed offsets not yet copied to the consumer group
+	groupCommit := func() {
+		lastGroupCommit, groupDirty = time.Now(), false
+		gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := gc.CommitGroupOffsets(gctx, "newsflow-"+tr.st.name, next); err != nil {
+			e.opts.Logger.Warn("commit consumer group offsets", "stage", tr.st.name, "err", err)
+		}
+	}
 	commit := func(caughtUp bool) error {
 		if err := tr.commit(task, ns, pc.out, dlq, next, srcApplied, dirtySrc); err != nil {
 			return err
@@ -189,22 +198,22 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		pc.out, dlq = pc.out[:0], dlq[:0]
 		clear(dirtySrc)
 		pending, applied, lastCommit = 0, 0, time.Now()
-		if gc != nil && time.Since(lastGroupCommit) >= e.opts.GroupCommitInterval {
-			lastGroupCommit = time.Now()
-			gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := gc.CommitGroupOffsets(gctx, "newsflow-"+tr.st.name, next); err != nil {
-				e.opts.Logger.Warn("commit consumer group offsets", "stage", tr.st.name, "err", err)
-			}
-			cancel()
+		groupDirty = gc != nil
+		if groupDirty && time.Since(lastGroupCommit) >= e.opts.GroupCommitInterval {
+			groupCommit()
 		}
 		return nil
 	}
 	for {
 		// With applied but uncommitted records, wait for more input no
-		// longer than until the commit is due.
+		// longer than until the commit is due; with committed offsets not
+		// yet copied to the consumer group, until that is due.
 		pctx, cancel := ctx, context.CancelFunc(func() {})
-		if pending > 0 {
+		switch {
+		case pending > 0:
 			pctx, cancel = context.WithDeadline(ctx, lastCommit.Add(e.opts.CommitInterval))
+		case groupDirty:
+			pctx, cancel = context.WithDeadline(ctx, lastGroupCommit.Add(e.opts.GroupCommitInterval))
 		}
 		recs, err := reader.Poll(pctx, min(maxPoll, e.opts.MaxBatch-pending))
 		cancel()
@@ -216,10 +225,13 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 					return commit(false)
 				}
 				return nil
-			case pctx.Err() != nil:
+			case pctx.Err() != nil && pending > 0:
 				if err := commit(false); err != nil {
 					return err
 				}
+				continue
+			case pctx.Err() != nil:
+				groupCommit()
 				continue
 			}
 			return fmt.Errorf("poll: %w", err)

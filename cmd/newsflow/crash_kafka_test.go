@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,13 +45,18 @@ func TestCrashKafka(t *testing.T) {
 	}
 	defer cl.Close()
 
-	stop := make(chan struct{})
-	kills := make(chan int, 1)
-	go func() { kills <- killer(t, n, 5, 2, stop) }()
+	stop, done := make(chan struct{}), make(chan struct{})
+	var kills atomic.Int64
+	go func() { defer close(done); killer(t, n, 5, 2, stop, &kills) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	// Production is paced over ~10 s so that the node is killed several
+	// times while records are still arriving.
 	const chunk = 20_000
 	for i := 0; i < len(stream.lines); i += chunk {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
 		var recs []*kgo.Record
 		for _, l := range stream.lines[i:min(i+chunk, len(stream.lines))] {
 			recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
@@ -59,8 +65,12 @@ func TestCrashKafka(t *testing.T) {
 			t.Fatalf("produce to kfake: %v", err)
 		}
 	}
+	during := kills.Load()
 	close(stop)
-	k := <-kills
+	<-done
+	if during < 5 {
+		t.Fatalf("only %d kills while records were being produced; want >= 5", during)
+	}
 	n.waitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
@@ -87,7 +97,7 @@ func TestCrashKafka(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Logf("%d kills during production", k)
+	t.Logf("%d kills during production, %d in all", during, kills.Load())
 }
 
 // articleIDOf pulls article_id out of a generated share line.

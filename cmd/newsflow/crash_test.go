@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -29,12 +30,13 @@ func TestCrashEmbedded(t *testing.T) {
 	if err := produce.Start(); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	kills := make(chan int, 1)
-	go func() { kills <- killer(t, n, 5, 1, stop) }()
+	stop, done := make(chan struct{}), make(chan struct{})
+	var kills atomic.Int64
+	go func() { defer close(done); killer(t, n, 5, 1, stop, &kills) }()
 	perr := produce.Wait()
+	during := kills.Load()
 	close(stop)
-	k := <-kills
+	<-done
 	if perr != nil {
 		t.Fatalf("produce: %v\n%s", perr, out.String())
 	}
@@ -50,5 +52,5 @@ func TestCrashEmbedded(t *testing.T) {
 	ready := n.waitReady(60 * time.Second)
 	n.waitCaughtUp(time.Minute)
 	verifyCounts(t, n, stream.counts)
-	t.Logf("%d kills during ingestion; restart to ready %s", k, ready)
+	t.Logf("%d kills during ingestion, %d in all; restart to ready %s", during, kills.Load(), ready)
 }

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -290,20 +291,20 @@ func checkTop(n *nodeProc, w string, ranked []string, want map[string]uint64) er
 }
 
 // killer SIGKILLs and restarts the node at random moments until stop is
-// closed and at least min kills happened.
-func killer(t *testing.T, n *nodeProc, minKills int, seed uint64, stop <-chan struct{}) (kills int) {
+// closed and at least min kills happened. kills counts them as they happen.
+func killer(t *testing.T, n *nodeProc, minKills int, seed uint64, stop <-chan struct{}, kills *atomic.Int64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	for {
 		select {
 		case <-stop:
-			if kills >= minKills {
-				return kills
+			if kills.Load() >= int64(minKills) {
+				return
 			}
 		default:
 		}
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
 		n.kill()
-		kills++
+		kills.Add(1)
 		n.start()
 		n.waitReady(60 * time.Second)
 	}
