@@ -66,6 +66,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 		}
 	}
 	status, body, recs, rejected := s.buildShares(ctx, ctx.PostBody(), batch)
+	accepted := len(recs)
 	if key != "" && len(recs) > 0 {
 		recs = append(recs, s.idem.marker(key, status, body))
 	}
@@ -77,7 +78,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 			if key != "" {
 				s.idem.abort(key)
 			}
-			s.m.ingested.WithLabelValues("share", "failed").Add(float64(len(recs)))
+			s.m.ingested.WithLabelValues("share", "failed").Add(float64(accepted))
 			s.opts.Logger.Error("append shares", "err", err)
 			writeError(ctx, fasthttp.StatusServiceUnavailable, "log unavailable: "+err.Error())
 			return
@@ -85,10 +86,6 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 	}
 	if key != "" {
 		s.idem.finish(key, status, body, len(recs) > 0)
-	}
-	accepted := len(recs)
-	if key != "" && accepted > 0 {
-		accepted-- // the idempotency marker
 	}
 	s.m.ingested.WithLabelValues("share", "accepted").Add(float64(accepted))
 	s.m.ingested.WithLabelValues("share", "rejected").Add(float64(rejected))
