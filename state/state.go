@@ -207,6 +207,15 @@ func (b *Batch) Commit() error {
 	return err
 }
 
+// CommitSync applies the batch atomically and waits for it to be on disk,
+// whatever the database's Sync option; for metadata that must survive a
+// machine crash once acknowledged.
+func (b *Batch) CommitSync() error {
+	err := b.b.Commit(pebble.Sync)
+	b.b.Close()
+	return err
+}
+
 // Discard releases the batch without applying it.
 func (b *Batch) Discard() { b.b.Close() }
 

@@ -1,0 +1,106 @@
+// Package meta stores the small metadata that must agree on every node:
+// sources, users, preferences. [Store] is the seam: [Local] keeps it in the
+// node's state database; a cluster replicates the same operations through
+// Raft.
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// Store is a durable map of collections of keyed values.
+//
+// Implementations are safe for concurrent use. A write is durable when it
+// returns. Scan sees a consistent snapshot of one collection. Collection
+// names must not contain a NUL byte.
+type Store interface {
+	Get(ctx context.Context, collection, key string) ([]byte, bool, error)
+	Put(ctx context.Context, collection, key string, value []byte) error
+	Delete(ctx context.Context, collection, key string) error
+	// Scan calls fn for every key of the collection in key order; the value
+	// is only valid during the call. It stops at fn's first error.
+	Scan(ctx context.Context, collection string, fn func(key string, value []byte) error) error
+}
+
+// Local is a Store in the node's state database.
+type Local struct {
+	ns state.Namespace
+}
+
+var _ Store = (*Local)(nil)
+
+// NewLocal returns a store in db's "meta" namespace.
+func NewLocal(db *state.DB) *Local { return &Local{ns: db.Namespace("meta")} }
+
+// ErrBadName is returned for collection names with a NUL byte.
+var ErrBadName = errors.New("meta: collection name contains NUL")
+
+func key(collection, k string) ([]byte, error) {
+	if strings.IndexByte(collection, 0) >= 0 {
+		return nil, ErrBadName
+	}
+	return []byte(collection + "\x00" + k), nil
+}
+
+// Get returns a copy of the value stored under key.
+func (l *Local) Get(_ context.Context, collection, k string) ([]byte, bool, error) {
+	kk, err := key(collection, k)
+	if err != nil {
+		return nil, false, err
+	}
+	return l.ns.Get(kk)
+}
+
+// Put stores value under key, durably.
+func (l *Local) Put(_ context.Context, collection, k string, value []byte) error {
+	kk, err := key(collection, k)
+	if err != nil {
+		return err
+	}
+	b := l.ns.NewBatch()
+	if err := b.Set(kk, value); err != nil {
+		b.Discard()
+		return err
+	}
+	if err := b.CommitSync(); err != nil {
+		return fmt.Errorf("meta: put %s/%s: %w", collection, k, err)
+	}
+	return nil
+}
+
+// Delete removes key, durably. Deleting a missing key is not an error.
+func (l *Local) Delete(_ context.Context, collection, k string) error {
+	kk, err := key(collection, k)
+	if err != nil {
+		return err
+	}
+	b := l.ns.NewBatch()
+	if err := b.Delete(kk); err != nil {
+		b.Discard()
+		return err
+	}
+	if err := b.CommitSync(); err != nil {
+		return fmt.Errorf("meta: delete %s/%s: %w", collection, k, err)
+	}
+	return nil
+}
+
+// Scan calls fn for each key of the collection in order.
+func (l *Local) Scan(ctx context.Context, collection string, fn func(string, []byte) error) error {
+	lo, err := key(collection, "")
+	if err != nil {
+		return err
+	}
+	hi := append([]byte(collection), 1)
+	return l.ns.Scan(lo, hi, func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fn(string(k[len(lo):]), v)
+	})
+}
