@@ -1,0 +1,275 @@
+// Package crawl fetches news feeds on schedule, politely, and writes their
+// items to the articles.raw topic. Sources live in the metadata store
+// (state/meta); fetch, feed, polite and opml are its focused helpers.
+package crawl
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+// Source statuses.
+const (
+	StatusActive = "active"
+	StatusPaused = "paused" // by an operator
+	StatusGone   = "gone"   // the server answered 410; not crawled again
+)
+
+// Duration is a time.Duration that reads and writes JSON as "5m0s".
+type Duration time.Duration
+
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"15m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Source is a feed newsflow crawls, with its definition (set by people) and
+// its crawl state (set by the crawler).
+type Source struct {
+	ID        string  `json:"id"`
+	FeedURL   string  `json:"feed_url"`
+	Name      string  `json:"name"`
+	Homepage  string  `json:"homepage,omitempty"`
+	Category  string  `json:"category,omitempty"`
+	Authority float64 `json:"authority"`
+	// MinInterval and MaxInterval bound the adaptive crawl interval.
+	MinInterval Duration `json:"min_interval"`
+	MaxInterval Duration `json:"max_interval"`
+	Status      string   `json:"status"`
+	// StatusReason says why a source is not active, e.g. "410 Gone".
+	StatusReason string    `json:"status_reason,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+
+	Crawl CrawlState `json:"crawl"`
+}
+
+// CrawlState is what the crawler keeps about a source.
+type CrawlState struct {
+	ETag              string       `json:"etag,omitempty"`
+	LastModified      string       `json:"last_modified,omitempty"`
+	Interval          Duration     `json:"interval"`
+	LastCrawl         time.Time    `json:"last_crawl,omitzero"`
+	NextCrawl         time.Time    `json:"next_crawl,omitzero"`
+	ConsecutiveErrors int          `json:"consecutive_errors"`
+	LastError         string       `json:"last_error,omitempty"`
+	LastResult        *CrawlRecord `json:"last_result,omitempty"`
+	// Circuit is the breaker state, as JSON owned by the crawler.
+	Circuit json.RawMessage `json:"circuit,omitempty"`
+}
+
+// CrawlRecord describes one crawl of a source.
+type CrawlRecord struct {
+	At        time.Time `json:"at"`
+	Outcome   string    `json:"outcome"` // ok, not_modified, error, rate_limited, gone, skipped
+	Status    int       `json:"status,omitempty"`
+	Duration  Duration  `json:"duration"`
+	Bytes     int64     `json:"bytes"`
+	ItemsSeen int       `json:"items_seen"`
+	ItemsNew  int       `json:"items_new"`
+	Error     string    `json:"error,omitempty"`
+}
+
+// Defaults and limits of source definitions.
+const (
+	DefaultMinInterval = 5 * time.Minute
+	DefaultMaxInterval = 60 * time.Minute
+	DefaultAuthority   = 0.5
+	MinIntervalFloor   = time.Minute
+	MaxIntervalCeiling = 24 * time.Hour
+)
+
+// SourceID is the id a feed URL gets when it is added; it does not change
+// when a permanent redirect later updates the URL.
+func SourceID(feedURL string) string {
+	h := sha256.Sum256([]byte(feedURL))
+	return "src-" + hex.EncodeToString(h[:6])
+}
+
+// Validate fills defaults and checks a source definition.
+func (s *Source) Validate() error {
+	u, err := url.Parse(strings.TrimSpace(s.FeedURL))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("feed_url %q must be an absolute http or https URL", s.FeedURL)
+	}
+	s.FeedURL = u.String()
+	if s.Homepage != "" {
+		if h, err := url.Parse(s.Homepage); err != nil || (h.Scheme != "http" && h.Scheme != "https") {
+			return fmt.Errorf("homepage %q must be an http or https URL", s.Homepage)
+		}
+	}
+	s.Name = strings.TrimSpace(s.Name)
+	if s.Name == "" {
+		s.Name = u.Host
+	}
+	if len(s.Name) > 200 {
+		return errors.New("name longer than 200 bytes")
+	}
+	s.Category = strings.ToLower(strings.TrimSpace(s.Category))
+	if len(s.Category) > 64 {
+		return errors.New("category longer than 64 bytes")
+	}
+	if s.Authority == 0 {
+		s.Authority = DefaultAuthority
+	}
+	if s.Authority < 0 || s.Authority > 1 {
+		return fmt.Errorf("authority %v must be from 0 to 1", s.Authority)
+	}
+	if s.MinInterval == 0 {
+		s.MinInterval = Duration(DefaultMinInterval)
+	}
+	if s.MaxInterval == 0 {
+		s.MaxInterval = Duration(max(DefaultMaxInterval, time.Duration(s.MinInterval)))
+	}
+	switch {
+	case time.Duration(s.MinInterval) < MinIntervalFloor:
+		return fmt.Errorf("min_interval %s below %s", time.Duration(s.MinInterval), MinIntervalFloor)
+	case time.Duration(s.MaxInterval) > MaxIntervalCeiling:
+		return fmt.Errorf("max_interval %s above %s", time.Duration(s.MaxInterval), MaxIntervalCeiling)
+	case s.MinInterval > s.MaxInterval:
+		return fmt.Errorf("min_interval %s above max_interval %s", time.Duration(s.MinInterval), time.Duration(s.MaxInterval))
+	}
+	switch s.Status {
+	case "":
+		s.Status = StatusActive
+	case StatusActive, StatusPaused, StatusGone:
+	default:
+		return fmt.Errorf("status %q: want active, paused or gone", s.Status)
+	}
+	return nil
+}
+
+// Errors of the source store.
+var (
+	ErrSourceExists   = errors.New("a source with this feed URL exists")
+	ErrSourceNotFound = errors.New("source not found")
+)
+
+// collection is the metadata collection that holds sources.
+const collection = "sources"
+
+// Sources is the typed view of the sources in a metadata store. Updates
+// are read-modify-write under one lock, so the crawler's crawl-state
+// updates and people's edits do not overwrite each other.
+type Sources struct {
+	store meta.Store
+	now   func() time.Time
+	mu    sync.Mutex // serialises read-modify-write updates
+}
+
+// NewSources returns the sources of store.
+func NewSources(store meta.Store, now func() time.Time) *Sources {
+	if now == nil {
+		now = time.Now
+	}
+	return &Sources{store: store, now: now}
+}
+
+// Add validates and stores a new source; its id derives from its feed URL.
+func (ss *Sources) Add(ctx context.Context, s Source) (Source, error) {
+	if err := s.Validate(); err != nil {
+		return Source{}, err
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s.ID = SourceID(s.FeedURL)
+	if _, ok, err := ss.store.Get(ctx, collection, s.ID); err != nil {
+		return Source{}, err
+	} else if ok {
+		return Source{}, fmt.Errorf("%w: %s", ErrSourceExists, s.ID)
+	}
+	now := ss.now().UTC()
+	s.CreatedAt, s.UpdatedAt = now, now
+	s.Crawl = CrawlState{Interval: s.MinInterval, NextCrawl: now}
+	return s, ss.put(ctx, s)
+}
+
+// Get returns one source.
+func (ss *Sources) Get(ctx context.Context, id string) (Source, error) {
+	b, ok, err := ss.store.Get(ctx, collection, id)
+	if err != nil {
+		return Source{}, err
+	}
+	if !ok {
+		return Source{}, fmt.Errorf("%w: %s", ErrSourceNotFound, id)
+	}
+	var s Source
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Source{}, fmt.Errorf("decode source %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// List returns every source, ordered by id.
+func (ss *Sources) List(ctx context.Context) ([]Source, error) {
+	var out []Source
+	err := ss.store.Scan(ctx, collection, func(id string, b []byte) error {
+		var s Source
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("decode source %s: %w", id, err)
+		}
+		out = append(out, s)
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+// Update applies fn to the stored source and stores the result; fn's error
+// aborts the update. The definition is validated again.
+func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error) (Source, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	s, err := ss.Get(ctx, id)
+	if err != nil {
+		return Source{}, err
+	}
+	if err := fn(&s); err != nil {
+		return Source{}, err
+	}
+	s.ID = id
+	if err := s.Validate(); err != nil {
+		return Source{}, err
+	}
+	s.UpdatedAt = ss.now().UTC()
+	return s, ss.put(ctx, s)
+}
+
+// Delete removes a source.
+func (ss *Sources) Delete(ctx context.Context, id string) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, err := ss.Get(ctx, id); err != nil {
+		return err
+	}
+	return ss.store.Delete(ctx, collection, id)
+}
+
+func (ss *Sources) put(ctx context.Context, s Source) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return ss.store.Put(ctx, collection, s.ID, b)
+}

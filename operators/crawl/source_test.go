@@ -1,0 +1,104 @@
+package crawl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+func newSources(t *testing.T) (*Sources, func() *Sources) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	reopen := func() *Sources {
+		db.Close()
+		db, err = state.Open(dir, state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return NewSources(meta.NewLocal(db), clock)
+	}
+	t.Cleanup(func() { db.Close() })
+	return NewSources(meta.NewLocal(db), clock), reopen
+}
+
+func TestSourcesCRUD(t *testing.T) {
+	ss, reopen := newSources(t)
+	ctx := context.Background()
+	s, err := ss.Add(ctx, Source{FeedURL: "https://example.com/feed.xml", Category: " World "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ID != SourceID("https://example.com/feed.xml") || s.Name != "example.com" || s.Category != "world" ||
+		s.Authority != DefaultAuthority || time.Duration(s.MinInterval) != DefaultMinInterval ||
+		time.Duration(s.MaxInterval) != DefaultMaxInterval || s.Status != StatusActive || s.Crawl.NextCrawl.IsZero() {
+		t.Fatalf("defaults not filled: %+v", s)
+	}
+	if _, err := ss.Add(ctx, Source{FeedURL: "https://example.com/feed.xml"}); !errors.Is(err, ErrSourceExists) {
+		t.Fatalf("second add: %v", err)
+	}
+	u, err := ss.Update(ctx, s.ID, func(s *Source) error { s.Status = StatusPaused; s.Crawl.ETag = `"v1"`; return nil })
+	if err != nil || u.Status != StatusPaused {
+		t.Fatalf("update: %+v %v", u, err)
+	}
+	if _, err := ss.Update(ctx, s.ID, func(s *Source) error { s.Authority = 2; return nil }); err == nil {
+		t.Fatal("update to an invalid authority accepted")
+	}
+	ss = reopen()
+	got, err := ss.Get(ctx, s.ID)
+	if err != nil || got.Status != StatusPaused || got.Crawl.ETag != `"v1"` || got.Authority != DefaultAuthority {
+		t.Fatalf("after reopen: %+v %v", got, err)
+	}
+	list, err := ss.List(ctx)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list: %v %v", list, err)
+	}
+	if err := ss.Delete(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ss.Get(ctx, s.ID); !errors.Is(err, ErrSourceNotFound) {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if err := ss.Delete(ctx, s.ID); !errors.Is(err, ErrSourceNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
+func TestSourceValidation(t *testing.T) {
+	for _, c := range []struct {
+		s    Source
+		want string
+	}{
+		{Source{FeedURL: "ftp://x/feed"}, "absolute http or https"},
+		{Source{FeedURL: "/relative"}, "absolute http or https"},
+		{Source{FeedURL: "https://x/f", Authority: 1.5}, "authority"},
+		{Source{FeedURL: "https://x/f", MinInterval: Duration(10 * time.Second)}, "below"},
+		{Source{FeedURL: "https://x/f", MaxInterval: Duration(48 * time.Hour)}, "above"},
+		{Source{FeedURL: "https://x/f", MinInterval: Duration(30 * time.Minute), MaxInterval: Duration(10 * time.Minute)}, "above max_interval"},
+		{Source{FeedURL: "https://x/f", Status: "sleeping"}, "status"},
+		{Source{FeedURL: "https://x/f", Homepage: "javascript:alert(1)"}, "homepage"},
+		{Source{FeedURL: "https://x/f", Name: strings.Repeat("n", 201)}, "name"},
+	} {
+		if err := c.s.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want error containing %q", c.s, err, c.want)
+		}
+	}
+	var d Duration
+	if err := json.Unmarshal([]byte(`"15m"`), &d); err != nil || time.Duration(d) != 15*time.Minute {
+		t.Fatalf("duration: %v %v", d, err)
+	}
+	if err := json.Unmarshal([]byte(`900`), &d); err == nil {
+		t.Fatal("numeric duration accepted")
+	}
+}
