@@ -1,0 +1,116 @@
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// DefaultUserAgent names the crawler and gives a contact URL, as polite
+// crawlers do.
+const DefaultUserAgent = "newsflow/1.0 (+https://github.com/newsflow/newsflow)"
+
+// Options configures a Fetcher. The zero value of every field means its
+// default (see DefaultOptions).
+type Options struct {
+	// UserAgent is sent with every request. It should name the crawler and
+	// carry a contact URL so that feed owners can reach the operator.
+	UserAgent string
+	// ConnectTimeout bounds the TCP connect and the TLS handshake of each
+	// new connection.
+	ConnectTimeout time.Duration
+	// Timeout bounds the whole fetch: every redirect hop, the headers and the
+	// whole body. It is what stops slow and endless bodies.
+	Timeout time.Duration
+	// MaxBodyBytes caps the body both on the wire and after decompression.
+	MaxBodyBytes int64
+	// MaxRedirects is the number of redirect hops followed. Zero means the
+	// default; a negative value follows none (the first redirect fails with
+	// ErrTooManyRedirects).
+	MaxRedirects int
+	// AllowPrivate turns the SSRF guard off: every address may be dialled.
+	// Only for tests and fully trusted networks.
+	AllowPrivate bool
+	// AllowCIDRs are ranges that may be dialled even though the guard would
+	// block them, e.g. an intranet's feed server or a test server on
+	// 127.0.0.1/32. They override the block list.
+	AllowCIDRs []netip.Prefix
+	// Logger receives debug records for fetches and refused dials. Nil
+	// discards them.
+	Logger *slog.Logger
+	// Now is the clock used for timing and for HTTP-dates in Retry-After.
+	// Nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultOptions returns the options used for zero fields.
+func DefaultOptions() Options {
+	return Options{
+		UserAgent:      DefaultUserAgent,
+		ConnectTimeout: 10 * time.Second,
+		Timeout:        30 * time.Second,
+		MaxBodyBytes:   10 << 20,
+		MaxRedirects:   5,
+		Logger:         slog.New(slog.DiscardHandler),
+		Now:            time.Now,
+	}
+}
+
+// withDefaults returns o with every zero field replaced by its default.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.UserAgent == "" {
+		o.UserAgent = d.UserAgent
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = d.ConnectTimeout
+	}
+	if o.Timeout == 0 {
+		o.Timeout = d.Timeout
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = d.MaxRedirects
+	} else if o.MaxRedirects < 0 {
+		o.MaxRedirects = 0
+	}
+	if o.Logger == nil {
+		o.Logger = d.Logger
+	}
+	if o.Now == nil {
+		o.Now = d.Now
+	}
+	return o
+}
+
+// Validate reports options that cannot work. Zero fields are valid (they mean
+// the default).
+func (o Options) Validate() error {
+	var errs []error
+	if strings.ContainsFunc(o.UserAgent, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		errs = append(errs, fmt.Errorf("user agent %q: contains control characters", o.UserAgent))
+	}
+	if o.ConnectTimeout < 0 {
+		errs = append(errs, fmt.Errorf("connect timeout %v: negative", o.ConnectTimeout))
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout %v: negative", o.Timeout))
+	}
+	if o.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("max body bytes %d: negative", o.MaxBodyBytes))
+	}
+	for i, p := range o.AllowCIDRs {
+		if !p.IsValid() {
+			errs = append(errs, fmt.Errorf("allow cidr %d: invalid prefix", i))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("fetch options: %w", err)
+	}
+	return nil
+}
