@@ -20,6 +20,8 @@ Usage:
   newsflow produce  shares FILE [--addr]    send NDJSON share events to a running node
   newsflow replay   --from-offset N | --from-time T [flags]
                                             rebuild an operator's state from the log (node stopped)
+  newsflow feedfarm [DIR] [--addr ADDR] [--faults]
+                                            serve feed files, generated feeds and faults over HTTP
   newsflow version
 
 Common flags (after the command):
@@ -63,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdProduce(ctx, args, stdout, stderr)
 	case "replay":
 		return cmdReplay(ctx, args, stdout, stderr)
+	case "feedfarm":
+		return cmdFeedfarm(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "newsflow", version)
 		return nil

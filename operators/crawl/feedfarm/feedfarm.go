@@ -1,0 +1,273 @@
+// Package feedfarm serves feeds over HTTP for offline demos, tests and
+// benchmarks: the files of a directory, generated feeds, and, optionally,
+// every way a feed server misbehaves.
+//
+// Routes:
+//
+//	/files/<path>         a file of the directory, with ETag and Last-Modified
+//	                      (conditional GET answers 304) and gzip on request
+//	/gen/<n>.xml          a generated RSS feed with Items items (default 50)
+//	                      whose content depends only on n and the current
+//	                      generation (see Farm.Advance)
+//	/fault/<kind>         misbehaviour, when faults are enabled; Faults lists
+//	                      the kinds
+package feedfarm
+
+import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Options configures a farm. The zero value serves generated feeds only.
+type Options struct {
+	// Dir is served under /files/ when set.
+	Dir string
+	// Faults enables /fault/ routes.
+	Faults bool
+	// Items per generated feed (default 50).
+	Items int
+	// Epoch is the publish time of generation 0's newest item (default
+	// 2026-01-01T00:00:00Z); items are an hour apart going back.
+	Epoch time.Time
+}
+
+// Faults lists the misbehaviours /fault/<kind> serves.
+var Faults = []string{
+	"slow",          // a valid feed at 1 byte per second
+	"endless",       // a body that never ends
+	"gzip-bomb",     // 1 GiB of zeros gzip-compressed to about 1 MiB
+	"redirect-loop", // 302 to itself
+	"301-chain",     // 301 → 301 → 301 → a valid feed (/fault/301-chain/3 ...)
+	"302",           // 302 to a valid feed
+	"410",           // 410 Gone
+	"429",           // 429 with Retry-After: 120
+	"500-burst",     // 500 three times in every four requests
+	"invalid-xml",   // a truncated, malformed document
+	"wrong-charset", // Windows-1251 bytes declared as UTF-8
+	"html",          // an HTML page instead of a feed
+}
+
+// Farm is an http.Handler. It is safe for concurrent use.
+type Farm struct {
+	opts       Options
+	generation atomic.Int64
+	requests   atomic.Int64
+	burst      atomic.Int64
+}
+
+// New returns a farm.
+func New(opts Options) *Farm {
+	if opts.Items <= 0 {
+		opts.Items = 50
+	}
+	if opts.Epoch.IsZero() {
+		opts.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	}
+	return &Farm{opts: opts}
+}
+
+// Advance moves generated feeds to the next generation: each gains one new
+// item at the top (an hour after the previous newest) and drops its oldest.
+func (f *Farm) Advance() { f.generation.Add(1) }
+
+// Requests counts the requests served.
+func (f *Farm) Requests() int64 { return f.requests.Load() }
+
+func (f *Farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.requests.Add(1)
+	p := r.URL.Path
+	switch {
+	case strings.HasPrefix(p, "/files/") && f.opts.Dir != "":
+		f.serveFile(w, r, strings.TrimPrefix(p, "/files/"))
+	case strings.HasPrefix(p, "/gen/"):
+		f.serveGenerated(w, r, strings.TrimSuffix(strings.TrimPrefix(p, "/gen/"), ".xml"))
+	case strings.HasPrefix(p, "/fault/") && f.opts.Faults:
+		f.serveFault(w, r, strings.TrimPrefix(p, "/fault/"))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *Farm) serveFile(w http.ResponseWriter, r *http.Request, rel string) {
+	clean := path.Clean("/" + rel)
+	full := filepath.Join(f.opts.Dir, filepath.FromSlash(clean))
+	b, err := os.ReadFile(full)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	st, _ := os.Stat(full)
+	serveBytes(w, r, b, contentTypeOf(full), st.ModTime())
+}
+
+// serveBytes answers with b, honouring conditional GET and gzip.
+func serveBytes(w http.ResponseWriter, r *http.Request, b []byte, ctype string, mod time.Time) {
+	sum := sha256.Sum256(b)
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Last-Modified", mod.UTC().Format(http.TimeFormat))
+	if r.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if ims, err := http.ParseTime(r.Header.Get("If-Modified-Since")); err == nil && r.Header.Get("If-None-Match") == "" && !mod.Truncate(time.Second).After(ims) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	w.Header().Set("Content-Type", ctype)
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		zw.Write(b)
+		zw.Close()
+		return
+	}
+	w.Write(b)
+}
+
+func contentTypeOf(name string) string {
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".json":
+		return "application/feed+json"
+	case ".atom":
+		return "application/atom+xml"
+	case ".html", ".htm":
+		return "text/html; charset=utf-8"
+	}
+	return "application/xml"
+}
+
+// Generated returns generated feed n at generation g.
+func (f *Farm) Generated(n int, g int64) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<rss version="2.0"><channel><title>Generated feed %d</title><link>https://gen.example/%d/</link><description>feed %d</description>`+"\n", n, n, n)
+	for i := 0; i < f.opts.Items; i++ {
+		k := g - int64(i) // item number, newest first
+		pub := f.opts.Epoch.Add(time.Duration(k) * time.Hour)
+		fmt.Fprintf(&b, `<item><title>Feed %d reports development number %d in a continuing story</title>`+
+			`<link>https://gen.example/%d/items/%d?utm_source=rss</link><guid isPermaLink="false">gen-%d-%d</guid>`+
+			`<pubDate>%s</pubDate><description>&lt;p&gt;Item %d of feed %d: officials said on %s that the %d measures would take effect &lt;b&gt;soon&lt;/b&gt;. Analysts expect further changes as the situation develops across the region and markets react.&lt;/p&gt;</description></item>`+"\n",
+			n, k, n, k, n, k, pub.Format(time.RFC1123Z), k, n, pub.Format("Monday"), k%17)
+	}
+	b.WriteString("</channel></rss>\n")
+	return b.Bytes()
+}
+
+func (f *Farm) serveGenerated(w http.ResponseWriter, r *http.Request, name string) {
+	n, err := strconv.Atoi(name)
+	if err != nil || n < 0 {
+		http.NotFound(w, r)
+		return
+	}
+	g := f.generation.Load()
+	serveBytes(w, r, f.Generated(n, g), "application/rss+xml", f.opts.Epoch.Add(time.Duration(g)*time.Hour))
+}
+
+func (f *Farm) serveFault(w http.ResponseWriter, r *http.Request, kind string) {
+	feed := f.Generated(0, f.generation.Load())
+	switch {
+	case kind == "slow":
+		w.Header().Set("Content-Type", "application/rss+xml")
+		fl, _ := w.(http.Flusher)
+		for i := range feed {
+			if _, err := w.Write(feed[i : i+1]); err != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	case kind == "endless":
+		w.Header().Set("Content-Type", "application/rss+xml")
+		chunk := bytes.Repeat([]byte("<item><title>again</title></item>"), 1024)
+		w.Write([]byte(`<rss version="2.0"><channel>`))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	case kind == "gzip-bomb":
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Header().Set("Content-Encoding", "gzip")
+		w.Write(gzipBomb())
+	case kind == "redirect-loop":
+		http.Redirect(w, r, "/fault/redirect-loop", http.StatusFound)
+	case strings.HasPrefix(kind, "301-chain"):
+		hops := 3
+		if s, ok := strings.CutPrefix(kind, "301-chain/"); ok {
+			hops, _ = strconv.Atoi(s)
+		}
+		if hops <= 0 {
+			serveBytes(w, r, feed, "application/rss+xml", f.opts.Epoch)
+			return
+		}
+		http.Redirect(w, r, fmt.Sprintf("/fault/301-chain/%d", hops-1), http.StatusMovedPermanently)
+	case kind == "302":
+		http.Redirect(w, r, "/gen/0.xml", http.StatusFound)
+	case kind == "410":
+		http.Error(w, "this feed is gone", http.StatusGone)
+	case kind == "429":
+		w.Header().Set("Retry-After", "120")
+		http.Error(w, "slow down", http.StatusTooManyRequests)
+	case kind == "500-burst":
+		if f.burst.Add(1)%4 != 0 {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		serveBytes(w, r, feed, "application/rss+xml", f.opts.Epoch)
+	case kind == "invalid-xml":
+		w.Header().Set("Content-Type", "application/rss+xml")
+		w.Write([]byte(`<?xml version="1.0"?><rss version="2.0"><channel><title>Broken</title><item><title>Unclosed & bad <b></item>`))
+	case kind == "wrong-charset":
+		w.Header().Set("Content-Type", "application/rss+xml; charset=utf-8")
+		// "Новости" in Windows-1251, declared as UTF-8.
+		cp1251 := []byte{0xcd, 0xee, 0xe2, 0xee, 0xf1, 0xf2, 0xe8}
+		var b bytes.Buffer
+		b.WriteString(`<?xml version="1.0" encoding="utf-8"?><rss version="2.0"><channel><title>`)
+		b.Write(cp1251)
+		b.WriteString(`</title><item><title>`)
+		b.Write(cp1251)
+		b.WriteString(` 1</title><link>https://gen.example/cp1251/1</link></item></channel></rss>`)
+		w.Write(b.Bytes())
+	case kind == "html":
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write([]byte(`<!doctype html><html><head><title>News</title><link rel="alternate" type="application/rss+xml" href="/gen/0.xml"></head><body><h1>Not a feed</h1></body></html>`))
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+var bomb atomic.Pointer[[]byte]
+
+// gzipBomb is 1 GiB of zeros, compressed once and cached.
+func gzipBomb() []byte {
+	if b := bomb.Load(); b != nil {
+		return *b
+	}
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zeros := make([]byte, 1<<20)
+	for i := 0; i < 1024; i++ {
+		zw.Write(zeros)
+	}
+	zw.Close()
+	b := buf.Bytes()
+	bomb.Store(&b)
+	return b
+}
