@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/state/meta"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -95,16 +97,17 @@ func withLogWrapper(w func(eventlog.Log) eventlog.Log) func(*nodeOptions) {
 // testNode is a whole node in-process: embedded log, state, engine with the
 // trending operator, and the HTTP server on an in-memory listener.
 type testNode struct {
-	dir    string
-	clock  *testClock
-	reg    *prometheus.Registry
-	log    *embedded.Log
-	db     *state.DB
-	eng    *engine.Engine
-	op     *trending.Operator
-	srv    *query.Server
-	ln     *fasthttputil.InmemoryListener
-	client *fasthttp.Client
+	sources *crawl.Sources
+	dir     string
+	clock   *testClock
+	reg     *prometheus.Registry
+	log     *embedded.Log
+	db      *state.DB
+	eng     *engine.Engine
+	op      *trending.Operator
+	srv     *query.Server
+	ln      *fasthttputil.InmemoryListener
+	client  *fasthttp.Client
 
 	stopOnce sync.Once
 	stopFn   func()
@@ -172,7 +175,8 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	if o.wrapLog != nil {
 		serverLog = o.wrapLog(n.log)
 	}
-	n.srv, err = query.New(query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op}, qo)
+	n.sources = crawl.NewSources(meta.NewLocal(n.db), n.clock.Now)
+	n.srv, err = query.New(query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}, qo)
 	if err != nil {
 		fail("query.New: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -105,6 +106,8 @@ type Deps struct {
 	Log      eventlog.Log
 	Engine   *engine.Engine
 	Trending *trending.Operator
+	// Sources, if set, enables the source admin API.
+	Sources *crawl.Sources
 }
 
 // Server is the HTTP API of one node.
@@ -147,6 +150,16 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
+	if deps.Sources != nil {
+		r.GET("/api/v1/admin/sources", s.instrument("sources_list", s.handleListSources))
+		r.POST("/api/v1/admin/sources", s.instrument("sources_add", s.handleAddSource))
+		r.POST("/api/v1/admin/sources/import", s.instrument("sources_import", s.handleImportSources))
+		r.GET("/api/v1/admin/sources/export", s.instrument("sources_export", s.handleExportSources))
+		r.GET("/api/v1/admin/sources/{id}", s.instrument("sources_get", s.handleGetSource))
+		r.PATCH("/api/v1/admin/sources/{id}", s.instrument("sources_patch", s.handlePatchSource))
+		r.DELETE("/api/v1/admin/sources/{id}", s.instrument("sources_delete", s.handleDeleteSource))
+		r.GET("/api/v1/admin/sources/{id}/status", s.instrument("sources_status", s.handleSourceStatus))
+	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(ctx.Method())+" "+string(ctx.Path()))
 	}

@@ -14,10 +14,12 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
+	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -33,6 +35,7 @@ type node struct {
 	db       *state.DB
 	engine   *engine.Engine
 	trending *trending.Operator
+	sources  *crawl.Sources
 }
 
 func newLogger(c LoggingConfig) (*slog.Logger, error) {
@@ -79,6 +82,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		n.log.Close()
 		return nil, err
 	}
+	n.sources = crawl.NewSources(meta.NewLocal(n.db), nil)
 	fail := func(err error) (*node, error) {
 		n.close()
 		return nil, err
@@ -125,7 +129,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 	if _, err := eventlog.EnsureTopic(ctx, n.log, events.TopicShares, n.engine.Partitions()); err != nil {
 		return fmt.Errorf("ensure topic %s: %w", events.TopicShares, err)
 	}
-	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending}, query.Options{
+	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,

@@ -1,0 +1,250 @@
+package query
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/valyala/fasthttp"
+)
+
+// sourceInput is the writable part of a source, as POST and PATCH take it.
+// PATCH changes only the fields present.
+type sourceInput struct {
+	FeedURL     *string         `json:"feed_url"`
+	Name        *string         `json:"name"`
+	Homepage    *string         `json:"homepage"`
+	Category    *string         `json:"category"`
+	Authority   *float64        `json:"authority"`
+	MinInterval *crawl.Duration `json:"min_interval"`
+	MaxInterval *crawl.Duration `json:"max_interval"`
+	Status      *string         `json:"status"`
+}
+
+func (in *sourceInput) apply(s *crawl.Source, creating bool) error {
+	if in.FeedURL != nil {
+		if !creating && *in.FeedURL != s.FeedURL {
+			return errors.New("feed_url cannot be changed; add a new source")
+		}
+		s.FeedURL = *in.FeedURL
+	}
+	if in.Name != nil {
+		s.Name = *in.Name
+	}
+	if in.Homepage != nil {
+		s.Homepage = *in.Homepage
+	}
+	if in.Category != nil {
+		s.Category = *in.Category
+	}
+	if in.Authority != nil {
+		s.Authority = *in.Authority
+	}
+	if in.MinInterval != nil {
+		s.MinInterval = *in.MinInterval
+	}
+	if in.MaxInterval != nil {
+		s.MaxInterval = *in.MaxInterval
+	}
+	if in.Status != nil {
+		switch *in.Status {
+		case crawl.StatusActive, crawl.StatusPaused:
+			if *in.Status == crawl.StatusActive && s.Status != crawl.StatusActive {
+				s.StatusReason = ""
+				s.Crawl.NextCrawl = time.Time{} // due now
+			}
+			s.Status = *in.Status
+		default:
+			return fmt.Errorf("status %q: set active or paused", *in.Status)
+		}
+	}
+	return nil
+}
+
+func decodeStrict(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON body: %w", err)
+	}
+	if dec.More() {
+		return errors.New("invalid JSON body: trailing data")
+	}
+	return nil
+}
+
+func (s *Server) sourceError(ctx *fasthttp.RequestCtx, err error) {
+	switch {
+	case errors.Is(err, crawl.ErrSourceNotFound):
+		writeError(ctx, fasthttp.StatusNotFound, err.Error())
+	case errors.Is(err, crawl.ErrSourceExists):
+		writeError(ctx, fasthttp.StatusConflict, err.Error())
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+	}
+}
+
+func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
+	list, err := s.deps.Sources.List(ctx)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	if list == nil {
+		list = []crawl.Source{}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sources": list})
+}
+
+func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
+	var in sourceInput
+	if err := decodeStrict(ctx.PostBody(), &in); err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	if in.FeedURL == nil {
+		writeError(ctx, fasthttp.StatusBadRequest, "feed_url is required")
+		return
+	}
+	var src crawl.Source
+	if err := in.apply(&src, true); err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	added, err := s.deps.Sources.Add(ctx, src)
+	if err != nil {
+		s.sourceError(ctx, err)
+		return
+	}
+	ctx.Response.Header.Set("Location", "/api/v1/admin/sources/"+added.ID)
+	writeJSON(ctx, fasthttp.StatusCreated, added)
+}
+
+func sourceID(ctx *fasthttp.RequestCtx) (string, bool) {
+	raw, _ := ctx.UserValue("id").(string)
+	id, err := url.PathUnescape(raw)
+	if err != nil || id == "" || len(id) > 64 {
+		writeError(ctx, fasthttp.StatusBadRequest, "source id must be 1-64 bytes")
+		return "", false
+	}
+	return id, true
+}
+
+func (s *Server) handleGetSource(ctx *fasthttp.RequestCtx) {
+	id, ok := sourceID(ctx)
+	if !ok {
+		return
+	}
+	src, err := s.deps.Sources.Get(ctx, id)
+	if err != nil {
+		s.sourceError(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, src)
+}
+
+func (s *Server) handleSourceStatus(ctx *fasthttp.RequestCtx) {
+	id, ok := sourceID(ctx)
+	if !ok {
+		return
+	}
+	src, err := s.deps.Sources.Get(ctx, id)
+	if err != nil {
+		s.sourceError(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
+		"id": src.ID, "status": src.Status, "status_reason": src.StatusReason, "feed_url": src.FeedURL, "crawl": src.Crawl,
+	})
+}
+
+func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
+	id, ok := sourceID(ctx)
+	if !ok {
+		return
+	}
+	var in sourceInput
+	if err := decodeStrict(ctx.PostBody(), &in); err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	src, err := s.deps.Sources.Update(ctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
+	if err != nil {
+		s.sourceError(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, src)
+}
+
+func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
+	id, ok := sourceID(ctx)
+	if !ok {
+		return
+	}
+	if err := s.deps.Sources.Delete(ctx, id); err != nil {
+		s.sourceError(ctx, err)
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// handleImportSources adds every feed of an OPML body; feeds already
+// present are skipped, invalid ones reported.
+func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
+	entries, err := opml.Parse(bytes.NewReader(ctx.PostBody()))
+	if err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	type failure struct {
+		FeedURL string `json:"feed_url"`
+		Error   string `json:"error"`
+	}
+	res := struct {
+		Added   int       `json:"added"`
+		Skipped int       `json:"skipped"`
+		Errors  []failure `json:"errors,omitempty"`
+	}{}
+	for _, e := range entries {
+		_, err := s.deps.Sources.Add(ctx, crawl.Source{FeedURL: e.FeedURL, Name: e.Title, Homepage: e.Homepage, Category: e.Category, Authority: e.Authority})
+		switch {
+		case err == nil:
+			res.Added++
+		case errors.Is(err, crawl.ErrSourceExists):
+			res.Skipped++
+		default:
+			res.Errors = append(res.Errors, failure{e.FeedURL, err.Error()})
+		}
+	}
+	status := fasthttp.StatusOK
+	if len(res.Errors) > 0 {
+		status = fasthttp.StatusBadRequest
+	}
+	writeJSON(ctx, status, res)
+}
+
+func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
+	list, err := s.deps.Sources.List(ctx)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	es := make([]opml.Entry, 0, len(list))
+	for _, src := range list {
+		es = append(es, opml.Entry{Title: src.Name, FeedURL: src.FeedURL, Homepage: src.Homepage, Category: src.Category, Authority: src.Authority})
+	}
+	var buf bytes.Buffer
+	if err := opml.Write(&buf, "newsflow sources", es); err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType("text/x-opml; charset=utf-8")
+	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="newsflow-sources.opml"`)
+	ctx.SetBody(buf.Bytes())
+}
