@@ -20,6 +20,8 @@ Usage:
   newsflow produce  shares FILE [--addr]    send NDJSON share events to a running node
   newsflow replay   --from-offset N | --from-time T [flags]
                                             rebuild an operator's state from the log (node stopped)
+  newsflow sources  import FILE | export [--addr URL]
+                                            manage a running node's sources (OPML)
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
   newsflow version
@@ -65,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdProduce(ctx, args, stdout, stderr)
 	case "replay":
 		return cmdReplay(ctx, args, stdout, stderr)
+	case "sources":
+		return cmdSources(ctx, args, stdout, stderr)
 	case "feedfarm":
 		return cmdFeedfarm(ctx, args, stdout, stderr)
 	case "version":

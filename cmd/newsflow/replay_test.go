@@ -162,3 +162,25 @@ func TestReplay(t *testing.T) {
 		}
 	}
 }
+
+// `newsflow sources import` and `export` round-trip the default list
+// through a running node.
+func TestSourcesCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test skipped in -short mode")
+	}
+	n := startNode(t, t.TempDir())
+	n.waitReady(30 * time.Second)
+	out, err := exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte(`"added":50`)) {
+		t.Fatalf("import: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr).CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte(`"added":0,"skipped":50`)) {
+		t.Fatalf("second import: %v\n%s", err, out)
+	}
+	exp, err := exec.Command(binPath, "sources", "export", "--addr", "http://"+n.addr).Output()
+	if err != nil || bytes.Count(exp, []byte("xmlUrl=")) != 50 {
+		t.Fatalf("export: %v\n%s", err, exp)
+	}
+}
