@@ -2,7 +2,6 @@ package crawl
 
 import (
 	"container/heap"
-	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -67,20 +66,6 @@ func meanGap(published []time.Time, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return span / time.Duration(len(ts)-1), true
-}
-
-// Backoff is the wait after the n-th consecutive failure (n >= 1):
-// exponential from base, capped, with equal jitter.
-func Backoff(n int, base, limit time.Duration, rnd func() float64) time.Duration {
-	d := base
-	for i := 1; i < n && d < limit; i++ {
-		d *= 2
-	}
-	d = min(d, limit)
-	if rnd == nil {
-		rnd = rand.Float64
-	}
-	return d/2 + time.Duration(rnd()*float64(d/2))
 }
 
 // dueQueue orders sources by next crawl time, then by authority (higher

@@ -51,17 +51,6 @@ func TestNextInterval(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	base, limit := time.Minute, time.Hour
-	for n, want := range map[int]time.Duration{1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 7: time.Hour, 30: time.Hour} {
-		lo := Backoff(n, base, limit, func() float64 { return 0 })
-		hi := Backoff(n, base, limit, func() float64 { return 0.999999 })
-		if lo != want/2 || hi < want*99/100 || hi > want {
-			t.Errorf("Backoff(%d) in [%s, %s], want [%s, %s]", n, lo, hi, want/2, want)
-		}
-	}
-}
-
 func TestScheduleOrder(t *testing.T) {
 	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	var s schedule

@@ -27,6 +27,8 @@
 //     expired) for connect, header and body timeouts.
 //   - ErrInvalidURL when the request URL itself cannot be fetched (not
 //     http/https, no host); this is permanent.
+//   - ErrUnsupportedEncoding when the server used a Content-Encoding other
+//     than gzip, br or identity (we only ever ask for gzip and br).
 //
 // IsPermanent reports the errors that will not go away by retrying (410 and
 // ErrInvalidURL). Everything else is transient.

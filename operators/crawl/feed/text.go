@@ -1,0 +1,220 @@
+package feed
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+)
+
+const ellipsis = "…"
+
+// htmlToText returns the visible text of an HTML fragment, at most max bytes
+// long: the content of script, style and similar elements is dropped,
+// entities are decoded, block elements separate words, runs of whitespace
+// become one space, and control and zero-width characters are removed. Text
+// longer than max is cut at a word boundary where one is near, else at a
+// rune boundary, and ends in "…". Plain text passes through unchanged apart
+// from the whitespace, except that a '<' directly followed by a letter
+// starts a tag, as in HTML.
+func htmlToText(s string, max int) string {
+	if s == "" {
+		return ""
+	}
+	if strings.IndexByte(s, '<') < 0 && strings.IndexByte(s, '&') < 0 {
+		w := textWriter{max: max}
+		w.write(s)
+		return w.result()
+	}
+	z := html.NewTokenizer(strings.NewReader(s))
+	w := textWriter{max: max}
+	skip := 0
+	for !w.full {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken:
+			return w.result()
+		case html.TextToken:
+			if skip == 0 {
+				w.write(string(z.Text()))
+			}
+		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
+			name, _ := z.TagName()
+			a := atom.Lookup(name)
+			if skipElements[a] {
+				if tt == html.StartTagToken {
+					skip++
+				} else if tt == html.EndTagToken && skip > 0 {
+					skip--
+				}
+				continue
+			}
+			if blockElements[a] {
+				w.space()
+			}
+		}
+	}
+	return w.result()
+}
+
+// skipElements hold no visible text.
+var skipElements = map[atom.Atom]bool{
+	atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true,
+	atom.Iframe: true, atom.Object: true, atom.Svg: true, atom.Math: true,
+	atom.Head: true, atom.Select: true, atom.Textarea: true,
+}
+
+// blockElements separate the words before and after them.
+var blockElements = map[atom.Atom]bool{
+	atom.Br: true, atom.P: true, atom.Div: true, atom.Li: true, atom.Ul: true, atom.Ol: true,
+	atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true,
+	atom.Tr: true, atom.Td: true, atom.Th: true, atom.Table: true, atom.Blockquote: true,
+	atom.Pre: true, atom.Hr: true, atom.Section: true, atom.Article: true, atom.Header: true,
+	atom.Footer: true, atom.Figure: true, atom.Figcaption: true, atom.Dd: true, atom.Dt: true,
+	atom.Dl: true, atom.Img: true, atom.Aside: true, atom.Nav: true, atom.Main: true,
+	atom.Caption: true, atom.Address: true, atom.Details: true, atom.Summary: true,
+}
+
+// collapse returns s with runs of whitespace replaced by one space, control
+// and zero-width characters removed, trimmed, and cut to max bytes like
+// htmlToText. It does not interpret markup.
+func collapse(s string, max int) string {
+	w := textWriter{max: max}
+	w.write(s)
+	return w.result()
+}
+
+// textWriter accumulates collapsed text up to a byte limit.
+type textWriter struct {
+	b       strings.Builder
+	max     int
+	pending bool // a space is owed before the next visible rune
+	full    bool // more than max bytes were offered
+}
+
+func (w *textWriter) space() {
+	if w.b.Len() > 0 {
+		w.pending = true
+	}
+}
+
+func (w *textWriter) write(s string) {
+	for _, r := range s {
+		if w.full {
+			return
+		}
+		switch {
+		case unicode.IsSpace(r):
+			w.space()
+			continue
+		case unicode.IsControl(r), r == '\u200b', r == '\ufeff', r == '\u00ad':
+			continue
+		}
+		n := utf8.RuneLen(r)
+		if n < 0 {
+			r, n = utf8.RuneError, 3
+		}
+		extra := 0
+		if w.pending {
+			extra = 1
+		}
+		if w.b.Len()+extra+n > w.max {
+			w.full = true
+			return
+		}
+		if w.pending {
+			w.b.WriteByte(' ')
+			w.pending = false
+		}
+		w.b.WriteRune(r)
+	}
+}
+
+func (w *textWriter) result() string {
+	s := w.b.String()
+	if !w.full {
+		return s
+	}
+	return cutWithEllipsis(s, w.max)
+}
+
+// cutWithEllipsis shortens s so that s+"…" fits in max bytes, preferring to
+// cut at a space in the last quarter.
+func cutWithEllipsis(s string, max int) string {
+	limit := max - len(ellipsis)
+	if limit <= 0 {
+		return ""
+	}
+	if len(s) > limit {
+		s = s[:runeStart(s, limit)]
+	}
+	if i := strings.LastIndexByte(s, ' '); i > 0 && i >= len(s)*3/4 {
+		s = s[:i]
+	}
+	s = strings.TrimRight(s, " ")
+	if s == "" {
+		return ""
+	}
+	return s + ellipsis
+}
+
+// firstWords returns s shortened to about n runes at a word boundary, with
+// "…" when it was shortened.
+func firstWords(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i, count := 0, 0
+	for i < len(s) && count < n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		count++
+	}
+	cut := s[:i]
+	if j := strings.LastIndexByte(cut, ' '); j > len(cut)/2 {
+		cut = cut[:j]
+	}
+	return strings.TrimRight(cut, " ,;:-") + ellipsis
+}
+
+// truncateBytes cuts s to at most max bytes at a rune boundary.
+func truncateBytes(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	return s[:runeStart(s, max)]
+}
+
+// truncateHTML cuts HTML to at most max bytes at a rune boundary, and not
+// inside a tag.
+func truncateHTML(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[:runeStart(s, max)]
+	if lt := strings.LastIndexByte(s, '<'); lt >= 0 && lt > strings.LastIndexByte(s, '>') {
+		s = s[:lt]
+	}
+	return s
+}
+
+// runeStart returns the largest i <= n at which a rune starts in s.
+func runeStart(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// validUTF8 returns s with invalid sequences replaced by U+FFFD.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
