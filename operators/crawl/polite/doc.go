@@ -10,9 +10,10 @@
 //   - BreakerState is a per-source circuit breaker (closed, open, half-open)
 //     kept as a plain value the scheduler persists with the source.
 //
-// One fetch of a source goes through them in this order:
+// One fetch of a source goes through them in this order (b is the source's
+// BreakerState, decoded from and stored back into its crawl state):
 //
-//	if !src.Circuit.Allow(now) { reschedule at src.Circuit.NextAttempt() }
+//	if !b.Allow(now) { reschedule at b.NextAttempt() }
 //	ok, delay, err := robots.Allowed(ctx, userAgent, feedURL)
 //	// err: ErrUnreachable is transient, try later; ErrInvalidURL is permanent.
 //	// !ok: the site does not want the feed crawled; skip it.
@@ -21,9 +22,8 @@
 //	release, err := limiter.Acquire(ctx, host)
 //	resp, err := fetcher.Fetch(ctx, ...)
 //	release()
-//	// then src.Circuit.Success(now), .Failure(now, opts, rnd) or, for 429
-//	// and 503, .RateLimited(now, retryAfter) together with
-//	// limiter.PauseHost(host, now.Add(retryAfter)).
+//	// then b.Success(now), b.Failure(now, opts, rnd) or, for 429 and 503,
+//	// b.RateLimited(now, retryAfter) with limiter.PauseHost(host, now.Add(retryAfter)).
 //
 // Nothing here starts a goroutine; time comes from an injected Clock (Limiter,
 // Robots) or is passed in (BreakerState), so tests run on fake time.

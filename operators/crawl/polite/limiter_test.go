@@ -623,6 +623,37 @@ func TestLimiterIdleHostTTL(t *testing.T) {
 	})
 }
 
+// A host is forgotten only when a fresh state would behave the same: its
+// bucket is full again and its pause is over.
+func TestLimiterForgetsOnlyWhenHarmless(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newTestLimiter(t, LimiterOptions{IdleHostTTL: time.Second, HostRate: 1.0 / 60, HostBurst: 1})
+		start := time.Now()
+		touch := func(host string) time.Duration {
+			t.Helper()
+			rel, err := l.Acquire(context.Background(), host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel()
+			return time.Since(start)
+		}
+		touch("slowrate.example")
+		l.PauseHost("paused.example", start.Add(time.Hour))
+		time.Sleep(5 * time.Second)
+		touch("other.example") // sweeps
+		if got := l.Stats().Hosts; got != 3 {
+			t.Fatalf("hosts %d, want 3: nothing may be forgotten yet", got)
+		}
+		if got := touch("slowrate.example"); got != time.Minute {
+			t.Fatalf("second request at %v, want 1m: the bucket was forgotten", got)
+		}
+		if got := touch("paused.example"); got != time.Hour {
+			t.Fatalf("paused host served at %v, want 1h", got)
+		}
+	})
+}
+
 // Many goroutines, real clock, -race: the caps are never exceeded and the
 // limiter ends empty.
 func TestLimiterStress(t *testing.T) {

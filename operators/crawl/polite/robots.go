@@ -296,7 +296,8 @@ func (r *Robots) Allowed(ctx context.Context, userAgent, rawURL string) (allowed
 		return false, 0, err
 	}
 	if e.data == nil {
-		return false, 0, e.unreach
+		ue := *e.unreach // entries are shared; hand out a copy
+		return false, 0, &ue
 	}
 	path := u.RequestURI()
 	g := findGroup(e.data, productToken(userAgent))
