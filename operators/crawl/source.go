@@ -236,9 +236,20 @@ func (ss *Sources) List(ctx context.Context) ([]Source, error) {
 	return out, err
 }
 
-// Update applies fn to the stored source and stores the result; fn's error
-// aborts the update. The definition is validated again.
+// Update applies fn to the stored source and stores the result durably;
+// fn's error aborts the update. The definition is validated again.
 func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error) (Source, error) {
+	return ss.update(ctx, id, fn, ss.store.Put)
+}
+
+// UpdateCrawl is Update for the crawler's bookkeeping, which the next crawl
+// rebuilds if a crash loses it: it does not wait for the disk.
+func (ss *Sources) UpdateCrawl(ctx context.Context, id string, fn func(*Source) error) (Source, error) {
+	return ss.update(ctx, id, fn, ss.store.PutLazy)
+}
+
+func (ss *Sources) update(ctx context.Context, id string, fn func(*Source) error,
+	put func(ctx context.Context, collection, key string, value []byte) error) (Source, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	s, err := ss.Get(ctx, id)
@@ -253,7 +264,11 @@ func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error
 		return Source{}, err
 	}
 	s.UpdatedAt = ss.now().UTC()
-	return s, ss.put(ctx, s)
+	b, err := json.Marshal(s)
+	if err != nil {
+		return Source{}, err
+	}
+	return s, put(ctx, collection, s.ID, b)
 }
 
 // Delete removes a source.

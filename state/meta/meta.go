@@ -21,6 +21,10 @@ import (
 type Store interface {
 	Get(ctx context.Context, collection, key string) ([]byte, bool, error)
 	Put(ctx context.Context, collection, key string, value []byte) error
+	// PutLazy is Put for values that the system rebuilds if they are lost
+	// (crawl state): it may return before the write is on disk, so a crash
+	// can lose the latest writes, never tear one.
+	PutLazy(ctx context.Context, collection, key string, value []byte) error
 	Delete(ctx context.Context, collection, key string) error
 	// Scan calls fn for every key of the collection in key order; the value
 	// is only valid during the call. It stops at fn's first error.
@@ -68,6 +72,23 @@ func (l *Local) Put(_ context.Context, collection, k string, value []byte) error
 		return err
 	}
 	if err := b.CommitSync(); err != nil {
+		return fmt.Errorf("meta: put %s/%s: %w", collection, k, err)
+	}
+	return nil
+}
+
+// PutLazy stores value under key without waiting for the disk.
+func (l *Local) PutLazy(_ context.Context, collection, k string, value []byte) error {
+	kk, err := key(collection, k)
+	if err != nil {
+		return err
+	}
+	b := l.ns.NewBatch()
+	if err := b.Set(kk, value); err != nil {
+		b.Discard()
+		return err
+	}
+	if err := b.Commit(); err != nil {
 		return fmt.Errorf("meta: put %s/%s: %w", collection, k, err)
 	}
 	return nil
