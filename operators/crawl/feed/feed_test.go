@@ -641,6 +641,11 @@ func TestHTMLToText(t *testing.T) {
 		{"zero\u200bwidth\u00adsoft", "zerowidthsoft"},
 		{"<![CDATA[x]]>y<!-- comment -->z", "yz"},
 		{"unclosed <a href='x", "unclosed"},
+		// Mojibake repair, and legitimate text left alone.
+		{"CafÃ© Ã\u00a0 la carte", "Café à la carte"},
+		{"itâ€™s", "it’s"},
+		{"don\u0092t", "don’t"},
+		{"naïve Ångström «CAFÉ» 50 € Grüße — 日本語 ×÷", "naïve Ångström «CAFÉ» 50 € Grüße — 日本語 ×÷"},
 	}
 	for _, tt := range tests {
 		if got := htmlToText(tt.in, 1000); got != tt.want {

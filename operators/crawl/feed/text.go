@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
+	"golang.org/x/text/encoding/charmap"
 )
 
 const ellipsis = "…"
@@ -24,9 +25,7 @@ func htmlToText(s string, max int) string {
 		return ""
 	}
 	if strings.IndexByte(s, '<') < 0 && strings.IndexByte(s, '&') < 0 {
-		w := textWriter{max: max}
-		w.write(s)
-		return w.result()
+		return collapse(s, max)
 	}
 	z := html.NewTokenizer(strings.NewReader(s))
 	w := textWriter{max: max}
@@ -38,7 +37,7 @@ func htmlToText(s string, max int) string {
 			return w.result()
 		case html.TextToken:
 			if skip == 0 {
-				w.write(string(z.Text()))
+				w.write(fixMojibake(string(z.Text())))
 			}
 		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
 			name, _ := z.TagName()
@@ -82,8 +81,68 @@ var blockElements = map[atom.Atom]bool{
 // htmlToText. It does not interpret markup.
 func collapse(s string, max int) string {
 	w := textWriter{max: max}
-	w.write(s)
+	w.write(fixMojibake(s))
 	return w.result()
+}
+
+// fixMojibake repairs two common accidents in feed text:
+//   - UTF-8 decoded as windows-1252 or ISO-8859-1 and encoded again ("â€¦"
+//     for "…", "Ã©" for "é"): when every character of s has a windows-1252
+//     or ISO-8859-1 byte and those bytes form valid UTF-8, that UTF-8 is the
+//     text. Real Latin text almost never passes this test, since an accented
+//     letter followed by an ASCII one is invalid UTF-8.
+//   - windows-1252 punctuation stored as C1 control characters
+//     ("don\u0092t"): each is replaced by its windows-1252 character.
+func fixMojibake(s string) string {
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	buf := make([]byte, i, len(s))
+	copy(buf, s[:i])
+	for _, r := range s[i:] {
+		switch b, ok := charmap.Windows1252.EncodeRune(r); {
+		case r < utf8.RuneSelf:
+			buf = append(buf, byte(r))
+		case ok:
+			buf = append(buf, b)
+		case r <= 0xFF:
+			buf = append(buf, byte(r))
+		default:
+			return mapC1(s)
+		}
+	}
+	if utf8.Valid(buf) {
+		return string(buf)
+	}
+	return mapC1(s)
+}
+
+// mapC1 replaces C1 control characters with their windows-1252 meaning.
+func mapC1(s string) string {
+	if !hasC1(s) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 0x80 && r <= 0x9F {
+			return charmap.Windows1252.DecodeByte(byte(r))
+		}
+		return r
+	}, s)
+}
+
+// hasC1 reports whether s contains a character in U+0080–U+009F (encoded
+// as C2 80 to C2 9F).
+func hasC1(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == 0xC2 && s[i+1] >= 0x80 && s[i+1] <= 0x9F {
+			return true
+		}
+	}
+	return false
 }
 
 // textWriter accumulates collapsed text up to a byte limit.
