@@ -108,6 +108,15 @@ type Deps struct {
 	Trending *trending.Operator
 	// Sources, if set, enables the source admin API.
 	Sources *crawl.Sources
+	// Crawler, if set, is told about source changes and crawls on demand.
+	Crawler Crawler
+}
+
+// Crawler is what the admin API asks of the crawler.
+type Crawler interface {
+	Kick()
+	CrawlNow(ctx context.Context, id string) (crawl.CrawlRecord, error)
+	Resolve(ctx context.Context, raw string) (feedURL, homepage string, err error)
 }
 
 // Server is the HTTP API of one node.
@@ -159,6 +168,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.PATCH("/api/v1/admin/sources/{id}", s.instrument("sources_patch", s.handlePatchSource))
 		r.DELETE("/api/v1/admin/sources/{id}", s.instrument("sources_delete", s.handleDeleteSource))
 		r.GET("/api/v1/admin/sources/{id}/status", s.instrument("sources_status", s.handleSourceStatus))
+		r.POST("/api/v1/admin/sources/{id}/crawl", s.instrument("sources_crawl", s.handleCrawlSource))
 	}
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(ctx.Method())+" "+string(ctx.Path()))

@@ -116,11 +116,24 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
+	if s.deps.Crawler != nil && ctx.QueryArgs().Has("discover") {
+		// The URL may be a web page: find its feed.
+		feedURL, homepage, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
+		if err != nil {
+			writeError(ctx, fasthttp.StatusBadRequest, "feed discovery: "+err.Error())
+			return
+		}
+		src.FeedURL = feedURL
+		if src.Homepage == "" {
+			src.Homepage = homepage
+		}
+	}
 	added, err := s.deps.Sources.Add(ctx, src)
 	if err != nil {
 		s.sourceError(ctx, err)
 		return
 	}
+	s.kickCrawler()
 	ctx.Response.Header.Set("Location", "/api/v1/admin/sources/"+added.ID)
 	writeJSON(ctx, fasthttp.StatusCreated, added)
 }
@@ -178,6 +191,7 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 		s.sourceError(ctx, err)
 		return
 	}
+	s.kickCrawler()
 	writeJSON(ctx, fasthttp.StatusOK, src)
 }
 
@@ -190,6 +204,7 @@ func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
 		s.sourceError(ctx, err)
 		return
 	}
+	s.kickCrawler()
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
 }
 
@@ -221,6 +236,9 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 			res.Errors = append(res.Errors, failure{e.FeedURL, err.Error()})
 		}
 	}
+	if res.Added > 0 {
+		s.kickCrawler()
+	}
 	status := fasthttp.StatusOK
 	if len(res.Errors) > 0 {
 		status = fasthttp.StatusBadRequest
@@ -247,4 +265,32 @@ func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/x-opml; charset=utf-8")
 	ctx.Response.Header.Set("Content-Disposition", `attachment; filename="newsflow-sources.opml"`)
 	ctx.SetBody(buf.Bytes())
+}
+
+func (s *Server) kickCrawler() {
+	if s.deps.Crawler != nil {
+		s.deps.Crawler.Kick()
+	}
+}
+
+// handleCrawlSource crawls one source now and returns the crawl record.
+func (s *Server) handleCrawlSource(ctx *fasthttp.RequestCtx) {
+	id, ok := sourceID(ctx)
+	if !ok {
+		return
+	}
+	if s.deps.Crawler == nil {
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "crawling is disabled on this node")
+		return
+	}
+	rec, err := s.deps.Crawler.CrawlNow(ctx, id)
+	switch {
+	case errors.Is(err, crawl.ErrTooSoon) || errors.Is(err, crawl.ErrBusy):
+		ctx.Response.Header.Set("Retry-After", "60")
+		writeError(ctx, fasthttp.StatusTooManyRequests, err.Error())
+	case err != nil:
+		s.sourceError(ctx, err)
+	default:
+		writeJSON(ctx, fasthttp.StatusOK, rec)
+	}
 }

@@ -24,6 +24,7 @@ type Config struct {
 	Log      LogConfig      `yaml:"log"`
 	Engine   EngineConfig   `yaml:"engine"`
 	Trending TrendingConfig `yaml:"trending"`
+	Crawl    CrawlConfig    `yaml:"crawl"`
 	Logging  LoggingConfig  `yaml:"logging"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
@@ -68,6 +69,21 @@ type TrendingConfig struct {
 	MaxFuture        time.Duration  `yaml:"max_future"`
 }
 
+type CrawlConfig struct {
+	Enabled           bool          `yaml:"enabled"`
+	SeedOPML          string        `yaml:"seed_opml"`
+	UserAgent         string        `yaml:"user_agent"`
+	Timeout           time.Duration `yaml:"timeout"`
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	MaxRedirects      int           `yaml:"max_redirects"`
+	AllowPrivate      bool          `yaml:"allow_private"`
+	AllowCIDRs        []string      `yaml:"allow_cidrs"`
+	IgnoreRobots      bool          `yaml:"ignore_robots"`
+	GlobalConcurrency int           `yaml:"global_concurrency"`
+	HostConcurrency   int           `yaml:"host_concurrency"`
+	HostRate          float64       `yaml:"host_rate"`
+}
+
 type LoggingConfig struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
@@ -89,6 +105,8 @@ func defaultConfig() Config {
 			},
 			Lateness: 5 * time.Minute, MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
 		},
+		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
+			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1},
 		Logging: LoggingConfig{Level: "info", Format: "text"},
 	}
 }
@@ -109,6 +127,9 @@ func loadConfig(path string, environ []string) (Config, error) {
 		}
 		if len(c.Log.Brokers) == 0 {
 			c.Log.Brokers = nil // "brokers: []" means none, like the default
+		}
+		if len(c.Crawl.AllowCIDRs) == 0 {
+			c.Crawl.AllowCIDRs = nil
 		}
 	}
 	if err := applyEnv(&c, environ); err != nil {
@@ -186,6 +207,12 @@ func setScalar(f reflect.Value, v string) error {
 	switch f.Kind() {
 	case reflect.String:
 		f.SetString(v)
+	case reflect.Float64:
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return err
+		}
+		f.SetFloat(x)
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		n, err := strconv.ParseInt(v, 10, f.Type().Bits())
 		if err != nil {

@@ -92,6 +92,8 @@ func (n *nodeProc) start() {
 	defer n.mu.Unlock()
 	cmd := exec.Command(binPath, n.args...)
 	cmd.Stdout, cmd.Stderr = n.logf, n.logf
+	// These tests are about the stream, not the internet: no crawling.
+	cmd.Env = append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false")
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
 	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/operators/crawl/fetch"
+	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/operators/crawl/polite"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
@@ -36,6 +40,7 @@ type node struct {
 	engine   *engine.Engine
 	trending *trending.Operator
 	sources  *crawl.Sources
+	crawler  *crawl.Crawler // nil when crawling is disabled
 }
 
 func newLogger(c LoggingConfig) (*slog.Logger, error) {
@@ -107,6 +112,11 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	if err := n.engine.Register(n.trending); err != nil {
 		return fail(err)
 	}
+	if cfg.Crawl.Enabled {
+		if n.crawler, err = newCrawler(cfg.Crawl, n, logger); err != nil {
+			return fail(err)
+		}
+	}
 	return n, nil
 }
 
@@ -129,7 +139,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 	if _, err := eventlog.EnsureTopic(ctx, n.log, events.TopicShares, n.engine.Partitions()); err != nil {
 		return fmt.Errorf("ensure topic %s: %w", events.TopicShares, err)
 	}
-	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources}, query.Options{
+	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources, Crawler: n.queryCrawler()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,
@@ -147,6 +157,12 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 	}()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Run(gctx, ln) })
+	if n.crawler != nil {
+		if err := n.seedSources(ctx); err != nil {
+			n.logger.Warn("seed sources", "err", err)
+		}
+		g.Go(func() error { return n.crawler.Run(gctx) })
+	}
 	g.Go(func() error {
 		select {
 		case <-engineDone:
@@ -184,4 +200,56 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		n.logger.Error("engine did not stop within 30s")
 	}
 	return err
+}
+
+func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {
+	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Logger: logger, Registerer: n.reg}
+	o.Fetch = fetch.Options{UserAgent: c.UserAgent, Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxRedirects: c.MaxRedirects,
+		AllowPrivate: c.AllowPrivate, Logger: logger}
+	for _, cidr := range c.AllowCIDRs {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return nil, fmt.Errorf("config: crawl.allow_cidrs: %w", err)
+		}
+		o.Fetch.AllowCIDRs = append(o.Fetch.AllowCIDRs, p)
+	}
+	o.Limiter = polite.LimiterOptions{GlobalConcurrency: c.GlobalConcurrency, HostConcurrency: c.HostConcurrency, HostRate: c.HostRate}
+	return crawl.New(n.sources, n.log, n.db, o)
+}
+
+// queryCrawler keeps a nil *crawl.Crawler from becoming a non-nil interface.
+func (n *node) queryCrawler() query.Crawler {
+	if n.crawler == nil {
+		return nil
+	}
+	return n.crawler
+}
+
+// seedSources imports the seed OPML list when the node has no sources yet.
+func (n *node) seedSources(ctx context.Context) error {
+	path := n.cfg.Crawl.SeedOPML
+	if path == "" {
+		return nil
+	}
+	list, err := n.sources.List(ctx)
+	if err != nil || len(list) > 0 {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	entries, err := opml.Parse(f)
+	if err != nil {
+		return err
+	}
+	added := 0
+	for _, e := range entries {
+		if _, err := n.sources.Add(ctx, crawl.Source{FeedURL: e.FeedURL, Name: e.Title, Homepage: e.Homepage, Category: e.Category, Authority: e.Authority}); err == nil {
+			added++
+		}
+	}
+	n.logger.Info("seeded sources", "file", path, "added", added)
+	return nil
 }

@@ -588,3 +588,42 @@ func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
 	}
 	return m, nil
 }
+
+// commonFeedPaths are tried when a page names no feed.
+var commonFeedPaths = []string{"/feed", "/rss", "/rss.xml", "/feed.xml", "/atom.xml", "/index.xml", "/feed.json"}
+
+// Resolve turns a URL someone wants to follow into a feed URL: the URL
+// itself if it serves a feed, else the first feed its page links to
+// (<link rel="alternate">), else the first common feed path that serves a
+// feed. homepage is the page's URL when discovery was needed.
+func (c *Crawler) Resolve(ctx context.Context, raw string) (feedURL, homepage string, err error) {
+	isFeed := func(u string) (bool, *fetch.Response, error) {
+		resp, err := c.fetcher.Fetch(ctx, fetch.Request{URL: u})
+		if err != nil {
+			return false, nil, err
+		}
+		final, _ := url.Parse(resp.FinalURL)
+		_, perr := feed.Parse(resp.Body, resp.ContentType, final, c.opts.Now())
+		return perr == nil, resp, nil
+	}
+	ok, resp, err := isFeed(raw)
+	if err != nil {
+		return "", "", fmt.Errorf("fetch %s: %w", raw, err)
+	}
+	if ok {
+		return raw, "", nil
+	}
+	page, _ := url.Parse(resp.FinalURL)
+	for _, cand := range feed.Discover(resp.Body, page) {
+		if ok, _, err := isFeed(cand); err == nil && ok {
+			return cand, resp.FinalURL, nil
+		}
+	}
+	for _, p := range commonFeedPaths {
+		cand := page.ResolveReference(&url.URL{Path: p}).String()
+		if ok, _, err := isFeed(cand); err == nil && ok {
+			return cand, resp.FinalURL, nil
+		}
+	}
+	return "", "", fmt.Errorf("%s is not a feed and links to none", raw)
+}

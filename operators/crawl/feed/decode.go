@@ -74,6 +74,10 @@ func gunzip(body []byte) ([]byte, error) {
 // decodeCharset converts body to UTF-8 (which may still contain characters
 // XML forbids).
 func decodeCharset(body []byte, contentType string) []byte {
+	if bytes.HasPrefix(body, []byte{0xEF, 0xBB, 0xBF}) {
+		// A UTF-8 byte order mark is authoritative.
+		return bytes.ToValidUTF8(body[3:], []byte("\uFFFD"))
+	}
 	if enc, n := sniffUnicode(body); enc != nil {
 		out, err := enc.NewDecoder().Bytes(body[n:])
 		if err != nil {
@@ -109,8 +113,6 @@ func decodeCharset(body []byte, contentType string) []byte {
 // the length of the mark to skip, or nil.
 func sniffUnicode(b []byte) (encoding.Encoding, int) {
 	switch {
-	case bytes.HasPrefix(b, []byte{0xEF, 0xBB, 0xBF}):
-		return nil, 0 // UTF-8; the BOM is trimmed after validation
 	case bytes.HasPrefix(b, []byte{0x00, 0x00, 0xFE, 0xFF}):
 		return utf32.UTF32(utf32.BigEndian, utf32.IgnoreBOM), 4
 	case bytes.HasPrefix(b, []byte{0xFF, 0xFE, 0x00, 0x00}):

@@ -383,6 +383,11 @@ func TestBOMAndLeadingWhitespace(t *testing.T) {
 	if f.Title != "B" || len(f.Items) != 1 {
 		t.Fatalf("title %q items %d", f.Title, len(f.Items))
 	}
+	// A UTF-8 BOM wins over a declaration, even with a bad byte.
+	body = "\xef\xbb\xbf<?xml version=\"1.0\" encoding=\"iso-8859-1\"?><rss><channel><title>Gr\xc3\xbc\xdfe</title></channel></rss>"
+	if f := parseOK(t, body, ""); f.Title != "Grü\uFFFDe" {
+		t.Fatalf("BOM title %q", f.Title)
+	}
 }
 
 func TestIllegalControlCharacters(t *testing.T) {

@@ -300,7 +300,9 @@ func parseXMLOnce(b []byte, format Format) (*document, error) {
 			return nil, err
 		}
 		doc.ttl = rf.TTL
-		doc.feed, err = (&gofeed.DefaultRSSTranslator{}).Translate(rf)
+		// The image scan parses every description as HTML, for a field
+		// articles do not carry.
+		doc.feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
 	case FormatAtom:
 		var af *atom.Feed
 		if af, err = (&atom.Parser{}).Parse(bytes.NewReader(b)); err != nil {

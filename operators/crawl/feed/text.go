@@ -164,6 +164,15 @@ func (w *textWriter) write(s string) {
 		if w.full {
 			return
 		}
+		if r < utf8.RuneSelf {
+			switch {
+			case r == ' ' || (r >= '\t' && r <= '\r'):
+				w.space()
+				continue
+			case r < ' ' || r == 0x7f:
+				continue
+			}
+		}
 		switch {
 		case unicode.IsSpace(r):
 			w.space()
