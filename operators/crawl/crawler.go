@@ -410,11 +410,13 @@ func (c *Crawler) fetchAndIngest(ctx context.Context, s *Source, st *CrawlState,
 		if delay > 0 {
 			c.limiter.SetCrawlDelay(host, delay)
 		}
+		if !ok && err != nil {
+			// robots.txt could not be read: RFC 9309 says assume
+			// everything is disallowed; record why, and back off.
+			return fail(fmt.Errorf("robots.txt: %w", err))
+		}
 		if !ok {
 			msg := "disallowed by robots.txt"
-			if err != nil {
-				msg += ": " + err.Error()
-			}
 			rec.Outcome, rec.Error = "disallowed", msg
 			st.LastError = msg
 			return now.Add(hi)

@@ -226,8 +226,15 @@ func contentTypeCharset(ct string) string {
 	if _, params, err := mime.ParseMediaType(ct); err == nil {
 		return params["charset"]
 	}
-	lower := strings.ToLower(ct)
-	i := strings.Index(lower, "charset=")
+	// Search without lower-casing: ToLower may change the length of
+	// invalid UTF-8, and the index must be valid in ct.
+	i := -1
+	for j := 0; j+len("charset=") <= len(ct); j++ {
+		if strings.EqualFold(ct[j:j+len("charset=")], "charset=") {
+			i = j
+			break
+		}
+	}
 	if i < 0 {
 		return ""
 	}

@@ -43,8 +43,10 @@
 //     xml:base) and canonicalized with canon.Canonical. Items with no usable
 //     link are skipped and counted in Feed.Skipped.
 //   - Title: plain text (tags dropped, entities decoded, whitespace
-//     collapsed). An item without one takes the first words of its summary;
-//     with neither it is skipped.
+//     collapsed, at most MaxTitleBytes). An item without one takes the first
+//     words of its summary; with neither it is skipped. In all plain text,
+//     double-encoded UTF-8 ("Ã©" for "é") and windows-1252 punctuation
+//     stored as C1 controls are repaired.
 //   - Summary: plain text of the description (of the content when there is
 //     no description), at most MaxSummaryBytes.
 //   - Content: the full content (content:encoded, Atom content, JSON

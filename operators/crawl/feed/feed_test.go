@@ -314,6 +314,23 @@ func TestWindows1251FromContentType(t *testing.T) {
 	}
 }
 
+func TestContentTypeCharset(t *testing.T) {
+	for ct, want := range map[string]string{
+		"":                                    "",
+		"text/xml":                            "",
+		"text/xml; charset=KOI8-R":            "KOI8-R",
+		`application/rss+xml;charset="utf-8"`: "utf-8",
+		"text/xml;charset = us-ascii":         "us-ascii", // rejected by mime, found by hand
+		"text/xml; CHARSET=cp1251; q=1; x":    "cp1251",
+		"\xf1ChArset=":                        "",
+		"\xf1\xf1 charset=big5 x":             "big5",
+	} {
+		if got := contentTypeCharset(ct); got != want {
+			t.Errorf("contentTypeCharset(%q) = %q, want %q", ct, got, want)
+		}
+	}
+}
+
 func TestISO88591Declaration(t *testing.T) {
 	const text = `<?xml version="1.0" encoding="ISO-8859-1"?>
 <rss version="2.0"><channel><title>Café crème</title>

@@ -255,19 +255,17 @@ func (f *Farm) serveFault(w http.ResponseWriter, r *http.Request, kind string) {
 
 var bomb atomic.Pointer[[]byte]
 
-// gzipBomb is 1 GiB of zeros, compressed once and cached.
+// gzipBomb is 1 GiB of zeros: one gzip member of 1 MiB of zeros repeated
+// 1024 times (a valid multi-member gzip stream), built once.
 func gzipBomb() []byte {
 	if b := bomb.Load(); b != nil {
 		return *b
 	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	zeros := make([]byte, 1<<20)
-	for i := 0; i < 1024; i++ {
-		zw.Write(zeros)
-	}
+	var member bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
+	zw.Write(make([]byte, 1<<20))
 	zw.Close()
-	b := buf.Bytes()
+	b := bytes.Repeat(member.Bytes(), 1024)
 	bomb.Store(&b)
 	return b
 }
