@@ -170,7 +170,10 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 	recordsIn := m.recordsIn.WithLabelValues(tr.st.name)
 	pending, applied := 0, 0 // records read and applied since the last commit
 	lastCommit := time.Now()
-	groupDirty := false // committed offsets not yet copied to the consumer group
+	// Committed offsets not yet copied to the consumer group. A restored
+	// task copies them once: its previous instance may have died between
+	// its last state commit and the group commit.
+	groupDirty := gc != nil
 	groupCommit := func() {
 		lastGroupCommit, groupDirty = time.Now(), false
 		gctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
