@@ -62,23 +62,15 @@ func (l *Local) Get(_ context.Context, collection, k string) ([]byte, bool, erro
 
 // Put stores value under key, durably.
 func (l *Local) Put(_ context.Context, collection, k string, value []byte) error {
-	kk, err := key(collection, k)
-	if err != nil {
-		return err
-	}
-	b := l.ns.NewBatch()
-	if err := b.Set(kk, value); err != nil {
-		b.Discard()
-		return err
-	}
-	if err := b.CommitSync(); err != nil {
-		return fmt.Errorf("meta: put %s/%s: %w", collection, k, err)
-	}
-	return nil
+	return l.put(collection, k, value, true)
 }
 
 // PutLazy stores value under key without waiting for the disk.
 func (l *Local) PutLazy(_ context.Context, collection, k string, value []byte) error {
+	return l.put(collection, k, value, false)
+}
+
+func (l *Local) put(collection, k string, value []byte, sync bool) error {
 	kk, err := key(collection, k)
 	if err != nil {
 		return err
@@ -88,7 +80,11 @@ func (l *Local) PutLazy(_ context.Context, collection, k string, value []byte) e
 		b.Discard()
 		return err
 	}
-	if err := b.Commit(); err != nil {
+	commit := b.Commit
+	if sync {
+		commit = b.CommitSync
+	}
+	if err := commit(); err != nil {
 		return fmt.Errorf("meta: put %s/%s: %w", collection, k, err)
 	}
 	return nil
