@@ -203,7 +203,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 }
 
 func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {
-	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Logger: logger, Registerer: n.reg}
+	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg}
 	o.Fetch = fetch.Options{UserAgent: c.UserAgent, Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxRedirects: c.MaxRedirects,
 		AllowPrivate: c.AllowPrivate, Logger: logger}
 	for _, cidr := range c.AllowCIDRs {

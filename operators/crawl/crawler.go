@@ -42,6 +42,9 @@ type Options struct {
 	// ManualCrawlInterval is the shortest time between two manual crawls of
 	// one source (default 1m).
 	ManualCrawlInterval time.Duration
+	// Partitions is the partition count articles.raw is created with when
+	// missing (default 8).
+	Partitions int32
 	// Owns reports whether this node crawls a source; nil means all.
 	Owns       func(sourceID string) bool
 	Logger     *slog.Logger
@@ -52,6 +55,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.MaxSeen == 0 {
 		o.MaxSeen = 5000
+	}
+	if o.Partitions == 0 {
+		o.Partitions = 8
 	}
 	if o.ErrorBackoff == 0 {
 		o.ErrorBackoff = time.Minute
@@ -79,7 +85,7 @@ func (o Options) withDefaults() Options {
 
 // Validate reports invalid option values.
 func (o Options) Validate() error {
-	if o.MaxSeen < 0 || o.ErrorBackoff < 0 || o.MaxErrorBackoff < 0 || o.ReloadInterval < 0 || o.ManualCrawlInterval < 0 {
+	if o.MaxSeen < 0 || o.Partitions < 0 || o.ErrorBackoff < 0 || o.MaxErrorBackoff < 0 || o.ReloadInterval < 0 || o.ManualCrawlInterval < 0 {
 		return errors.New("crawl: sizes and durations must not be negative")
 	}
 	if err := o.Fetch.Validate(); err != nil {
@@ -180,7 +186,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, []byt
 
 // Run crawls until ctx is done, then waits for crawls in flight.
 func (c *Crawler) Run(ctx context.Context) error {
-	if _, err := eventlog.EnsureTopic(ctx, c.log, events.TopicArticlesRaw, 8); err != nil {
+	if _, err := eventlog.EnsureTopic(ctx, c.log, events.TopicArticlesRaw, c.opts.Partitions); err != nil {
 		return fmt.Errorf("crawl: ensure topic: %w", err)
 	}
 	var sched schedule
