@@ -28,6 +28,7 @@ const realFeeds = "../../../shared/data/feeds/real"
 type crawlHarness struct {
 	t       *testing.T
 	log     eventlog.Log
+	db      *state.DB
 	sources *Sources
 	c       *Crawler
 	farm    *feedfarm.Farm
@@ -45,7 +46,7 @@ func newCrawlHarness(t *testing.T, farm feedfarm.Options, mutate func(*Options))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &crawlHarness{t: t, log: l, farm: feedfarm.New(farm)}
+	h := &crawlHarness{t: t, log: l, db: db, farm: feedfarm.New(farm)}
 	h.srv = httptest.NewServer(h.farm)
 	t.Cleanup(func() {
 		h.srv.Close()
