@@ -2,7 +2,9 @@ package crawl
 
 import (
 	"context"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,9 +45,40 @@ func TestFaultFarm(t *testing.T) {
 		healthy = append(healthy, h.add("/gen/"+string(rune('0'+i))+".xml").ID)
 	}
 
+	// Sample the heap while the bomb, the endless body and the rest are
+	// crawled: it must stay far below what they would make it hold.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapInuse
+	var peak atomic.Uint64
+	stopSampling := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
 	start := time.Now()
 	recs := h.crawlAll()
 	elapsed := time.Since(start)
+	close(stopSampling)
+	<-sampled
+	if grew := int64(peak.Load()) - int64(base); grew > 64<<20 {
+		t.Errorf("heap grew by %d MiB while crawling the fault farm", grew>>20)
+	} else {
+		t.Logf("peak heap growth while crawling faults: %d MiB", max(grew, 0)>>20)
+	}
 	get := func(kind string) Source {
 		s, err := h.sources.Get(ctx, ids[kind])
 		if err != nil {
