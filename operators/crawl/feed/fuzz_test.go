@@ -1,8 +1,12 @@
 package feed
 
 import (
+	"encoding/json"
+
 	"errors"
 	"fmt"
+	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/operators/events"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,6 +65,23 @@ func FuzzParse(f *testing.F) {
 		for _, it := range feed.Items {
 			if it.PublishedAt.After(fetched.Add(MaxFutureSkew)) || it.UpdatedAt.After(fetched.Add(MaxFutureSkew)) {
 				t.Fatalf("future time not clamped: %v %v", it.PublishedAt, it.UpdatedAt)
+			}
+			// The item → raw article path the crawler writes to the log:
+			// it encodes, decodes to the same event, and keeps its id.
+			raw := it.RawArticle("src-fuzz")
+			b, err := json.Marshal(raw)
+			if err != nil {
+				t.Fatalf("encode raw article: %v", err)
+			}
+			var back events.RawArticle
+			if err := json.Unmarshal(b, &back); err != nil || back != raw {
+				t.Fatalf("raw article does not round-trip: %v\n%+v\n%+v", err, raw, back)
+			}
+			if canon.ArticleID(back.URL) != it.ArticleID || back.Title == "" || back.SourceID != "src-fuzz" {
+				t.Fatalf("raw article %+v does not match item %s", back, it.ArticleID)
+			}
+			if _, err := time.Parse(time.RFC3339Nano, back.PublishedAt); err != nil {
+				t.Fatalf("published_at %q: %v", back.PublishedAt, err)
 			}
 		}
 	})
