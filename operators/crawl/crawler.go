@@ -240,10 +240,10 @@ func (c *Crawler) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				res := c.crawl(ctx, it.id)
-				c.stopCrawling(it.id)
 				select {
-				case results <- res:
+				case results <- res: // Run clears the crawling mark
 				case <-ctx.Done():
+					c.stopCrawling(it.id)
 				}
 			}()
 		}
@@ -257,6 +257,9 @@ func (c *Crawler) Run(ctx context.Context) error {
 			return nil
 		case res := <-results:
 			inflight--
+			// Cleared here, not by the worker, so that a reload between the
+			// end of the crawl and this moment cannot queue the source again.
+			c.stopCrawling(res.id)
 			if res.reschedule && !queued[res.id] {
 				queued[res.id] = true
 				sched.push(res.id, res.next, res.authority)

@@ -69,6 +69,27 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string) (uint64
 	return 0, 0
 }
 
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 // Run crawls every due source; misbehaving sources (slow, endless,
 // rate-limited) do not hold up healthy ones, and a restarted crawler picks
 // up each source's schedule where it was.
@@ -90,6 +111,18 @@ func TestRunCrawlsOnScheduleDespiteFaults(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() { done <- h.c.Run(ctx) }()
+	// Reloads while crawls finish must not queue a source twice.
+	kicking := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-kicking:
+				return
+			case <-time.After(time.Millisecond):
+				h.c.Kick()
+			}
+		}
+	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		crawled := 0
@@ -113,7 +146,11 @@ func TestRunCrawlsOnScheduleDespiteFaults(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	took := time.Since(start)
+	close(kicking)
 	n, sum := histogramCount(t, reg, "newsflow_crawl_schedule_lag_seconds")
+	if dup := counterValue(t, reg, "newsflow_crawl_fetches_total", "not_modified"); dup != 0 {
+		t.Errorf("%v sources were crawled twice (answered 304)", dup)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ func New(opts Options) (*Fetcher, error) {
 		DisableCompression:     true, // we ask for and decode gzip and br ourselves
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           128,
-		MaxIdleConnsPerHost:    2,
+		MaxIdleConnsPerHost:    16, // hosts serving many feeds are fetched concurrently
 		IdleConnTimeout:        90 * time.Second,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
