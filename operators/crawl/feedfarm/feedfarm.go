@@ -19,12 +19,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -111,6 +113,9 @@ func (f *Farm) serveFile(w http.ResponseWriter, r *http.Request, rel string) {
 	serveBytes(w, r, b, contentTypeOf(full), st.ModTime())
 }
 
+// gzipWriters are reused: a gzip.Writer costs hundreds of KB to create.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+
 // serveBytes answers with b, honouring conditional GET and gzip.
 func serveBytes(w http.ResponseWriter, r *http.Request, b []byte, ctype string, mod time.Time) {
 	sum := sha256.Sum256(b)
@@ -128,9 +133,11 @@ func serveBytes(w http.ResponseWriter, r *http.Request, b []byte, ctype string, 
 	w.Header().Set("Content-Type", ctype)
 	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
 		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(w)
 		zw.Write(b)
 		zw.Close()
+		gzipWriters.Put(zw)
 		return
 	}
 	w.Write(b)
