@@ -27,6 +27,14 @@ func htmlToText(s string, max int) string {
 	if strings.IndexByte(s, '<') < 0 && strings.IndexByte(s, '&') < 0 {
 		return collapse(s, max)
 	}
+	if out, ok := simpleHTMLToText(s, max); ok {
+		return out
+	}
+	return tokenizeHTMLToText(s, max)
+}
+
+// tokenizeHTMLToText is htmlToText with the HTML tokenizer, for any input.
+func tokenizeHTMLToText(s string, max int) string {
 	z := html.NewTokenizer(strings.NewReader(s))
 	w := textWriter{max: max}
 	skip := 0
@@ -56,6 +64,121 @@ func htmlToText(s string, max int) string {
 		}
 	}
 	return w.result()
+}
+
+// simpleHTMLToText handles, without the tokenizer's allocations, the markup
+// feed descriptions nearly always hold: text, entities, and plain tags
+// (letters and digits for a name, attribute values quoted right after '='
+// or unquoted). For anything else (comments, doctypes, CDATA, elements whose
+// content is not markup or not shown, NUL, a '<' that starts no tag, an
+// unclosed tag, stray quotes) it reports false and the tokenizer takes over,
+// so both give the same text (tested against each other).
+func simpleHTMLToText(s string, max int) (string, bool) {
+	w := textWriter{max: max}
+	i := 0
+	for i < len(s) && !w.full {
+		text := s[i:]
+		if j := strings.IndexByte(text, '<'); j >= 0 {
+			text = text[:j]
+		}
+		i += len(text)
+		if text != "" {
+			if strings.IndexByte(text, 0) >= 0 || strings.IndexByte(text, '\r') >= 0 {
+				return "", false
+			}
+			if strings.IndexByte(text, '&') >= 0 {
+				text = html.UnescapeString(text)
+			}
+			w.write(fixMojibake(text))
+		}
+		if i >= len(s) || w.full {
+			break
+		}
+		end, ok := simpleTagEnd(s, i)
+		if !ok {
+			return "", false
+		}
+		name := s[i+1 : end]
+		if name[0] == '/' {
+			name = name[1:]
+		}
+		if n := strings.IndexAny(name, " \t\n\f/>"); n >= 0 {
+			name = name[:n]
+		}
+		a := atom.Lookup([]byte(strings.ToLower(name)))
+		if skipElements[a] || textElements[a] {
+			return "", false
+		}
+		if blockElements[a] {
+			w.space()
+		}
+		i = end + 1
+	}
+	return w.result(), true
+}
+
+// simpleTagEnd returns the index of the '>' closing the tag that starts at
+// s[i] == '<', if the tag is plain (see simpleHTMLToText).
+func simpleTagEnd(s string, i int) (int, bool) {
+	k := i + 1
+	if k < len(s) && s[k] == '/' {
+		k++
+	}
+	start := k
+	for k < len(s) && isASCIIAlnum(s[k]) {
+		k++
+	}
+	if k == start || !isASCIILetter(s[start]) || k >= len(s) {
+		return 0, false
+	}
+	switch s[k] {
+	case ' ', '\t', '\n', '\f', '/', '>':
+	default:
+		return 0, false // e.g. <p-x>: a name the tokenizer reads whole
+	}
+	for ; k < len(s); k++ {
+		switch c := s[k]; c {
+		case '>':
+			return k, true
+		case '<', 0, '\r':
+			return 0, false
+		case '"', '\'':
+			return 0, false // a quote not opening a value
+		case '=':
+			// '=' separates a value only after an attribute name; where a
+			// name would start, HTML reads it as part of the name.
+			if p := s[k-1]; !isASCIIAlnum(p) && p != '-' && p != '_' && p != ':' && p != '.' {
+				return 0, false
+			}
+			// Skip spaces, then a quoted value whole.
+			v := k + 1
+			for v < len(s) && (s[v] == ' ' || s[v] == '\t' || s[v] == '\n' || s[v] == '\f') {
+				v++
+			}
+			if v < len(s) && (s[v] == '"' || s[v] == '\'') {
+				q := s[v]
+				e := strings.IndexByte(s[v+1:], q)
+				if e < 0 {
+					return 0, false
+				}
+				if strings.ContainsAny(s[v+1:v+1+e], "\x00\r") {
+					return 0, false
+				}
+				k = v + 1 + e
+			}
+		}
+	}
+	return 0, false
+}
+
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
+func isASCIIAlnum(c byte) bool  { return isASCIILetter(c) || c >= '0' && c <= '9' }
+
+// textElements hold text that is not markup (RCDATA and RAWTEXT in the
+// HTML tokenizer): the simple path does not handle them.
+var textElements = map[atom.Atom]bool{
+	atom.Title: true, atom.Textarea: true, atom.Xmp: true, atom.Noembed: true,
+	atom.Noframes: true, atom.Plaintext: true, atom.Script: true, atom.Style: true, atom.Iframe: true,
 }
 
 // skipElements hold no visible text.
