@@ -116,16 +116,19 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	if s.deps.Crawler != nil && ctx.QueryArgs().Has("discover") {
-		// The URL may be a web page: find its feed.
+	if s.deps.Crawler != nil && string(ctx.QueryArgs().Peek("discover")) != "false" {
+		// The URL may be a web page: find its feed. A URL that cannot be
+		// fetched now is kept as given; the crawler records its errors.
 		feedURL, homepage, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
-		if err != nil {
+		switch {
+		case errors.Is(err, crawl.ErrNoFeed):
 			writeError(ctx, fasthttp.StatusBadRequest, "feed discovery: "+err.Error())
 			return
-		}
-		src.FeedURL = feedURL
-		if src.Homepage == "" {
-			src.Homepage = homepage
+		case err == nil:
+			src.FeedURL = feedURL
+			if src.Homepage == "" {
+				src.Homepage = homepage
+			}
 		}
 	}
 	added, err := s.deps.Sources.Add(ctx, src)

@@ -56,6 +56,7 @@ func freeAddr(t *testing.T) string {
 type nodeProc struct {
 	t     *testing.T
 	args  []string
+	env   []string // extra environment, after the defaults
 	addr  string
 	logf  *os.File
 	mu    sync.Mutex
@@ -65,11 +66,17 @@ type nodeProc struct {
 
 func startNode(t *testing.T, dataDir string, extra ...string) *nodeProc {
 	t.Helper()
+	return startNodeEnv(t, dataDir, nil, extra...)
+}
+
+// startNodeEnv is startNode with extra environment variables.
+func startNodeEnv(t *testing.T, dataDir string, env []string, extra ...string) *nodeProc {
+	t.Helper()
 	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &nodeProc{t: t, addr: freeAddr(t), logf: logf}
+	n := &nodeProc{t: t, addr: freeAddr(t), logf: logf, env: env}
 	n.args = append([]string{"run", "--config", "../../configs/newsflow.yaml", "--data", dataDir, "--http", n.addr, "--log-level", "warn"}, extra...)
 	n.start()
 	t.Cleanup(func() {
@@ -93,7 +100,7 @@ func (n *nodeProc) start() {
 	cmd := exec.Command(binPath, n.args...)
 	cmd.Stdout, cmd.Stderr = n.logf, n.logf
 	// These tests are about the stream, not the internet: no crawling.
-	cmd.Env = append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false")
+	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false"), n.env...)
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}

@@ -600,6 +600,10 @@ func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
 	return m, nil
 }
 
+// ErrNoFeed is returned by Resolve for a page that is no feed and names
+// none.
+var ErrNoFeed = errors.New("not a feed and links to none")
+
 // commonFeedPaths are tried when a page names no feed.
 var commonFeedPaths = []string{"/feed", "/rss", "/rss.xml", "/feed.xml", "/atom.xml", "/index.xml", "/feed.json"}
 
@@ -636,5 +640,5 @@ func (c *Crawler) Resolve(ctx context.Context, raw string) (feedURL, homepage st
 			return cand, resp.FinalURL, nil
 		}
 	}
-	return "", "", fmt.Errorf("%s is not a feed and links to none", raw)
+	return "", "", fmt.Errorf("%s: %w", raw, ErrNoFeed)
 }

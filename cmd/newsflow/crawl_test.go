@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
+)
+
+// A running node crawls: a web page added as a source is resolved to the
+// feed it links to, and a manual crawl appends the feed's items.
+func TestNodeCrawls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test skipped in -short mode")
+	}
+	farm := httptest.NewServer(feedfarm.New(feedfarm.Options{Faults: true, Items: 7}))
+	defer farm.Close()
+	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
+	n.waitReady(30 * time.Second)
+
+	body := `{"feed_url":"` + farm.URL + `/fault/html","category":"world"}`
+	resp, err := http.Post(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src struct {
+		ID       string `json:"id"`
+		FeedURL  string `json:"feed_url"`
+		Homepage string `json:"homepage"`
+	}
+	json.NewDecoder(resp.Body).Decode(&src)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || src.FeedURL != farm.URL+"/gen/0.xml" || src.Homepage != farm.URL+"/fault/html" {
+		t.Fatalf("add page: %d %+v", resp.StatusCode, src)
+	}
+	// The crawler may have crawled it already (it is due at once); either
+	// way, within a few seconds its status shows the 7 items.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st struct {
+			Crawl struct {
+				LastResult *struct {
+					Outcome  string `json:"outcome"`
+					ItemsNew int    `json:"items_new"`
+				} `json:"last_result"`
+			} `json:"crawl"`
+		}
+		if err := getJSON(n.url("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
+			t.Fatal(err)
+		}
+		if r := st.Crawl.LastResult; r != nil && r.Outcome == "ok" && r.ItemsNew == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source not crawled: %+v", st.Crawl.LastResult)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// A manual crawl now finds nothing new (304), and a second one is
+	// refused for a minute.
+	resp, err = http.Post(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec bytes.Buffer
+	rec.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(rec.String(), `"outcome":"not_modified"`) {
+		t.Fatalf("manual crawl: %d %s", resp.StatusCode, rec.String())
+	}
+	resp, err = http.Post(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("second manual crawl: %d", resp.StatusCode)
+	}
+	// A URL that cannot be fetched now is kept as given: the crawler will
+	// record the failure (here a 410) on the source.
+	resp, err = http.Post(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("add a URL that fails to fetch: %d", resp.StatusCode)
+	}
+}
