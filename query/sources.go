@@ -219,26 +219,7 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	type failure struct {
-		FeedURL string `json:"feed_url"`
-		Error   string `json:"error"`
-	}
-	res := struct {
-		Added   int       `json:"added"`
-		Skipped int       `json:"skipped"`
-		Errors  []failure `json:"errors,omitempty"`
-	}{}
-	for _, e := range entries {
-		_, err := s.deps.Sources.Add(ctx, crawl.Source{FeedURL: e.FeedURL, Name: e.Title, Homepage: e.Homepage, Category: e.Category, Authority: e.Authority})
-		switch {
-		case err == nil:
-			res.Added++
-		case errors.Is(err, crawl.ErrSourceExists):
-			res.Skipped++
-		default:
-			res.Errors = append(res.Errors, failure{e.FeedURL, err.Error()})
-		}
-	}
+	res := s.deps.Sources.Import(ctx, entries)
 	if res.Added > 0 {
 		s.kickCrawler()
 	}
@@ -250,14 +231,10 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
-	list, err := s.deps.Sources.List(ctx)
+	es, err := s.deps.Sources.Export(ctx)
 	if err != nil {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
-	}
-	es := make([]opml.Entry, 0, len(list))
-	for _, src := range list {
-		es = append(es, opml.Entry{Title: src.Name, FeedURL: src.FeedURL, Homepage: src.Homepage, Category: src.Category, Authority: src.Authority})
 	}
 	var buf bytes.Buffer
 	if err := opml.Write(&buf, "newsflow sources", es); err != nil {

@@ -226,13 +226,7 @@ func setScalar(f reflect.Value, v string) error {
 		}
 		f.SetBool(b)
 	case reflect.Slice:
-		var parts []string
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				parts = append(parts, p)
-			}
-		}
-		f.Set(reflect.ValueOf(parts))
+		f.Set(reflect.ValueOf(splitList(v)))
 	default:
 		return fmt.Errorf("unsupported kind %s", f.Kind())
 	}
@@ -254,4 +248,15 @@ func (c Config) validate() error {
 		return errors.New("config: data_dir is empty")
 	}
 	return nil
+}
+
+// splitList splits a comma-separated list, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

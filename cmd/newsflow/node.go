@@ -244,12 +244,7 @@ func (n *node) seedSources(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	added := 0
-	for _, e := range entries {
-		if _, err := n.sources.Add(ctx, crawl.Source{FeedURL: e.FeedURL, Name: e.Title, Homepage: e.Homepage, Category: e.Category, Authority: e.Authority}); err == nil {
-			added++
-		}
-	}
-	n.logger.Info("seeded sources", "file", path, "added", added)
+	res := n.sources.Import(ctx, entries)
+	n.logger.Info("seeded sources", "file", path, "added", res.Added, "invalid", len(res.Errors))
 	return nil
 }

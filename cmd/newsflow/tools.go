@@ -23,12 +23,7 @@ import (
 )
 
 func setScalarString(dst *[]string, v string) error {
-	*dst = nil
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			*dst = append(*dst, p)
-		}
-	}
+	*dst = splitList(v)
 	if len(*dst) == 0 {
 		return errors.New("--brokers is empty")
 	}

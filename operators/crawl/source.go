@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/crawl/opml"
 	"github.com/newsflow/newsflow/state/meta"
 )
 
@@ -287,4 +288,48 @@ func (ss *Sources) put(ctx context.Context, s Source) error {
 		return err
 	}
 	return ss.store.Put(ctx, collection, s.ID, b)
+}
+
+// ImportResult reports an Import.
+type ImportResult struct {
+	Added   int             `json:"added"`
+	Skipped int             `json:"skipped"` // already present
+	Errors  []ImportFailure `json:"errors,omitempty"`
+}
+
+// ImportFailure is a feed Import could not add.
+type ImportFailure struct {
+	FeedURL string `json:"feed_url"`
+	Error   string `json:"error"`
+}
+
+// Import adds every entry of a subscription list; feeds already present are
+// skipped and invalid ones reported.
+func (ss *Sources) Import(ctx context.Context, entries []opml.Entry) ImportResult {
+	var res ImportResult
+	for _, e := range entries {
+		_, err := ss.Add(ctx, Source{FeedURL: e.FeedURL, Name: e.Title, Homepage: e.Homepage, Category: e.Category, Authority: e.Authority})
+		switch {
+		case err == nil:
+			res.Added++
+		case errors.Is(err, ErrSourceExists):
+			res.Skipped++
+		default:
+			res.Errors = append(res.Errors, ImportFailure{e.FeedURL, err.Error()})
+		}
+	}
+	return res
+}
+
+// Export returns the sources as a subscription list.
+func (ss *Sources) Export(ctx context.Context) ([]opml.Entry, error) {
+	list, err := ss.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	es := make([]opml.Entry, 0, len(list))
+	for _, s := range list {
+		es = append(es, opml.Entry{Title: s.Name, FeedURL: s.FeedURL, Homepage: s.Homepage, Category: s.Category, Authority: s.Authority})
+	}
+	return es, nil
 }
