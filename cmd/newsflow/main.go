@@ -71,6 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdSources(ctx, args, stdout, stderr)
 	case "feedfarm":
 		return cmdFeedfarm(ctx, args, stdout, stderr)
+	case "topics":
+		return cmdTopics(ctx, args, stdout, stderr)
+	case "cluster":
+		return cmdCluster(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "newsflow", version)
 		return nil
