@@ -1,0 +1,587 @@
+package story
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// ClusterOptions tune the story-level clustering.
+//
+// Similarities are cosines between an article's TF-IDF vector and a story's
+// centroid, multiplied by exp(-Decay·h), where h is the number of hours
+// between the article and the story's latest article. Thresholds depend on
+// how long the article's text is: short texts (headlines) share few words
+// with anything, long ones share many, so each threshold is interpolated on
+// a log scale between its value at ShortTerms distinct terms and at
+// LongTerms.
+type ClusterOptions struct {
+	// Threshold is the least decayed similarity for an article to join a
+	// story (defaults 0.1 for headlines, 0.3 for full texts).
+	Threshold, ThresholdLong float64
+	// Bridge is the least decayed similarity of an article to a second
+	// story for that story to be considered for merging with the one the
+	// article joined (defaults 0.2 and 0.4).
+	Bridge, BridgeLong float64
+	// Merge is the least cosine between the two stories' centroids, decayed
+	// by the time between their latest articles, for them to merge
+	// (defaults 0.25 and 0.4).
+	Merge, MergeLong float64
+	// ShortTerms and LongTerms are the distinct-term counts where the short
+	// and long thresholds apply (defaults 10 and 150).
+	ShortTerms, LongTerms int
+	// Decay is the similarity decay per hour of distance in event time
+	// (default 0.1, the decay rate of a regular story).
+	Decay float64
+	// TitleWeight multiplies term frequencies of title words (default 2).
+	TitleWeight float64
+	// MaxTerms caps an article vector to its highest-weighted terms
+	// (default 48); StoryTerms caps a story centroid (default 64).
+	MaxTerms, StoryTerms int
+	// ProbeTerms is how many of an article's highest-weighted terms are
+	// looked up to find candidate stories (default 8), and ProbeDepth how
+	// many of the newest stories holding each term are considered (default
+	// 1000). Together they bound the cost of an assignment whatever the
+	// number of active stories.
+	ProbeTerms, ProbeDepth int
+	// Window is how long a story stays open for new articles after its
+	// latest one (default 72h); older stories are closed.
+	Window time.Duration
+}
+
+// DefaultClusterOptions returns the defaults the zero value stands for.
+func DefaultClusterOptions() ClusterOptions {
+	return ClusterOptions{
+		Threshold: 0.1, ThresholdLong: 0.3,
+		Bridge: 0.2, BridgeLong: 0.4,
+		Merge: 0.25, MergeLong: 0.4,
+		ShortTerms: 10, LongTerms: 150,
+		Decay:       0.1,
+		TitleWeight: 2,
+		MaxTerms:    48, StoryTerms: 64,
+		ProbeTerms: 8, ProbeDepth: 1000,
+		Window: 72 * time.Hour,
+	}
+}
+
+func (o ClusterOptions) withDefaults() ClusterOptions {
+	d := DefaultClusterOptions()
+	setf := func(v *float64, def float64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	seti := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	setf(&o.Threshold, d.Threshold)
+	setf(&o.ThresholdLong, d.ThresholdLong)
+	setf(&o.Bridge, d.Bridge)
+	setf(&o.BridgeLong, d.BridgeLong)
+	setf(&o.Merge, d.Merge)
+	setf(&o.MergeLong, d.MergeLong)
+	setf(&o.Decay, d.Decay)
+	setf(&o.TitleWeight, d.TitleWeight)
+	seti(&o.ShortTerms, d.ShortTerms)
+	seti(&o.LongTerms, d.LongTerms)
+	seti(&o.MaxTerms, d.MaxTerms)
+	seti(&o.StoryTerms, d.StoryTerms)
+	seti(&o.ProbeTerms, d.ProbeTerms)
+	seti(&o.ProbeDepth, d.ProbeDepth)
+	if o.Window == 0 {
+		o.Window = d.Window
+	}
+	return o
+}
+
+// Validate reports invalid option values.
+func (o ClusterOptions) Validate() error {
+	for _, v := range []float64{o.Threshold, o.ThresholdLong, o.Bridge, o.BridgeLong, o.Merge, o.MergeLong} {
+		if v < 0 || v > 1 || math.IsNaN(v) {
+			return fmt.Errorf("story: similarity thresholds must be from 0 to 1, got %v", v)
+		}
+	}
+	switch {
+	case o.Decay < 0 || math.IsNaN(o.Decay):
+		return errors.New("story: decay must not be negative")
+	case o.TitleWeight < 0:
+		return errors.New("story: title weight must not be negative")
+	case o.ShortTerms < 0 || o.LongTerms < 0 || (o.LongTerms != 0 && o.ShortTerms >= o.LongTerms):
+		return errors.New("story: short terms must be below long terms")
+	case o.MaxTerms < 0 || o.StoryTerms < 0 || o.ProbeTerms < 0 || o.ProbeDepth < 0:
+		return errors.New("story: term and probe limits must not be negative")
+	case o.Window < 0:
+		return errors.New("story: window must not be negative")
+	}
+	return nil
+}
+
+// term is one weighted dimension of a sparse vector. Vectors are sorted by
+// term id, so dot products are merge joins and sums are deterministic.
+type term struct {
+	ID uint32
+	W  float32
+}
+
+// centroid is the clustering state of one open story.
+type centroid struct {
+	num    uint64 // story number: creation order, used for ordering
+	terms  []term // sum of member unit vectors, pruned to StoryTerms
+	normSq float64
+	size   int
+	last   int64 // event time of the latest article, ms
+}
+
+// Clusterer assigns articles to stories, online and deterministically: the
+// same articles in the same order always give the same stories, and a
+// Clusterer restored from its Snapshot continues exactly as the original.
+// It is not safe for concurrent use.
+type Clusterer struct {
+	opts ClusterOptions
+
+	vocab map[string]uint32
+	words []string // id → word
+	df    []uint32 // documents containing each term
+	docs  uint64
+
+	open     map[uint64]*centroid
+	postings map[uint32][]uint64 // term → story numbers, ascending
+	nextNum  uint64
+	byLast   lastHeap // open stories by latest article time
+
+	// dirty records what changed since the last TakeChanges.
+	dirtyTerms   map[uint32]struct{}
+	dirtyStories map[uint64]struct{}
+	closed       []uint64
+
+	// scratch
+	toks  []string
+	tf    map[uint32]float64
+	seen  map[uint64]struct{}
+	cands []candidate
+}
+
+type candidate struct {
+	num uint64
+	sim float64
+}
+
+// NewClusterer returns an empty clusterer.
+func NewClusterer(opts ClusterOptions) (*Clusterer, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Clusterer{
+		opts:         opts.withDefaults(),
+		vocab:        map[string]uint32{},
+		open:         map[uint64]*centroid{},
+		postings:     map[uint32][]uint64{},
+		dirtyTerms:   map[uint32]struct{}{},
+		dirtyStories: map[uint64]struct{}{},
+		tf:           map[uint32]float64{},
+		seen:         map[uint64]struct{}{},
+	}, nil
+}
+
+// Text is what the clusterer reads of an article.
+type Text struct {
+	Title, Body string
+	// Time is the article's event time in ms since the epoch.
+	Time int64
+}
+
+// Assignment is the clusterer's decision for one article.
+type Assignment struct {
+	// Story is the number of the story the article joined; New reports
+	// that the article founded it.
+	Story uint64
+	New   bool
+	// Merged lists stories merged into Story because the article bridged
+	// them, in ascending order. They no longer exist.
+	Merged []uint64
+	// Similarity is the decayed similarity to Story (0 for a new story).
+	Similarity float64
+}
+
+// Vector is an article's TF-IDF vector, as computed by Vectorize.
+type Vector []term
+
+// Vectorize computes the article's unit TF-IDF vector and counts it in the
+// document frequencies. Call it once per article, before Assign or Join.
+func (c *Clusterer) Vectorize(t Text) Vector {
+	clear(c.tf)
+	c.toks = Tokens(c.toks[:0], t.Title)
+	for _, w := range c.toks {
+		c.tf[c.termID(w)] += c.opts.TitleWeight
+	}
+	c.toks = Tokens(c.toks[:0], t.Body)
+	for _, w := range c.toks {
+		c.tf[c.termID(w)]++
+	}
+	c.docs++
+	v := make(Vector, 0, len(c.tf))
+	for id, n := range c.tf {
+		c.df[id]++
+		c.dirtyTerms[id] = struct{}{}
+		v = append(v, term{ID: id, W: float32(n)})
+	}
+	// Weight in a fixed order so the result does not depend on map order.
+	slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+	for i := range v {
+		v[i].W = float32((1 + math.Log(float64(v[i].W))) * c.idf(v[i].ID))
+	}
+	if len(v) > c.opts.MaxTerms {
+		slices.SortFunc(v, byWeightDesc)
+		v = v[:c.opts.MaxTerms]
+		slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+	}
+	var n float64
+	for _, e := range v {
+		n += float64(e.W) * float64(e.W)
+	}
+	if n > 0 {
+		inv := 1 / math.Sqrt(n)
+		for i := range v {
+			v[i].W = float32(float64(v[i].W) * inv)
+		}
+	}
+	return v
+}
+
+func byWeightDesc(a, b term) int {
+	switch {
+	case a.W > b.W:
+		return -1
+	case a.W < b.W:
+		return 1
+	}
+	return cmpU32(a.ID, b.ID)
+}
+
+func cmpU32(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (c *Clusterer) termID(w string) uint32 {
+	if id, ok := c.vocab[w]; ok {
+		return id
+	}
+	id := uint32(len(c.words))
+	c.vocab[w] = id
+	c.words = append(c.words, w)
+	c.df = append(c.df, 0)
+	return id
+}
+
+func (c *Clusterer) idf(id uint32) float64 {
+	return math.Log(float64(c.docs+1)/float64(c.df[id]+1)) + 1
+}
+
+// threshold interpolates between a short-text and a long-text value.
+func (c *Clusterer) threshold(v Vector, short, long float64) float64 {
+	n := float64(len(v))
+	lo, hi := float64(c.opts.ShortTerms), float64(c.opts.LongTerms)
+	switch {
+	case n <= lo:
+		return short
+	case n >= hi:
+		return long
+	}
+	f := math.Log(n/lo) / math.Log(hi/lo)
+	return short + f*(long-short)
+}
+
+func (c *Clusterer) decay(a, b int64) float64 {
+	h := math.Abs(float64(a-b)) / float64(time.Hour/time.Millisecond)
+	return math.Exp(-c.opts.Decay * h)
+}
+
+// Assign puts an article into the most similar open story, or a new one,
+// and merges stories the article bridges. now is the article's event time.
+func (c *Clusterer) Assign(v Vector, now int64) Assignment {
+	c.expire(now)
+	cands := c.candidates(v, now)
+	th := c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong)
+	var a Assignment
+	if len(cands) > 0 && cands[0].sim >= th {
+		a.Story, a.Similarity = cands[0].num, cands[0].sim
+	} else {
+		a.Story, a.New = c.newStory(), true
+	}
+	st := c.open[a.Story]
+	c.add(st, v, now)
+	bridge := c.threshold(v, c.opts.Bridge, c.opts.BridgeLong)
+	merge := c.threshold(v, c.opts.Merge, c.opts.MergeLong)
+	for _, cd := range cands {
+		if cd.num == a.Story || cd.sim < bridge {
+			continue
+		}
+		o := c.open[cd.num]
+		if o == nil {
+			continue
+		}
+		cs := dot(o.terms, st.terms) / math.Sqrt(o.normSq*st.normSq) * c.decay(o.last, st.last)
+		if cs < merge {
+			continue
+		}
+		// The older story survives, so story ids stay those of the first
+		// article.
+		if o.num < st.num {
+			o, st = st, o
+			a.Merged = append(a.Merged, a.Story)
+			a.Story, a.New = st.num, false
+		} else {
+			a.Merged = append(a.Merged, o.num)
+		}
+		c.absorb(st, o)
+	}
+	slices.Sort(a.Merged)
+	return a
+}
+
+// Join adds an article to a given open story (a near-duplicate of one of
+// its articles) without searching. It reports false if the story is closed.
+func (c *Clusterer) Join(num uint64, v Vector, now int64) bool {
+	c.expire(now)
+	st := c.open[num]
+	if st == nil {
+		return false
+	}
+	c.add(st, v, now)
+	return true
+}
+
+// candidates scores the open stories sharing one of the article's most
+// distinctive terms, best first.
+func (c *Clusterer) candidates(v Vector, now int64) []candidate {
+	probe := v
+	if len(probe) > c.opts.ProbeTerms {
+		probe = slices.Clone(v)
+		slices.SortFunc(probe, byWeightDesc)
+		probe = probe[:c.opts.ProbeTerms]
+	}
+	clear(c.seen)
+	c.cands = c.cands[:0]
+	for _, e := range probe {
+		// Postings may hold closed stories and stories that pruned the
+		// term; only live entries count towards ProbeDepth, so the result
+		// does not depend on when postings were last compacted.
+		ps := c.postings[e.ID]
+		live, dead := 0, 0
+		for i := len(ps) - 1; i >= 0 && live < c.opts.ProbeDepth; i-- {
+			num := ps[i]
+			st := c.open[num]
+			if st == nil || !hasTerm(st.terms, e.ID) {
+				dead++
+				continue
+			}
+			live++
+			if _, dup := c.seen[num]; dup {
+				continue
+			}
+			c.seen[num] = struct{}{}
+			sim := dot(v, st.terms) / math.Sqrt(st.normSq) * c.decay(now, st.last)
+			c.cands = append(c.cands, candidate{num: num, sim: sim})
+		}
+		if dead > 64 && dead > len(ps)/2 {
+			c.compact(e.ID)
+		}
+	}
+	slices.SortFunc(c.cands, func(a, b candidate) int {
+		switch {
+		case a.sim > b.sim:
+			return -1
+		case a.sim < b.sim:
+			return 1
+		case a.num < b.num:
+			return -1
+		case a.num > b.num:
+			return 1
+		}
+		return 0
+	})
+	return c.cands
+}
+
+func hasTerm(ts []term, id uint32) bool {
+	_, ok := slices.BinarySearchFunc(ts, id, func(t term, id uint32) int { return cmpU32(t.ID, id) })
+	return ok
+}
+
+// compact drops closed stories and stories without the term from a
+// posting list.
+func (c *Clusterer) compact(id uint32) {
+	ps := c.postings[id]
+	k := 0
+	for _, num := range ps {
+		if st := c.open[num]; st != nil && hasTerm(st.terms, id) {
+			ps[k] = num
+			k++
+		}
+	}
+	if k == 0 {
+		delete(c.postings, id)
+		return
+	}
+	c.postings[id] = slices.Clip(ps[:k])
+}
+
+func dot(a, b []term) float64 {
+	var s float64
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i].ID < b[j].ID:
+			i++
+		case a[i].ID > b[j].ID:
+			j++
+		default:
+			s += float64(a[i].W) * float64(b[j].W)
+			i++
+			j++
+		}
+	}
+	return s
+}
+
+func (c *Clusterer) newStory() uint64 {
+	num := c.nextNum
+	c.nextNum++
+	c.open[num] = &centroid{num: num}
+	return num
+}
+
+// add folds unit vector v into the story's centroid.
+func (c *Clusterer) add(st *centroid, v Vector, now int64) {
+	st.terms = c.sum(st, st.terms, v)
+	st.size++
+	c.touch(st, now)
+}
+
+// touch moves the story's latest time forward and marks it changed.
+func (c *Clusterer) touch(st *centroid, t int64) {
+	if t > st.last || st.size == 1 {
+		st.last = max(st.last, t)
+		heap.Push(&c.byLast, lastEntry{last: st.last, num: st.num})
+	}
+	c.dirtyStories[st.num] = struct{}{}
+}
+
+// absorb merges story o into st and closes o.
+func (c *Clusterer) absorb(st, o *centroid) {
+	st.terms = c.sum(st, st.terms, o.terms)
+	st.size += o.size
+	c.touch(st, o.last)
+	c.close(o.num)
+}
+
+// sum returns a+b pruned to StoryTerms, recomputes st's norm and posts st
+// under terms it did not have.
+func (c *Clusterer) sum(st *centroid, a, b []term) []term {
+	out := make([]term, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].ID < b[j].ID):
+			out = append(out, a[i])
+			i++
+		case i == len(a) || b[j].ID < a[i].ID:
+			out = append(out, b[j])
+			j++
+		default:
+			out = append(out, term{ID: a[i].ID, W: a[i].W + b[j].W})
+			i++
+			j++
+		}
+	}
+	if len(out) > c.opts.StoryTerms {
+		slices.SortFunc(out, byWeightDesc)
+		out = out[:c.opts.StoryTerms]
+		slices.SortFunc(out, func(x, y term) int { return cmpU32(x.ID, y.ID) })
+	}
+	// Post under new terms; terms pruned away stay posted and are
+	// skipped by dot products (their weight is gone).
+	k := 0
+	for _, e := range out {
+		for k < len(a) && a[k].ID < e.ID {
+			k++
+		}
+		if k < len(a) && a[k].ID == e.ID {
+			continue
+		}
+		c.post(e.ID, st.num)
+	}
+	var n float64
+	for _, e := range out {
+		n += float64(e.W) * float64(e.W)
+	}
+	st.normSq = n
+	return out
+}
+
+func (c *Clusterer) post(id uint32, num uint64) {
+	ps := c.postings[id]
+	i, found := slices.BinarySearch(ps, num)
+	if found {
+		return
+	}
+	c.postings[id] = slices.Insert(ps, i, num)
+}
+
+// close removes a story from the open set.
+func (c *Clusterer) close(num uint64) {
+	delete(c.open, num)
+	delete(c.dirtyStories, num)
+	c.closed = append(c.closed, num)
+}
+
+// expire closes stories whose latest article is older than Window before
+// now, oldest first.
+func (c *Clusterer) expire(now int64) {
+	limit := now - c.opts.Window.Milliseconds()
+	for len(c.byLast) > 0 && c.byLast[0].last < limit {
+		e := heap.Pop(&c.byLast).(lastEntry)
+		if st := c.open[e.num]; st != nil && st.last == e.last {
+			c.close(e.num)
+		}
+	}
+}
+
+// lastEntry records that story num had its latest article at last; entries
+// made stale by later articles are skipped when popped.
+type lastEntry struct {
+	last int64
+	num  uint64
+}
+
+type lastHeap []lastEntry
+
+func (h lastHeap) Len() int { return len(h) }
+func (h lastHeap) Less(i, j int) bool {
+	if h[i].last != h[j].last {
+		return h[i].last < h[j].last
+	}
+	return h[i].num < h[j].num
+}
+func (h lastHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *lastHeap) Push(x any)   { *h = append(*h, x.(lastEntry)) }
+func (h *lastHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// Open reports the number of open stories.
+func (c *Clusterer) Open() int { return len(c.open) }

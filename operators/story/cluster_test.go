@@ -1,0 +1,194 @@
+package story
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// labelled is one article of a labelled clustering corpus.
+type labelled struct {
+	ID, Story   string
+	Title, Body string
+	Time        int64
+}
+
+const sharedData = "../../../shared/data/clustering"
+
+func loadLabelled(t testing.TB, name string) []labelled {
+	t.Helper()
+	f, err := os.Open(filepath.Join(sharedData, name))
+	if err != nil {
+		t.Skipf("shared corpus not available (%v); skipping", err)
+	}
+	defer f.Close()
+	var out []labelled
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var r struct {
+			ID          string `json:"id"`
+			DocID       string `json:"doc_id"`
+			Story       string `json:"story"`
+			Title       string `json:"title"`
+			Text        string `json:"text"`
+			PublishedAt string `json:"published_at"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		l := labelled{ID: r.ID, Story: r.Story, Title: r.Title, Body: r.Text}
+		if l.ID == "" {
+			l.ID = r.DocID
+		}
+		if r.PublishedAt != "" {
+			ts, err := time.Parse(time.RFC3339, r.PublishedAt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Time = ts.UnixMilli()
+		}
+		out = append(out, l)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// clusterAll runs a fresh Clusterer over docs and returns id → story.
+func clusterAll(t testing.TB, docs []labelled, opts ClusterOptions) map[string]string {
+	c, err := NewClusterer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	story := map[string]uint64{}
+	redirect := map[uint64]uint64{}
+	for _, d := range docs {
+		a := c.Assign(c.Vectorize(Text{Title: d.Title, Body: d.Body, Time: d.Time}), d.Time)
+		story[d.ID] = a.Story
+		for _, m := range a.Merged {
+			redirect[m] = a.Story
+		}
+	}
+	out := map[string]string{}
+	for id, s := range story {
+		for {
+			n, ok := redirect[s]
+			if !ok {
+				break
+			}
+			s = n
+		}
+		out[id] = fmt.Sprint(s)
+	}
+	return out
+}
+
+func truthOf(docs []labelled) map[string]string {
+	m := map[string]string{}
+	for _, d := range docs {
+		m[d.ID] = d.Story
+	}
+	return m
+}
+
+func TestClustererQualityUCI(t *testing.T) {
+	docs := loadLabelled(t, "uci_dev.ndjson")
+	s := Score(truthOf(docs), clusterAll(t, docs, ClusterOptions{}))
+	t.Logf("uci_dev in time order: B-cubed P %.3f R %.3f F1 %.3f; pairwise P %.3f R %.3f F1 %.3f; %d stories for %d labelled",
+		s.BCubedP, s.BCubedR, s.BCubedF1, s.PairP, s.PairR, s.PairF1, s.Predicted, s.Reference)
+	if s.BCubedF1 < 0.80 || s.BCubedP < 0.90 {
+		t.Errorf("B-cubed F1 %.3f (want ≥ 0.80), precision %.3f (want ≥ 0.90)", s.BCubedF1, s.BCubedP)
+	}
+
+	// Shuffled arrival order: the clusterer must not depend on articles of
+	// one story arriving together.
+	shuffled := append([]labelled(nil), docs...)
+	rand.New(rand.NewPCG(7, 11)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	s = Score(truthOf(docs), clusterAll(t, shuffled, ClusterOptions{}))
+	t.Logf("uci_dev shuffled: B-cubed P %.3f R %.3f F1 %.3f; pairwise F1 %.3f", s.BCubedP, s.BCubedR, s.BCubedF1, s.PairF1)
+	if s.BCubedF1 < 0.75 {
+		t.Errorf("shuffled B-cubed F1 %.3f, want ≥ 0.75", s.BCubedF1)
+	}
+}
+
+func TestClustererQualityECBPlus(t *testing.T) {
+	docs := loadLabelled(t, "ecbplus_docs.jsonl")
+	s := Score(truthOf(docs), clusterAll(t, docs, ClusterOptions{}))
+	t.Logf("ecbplus full text: B-cubed P %.3f R %.3f F1 %.3f; pairwise P %.3f R %.3f F1 %.3f; %d stories for %d labelled",
+		s.BCubedP, s.BCubedR, s.BCubedF1, s.PairP, s.PairR, s.PairF1, s.Predicted, s.Reference)
+	if s.BCubedF1 < 0.70 {
+		t.Errorf("B-cubed F1 %.3f, want ≥ 0.70", s.BCubedF1)
+	}
+}
+
+// TestClustererRestoreContinuesIdentically checkpoints the clusterer every
+// few hundred articles through a state DB and restores it, and checks the
+// assignments equal those of one uninterrupted run.
+func TestClustererRestoreContinuesIdentically(t *testing.T) {
+	docs := loadLabelled(t, "uci_dev.ndjson")
+	want := clusterAll(t, docs, ClusterOptions{})
+
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ns := db.Namespace("cluster")
+	prefix := []byte("c")
+	c, err := NewClusterer(ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	story := map[string]uint64{}
+	redirect := map[uint64]uint64{}
+	for i, d := range docs {
+		a := c.Assign(c.Vectorize(Text{Title: d.Title, Body: d.Body, Time: d.Time}), d.Time)
+		story[d.ID] = a.Story
+		for _, m := range a.Merged {
+			redirect[m] = a.Story
+		}
+		if i%337 == 336 {
+			b := ns.NewBatch()
+			if err := c.Persist(b, prefix); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if c, err = RestoreClusterer(ClusterOptions{}, ns, prefix); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id, s := range story {
+		for {
+			n, ok := redirect[s]
+			if !ok {
+				break
+			}
+			s = n
+		}
+		if got := fmt.Sprint(s); got != want[id] {
+			t.Fatalf("article %s: story %s after restores, %s without", id, got, want[id])
+		}
+	}
+}
+
+func TestClustererOptionsValidate(t *testing.T) {
+	for _, o := range []ClusterOptions{
+		{Threshold: 1.5}, {Decay: -1}, {ShortTerms: 200, LongTerms: 100}, {Window: -time.Second}, {ProbeDepth: -1},
+	} {
+		if _, err := NewClusterer(o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+	}
+}

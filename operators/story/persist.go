@@ -1,0 +1,170 @@
+package story
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// Clusterer state keys, under the prefix the caller gives:
+//
+//	m          → docs, next story number (uvarints)
+//	t <id:4>   → df (uvarint), word
+//	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs
+const (
+	keyMeta  = 'm'
+	keyTerm  = 't'
+	keyStory = 's'
+)
+
+// Persist stages every change since the last Persist into w, with keys
+// under prefix.
+func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
+	var buf []byte
+	ids := make([]uint32, 0, len(c.dirtyTerms))
+	for id := range c.dirtyTerms {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		k := append(append(slices.Clip(prefix), keyTerm), 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(k[len(k)-4:], id)
+		buf = binary.AppendUvarint(buf[:0], uint64(c.df[id]))
+		buf = append(buf, c.words[id]...)
+		if err := w.Set(k, buf); err != nil {
+			return err
+		}
+	}
+	clear(c.dirtyTerms)
+	for _, num := range c.closed {
+		k := storyKey(prefix, num)
+		if err := w.Delete(k); err != nil {
+			return err
+		}
+	}
+	c.closed = c.closed[:0]
+	nums := make([]uint64, 0, len(c.dirtyStories))
+	for num := range c.dirtyStories {
+		nums = append(nums, num)
+	}
+	slices.Sort(nums)
+	for _, num := range nums {
+		st := c.open[num]
+		buf = binary.AppendUvarint(buf[:0], uint64(st.size))
+		buf = binary.AppendUvarint(buf, uint64(st.last))
+		for _, e := range st.terms {
+			buf = binary.AppendUvarint(buf, uint64(e.ID))
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(e.W))
+		}
+		if err := w.Set(storyKey(prefix, num), buf); err != nil {
+			return err
+		}
+	}
+	clear(c.dirtyStories)
+	buf = binary.AppendUvarint(buf[:0], c.docs)
+	buf = binary.AppendUvarint(buf, c.nextNum)
+	return w.Set(append(slices.Clip(prefix), keyMeta), buf)
+}
+
+func storyKey(prefix []byte, num uint64) []byte {
+	k := append(slices.Clip(prefix), keyStory)
+	return binary.BigEndian.AppendUint64(k, num)
+}
+
+var errCorrupt = errors.New("story: corrupt clusterer state")
+
+// RestoreClusterer rebuilds a clusterer from the state Persist wrote under
+// prefix. It continues exactly as the clusterer that wrote it would have.
+func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clusterer, error) {
+	c, err := NewClusterer(opts)
+	if err != nil {
+		return nil, err
+	}
+	meta, ok, err := r.Get(append(slices.Clip(prefix), keyMeta))
+	if err != nil || !ok {
+		return c, err
+	}
+	var n int
+	if c.docs, n = binary.Uvarint(meta); n <= 0 {
+		return nil, errCorrupt
+	}
+	if c.nextNum, n = binary.Uvarint(meta[n:]); n <= 0 {
+		return nil, errCorrupt
+	}
+	lo := append(slices.Clip(prefix), keyTerm)
+	err = r.Scan(lo, prefixEnd(lo), func(k, v []byte) error {
+		if len(k) != len(lo)+4 {
+			return errCorrupt
+		}
+		id := binary.BigEndian.Uint32(k[len(lo):])
+		df, n := binary.Uvarint(v)
+		if n <= 0 || int(id) != len(c.words) {
+			return fmt.Errorf("%w: term %d out of order", errCorrupt, id)
+		}
+		w := string(v[n:])
+		c.vocab[w] = id
+		c.words = append(c.words, w)
+		c.df = append(c.df, uint32(df))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	lo = append(slices.Clip(prefix), keyStory)
+	err = r.Scan(lo, prefixEnd(lo), func(k, v []byte) error {
+		if len(k) != len(lo)+8 {
+			return errCorrupt
+		}
+		st := &centroid{num: binary.BigEndian.Uint64(k[len(lo):])}
+		size, n := binary.Uvarint(v)
+		if n <= 0 {
+			return errCorrupt
+		}
+		v = v[n:]
+		last, n := binary.Uvarint(v)
+		if n <= 0 {
+			return errCorrupt
+		}
+		v = v[n:]
+		st.size, st.last = int(size), int64(last)
+		for len(v) > 0 {
+			id, n := binary.Uvarint(v)
+			if n <= 0 || len(v) < n+4 || id >= uint64(len(c.words)) {
+				return errCorrupt
+			}
+			w := math.Float32frombits(binary.LittleEndian.Uint32(v[n:]))
+			st.terms = append(st.terms, term{ID: uint32(id), W: w})
+			v = v[n+4:]
+		}
+		for _, e := range st.terms {
+			st.normSq += float64(e.W) * float64(e.W)
+			// Scanned in ascending story order: appends keep postings sorted.
+			c.postings[e.ID] = append(c.postings[e.ID], st.num)
+		}
+		c.open[st.num] = st
+		c.byLast = append(c.byLast, lastEntry{last: st.last, num: st.num})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	heap.Init(&c.byLast)
+	return c, nil
+}
+
+// prefixEnd returns the least key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
