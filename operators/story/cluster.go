@@ -33,6 +33,9 @@ type ClusterOptions struct {
 	// ShortTerms and LongTerms are the distinct-term counts where the short
 	// and long thresholds apply (defaults 10 and 150).
 	ShortTerms, LongTerms int
+	// SmallBoost is added to the join threshold of a story of one article,
+	// and SmallBoost/n to one of n articles (default 0.15).
+	SmallBoost float64
 	// Decay is the similarity decay per hour of distance in event time
 	// (default 0.1, the decay rate of a regular story).
 	Decay float64
@@ -59,6 +62,7 @@ func DefaultClusterOptions() ClusterOptions {
 		Bridge: 0.2, BridgeLong: 0.4,
 		Merge: 0.25, MergeLong: 0.4,
 		ShortTerms: 10, LongTerms: 150,
+		SmallBoost:  0.15,
 		Decay:       0.1,
 		TitleWeight: 2,
 		MaxTerms:    48, StoryTerms: 64,
@@ -86,6 +90,7 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 	setf(&o.Merge, d.Merge)
 	setf(&o.MergeLong, d.MergeLong)
 	setf(&o.Decay, d.Decay)
+	setf(&o.SmallBoost, d.SmallBoost)
 	setf(&o.TitleWeight, d.TitleWeight)
 	seti(&o.ShortTerms, d.ShortTerms)
 	seti(&o.LongTerms, d.LongTerms)
@@ -314,10 +319,15 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 	cands := c.candidates(v, now)
 	th := c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong)
 	var a Assignment
-	if len(cands) > 0 && cands[0].sim >= th {
-		a.Story, a.Similarity = cands[0].num, cands[0].sim
-	} else {
-		a.Story, a.New = c.newStory(), true
+	a.New = true
+	for _, cd := range cands {
+		if cd.sim >= c.joinThreshold(th, c.open[cd.num].size) {
+			a.Story, a.Similarity, a.New = cd.num, cd.sim, false
+			break
+		}
+	}
+	if a.New {
+		a.Story = c.newStory()
 	}
 	st := c.open[a.Story]
 	c.add(st, v, now)
@@ -348,6 +358,14 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 	}
 	slices.Sort(a.Merged)
 	return a
+}
+
+// joinThreshold raises the threshold th for small stories: a centroid of
+// one or two articles matches a headline on a single shared word, while a
+// centroid of many is diffuse and matches on less. Size 1 needs SmallBoost
+// more, falling as 1/size.
+func (c *Clusterer) joinThreshold(th float64, size int) float64 {
+	return th + c.opts.SmallBoost/float64(max(1, size))
 }
 
 // Join adds an article to a given open story (a near-duplicate of one of

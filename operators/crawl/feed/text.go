@@ -409,3 +409,9 @@ func validUTF8(s string) string {
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
 }
+
+// Text returns the visible text of an HTML fragment (or plain text) as
+// valid UTF-8 of at most max bytes, as the parser cleans titles and
+// summaries. Articles that enter through other paths than the crawler are
+// cleaned with it too.
+func Text(s string, max int) string { return validUTF8(htmlToText(s, max)) }

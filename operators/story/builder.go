@@ -1,0 +1,541 @@
+package story
+
+import (
+	"cmp"
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/neardup"
+)
+
+// Label is a topic with a confidence in [0, 1].
+type Label struct {
+	Topic      string  `json:"topic"`
+	Confidence float64 `json:"confidence"`
+}
+
+// Article is what the story stage reads of a deduplicated, classified
+// article.
+type Article struct {
+	ID        string  `json:"id"`
+	URL       string  `json:"url"`
+	SourceID  string  `json:"source_id"`
+	Source    string  `json:"source,omitempty"`
+	Authority float64 `json:"authority"`
+	Title     string  `json:"title"`
+	Summary   string  `json:"summary,omitempty"`
+	Topics    []Label `json:"topics,omitempty"`
+	// Published is the event time in ms since the epoch.
+	Published int64 `json:"published_at"`
+	// Version counts edits of the article; 1 for the first version.
+	Version int `json:"version"`
+}
+
+// BreakingOptions define when a story is breaking: more than Rate articles
+// per minute over Window, from at least Sources distinct sources.
+type BreakingOptions struct {
+	Window  time.Duration // default 30m
+	Rate    float64       // default 2 articles per minute
+	Sources int           // default 5
+}
+
+// Decay classes and their freshness decay rates per hour.
+const (
+	ClassBreaking  = "breaking"
+	ClassRegular   = "regular"
+	ClassEvergreen = "evergreen"
+)
+
+// Options configure a Builder.
+type Options struct {
+	Cluster  ClusterOptions
+	NearDup  neardup.Options
+	Breaking BreakingOptions
+	// EvergreenTopics are topics whose stories age slowly unless breaking
+	// (default science and health).
+	EvergreenTopics []string
+	// Lambda maps decay classes to freshness decay rates per hour
+	// (defaults breaking 0.5, regular 0.1, evergreen 0.02).
+	Lambda map[string]float64
+	// MaxTopics caps a story's topic list (default 3).
+	MaxTopics int
+	// NearDupWindow is how far apart in event time a near-copy may be from
+	// the article it copies to join that article's story directly (default
+	// 6h). Syndicated copies appear within hours; a later re-run goes
+	// through the story clusterer like any other article.
+	NearDupWindow time.Duration
+}
+
+// DefaultOptions returns the defaults the zero value stands for.
+func DefaultOptions() Options {
+	return Options{
+		Cluster:         DefaultClusterOptions(),
+		NearDup:         neardup.DefaultOptions(),
+		Breaking:        BreakingOptions{Window: 30 * time.Minute, Rate: 2, Sources: 5},
+		EvergreenTopics: []string{"science", "health"},
+		Lambda:          map[string]float64{ClassBreaking: 0.5, ClassRegular: 0.1, ClassEvergreen: 0.02},
+		MaxTopics:       3,
+		NearDupWindow:   6 * time.Hour,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	o.Cluster = o.Cluster.withDefaults()
+	if o.Breaking.Window == 0 {
+		o.Breaking.Window = d.Breaking.Window
+	}
+	if o.Breaking.Rate == 0 {
+		o.Breaking.Rate = d.Breaking.Rate
+	}
+	if o.Breaking.Sources == 0 {
+		o.Breaking.Sources = d.Breaking.Sources
+	}
+	if o.EvergreenTopics == nil {
+		o.EvergreenTopics = d.EvergreenTopics
+	}
+	lambda := map[string]float64{}
+	for k, v := range d.Lambda {
+		lambda[k] = v
+	}
+	for k, v := range o.Lambda {
+		lambda[k] = v
+	}
+	o.Lambda = lambda
+	if o.MaxTopics == 0 {
+		o.MaxTopics = d.MaxTopics
+	}
+	if o.NearDupWindow == 0 {
+		o.NearDupWindow = d.NearDupWindow
+	}
+	return o
+}
+
+// Validate reports invalid option values.
+func (o Options) Validate() error {
+	if err := o.Cluster.Validate(); err != nil {
+		return err
+	}
+	if err := o.NearDup.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case o.Breaking.Window < 0 || o.Breaking.Rate < 0 || o.Breaking.Sources < 0:
+		return errors.New("story: breaking thresholds must not be negative")
+	case o.NearDupWindow < 0:
+		return errors.New("story: near-duplicate window must not be negative")
+	case o.MaxTopics < 0:
+		return errors.New("story: max topics must not be negative")
+	}
+	for k, v := range o.Lambda {
+		if k != ClassBreaking && k != ClassRegular && k != ClassEvergreen {
+			return fmt.Errorf("story: unknown decay class %q", k)
+		}
+		if v < 0 || math.IsNaN(v) {
+			return fmt.Errorf("story: decay rate of %s must not be negative", k)
+		}
+	}
+	return nil
+}
+
+// Story is the public view of a story.
+type Story struct {
+	// ID is the id of the article that founded the story.
+	ID string `json:"id"`
+	// Representative is the article shown for the story: the one from the
+	// source with the highest authority, then the earliest.
+	Representative string  `json:"representative"`
+	Title          string  `json:"title"`
+	URL            string  `json:"url"`
+	SourceID       string  `json:"source_id"`
+	Source         string  `json:"source,omitempty"`
+	Authority      float64 `json:"authority"`
+	repPublished   int64
+
+	Articles int `json:"article_count"`
+	// Sources counts articles per source, most first.
+	Sources   []SourceCount `json:"sources"`
+	FirstSeen int64         `json:"first_seen"`
+	LastSeen  int64         `json:"last_seen"`
+	Topics    []Label       `json:"topics,omitempty"`
+	// Velocity is the number of articles in the hour before LastSeen.
+	Velocity float64 `json:"velocity"`
+	Breaking bool    `json:"breaking"`
+	// BreakingAt is when the story last met the breaking condition.
+	BreakingAt int64   `json:"breaking_at,omitempty"`
+	DecayClass string  `json:"decay_class"`
+	Lambda     float64 `json:"decay_lambda"`
+	// MergedFrom lists stories merged into this one.
+	MergedFrom []string `json:"merged_from,omitempty"`
+	// MergedInto is set on a story that was merged into another.
+	MergedInto string `json:"merged_into,omitempty"`
+
+	num uint64
+
+	topicSum map[string]float64
+	recent   []recentArticle // articles within the velocity and breaking windows
+}
+
+// SourceCount is the number of articles of a story from one source.
+type SourceCount struct {
+	SourceID string `json:"source_id"`
+	Articles int    `json:"articles"`
+}
+
+type recentArticle struct {
+	t   int64
+	src string
+}
+
+// Result reports what Apply did with an article.
+type Result struct {
+	Story    string
+	StoryNum uint64
+	// MergedNums are the numbers of the stories in Merged.
+	MergedNums []uint64
+	// NewStory is true when the article founded Story.
+	NewStory bool
+	// DuplicateOf is the article this one nearly copies, if any.
+	DuplicateOf string
+	// Merged lists stories merged into Story.
+	Merged []string
+	// Update is true when the article had been applied before (an edit or
+	// a repeat); its story does not change.
+	Update bool
+}
+
+// articleState is what the builder keeps of an article while its story
+// may still grow.
+type articleState struct {
+	num   uint64
+	story uint64
+	doc   neardup.Doc
+	t     int64
+}
+
+// ArticleRecord is what the builder stores of an article.
+type ArticleRecord struct {
+	Article
+	Num         uint64 `json:"num"`
+	Story       uint64 `json:"story"`
+	DuplicateOf string `json:"duplicate_of,omitempty"`
+}
+
+// Builder turns a sequence of articles into stories. It is deterministic
+// and not safe for concurrent use.
+type Builder struct {
+	opts Options
+	c    *Clusterer
+	det  *neardup.Detector
+	nd   *neardup.Index
+
+	articles map[string]*articleState
+	byNum    map[uint64]string // article num → id, for near-duplicate matches
+	expiry   lastHeap          // articles by event time, num as tiebreak
+	nextArt  uint64
+
+	stories  map[uint64]*Story // stories with articles in the window
+	redirect map[uint64]uint64 // merged story → the one it went into
+	mergedID map[string]string // merged story id → the one it went into
+
+	// Changes since the last Persist.
+	dirtyStories  map[uint64]*Story
+	dirtyArticles []ArticleRecord
+	expired       []lastEntry // window index entries to delete
+}
+
+// NewBuilder returns an empty builder.
+func NewBuilder(opts Options) (*Builder, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	c, err := NewClusterer(opts.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	det, err := neardup.NewDetector(opts.NearDup)
+	if err != nil {
+		return nil, err
+	}
+	return &Builder{
+		opts: opts, c: c, det: det, nd: neardup.NewIndex(),
+		articles: map[string]*articleState{},
+		byNum:    map[uint64]string{},
+		stories:  map[uint64]*Story{},
+		redirect: map[uint64]uint64{},
+		mergedID: map[string]string{},
+
+		dirtyStories: map[uint64]*Story{},
+	}, nil
+}
+
+// Apply adds an article (or a new version of one) to the stories.
+func (b *Builder) Apply(a Article) (Result, error) {
+	if a.ID == "" {
+		return Result{}, errors.New("story: article without id")
+	}
+	b.expire(a.Published)
+	if as, ok := b.articles[a.ID]; ok {
+		num := b.resolve(as.story)
+		st := b.stories[num]
+		if st.Representative == a.ID {
+			st.Title, st.URL = a.Title, a.URL
+			b.dirtyStories[num] = st
+		}
+		// Near-copies are compared with the latest text.
+		doc := b.det.Doc(a.Title, a.Summary)
+		b.nd.Remove(as.num, as.doc.FP)
+		b.nd.Add(as.num, doc.FP)
+		as.doc = doc
+		b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: as.num, Story: as.story})
+		return Result{Story: st.ID, StoryNum: num, Update: true}, nil
+	}
+	doc := b.det.Doc(a.Title, a.Summary)
+	var res Result
+	num, dup, ok := b.nearDuplicate(doc, a.Published)
+	v := b.c.Vectorize(Text{Title: a.Title, Body: a.Summary, Time: a.Published})
+	if ok && b.c.Join(num, v, a.Published) {
+		res.DuplicateOf = dup
+	} else {
+		as := b.c.Assign(v, a.Published)
+		num = as.Story
+		if as.New {
+			b.stories[num] = &Story{ID: a.ID, num: num, FirstSeen: a.Published, topicSum: map[string]float64{}}
+			res.NewStory = true
+		}
+		for _, m := range as.Merged {
+			res.Merged = append(res.Merged, b.stories[m].ID)
+			res.MergedNums = append(res.MergedNums, m)
+			b.merge(num, m)
+		}
+	}
+	st := b.stories[num]
+	b.addToStory(st, a)
+	b.dirtyStories[num] = st
+	res.Story, res.StoryNum = st.ID, num
+
+	an := b.nextArt
+	b.nextArt++
+	b.articles[a.ID] = &articleState{num: an, story: num, doc: doc, t: a.Published}
+	b.byNum[an] = a.ID
+	b.nd.Add(an, doc.FP)
+	heap.Push(&b.expiry, lastEntry{last: a.Published, num: an})
+	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf})
+	return res, nil
+}
+
+// nearDuplicate finds the closest open article that a document nearly
+// copies: least Hamming distance, then lowest article number.
+func (b *Builder) nearDuplicate(doc neardup.Doc, now int64) (story uint64, article string, ok bool) {
+	best, bestDist := uint64(math.MaxUint64), math.MaxInt
+	window := b.opts.NearDupWindow.Milliseconds()
+	err := b.nd.Query(doc.FP, b.det.Options().Borderline, func(id, fp uint64, dist int) bool {
+		other := b.articles[b.byNum[id]]
+		if other == nil || abs(now-other.t) > window || !b.det.Decide(doc, other.doc).Duplicate() {
+			return true
+		}
+		if dist < bestDist || (dist == bestDist && id < best) {
+			best, bestDist = id, dist
+		}
+		return true
+	})
+	if err != nil || bestDist == math.MaxInt {
+		return 0, "", false
+	}
+	id := b.byNum[best]
+	return b.resolve(b.articles[id].story), id, true
+}
+
+func (b *Builder) resolve(num uint64) uint64 {
+	for {
+		n, ok := b.redirect[num]
+		if !ok {
+			return num
+		}
+		num = n
+	}
+}
+
+// merge folds story from into story into.
+func (b *Builder) merge(into, from uint64) {
+	dst, src := b.stories[into], b.stories[from]
+	b.redirect[from] = into
+	b.mergedID[src.ID] = dst.ID
+	src.MergedInto = dst.ID
+	dst.MergedFrom = append(dst.MergedFrom, src.ID)
+	dst.MergedFrom = append(dst.MergedFrom, src.MergedFrom...)
+	dst.Articles += src.Articles
+	for _, sc := range src.Sources {
+		addSource(dst, sc.SourceID, sc.Articles)
+	}
+	dst.FirstSeen = min(dst.FirstSeen, src.FirstSeen)
+	dst.LastSeen = max(dst.LastSeen, src.LastSeen)
+	for k, v := range src.topicSum {
+		dst.topicSum[k] += v
+	}
+	dst.recent = append(dst.recent, src.recent...)
+	slices.SortStableFunc(dst.recent, func(x, y recentArticle) int { return cmp.Compare(x.t, y.t) })
+	if better(src.Authority, src.repPublished, src.Representative, dst.Authority, dst.repPublished, dst.Representative) {
+		dst.Representative, dst.Title, dst.URL = src.Representative, src.Title, src.URL
+		dst.SourceID, dst.Source, dst.Authority, dst.repPublished = src.SourceID, src.Source, src.Authority, src.repPublished
+	}
+	b.refresh(dst, dst.LastSeen)
+	b.dirtyStories[from] = src
+	b.dirtyStories[into] = dst
+	delete(b.stories, from)
+}
+
+// better reports whether representative a beats b: higher authority, then
+// earlier, then lower id.
+func better(authA float64, tA int64, idA string, authB float64, tB int64, idB string) bool {
+	switch {
+	case idB == "":
+		return true
+	case authA != authB:
+		return authA > authB
+	case tA != tB:
+		return tA < tB
+	}
+	return idA < idB
+}
+
+func addSource(st *Story, src string, n int) {
+	for i := range st.Sources {
+		if st.Sources[i].SourceID == src {
+			st.Sources[i].Articles += n
+			return
+		}
+	}
+	st.Sources = append(st.Sources, SourceCount{SourceID: src, Articles: n})
+}
+
+func (b *Builder) addToStory(st *Story, a Article) {
+	st.Articles++
+	addSource(st, a.SourceID, 1)
+	st.FirstSeen = min(st.FirstSeen, a.Published)
+	st.LastSeen = max(st.LastSeen, a.Published)
+	for _, l := range a.Topics {
+		st.topicSum[l.Topic] += l.Confidence
+	}
+	if better(a.Authority, a.Published, a.ID, st.Authority, st.repPublished, st.Representative) {
+		st.Representative, st.Title, st.URL = a.ID, a.Title, a.URL
+		st.SourceID, st.Source, st.Authority, st.repPublished = a.SourceID, a.Source, a.Authority, a.Published
+	}
+	i, _ := slices.BinarySearchFunc(st.recent, a.Published, func(r recentArticle, t int64) int { return cmp.Compare(r.t, t+1) })
+	st.recent = slices.Insert(st.recent, i, recentArticle{t: a.Published, src: a.SourceID})
+	b.refresh(st, a.Published)
+}
+
+// refresh recomputes a story's derived fields as of event time now.
+func (b *Builder) refresh(st *Story, now int64) {
+	slices.SortStableFunc(st.Sources, func(x, y SourceCount) int {
+		if c := cmp.Compare(y.Articles, x.Articles); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.SourceID, y.SourceID)
+	})
+	// Topics: the largest confidence sums, as mean confidence per article.
+	st.Topics = st.Topics[:0]
+	for k, v := range st.topicSum {
+		st.Topics = append(st.Topics, Label{Topic: k, Confidence: v / float64(st.Articles)})
+	}
+	slices.SortFunc(st.Topics, func(x, y Label) int {
+		if c := cmp.Compare(y.Confidence, x.Confidence); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Topic, y.Topic)
+	})
+	if len(st.Topics) > b.opts.MaxTopics {
+		st.Topics = st.Topics[:b.opts.MaxTopics]
+	}
+	// Keep the articles of the last hour (velocity) and breaking window.
+	keep := max(time.Hour, b.opts.Breaking.Window).Milliseconds()
+	cut := 0
+	for cut < len(st.recent) && st.recent[cut].t < now-keep {
+		cut++
+	}
+	st.recent = st.recent[cut:]
+	var hour, win int
+	srcs := map[string]struct{}{}
+	for _, r := range st.recent {
+		if r.t > now-time.Hour.Milliseconds() && r.t <= now {
+			hour++
+		}
+		if r.t > now-b.opts.Breaking.Window.Milliseconds() && r.t <= now {
+			win++
+			srcs[r.src] = struct{}{}
+		}
+	}
+	st.Velocity = float64(hour)
+	rate := float64(win) / b.opts.Breaking.Window.Minutes()
+	if rate > b.opts.Breaking.Rate && len(srcs) >= b.opts.Breaking.Sources {
+		st.Breaking, st.BreakingAt = true, now
+	} else if now-st.BreakingAt > b.opts.Breaking.Window.Milliseconds() {
+		st.Breaking = false
+	}
+	st.DecayClass = ClassRegular
+	switch {
+	case st.Breaking:
+		st.DecayClass = ClassBreaking
+	case len(st.Topics) > 0 && slices.Contains(b.opts.EvergreenTopics, st.Topics[0].Topic):
+		st.DecayClass = ClassEvergreen
+	}
+	st.Lambda = b.opts.Lambda[st.DecayClass]
+}
+
+// expire forgets articles older than the clustering window: they can no
+// longer be near-duplicate targets, and edits of them are applied as new
+// articles of their story by the caller's lookup.
+func (b *Builder) expire(now int64) {
+	limit := now - b.opts.Cluster.Window.Milliseconds()
+	for len(b.expiry) > 0 && b.expiry[0].last < limit {
+		e := heap.Pop(&b.expiry).(lastEntry)
+		id := b.byNum[e.num]
+		as := b.articles[id]
+		b.nd.Remove(e.num, as.doc.FP)
+		delete(b.byNum, e.num)
+		delete(b.articles, id)
+		b.expired = append(b.expired, e)
+		// A story leaves memory with its last article in the window.
+		num := b.resolve(as.story)
+		if st := b.stories[num]; st != nil && st.LastSeen < limit {
+			delete(b.stories, num)
+		}
+	}
+}
+
+// Current returns the id of the story that story id is part of now: id
+// itself, or the story it was merged into.
+func (b *Builder) Current(id string) string {
+	for {
+		n, ok := b.mergedID[id]
+		if !ok {
+			return id
+		}
+		id = n
+	}
+}
+
+// Story returns the current state of a story by number, following merges.
+func (b *Builder) Story(num uint64) *Story { return b.stories[b.resolve(num)] }
+
+// StoryOf returns the story an open article belongs to.
+func (b *Builder) StoryOf(articleID string) (*Story, bool) {
+	as, ok := b.articles[articleID]
+	if !ok {
+		return nil, false
+	}
+	return b.Story(as.story), true
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,499 @@
+package story
+
+import (
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Name is the operator's name in the topology.
+const Name = "stories"
+
+// OperatorOptions configure the stories operator. The zero value is valid.
+type OperatorOptions struct {
+	Builder Options
+	// ViewWindow is how long after its latest article a story stays in
+	// story lists (default 48h of event time).
+	ViewWindow time.Duration
+	// MaxLimit caps the page size of story lists (default 100).
+	MaxLimit int
+}
+
+// DefaultOperatorOptions returns the defaults the zero value stands for.
+func DefaultOperatorOptions() OperatorOptions {
+	return OperatorOptions{Builder: DefaultOptions(), ViewWindow: 48 * time.Hour, MaxLimit: 100}
+}
+
+// Validate reports invalid option values.
+func (o OperatorOptions) Validate() error {
+	if err := o.Builder.Validate(); err != nil {
+		return err
+	}
+	if o.ViewWindow < 0 || o.MaxLimit < 0 {
+		return errors.New("stories: view window and max limit must not be negative")
+	}
+	return nil
+}
+
+func (o OperatorOptions) withDefaults() OperatorOptions {
+	d := DefaultOperatorOptions()
+	o.Builder = o.Builder.withDefaults()
+	if o.ViewWindow == 0 {
+		o.ViewWindow = d.ViewWindow
+	}
+	if o.MaxLimit == 0 {
+		o.MaxLimit = d.MaxLimit
+	}
+	return o
+}
+
+// Operator groups the article stream into stories. Clustering needs one
+// total order of all articles, so the operator runs as one task: the task
+// of partition 0, where the articles operator writes every article. The
+// tasks of the other partitions have no input and stay idle.
+type Operator struct {
+	opts       OperatorOptions
+	partitions int32
+
+	// view is the published query view; reader reads committed state.
+	view   atomic.Pointer[view]
+	reader atomic.Pointer[state.Reader]
+
+	assigned *prometheus.CounterVec
+	openGa   prometheus.Gauge
+}
+
+// New returns the operator for a topology of the given partition count.
+func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := &Operator{opts: opts.withDefaults(), partitions: partitions}
+	o.assigned = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "newsflow_story_assignments_total",
+		Help: "Articles assigned to stories, by kind: new story, joined, near-duplicate, edit.",
+	}, []string{"kind"})
+	o.openGa = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "newsflow_stories_open", Help: "Stories open for new articles.",
+	})
+	if reg != nil {
+		for _, c := range []prometheus.Collector{o.assigned, o.openGa} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("stories: register metrics: %w", err)
+			}
+		}
+	}
+	o.view.Store(&view{stories: map[uint64]*Story{}})
+	return o, nil
+}
+
+// Spec implements engine.Operator.
+func (o *Operator) Spec() engine.Spec {
+	return engine.Spec{
+		Name:        Name,
+		Description: "near-duplicates (SimHash/LSH, MinHash) and story clustering (TF-IDF), story aggregates and breaking news",
+		Inputs:      []engine.Input{{Topic: events.TopicArticles, Key: "all articles in partition 0"}},
+		Outputs:     []string{events.TopicArticlesIndexed},
+		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members"},
+		Options:     o.opts,
+	}
+}
+
+// NewTask implements engine.Operator.
+func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
+	if tc.Partition != 0 {
+		return idleTask{}, nil
+	}
+	return &task{op: o, changed: map[uint64]struct{}{}}, nil
+}
+
+type idleTask struct{}
+
+func (idleTask) Restore(state.Reader) error { return nil }
+func (idleTask) Process(*engine.ProcessContext, *eventlog.Record) error {
+	return engine.Invalid("stories: articles must be written to partition 0")
+}
+func (idleTask) Flush(state.Writer) error  { return nil }
+func (idleTask) Committed(engine.CommitInfo) {}
+func (idleTask) Close() error                { return nil }
+
+type task struct {
+	op      *Operator
+	b       *Builder
+	changed map[uint64]struct{} // stories changed since the last publish
+	removed []uint64
+}
+
+func (t *task) Restore(r state.Reader) error {
+	b, err := RestoreBuilder(t.op.opts.Builder, r)
+	if err != nil {
+		return err
+	}
+	t.b = b
+	t.op.reader.Store(&r)
+	// Publish every story in memory.
+	v := &view{stories: make(map[uint64]*Story, len(b.stories))}
+	for num, st := range b.stories {
+		c := st.public()
+		v.stories[num] = &c
+		v.watermark = max(v.watermark, st.LastSeen)
+	}
+	v.prune(t.op.opts.ViewWindow)
+	t.op.view.Store(v)
+	t.op.openGa.Set(float64(b.c.Open()))
+	return nil
+}
+
+func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
+	var a events.Article
+	if err := json.Unmarshal(rec.Value, &a); err != nil {
+		return engine.Invalid("article: malformed JSON: %v", err)
+	}
+	if a.ID == "" || a.Title == "" {
+		return engine.Invalid("article: missing id or title")
+	}
+	sa := Article{ID: a.ID, URL: a.URL, SourceID: a.SourceID, Source: a.Source, Authority: a.Authority,
+		Title: a.Title, Summary: a.Summary, Published: a.PublishedAt, Version: a.Version}
+	for _, l := range a.Topics {
+		sa.Topics = append(sa.Topics, Label(l))
+	}
+	res, err := t.b.Apply(sa)
+	if err != nil {
+		return engine.Invalid("article: %v", err)
+	}
+	switch {
+	case res.Update:
+		t.op.assigned.WithLabelValues("edit").Inc()
+	case res.NewStory:
+		t.op.assigned.WithLabelValues("new").Inc()
+	case res.DuplicateOf != "":
+		t.op.assigned.WithLabelValues("near-duplicate").Inc()
+	default:
+		t.op.assigned.WithLabelValues("joined").Inc()
+	}
+	t.changed[res.StoryNum] = struct{}{}
+	t.removed = append(t.removed, res.MergedNums...)
+
+	a.StoryID, a.DuplicateOf = res.Story, res.DuplicateOf
+	val, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	key := []byte(a.ID)
+	pc.Emit(&eventlog.Record{Topic: events.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
+		Key: key, Value: val, Timestamp: a.PublishedAt})
+	return nil
+}
+
+func (t *task) Flush(w state.Writer) error { return t.b.Persist(w) }
+
+// Committed publishes the changed stories to the query view.
+func (t *task) Committed(engine.CommitInfo) {
+	if len(t.changed) == 0 && len(t.removed) == 0 {
+		return
+	}
+	old := t.op.view.Load()
+	v := &view{stories: make(map[uint64]*Story, len(old.stories)+len(t.changed)), watermark: old.watermark}
+	for num, st := range old.stories {
+		v.stories[num] = st
+	}
+	for _, num := range t.removed {
+		delete(v.stories, num)
+	}
+	for num := range t.changed {
+		if st := t.b.stories[num]; st != nil {
+			c := st.public()
+			v.stories[num] = &c
+			v.watermark = max(v.watermark, st.LastSeen)
+		}
+	}
+	v.prune(t.op.opts.ViewWindow)
+	t.op.view.Store(v)
+	t.op.openGa.Set(float64(t.b.c.Open()))
+	clear(t.changed)
+	t.removed = t.removed[:0]
+}
+
+func (t *task) Close() error { return nil }
+
+// public returns a copy of the story's public fields, sharing nothing
+// with the builder.
+func (st *Story) public() Story {
+	c := Story{
+		ID: st.ID, Representative: st.Representative, Title: st.Title, URL: st.URL,
+		SourceID: st.SourceID, Source: st.Source, Authority: st.Authority,
+		Articles: st.Articles, Sources: slices.Clone(st.Sources), FirstSeen: st.FirstSeen, LastSeen: st.LastSeen,
+		Topics: slices.Clone(st.Topics), Velocity: st.Velocity, Breaking: st.Breaking, BreakingAt: st.BreakingAt,
+		DecayClass: st.DecayClass, Lambda: st.Lambda, MergedFrom: slices.Clone(st.MergedFrom), MergedInto: st.MergedInto,
+	}
+	return c
+}
+
+// view is an immutable snapshot of the recent stories.
+type view struct {
+	stories   map[uint64]*Story
+	watermark int64 // latest event time seen
+
+	rankOnce sync.Once
+	ranked   []Ranked
+}
+
+func (v *view) prune(window time.Duration) {
+	limit := v.watermark - window.Milliseconds()
+	for num, st := range v.stories {
+		if st.LastSeen < limit {
+			delete(v.stories, num)
+		}
+	}
+}
+
+// Ranked is a story with its non-personal score.
+type Ranked struct {
+	*Story
+	Score float64 `json:"score"`
+}
+
+// RankScore is the non-personal ranking of a story as of event time now:
+// size (distinct sources, log-scaled), representative authority,
+// freshness (exp(-λ·hours since the latest article), λ by decay class)
+// and velocity (articles in the last hour), weighted 0.35, 0.2, 0.3 and
+// 0.15; breaking stories get ×1.3.
+func RankScore(st *Story, now int64) float64 {
+	size := math.Log1p(float64(len(st.Sources))) / math.Log1p(50)
+	h := max(0, float64(now-st.LastSeen)/float64(time.Hour.Milliseconds()))
+	fresh := math.Exp(-st.Lambda * h)
+	vel := min(1, st.Velocity/60)
+	s := 0.35*min(1, size) + 0.2*st.Authority + 0.3*fresh + 0.15*vel
+	if st.Breaking {
+		s *= 1.3
+	}
+	return s
+}
+
+func (v *view) rank() []Ranked {
+	v.rankOnce.Do(func() {
+		v.ranked = make([]Ranked, 0, len(v.stories))
+		for _, st := range v.stories {
+			v.ranked = append(v.ranked, Ranked{Story: st, Score: RankScore(st, v.watermark)})
+		}
+		slices.SortFunc(v.ranked, compareRanked)
+	})
+	return v.ranked
+}
+
+func compareRanked(a, b Ranked) int {
+	if c := cmp.Compare(b.Score, a.Score); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.ID, b.ID)
+}
+
+// ListQuery selects a page of ranked stories.
+type ListQuery struct {
+	Topic string
+	// Since drops stories whose latest article is older (ms; 0 = all).
+	Since int64
+	Limit int
+	// After continues after the story with this score and id.
+	After *Ranked
+}
+
+// ListResult is one page of ranked stories.
+type ListResult struct {
+	Stories []Ranked `json:"stories"`
+	// AsOf is the event time the freshness scores are computed at (ms).
+	AsOf int64 `json:"as_of"`
+	// More is true when a next page exists.
+	More bool `json:"-"`
+}
+
+// ErrBadQuery wraps invalid query parameters.
+var ErrBadQuery = errors.New("bad query")
+
+// List returns recent stories ranked by RankScore.
+func (o *Operator) List(q ListQuery) (ListResult, error) {
+	if q.Limit < 0 || q.Limit > o.opts.MaxLimit {
+		return ListResult{}, fmt.Errorf("%w: limit must be from 1 to %d", ErrBadQuery, o.opts.MaxLimit)
+	}
+	if q.Limit == 0 {
+		q.Limit = 20
+	}
+	v := o.view.Load()
+	res := ListResult{AsOf: v.watermark, Stories: []Ranked{}}
+	for _, r := range v.rank() {
+		if q.After != nil && compareRanked(r, *q.After) <= 0 {
+			continue
+		}
+		if r.LastSeen < q.Since || (q.Topic != "" && !hasTopic(r.Story, q.Topic)) {
+			continue
+		}
+		if len(res.Stories) == q.Limit {
+			res.More = true
+			break
+		}
+		res.Stories = append(res.Stories, r)
+	}
+	return res, nil
+}
+
+func hasTopic(st *Story, topic string) bool {
+	for _, l := range st.Topics {
+		if l.Topic == topic {
+			return true
+		}
+	}
+	return false
+}
+
+// Breaking returns the stories breaking as of the latest event time,
+// ranked.
+func (o *Operator) Breaking() ListResult {
+	v := o.view.Load()
+	res := ListResult{AsOf: v.watermark, Stories: []Ranked{}}
+	window := o.opts.Builder.Breaking.Window.Milliseconds()
+	for _, r := range v.rank() {
+		if r.Breaking && r.BreakingAt >= v.watermark-window {
+			res.Stories = append(res.Stories, r)
+		}
+	}
+	return res
+}
+
+// TopicCount is the number of recent stories and their articles under a
+// topic.
+type TopicCount struct {
+	Topic    string `json:"topic"`
+	Stories  int    `json:"stories"`
+	Articles int    `json:"articles"`
+}
+
+// Topics counts the recent stories per topic, most stories first.
+func (o *Operator) Topics() []TopicCount {
+	v := o.view.Load()
+	m := map[string]*TopicCount{}
+	for _, st := range v.stories {
+		for _, l := range st.Topics {
+			tc := m[l.Topic]
+			if tc == nil {
+				tc = &TopicCount{Topic: l.Topic}
+				m[l.Topic] = tc
+			}
+			tc.Stories++
+			tc.Articles += st.Articles
+		}
+	}
+	out := make([]TopicCount, 0, len(m))
+	for _, tc := range m {
+		out = append(out, *tc)
+	}
+	slices.SortFunc(out, func(a, b TopicCount) int {
+		if c := cmp.Compare(b.Stories, a.Stories); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Topic, b.Topic)
+	})
+	return out
+}
+
+// Detail is a story with all its articles.
+type Detail struct {
+	Story
+	Articles []ArticleRecord `json:"articles"`
+}
+
+// ErrNotFound is returned for unknown stories.
+var ErrNotFound = errors.New("not found")
+
+// MaxDetailArticles caps the articles listed by Get.
+const MaxDetailArticles = 1000
+
+// Get returns a story and its articles, in arrival order, from committed
+// state. A story merged into another is answered with the story it is
+// part of now.
+func (o *Operator) Get(id string) (*Detail, error) {
+	rp := o.reader.Load()
+	if rp == nil {
+		return nil, ErrNotFound
+	}
+	r := *rp
+	rec, err := loadRecord(r, id)
+	if err != nil {
+		return nil, err
+	}
+	for hops := 0; rec.MergedInto != "" && hops < 64; hops++ {
+		if rec, err = loadRecord(r, rec.MergedInto); err != nil {
+			return nil, err
+		}
+	}
+	d := &Detail{Story: rec.Story, Articles: []ArticleRecord{}}
+	nums := []uint64{rec.Num}
+	for _, m := range rec.MergedFrom {
+		raw, ok, err := r.Get(storyIDKey(m))
+		if err != nil {
+			return nil, err
+		}
+		if ok && len(raw) == 8 {
+			nums = append(nums, binary.BigEndian.Uint64(raw))
+		}
+	}
+	for _, num := range nums {
+		lo := u64([]byte("k"), num)
+		err := r.Scan(lo, u64([]byte("k"), num+1), func(_, v []byte) error {
+			if len(d.Articles) >= MaxDetailArticles {
+				return errStop
+			}
+			raw, ok, err := r.Get(articleKey(string(v)))
+			if err != nil || !ok {
+				return err
+			}
+			var ar ArticleRecord
+			if err := json.Unmarshal(raw, &ar); err != nil {
+				return err
+			}
+			d.Articles = append(d.Articles, ar)
+			return nil
+		})
+		if err != nil && !errors.Is(err, errStop) {
+			return nil, err
+		}
+	}
+	slices.SortStableFunc(d.Articles, func(a, b ArticleRecord) int { return cmp.Compare(a.Published, b.Published) })
+	return d, nil
+}
+
+var errStop = errors.New("stop")
+
+func loadRecord(r state.Reader, id string) (*storyRecord, error) {
+	raw, ok, err := r.Get(storyIDKey(id))
+	if err != nil {
+		return nil, err
+	}
+	if !ok || len(raw) != 8 {
+		return nil, ErrNotFound
+	}
+	v, ok, err := r.Get(storyNumKey(binary.BigEndian.Uint64(raw)))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, ErrNotFound
+	}
+	var rec storyRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("stories: corrupt story %s: %w", id, err)
+	}
+	return &rec, nil
+}
