@@ -1,12 +1,221 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/operators/story"
 )
 
-// cmdCluster runs the article operators offline over an NDJSON file.
+const clusterUsage = `usage: newsflow cluster --input FILE.ndjson [--output FILE.tsv] [--truth]
+
+Runs the article operators (dedup, near-duplicate and story clustering)
+offline over NDJSON articles, in file order, and writes one line per input
+line: the input id, a tab, and the id of the story it ended in.
+
+Input fields: id (or doc_id), title, summary (or text), url, publisher (or
+source or source_id), published_at (RFC 3339 or ms since the epoch). Lines
+without a title use the first sentence of the summary. With --truth, lines
+with a "story" field are scored and B-cubed and pairwise precision, recall
+and F1 are printed to stderr.
+`
+
+// clusterInput is one input line of newsflow cluster.
+type clusterInput struct {
+	ID          string          `json:"id"`
+	DocID       string          `json:"doc_id"`
+	Title       string          `json:"title"`
+	Summary     string          `json:"summary"`
+	Text        string          `json:"text"`
+	URL         string          `json:"url"`
+	Publisher   string          `json:"publisher"`
+	Source      string          `json:"source"`
+	SourceID    string          `json:"source_id"`
+	PublishedAt json.RawMessage `json:"published_at"`
+	Story       string          `json:"story"`
+}
+
 func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("cluster: not implemented yet")
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, clusterUsage) }
+	input := fs.String("input", "", "NDJSON articles")
+	output := fs.String("output", "", "TSV output (default standard output)")
+	truth := fs.Bool("truth", false, "score against the input's story field")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *input == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return errors.New("cluster: --input is required")
+	}
+	in, err := os.Open(*input)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	defer in.Close()
+	b, err := story.NewBuilder(story.Options{})
+	if err != nil {
+		return err
+	}
+	type row struct{ id, story string }
+	var rows []row
+	labels := map[string]string{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		a, id, label, err := decodeClusterInput(sc.Bytes())
+		if err != nil {
+			return fmt.Errorf("cluster: %s line %d: %w", *input, line, err)
+		}
+		res, err := b.Apply(a)
+		if err != nil {
+			return fmt.Errorf("cluster: %s line %d: %w", *input, line, err)
+		}
+		rows = append(rows, row{id, res.Story})
+		if label != "" {
+			labels[id] = label
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("cluster: read %s: %w", *input, err)
+	}
+	out := stdout
+	if *output != "" {
+		f, err := os.Create(*output)
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		defer f.Close()
+		out = f
+	}
+	w := bufio.NewWriter(out)
+	pred := make(map[string]string, len(rows))
+	for _, r := range rows {
+		s := b.Current(r.story)
+		pred[r.id] = s
+		fmt.Fprintf(w, "%s\t%s\n", r.id, s)
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("cluster: write: %w", err)
+	}
+	if f, ok := out.(*os.File); ok && *output != "" {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("cluster: write: %w", err)
+		}
+	}
+	if *truth {
+		s := story.Score(labels, pred)
+		fmt.Fprintf(stderr, "articles %d, stories %d (reference %d)\nB-cubed   P %.4f R %.4f F1 %.4f\npairwise  P %.4f R %.4f F1 %.4f\n",
+			s.Items, s.Predicted, s.Reference, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairP, s.PairR, s.PairF1)
+	}
+	return nil
+}
+
+// decodeClusterInput maps one input line to an article. The article id is
+// the hash of the canonical URL, as in the live pipeline, or of the input
+// id when the line has no usable URL.
+func decodeClusterInput(line []byte) (a story.Article, id, label string, err error) {
+	var in clusterInput
+	if err := json.Unmarshal(line, &in); err != nil {
+		return a, "", "", fmt.Errorf("malformed JSON: %w", err)
+	}
+	id = in.ID
+	if id == "" {
+		id = in.DocID
+	}
+	if id == "" {
+		return a, "", "", errors.New("missing id")
+	}
+	a.Summary = in.Summary
+	if a.Summary == "" {
+		a.Summary = in.Text
+	}
+	a.Title = in.Title
+	if a.Title == "" {
+		a.Title = firstSentence(a.Summary)
+	}
+	if strings.TrimSpace(a.Title) == "" {
+		return a, "", "", errors.New("missing title")
+	}
+	a.SourceID = in.SourceID
+	for _, s := range []string{in.Publisher, in.Source} {
+		if a.SourceID == "" {
+			a.SourceID = s
+		}
+	}
+	a.Source = a.SourceID
+	a.Authority = 0.5
+	a.Version = 1
+	if in.URL != "" {
+		if c, err := canon.Canonical(in.URL, nil); err == nil {
+			a.URL = c
+			a.ID = canon.ArticleID(c)
+		}
+	}
+	if a.ID == "" {
+		sum := sha256.Sum256([]byte("id:" + id))
+		a.ID = hex.EncodeToString(sum[:16])
+	}
+	if a.Published, err = parseEventTime(in.PublishedAt); err != nil {
+		return a, "", "", fmt.Errorf("published_at: %w", err)
+	}
+	return a, id, in.Story, nil
+}
+
+// parseEventTime reads a time given as RFC 3339 or ms since the epoch;
+// absent means 0.
+func parseEventTime(raw json.RawMessage) (int64, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var ms int64
+	if err := json.Unmarshal(raw, &ms); err == nil {
+		return ms, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return 0, errors.New("must be an RFC 3339 string or ms since the epoch")
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return 0, err
+	}
+	return t.UnixMilli(), nil
+}
+
+// firstSentence returns the text up to the first line break or sentence
+// end, at most 300 bytes.
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\n"); i >= 0 {
+		s = s[:i]
+	}
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if len(s) > 300 {
+		s = s[:300]
+		for len(s) > 0 && s[len(s)-1]&0xc0 == 0x80 {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
 }

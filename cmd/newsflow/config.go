@@ -25,6 +25,8 @@ type Config struct {
 	Engine   EngineConfig   `yaml:"engine"`
 	Trending TrendingConfig `yaml:"trending"`
 	Crawl    CrawlConfig    `yaml:"crawl"`
+	Articles ArticlesConfig `yaml:"articles"`
+	Stories  StoriesConfig  `yaml:"stories"`
 	Logging  LoggingConfig  `yaml:"logging"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
@@ -69,6 +71,28 @@ type TrendingConfig struct {
 	MaxFuture        time.Duration  `yaml:"max_future"`
 }
 
+type ArticlesConfig struct {
+	TopicsRules     string  `yaml:"topics_rules"`
+	TopicsModel     string  `yaml:"topics_model"`
+	MinConfidence   float64 `yaml:"min_confidence"`
+	MaxLabels       int     `yaml:"max_labels"`
+	MaxContentBytes int     `yaml:"max_content_bytes"`
+}
+
+type StoriesConfig struct {
+	Window          time.Duration `yaml:"window"`
+	Decay           float64       `yaml:"decay"`
+	Threshold       float64       `yaml:"threshold"`
+	ThresholdLong   float64       `yaml:"threshold_long"`
+	NearDupK        int           `yaml:"near_dup_k"`
+	NearDupWindow   time.Duration `yaml:"near_dup_window"`
+	BreakingWindow  time.Duration `yaml:"breaking_window"`
+	BreakingRate    float64       `yaml:"breaking_rate"`
+	BreakingSources int           `yaml:"breaking_sources"`
+	EvergreenTopics []string      `yaml:"evergreen_topics"`
+	ViewWindow      time.Duration `yaml:"view_window"`
+}
+
 type CrawlConfig struct {
 	Enabled           bool          `yaml:"enabled"`
 	SeedOPML          string        `yaml:"seed_opml"`
@@ -107,6 +131,9 @@ func defaultConfig() Config {
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1},
+		Articles: ArticlesConfig{TopicsRules: "configs/topics.yaml", MaxContentBytes: 32 << 10},
+		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
+			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
 		Logging: LoggingConfig{Level: "info", Format: "text"},
 	}
 }

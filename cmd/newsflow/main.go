@@ -24,6 +24,7 @@ Usage:
                                             manage a running node's sources (OPML)
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
+  newsflow topics   train | eval [flags]     train or evaluate a topic classifier
   newsflow version
 
 Common flags (after the command):

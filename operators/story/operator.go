@@ -126,7 +126,7 @@ func (idleTask) Restore(state.Reader) error { return nil }
 func (idleTask) Process(*engine.ProcessContext, *eventlog.Record) error {
 	return engine.Invalid("stories: articles must be written to partition 0")
 }
-func (idleTask) Flush(state.Writer) error  { return nil }
+func (idleTask) Flush(state.Writer) error    { return nil }
 func (idleTask) Committed(engine.CommitInfo) {}
 func (idleTask) Close() error                { return nil }
 
