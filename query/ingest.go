@@ -34,7 +34,7 @@ type batchResult struct {
 
 // handleShare ingests one share event (JSON object body).
 func (s *Server) handleShare(ctx *fasthttp.RequestCtx) {
-	s.ingest(ctx, false)
+	s.ingest(ctx, "share", false, s.buildShares)
 }
 
 // handleShareBatch ingests NDJSON share events, one per line. Valid lines are
@@ -42,10 +42,15 @@ func (s *Server) handleShare(ctx *fasthttp.RequestCtx) {
 // lines (the first 1000) with their reasons and is 400 if any line was
 // rejected, else 202.
 func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
-	s.ingest(ctx, true)
+	s.ingest(ctx, "share", true, s.buildShares)
 }
 
-func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
+// recordBuilder validates a request body and returns the response, the
+// records to append and the number of rejected events.
+type recordBuilder func(ctx *fasthttp.RequestCtx, body []byte, batch bool) (status int, resp []byte, recs []*eventlog.Record, rejected int)
+
+// ingest appends the records build makes of the body, with idempotency.
+func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build recordBuilder) {
 	key := string(ctx.Request.Header.Peek(HeaderIdempotencyKey))
 	if len(key) > 200 {
 		writeError(ctx, fasthttp.StatusBadRequest, HeaderIdempotencyKey+" longer than 200 bytes")
@@ -65,7 +70,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 			return
 		}
 	}
-	status, body, recs, rejected := s.buildShares(ctx, ctx.PostBody(), batch)
+	status, body, recs, rejected := build(ctx, ctx.PostBody(), batch)
 	accepted := len(recs)
 	if key != "" && len(recs) > 0 {
 		recs = append(recs, s.idem.marker(key, status, body))
@@ -78,8 +83,8 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 			if key != "" {
 				s.idem.abort(key)
 			}
-			s.m.ingested.WithLabelValues("share", "failed").Add(float64(accepted))
-			s.opts.Logger.Error("append shares", "err", err)
+			s.m.ingested.WithLabelValues(kind, "failed").Add(float64(accepted))
+			s.opts.Logger.Error("append "+kind+"s", "err", err)
 			writeError(ctx, fasthttp.StatusServiceUnavailable, "log unavailable: "+err.Error())
 			return
 		}
@@ -87,8 +92,8 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, batch bool) {
 	if key != "" {
 		s.idem.finish(key, status, body, len(recs) > 0)
 	}
-	s.m.ingested.WithLabelValues("share", "accepted").Add(float64(accepted))
-	s.m.ingested.WithLabelValues("share", "rejected").Add(float64(rejected))
+	s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(accepted))
+	s.m.ingested.WithLabelValues(kind, "rejected").Add(float64(rejected))
 	writeRaw(ctx, status, body)
 }
 
@@ -115,6 +120,12 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 		return &eventlog.Record{Topic: events.TopicShares, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: bytes.Clone(line), Timestamp: sh.Timestamp}, nil
 	}
+	return decodeLines(body, batch, "share event", decode)
+}
+
+// decodeLines applies decode to a single-event body or to each line of an
+// NDJSON batch, and builds the response.
+func decodeLines(body []byte, batch bool, what string, decode func(line []byte) (*eventlog.Record, error)) (int, []byte, []*eventlog.Record, int) {
 	if !batch {
 		rec, err := decode(bytes.TrimSpace(body))
 		if err != nil {
@@ -150,7 +161,7 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 	status := fasthttp.StatusAccepted
 	switch {
 	case res.Accepted+res.Rejected == 0:
-		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON share event per line"})
+		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON " + what + " per line"})
 		return fasthttp.StatusBadRequest, b, nil, 0
 	case res.Rejected > 0:
 		status = fasthttp.StatusBadRequest

@@ -21,10 +21,15 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/search"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
@@ -40,6 +45,8 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
 		// A process-wide ticker fasthttp starts once and never stops.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		// Bleve's process-wide analysis workers, started at init.
+		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
 	)
 }
 
@@ -81,6 +88,11 @@ type nodeOptions struct {
 	wrapLog func(eventlog.Log) eventlog.Log
 	// noEngine leaves the engine stopped: never ready, no partitions.
 	noEngine bool
+	// articles registers the article pipeline (articles, stories, search).
+	articles bool
+	stories  story.OperatorOptions
+	// replay lists operators to rebuild from offset 0 before the engine runs.
+	replay []string
 }
 
 func withDir(dir string) func(*nodeOptions)        { return func(o *nodeOptions) { o.dir = dir } }
@@ -90,6 +102,10 @@ func withTrending(o trending.OperatorOptions) func(*nodeOptions) {
 	return func(no *nodeOptions) { no.trending = o }
 }
 func withoutEngine() func(*nodeOptions) { return func(o *nodeOptions) { o.noEngine = true } }
+func withArticles() func(*nodeOptions)  { return func(o *nodeOptions) { o.articles = true } }
+func withReplay(ops ...string) func(*nodeOptions) {
+	return func(o *nodeOptions) { o.replay = ops }
+}
 func withLogWrapper(w func(eventlog.Log) eventlog.Log) func(*nodeOptions) {
 	return func(o *nodeOptions) { o.wrapLog = w }
 }
@@ -105,6 +121,8 @@ type testNode struct {
 	db      *state.DB
 	eng     *engine.Engine
 	op      *trending.Operator
+	stories *story.Operator
+	search  *indexer.Operator
 	srv     *query.Server
 	ln      *fasthttputil.InmemoryListener
 	client  *fasthttp.Client
@@ -164,6 +182,32 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	if err := n.eng.Register(n.op); err != nil {
 		fail("register: %v", err)
 	}
+	var articles *article.Operator
+	if o.articles {
+		cls, err := classify.New(classify.Options{RulesFile: "../configs/topics.yaml"})
+		if err != nil {
+			fail("classifier: %v", err)
+		}
+		if articles, err = article.New(article.Options{}, cls, nil, n.reg); err != nil {
+			fail("articles: %v", err)
+		}
+		if n.stories, err = story.New(o.stories, n.eng.Partitions(), n.reg); err != nil {
+			fail("stories: %v", err)
+		}
+		if n.search, err = indexer.New(filepath.Join(o.dir, "search"), search.Options{}, n.eng.Partitions()); err != nil {
+			fail("search: %v", err)
+		}
+		for _, op := range []engine.Operator{articles, n.stories, n.search} {
+			if err := n.eng.Register(op); err != nil {
+				fail("register: %v", err)
+			}
+		}
+	}
+	for _, op := range o.replay {
+		if err := n.eng.Replay(context.Background(), op, func(eventlog.TopicPartition) (int64, error) { return 0, nil }); err != nil {
+			fail("replay %s: %v", op, err)
+		}
+	}
 	// Like the node: the shares topic exists before the server takes events.
 	if _, err := eventlog.EnsureTopic(context.Background(), n.log, events.TopicShares, n.eng.Partitions()); err != nil {
 		fail("ensure topic: %v", err)
@@ -176,7 +220,11 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		serverLog = o.wrapLog(n.log)
 	}
 	n.sources = crawl.NewSources(meta.NewLocal(n.db), n.clock.Now)
-	n.srv, err = query.New(query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}, qo)
+	deps := query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}
+	if o.articles {
+		deps.Articles, deps.Stories, deps.Search = articles, n.stories, n.search
+	}
+	n.srv, err = query.New(deps, qo)
 	if err != nil {
 		fail("query.New: %v", err)
 	}

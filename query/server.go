@@ -14,7 +14,10 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -110,6 +113,12 @@ type Deps struct {
 	Sources *crawl.Sources
 	// Crawler, if set, is told about source changes and crawls on demand.
 	Crawler Crawler
+	// Articles and Stories, if set, enable article ingestion and the story
+	// API.
+	Articles *article.Operator
+	Stories  *story.Operator
+	// Search, if set, enables /api/v1/search.
+	Search *indexer.Operator
 }
 
 // Crawler is what the admin API asks of the crawler.
@@ -159,6 +168,18 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
+	if deps.Articles != nil {
+		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.handleArticles))
+	}
+	if deps.Stories != nil {
+		r.GET("/api/v1/stories", s.instrument("stories", s.handleStories))
+		r.GET("/api/v1/stories/{id}", s.instrument("story", s.handleStory))
+		r.GET("/api/v1/breaking", s.instrument("breaking", s.handleBreaking))
+		r.GET("/api/v1/topics", s.instrument("topics", s.handleTopics))
+	}
+	if deps.Search != nil {
+		r.GET("/api/v1/search", s.instrument("search", s.handleSearch))
+	}
 	if deps.Sources != nil {
 		r.GET("/api/v1/admin/sources", s.instrument("sources_list", s.handleListSources))
 		r.POST("/api/v1/admin/sources", s.instrument("sources_add", s.handleAddSource))

@@ -17,7 +17,8 @@ const usage = `newsflow: a news aggregator built as a partitioned stream process
 Usage:
   newsflow run      [flags]                 run a node (embedded log unless --brokers)
   newsflow topology [flags] [--json]        list operators, stages and topics
-  newsflow produce  shares FILE [--addr]    send NDJSON share events to a running node
+  newsflow produce  shares|articles FILE [--addr]
+                                            send NDJSON share events or raw articles to a running node
   newsflow replay   --from-offset N | --from-time T [flags]
                                             rebuild an operator's state from the log (node stopped)
   newsflow sources  import FILE | export [--addr URL]
@@ -25,6 +26,8 @@ Usage:
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
   newsflow topics   train | eval [flags]     train or evaluate a topic classifier
+  newsflow cluster  --input FILE [--output FILE] [--truth]
+                                            run dedup and story clustering offline (id<TAB>story_id)
   newsflow version
 
 Common flags (after the command):

@@ -15,15 +15,21 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
+	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/crawl/fetch"
 	"github.com/newsflow/newsflow/operators/crawl/opml"
 	"github.com/newsflow/newsflow/operators/crawl/polite"
 	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/neardup"
+	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"
+	"github.com/newsflow/newsflow/state/search"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -39,6 +45,9 @@ type node struct {
 	db       *state.DB
 	engine   *engine.Engine
 	trending *trending.Operator
+	articles *article.Operator
+	stories  *story.Operator
+	search   *indexer.Operator
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 }
@@ -112,6 +121,9 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	if err := n.engine.Register(n.trending); err != nil {
 		return fail(err)
 	}
+	if err := n.registerArticlePipeline(cfg); err != nil {
+		return fail(err)
+	}
 	if cfg.Crawl.Enabled {
 		if n.crawler, err = newCrawler(cfg.Crawl, n, logger); err != nil {
 			return fail(err)
@@ -139,7 +151,8 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 	if _, err := eventlog.EnsureTopic(ctx, n.log, events.TopicShares, n.engine.Partitions()); err != nil {
 		return fmt.Errorf("ensure topic %s: %w", events.TopicShares, err)
 	}
-	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources, Crawler: n.queryCrawler()}, query.Options{
+	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
+		Articles: n.articles, Stories: n.stories, Search: n.search, Crawler: n.queryCrawler()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,
@@ -246,5 +259,48 @@ func (n *node) seedSources(ctx context.Context) error {
 	}
 	res := n.sources.Import(ctx, entries)
 	n.logger.Info("seeded sources", "file", path, "added", res.Added, "invalid", len(res.Errors))
+	return nil
+}
+
+// registerArticlePipeline registers the articles (dedup, clean, classify)
+// and stories (near-duplicates, clustering, aggregates) operators.
+func (n *node) registerArticlePipeline(cfg Config) error {
+	ac := cfg.Articles
+	cls, err := classify.New(classify.Options{RulesFile: ac.TopicsRules, ModelFile: ac.TopicsModel, MinConfidence: ac.MinConfidence, MaxLabels: ac.MaxLabels})
+	if err != nil {
+		return fmt.Errorf("articles: topic classifier: %w", err)
+	}
+	info := func(id string) (string, float64, bool) {
+		src, err := n.sources.Get(context.Background(), id)
+		if err != nil {
+			return "", 0, false
+		}
+		return src.Name, src.Authority, true
+	}
+	if n.articles, err = article.New(article.Options{MaxContentBytes: ac.MaxContentBytes}, cls, info, n.reg); err != nil {
+		return err
+	}
+	sc := cfg.Stories
+	opts := story.OperatorOptions{
+		Builder: story.Options{
+			Cluster:         story.ClusterOptions{Window: sc.Window, Decay: sc.Decay, Threshold: sc.Threshold, ThresholdLong: sc.ThresholdLong},
+			NearDup:         neardup.Options{K: sc.NearDupK},
+			NearDupWindow:   sc.NearDupWindow,
+			Breaking:        story.BreakingOptions{Window: sc.BreakingWindow, Rate: sc.BreakingRate, Sources: sc.BreakingSources},
+			EvergreenTopics: sc.EvergreenTopics,
+		},
+		ViewWindow: sc.ViewWindow,
+	}
+	if n.stories, err = story.New(opts, n.engine.Partitions(), n.reg); err != nil {
+		return err
+	}
+	if n.search, err = indexer.New(filepath.Join(cfg.DataDir, "search"), search.Options{}, n.engine.Partitions()); err != nil {
+		return err
+	}
+	for _, op := range []engine.Operator{n.articles, n.stories, n.search} {
+		if err := n.engine.Register(op); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -82,20 +82,24 @@ func cmdTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 // Each batch carries an Idempotency-Key, so batches retried after a
 // connection error or a node restart are applied exactly once.
 func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) < 2 || args[0] != "shares" {
-		return errors.New("usage: newsflow produce shares FILE [--addr URL] [--batch N]")
+	paths := map[string]string{"shares": "/api/v1/events/share/batch", "articles": "/api/v1/articles"}
+	if len(args) < 2 || paths[args[0]] == "" {
+		return errors.New("usage: newsflow produce shares|articles FILE [--addr URL] [--batch N]")
 	}
-	file := args[1]
+	kind, file := args[0], args[1]
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
-	batch := fs.Int("batch", 5000, "events per request")
+	batch := fs.Int("batch", 5000, "events per request (default 500 for articles)")
 	retryFor := fs.Duration("retry-for", 5*time.Minute, "how long to keep retrying a batch while the node is unavailable")
 	if err := fs.Parse(args[2:]); err != nil {
 		return err
 	}
 	if *batch <= 0 {
 		return errors.New("--batch must be positive")
+	}
+	if kind == "articles" && !flagSet(fs, "batch") {
+		*batch = 500
 	}
 	var in io.Reader = os.Stdin
 	if file != "-" {
@@ -110,7 +114,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := rand.Read(runID[:]); err != nil {
 		return err
 	}
-	p := &producer{url: strings.TrimRight(*addr, "/") + "/api/v1/events/share/batch", runID: hex.EncodeToString(runID[:]),
+	p := &producer{url: strings.TrimRight(*addr, "/") + paths[kind], runID: hex.EncodeToString(runID[:]),
 		retryFor: *retryFor, client: &http.Client{Timeout: time.Minute}, stderr: stderr}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -294,4 +298,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil
 		}
 	}
+}
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

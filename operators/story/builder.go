@@ -428,7 +428,7 @@ func (b *Builder) addToStory(st *Story, a Article) {
 	}
 	i, _ := slices.BinarySearchFunc(st.recent, a.Published, func(r recentArticle, t int64) int { return cmp.Compare(r.t, t+1) })
 	st.recent = slices.Insert(st.recent, i, recentArticle{t: a.Published, src: a.SourceID})
-	b.refresh(st, a.Published)
+	b.refresh(st, st.LastSeen)
 }
 
 // refresh recomputes a story's derived fields as of event time now.

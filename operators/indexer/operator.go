@@ -1,0 +1,205 @@
+// Package indexer keeps the search index of each partition from the stream
+// of clustered articles (topic articles.indexed).
+//
+// A partition's index is a Bleve index in its own directory
+// (state/search). It is not part of the task's Pebble batch, so the task
+// makes each batch durable in the index before the engine commits the
+// batch's offsets: after a crash the batch is applied again, and since a
+// document is keyed by article id the second application leaves the same
+// index. The task's Pebble state holds only a marker that the index belongs
+// to the committed offsets; when the marker is missing (a fresh node, or a
+// replay that cleared the state) the index is rebuilt from scratch.
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/search"
+)
+
+// Name is the operator's name in the topology.
+const Name = "search"
+
+// Operator indexes articles for search and answers searches over all its
+// partitions.
+type Operator struct {
+	dir   string
+	opts  search.Options
+	parts []atomic.Pointer[search.Index]
+}
+
+// New returns the operator; partition p's index lives in dir/p.
+func New(dir string, opts search.Options, partitions int32) (*Operator, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	return &Operator{dir: dir, opts: opts, parts: make([]atomic.Pointer[search.Index], partitions)}, nil
+}
+
+// Spec implements engine.Operator.
+func (o *Operator) Spec() engine.Spec {
+	return engine.Spec{
+		Name:        Name,
+		Description: "Bleve search index per partition (title boosted, summary, content; topic, source and date filters)",
+		Inputs:      []engine.Input{{Topic: events.TopicArticlesIndexed, Key: "article_id"}},
+		Stores:      []string{"Bleve index in " + o.dir + "/<partition>", "index marker"},
+		Options:     o.opts,
+	}
+}
+
+// NewTask implements engine.Operator.
+func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
+	if int(tc.Partition) >= len(o.parts) {
+		return nil, fmt.Errorf("search: partition %d beyond %d", tc.Partition, len(o.parts))
+	}
+	return &task{op: o, p: tc.Partition, pending: map[string]int{}}, nil
+}
+
+var markerKey = []byte("indexed")
+
+type task struct {
+	op      *Operator
+	p       int32
+	ix      *search.Index
+	marked  bool
+	docs    []search.Doc
+	pending map[string]int // article id → position in docs
+}
+
+func (t *task) dir() string { return filepath.Join(t.op.dir, strconv.Itoa(int(t.p))) }
+
+func (t *task) Restore(r state.Reader) error {
+	_, ok, err := r.Get(markerKey)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		// No committed state: whatever the directory holds is from before a
+		// replay or a lost state store. Start over.
+		if err := search.Destroy(t.dir()); err != nil {
+			return err
+		}
+	}
+	t.marked = ok
+	ix, err := search.Open(t.dir(), t.op.opts)
+	if err != nil {
+		return err
+	}
+	t.ix = ix
+	t.op.parts[t.p].Store(ix)
+	return nil
+}
+
+func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
+	var a events.Article
+	if err := json.Unmarshal(rec.Value, &a); err != nil {
+		return engine.Invalid("indexed article: malformed JSON: %v", err)
+	}
+	if a.ID == "" {
+		return engine.Invalid("indexed article: missing id")
+	}
+	d := search.Doc{
+		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
+		SourceID: a.SourceID, Source: a.Source, StoryID: a.StoryID, PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
+	}
+	for _, l := range a.Topics {
+		d.Topics = append(d.Topics, l.Topic)
+	}
+	// The last version of an article in a batch wins.
+	if i, ok := t.pending[a.ID]; ok {
+		t.docs[i] = d
+		return nil
+	}
+	t.pending[a.ID] = len(t.docs)
+	t.docs = append(t.docs, d)
+	return nil
+}
+
+func (t *task) Flush(w state.Writer) error {
+	if len(t.docs) > 0 {
+		if err := t.ix.Apply(t.docs, nil); err != nil {
+			return fmt.Errorf("search: index partition %d: %w", t.p, err)
+		}
+		t.docs = t.docs[:0]
+		clear(t.pending)
+	}
+	if !t.marked {
+		t.marked = true
+		return w.Set(markerKey, []byte{1})
+	}
+	return nil
+}
+
+func (t *task) Committed(engine.CommitInfo) {}
+
+func (t *task) Close() error {
+	if t.ix == nil {
+		return nil
+	}
+	t.op.parts[t.p].CompareAndSwap(t.ix, nil)
+	return t.ix.Close()
+}
+
+// Result is a merged search over every partition.
+type Result struct {
+	*search.Result
+	// Partial is true when some partitions did not answer; Missing lists
+	// them.
+	Partial bool    `json:"partial"`
+	Missing []int32 `json:"missing_partitions,omitempty"`
+}
+
+// ErrUnavailable is returned when no partition can answer.
+var ErrUnavailable = errors.New("search: no partition index is open")
+
+// Search runs r on every partition's index and merges the pages.
+// Partitions whose index is not open (restoring) or that fail are listed
+// in Missing.
+func (o *Operator) Search(ctx context.Context, r search.Request) (*Result, error) {
+	results := make([]*search.Result, len(o.parts))
+	errs := make([]error, len(o.parts))
+	var wg sync.WaitGroup
+	for p := range o.parts {
+		ix := o.parts[p].Load()
+		if ix == nil {
+			errs[p] = ErrUnavailable
+			continue
+		}
+		wg.Go(func() { results[p], errs[p] = ix.Search(ctx, r) })
+	}
+	wg.Wait()
+	var ok []*search.Result
+	res := &Result{}
+	for p, err := range errs {
+		switch {
+		case err == nil:
+			ok = append(ok, results[p])
+		case errors.Is(err, search.ErrBadRequest):
+			return nil, err
+		default:
+			res.Missing = append(res.Missing, int32(p))
+		}
+	}
+	if len(ok) == 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return nil, ErrUnavailable
+	}
+	limit := r.Limit
+	res.Result = search.Merge(limit, ok...)
+	res.Partial = len(res.Missing) > 0
+	return res, nil
+}

@@ -1,0 +1,492 @@
+package query_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/valyala/fasthttp"
+)
+
+// fixtureArticle is one raw article of the test corpus, with the event it
+// reports on.
+type fixtureArticle struct {
+	event, url, source, title, summary string
+	minute                             int
+}
+
+// articleFixture: four events, each reported by several outlets with
+// different headlines, plus unrelated single articles.
+var articleFixture = []fixtureArticle{
+	{"quake", "https://wire.example/quake-lisbon", "wire", "Strong earthquake shakes Lisbon, buildings damaged", "A magnitude 6.8 <b>earthquake</b> struck near Lisbon on Tuesday morning.", 0},
+	{"quake", "https://daily.example/world/lisbon-earthquake", "daily", "Lisbon earthquake: residents flee damaged buildings", "<p>Residents of Lisbon ran into the streets after the earthquake.</p>", 4},
+	{"quake", "https://tv.example/news/portugal-quake", "tv", "Portugal earthquake of magnitude 6.8 hits Lisbon region", "Emergency services in Portugal respond to the earthquake near Lisbon.", 9},
+	{"quake", "https://post.example/lisbon-quake-damage", "post", "Earthquake near Lisbon damages buildings, injures dozens", "Dozens were injured when the earthquake hit Lisbon.", 15},
+	{"rates", "https://wire.example/ecb-rates", "wire", "European Central Bank raises interest rates by a quarter point", "The ECB raised its key interest rate to fight inflation.", 20},
+	{"rates", "https://biz.example/ecb-hike", "biz", "ECB hikes interest rates again as inflation persists", "The European Central Bank lifted rates for the third time.", 24},
+	{"rates", "https://daily.example/business/ecb-interest-rates", "daily", "Central bank interest rates rise: what the ECB hike means for mortgages", "Mortgage holders face higher costs after the ECB interest rate decision.", 31},
+	{"phone", "https://tech.example/acme-phone-x", "tech", "Acme unveils Phone X with foldable screen and satellite messaging", "Acme's new Phone X folds in half and sends texts by satellite.", 40},
+	{"phone", "https://gadget.example/acme-phone-x-hands-on", "gadget", "Hands on with the Acme Phone X foldable phone", "We tried the foldable Acme Phone X at the launch event.", 44},
+	{"phone", "https://daily.example/tech/acme-foldable", "daily", "Acme Phone X: foldable screen, satellite texts and a high price", "The Acme Phone X launch brings a foldable screen.", 50},
+	{"final", "https://sport.example/cup-final", "sport", "United win the cup final after a penalty shootout", "United beat City on penalties in the cup final.", 55},
+	{"final", "https://daily.example/sport/cup-final-penalties", "daily", "Cup final decided on penalties as United beat City", "A dramatic cup final at the national stadium ended in a shootout.", 58},
+	{"zoo", "https://local.example/zoo-panda", "local", "Zoo welcomes twin panda cubs", "The city zoo announced the birth of twin panda cubs.", 60},
+}
+
+func (f fixtureArticle) line(t0 time.Time) string {
+	b, _ := json.Marshal(map[string]string{
+		"url": f.url, "source_id": f.source, "title": f.title, "summary": f.summary,
+		"published_at": t0.Add(time.Duration(f.minute) * time.Minute).Format(time.RFC3339),
+	})
+	return string(b)
+}
+
+func fixtureBody(t0 time.Time, arts []fixtureArticle) string {
+	var lines []string
+	for _, a := range arts {
+		lines = append(lines, a.line(t0))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+type storyJSON struct {
+	ID             string  `json:"id"`
+	Title          string  `json:"title"`
+	Representative string  `json:"representative"`
+	ArticleCount   int     `json:"article_count"`
+	Score          float64 `json:"score"`
+	Sources        []struct {
+		SourceID string `json:"source_id"`
+	} `json:"sources"`
+	Topics []struct {
+		Topic string `json:"topic"`
+	} `json:"topics"`
+	Breaking   bool   `json:"breaking"`
+	DecayClass string `json:"decay_class"`
+	Articles   []struct {
+		ID    string `json:"id"`
+		URL   string `json:"url"`
+		Title string `json:"title"`
+	} `json:"articles"`
+}
+
+type storiesJSON struct {
+	Stories []storyJSON `json:"stories"`
+	Next    string      `json:"next_cursor"`
+}
+
+// ingestFixture posts the fixture and waits until every article is in a
+// story and in the search index.
+func ingestFixture(t *testing.T, n *testNode, arts []fixtureArticle) {
+	t.Helper()
+	r := n.post(t, "/api/v1/articles", fixtureBody(baseTime, arts), "Content-Type", "application/x-ndjson")
+	if r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ingest: %s", r)
+	}
+	waitArticles(t, n, len(arts))
+}
+
+func waitArticles(t *testing.T, n *testNode, want int) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		var total int
+		for _, st := range allStories(t, n) {
+			total += st.ArticleCount
+		}
+		if total != want {
+			return fmt.Errorf("%d articles in stories, want %d", total, want)
+		}
+		r := n.get(t, "/api/v1/search?limit=100")
+		var page struct {
+			Total int `json:"total"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil || page.Total != want {
+			return fmt.Errorf("search holds %d articles, want %d (%s)", page.Total, want, r)
+		}
+		return nil
+	})
+}
+
+// allStories pages through /api/v1/stories.
+func allStories(t testing.TB, n *testNode) []storyJSON {
+	t.Helper()
+	var out []storyJSON
+	cursor := ""
+	for range 100 {
+		r := n.get(t, "/api/v1/stories?limit=2&cursor="+url.QueryEscape(cursor))
+		if r.status != fasthttp.StatusOK {
+			t.Fatalf("stories: %s", r)
+		}
+		var page storiesJSON
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, page.Stories...)
+		if page.Next == "" {
+			return out
+		}
+		cursor = page.Next
+	}
+	t.Fatal("stories pagination does not end")
+	return nil
+}
+
+// assignments maps article URL → story id, from the story details.
+func assignments(t testing.TB, n *testNode) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	for _, st := range allStories(t, n) {
+		r := n.get(t, "/api/v1/stories/"+st.ID)
+		if r.status != fasthttp.StatusOK {
+			t.Fatalf("story %s: %s", st.ID, r)
+		}
+		var d storyJSON
+		if err := json.Unmarshal(r.body, &d); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Articles) != d.ArticleCount {
+			t.Errorf("story %s lists %d articles, counts %d", st.ID, len(d.Articles), d.ArticleCount)
+		}
+		for _, a := range d.Articles {
+			m[a.URL] = st.ID
+		}
+	}
+	return m
+}
+
+func TestStoriesGroupEventsAcrossOutlets(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	ingestFixture(t, n, articleFixture)
+
+	got := assignments(t, n)
+	byEvent := map[string]string{}
+	for _, a := range articleFixture {
+		s, ok := got[a.url]
+		if !ok {
+			t.Fatalf("article %s in no story", a.url)
+		}
+		if prev, ok := byEvent[a.event]; ok && prev != s {
+			t.Errorf("event %s split over stories %s and %s", a.event, prev, s)
+		}
+		byEvent[a.event] = s
+	}
+	seen := map[string]string{}
+	for ev, s := range byEvent {
+		if other, ok := seen[s]; ok {
+			t.Errorf("events %s and %s share story %s", ev, other, s)
+		}
+		seen[s] = ev
+	}
+
+	stories := allStories(t, n)
+	if len(stories) != 5 {
+		t.Fatalf("%d stories, want 5", len(stories))
+	}
+	// Ranked by score: bigger stories first.
+	for i := 1; i < len(stories); i++ {
+		if stories[i].Score > stories[i-1].Score {
+			t.Errorf("stories out of order: %v before %v", stories[i-1].Score, stories[i].Score)
+		}
+	}
+	if stories[0].ID != byEvent["quake"] || len(stories[0].Sources) != 4 {
+		t.Errorf("top story %+v, want the quake story with 4 sources", stories[0])
+	}
+	// The topic filter and the topics endpoint agree.
+	r := n.get(t, "/api/v1/topics")
+	var topics struct {
+		Topics []struct {
+			Topic   string `json:"topic"`
+			Stories int    `json:"stories"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal(r.body, &topics); err != nil || len(topics.Topics) == 0 {
+		t.Fatalf("topics: %s", r)
+	}
+	for _, tc := range topics.Topics {
+		var page storiesJSON
+		if err := json.Unmarshal(n.get(t, "/api/v1/stories?limit=100&topic="+tc.Topic).body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Stories) != tc.Stories {
+			t.Errorf("topic %s: %d stories listed, %d counted", tc.Topic, len(page.Stories), tc.Stories)
+		}
+	}
+	var sport storiesJSON
+	json.Unmarshal(n.get(t, "/api/v1/stories?topic=sports").body, &sport)
+	if len(sport.Stories) != 1 || sport.Stories[0].ID != byEvent["final"] {
+		t.Errorf("sports stories %+v, want the cup final", sport.Stories)
+	}
+
+	// A story page lists every article and source.
+	var d storyJSON
+	json.Unmarshal(n.get(t, "/api/v1/stories/"+byEvent["rates"]).body, &d)
+	if d.ArticleCount != 3 || len(d.Articles) != 3 || len(d.Sources) != 3 {
+		t.Errorf("rates story: %d articles listed, count %d, %d sources", len(d.Articles), d.ArticleCount, len(d.Sources))
+	}
+	if r := n.get(t, "/api/v1/stories/nope"); r.status != fasthttp.StatusNotFound || !strings.Contains(string(r.body), `"error"`) {
+		t.Errorf("unknown story: %s", r)
+	}
+	for _, bad := range []string{"/api/v1/stories?limit=0", "/api/v1/stories?limit=101", "/api/v1/stories?cursor=%21%21", "/api/v1/stories?since=yesterday"} {
+		if r := n.get(t, bad); r.status != fasthttp.StatusBadRequest {
+			t.Errorf("%s: %s", bad, r)
+		}
+	}
+	if r := n.get(t, "/api/v1/breaking"); r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `"stories":[]`) {
+		t.Errorf("breaking with 4 articles an event: %s", r)
+	}
+}
+
+func TestArticleIngestCleansAndDedups(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	base := articleFixture[:2]
+	ingestFixture(t, n, base)
+
+	// A re-crawl and a tracking-parameter variant of the first URL are the
+	// same article; an edited title updates it.
+	again := base[0]
+	again.url = "HTTPS://WIRE.example:443/quake-lisbon?utm_source=rss&fbclid=x#top"
+	edited := base[0]
+	edited.title = "Strong earthquake shakes Lisbon, dozens of buildings damaged"
+	r := n.post(t, "/api/v1/articles", fixtureBody(baseTime, []fixtureArticle{again, base[1], edited}), "Content-Type", "application/x-ndjson")
+	if r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ingest: %s", r)
+	}
+	eventually(t, 10*time.Second, func() error {
+		res := n.get(t, "/api/v1/search?q=dozens+buildings")
+		if !strings.Contains(string(res.body), "dozens of buildings damaged") {
+			return fmt.Errorf("edit not indexed: %s", res)
+		}
+		return nil
+	})
+	waitArticles(t, n, 2)
+
+	// Markup is stripped, invalid UTF-8 repaired, long content truncated.
+	long := strings.Repeat("lorem ipsum dolor ", 10<<20/18) // 10 MiB
+	body, _ := json.Marshal(map[string]string{
+		"url": "https://odd.example/a", "source_id": "odd", "published_at": baseTime.Format(time.RFC3339),
+		"title":   "Museum <em>reopens</em> after renovation \xff\xfe",
+		"summary": "<div><script>alert(1)</script><p>The museum &amp; its garden reopen.</p></div>",
+		"content": long,
+	})
+	if r := n.post(t, "/api/v1/articles", string(body)); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ingest odd article: %s", r)
+	}
+	waitArticles(t, n, 3)
+	var page struct {
+		Hits []struct {
+			Title, Summary string
+		} `json:"hits"`
+	}
+	json.Unmarshal(n.get(t, "/api/v1/search?q=museum").body, &page)
+	if len(page.Hits) != 1 {
+		t.Fatalf("museum hits: %+v", page.Hits)
+	}
+	h := page.Hits[0]
+	if strings.ContainsAny(h.Title+h.Summary, "<>") || strings.Contains(h.Summary, "alert") || !utf8.ValidString(h.Title) ||
+		!strings.HasPrefix(h.Title, "Museum reopens after renovation") || h.Summary != "The museum & its garden reopen." {
+		t.Errorf("cleaned article: title %q summary %q", h.Title, h.Summary)
+	}
+}
+
+func TestArticleIngestRejectsBadLines(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	good := articleFixture[0].line(baseTime)
+	lines := []string{
+		good,
+		`{"url":"https://x.example/a","summary":"no title"}`,
+		`{"title":"no url"}`,
+		`{"url":"ftp://x.example/a","title":"bad scheme"}`,
+		`{"url":"https://x.example/b","title":"bad time","published_at":"last week"}`,
+		`{"url":`,
+	}
+	r := n.post(t, "/api/v1/articles", strings.Join(lines, "\n"), "Content-Type", "application/x-ndjson")
+	if r.status != fasthttp.StatusBadRequest {
+		t.Fatalf("batch with bad lines: %s", r)
+	}
+	var res struct {
+		Accepted, Rejected int
+		Errors             []struct {
+			Line  int
+			Error string
+		}
+	}
+	if err := json.Unmarshal(r.body, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != 1 || res.Rejected != 5 {
+		t.Fatalf("accepted %d rejected %d: %s", res.Accepted, res.Rejected, r)
+	}
+	want := []string{"missing title", "missing url", "url", "published_at", "malformed JSON"}
+	for i, e := range res.Errors {
+		if e.Line != i+2 || !strings.Contains(e.Error, want[i]) {
+			t.Errorf("error %d: line %d %q, want line %d containing %q", i, e.Line, e.Error, i+2, want[i])
+		}
+	}
+	if r := n.post(t, "/api/v1/articles", `{"title":"single, no url"}`); r.status != fasthttp.StatusBadRequest || !strings.Contains(string(r.body), "missing url") {
+		t.Errorf("single bad article: %s", r)
+	}
+
+	// Records that bypass HTTP (a crawler or a Kafka producer) go to the
+	// dead-letter topic with the reason.
+	bad := []*eventlog.Record{
+		{Topic: events.TopicArticlesRaw, Partition: 0, Value: []byte(`{"url":"https://x.example/c","summary":"no title"}`), Timestamp: baseTime.UnixMilli()},
+		{Topic: events.TopicArticlesRaw, Partition: 1, Value: []byte(`not json`), Timestamp: baseTime.UnixMilli()},
+	}
+	if err := n.log.Append(context.Background(), bad); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		reasons := deadLetterReasons(t, n)
+		for _, w := range []string{"missing title", "malformed JSON"} {
+			if !slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(r, w) }) {
+				return fmt.Errorf("no dead letter with %q in %q", w, reasons)
+			}
+		}
+		return nil
+	})
+	waitArticles(t, n, 1)
+}
+
+// deadLetterReasons reads the reasons of every dead letter.
+func deadLetterReasons(t testing.TB, n *testNode) []string {
+	t.Helper()
+	ctx := context.Background()
+	parts, err := n.log.Partitions(ctx, "newsflow-deadletter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for p := range parts {
+		recs := readAll(t, n, eventlog.TopicPartition{Topic: "newsflow-deadletter", Partition: p})
+		for _, r := range recs {
+			if v, ok := r.Header(engine.HeaderDLQReason); ok {
+				out = append(out, string(v))
+			}
+		}
+	}
+	return out
+}
+
+// readAll reads every record of a partition.
+func readAll(t testing.TB, n *testNode, tp eventlog.TopicPartition) []*eventlog.Record {
+	t.Helper()
+	ctx := context.Background()
+	offs, err := n.log.Offsets(ctx, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offs.End <= offs.Start {
+		return nil
+	}
+	r, err := n.log.NewReader(map[eventlog.TopicPartition]int64{tp: offs.Start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []*eventlog.Record
+	for int64(len(out)) < offs.End-offs.Start {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		recs, err := r.Poll(pctx, 1000)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, recs...)
+	}
+	return out
+}
+
+// searchIDs returns the ids of every hit of a search, page by page.
+func searchIDs(t testing.TB, n *testNode, query string) []string {
+	t.Helper()
+	var ids []string
+	cursor := ""
+	for range 100 {
+		r := n.get(t, "/api/v1/search?limit=3&"+query+"&cursor="+url.QueryEscape(cursor))
+		if r.status != fasthttp.StatusOK {
+			t.Fatalf("search %s: %s", query, r)
+		}
+		var page struct {
+			Hits []struct {
+				ID         string              `json:"id"`
+				Highlights map[string][]string `json:"highlights"`
+			} `json:"hits"`
+			Next    string `json:"next_cursor"`
+			Partial bool   `json:"partial"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if page.Partial {
+			t.Fatalf("partial search result: %s", r)
+		}
+		for _, h := range page.Hits {
+			ids = append(ids, h.ID)
+		}
+		if page.Next == "" {
+			return ids
+		}
+		cursor = page.Next
+	}
+	t.Fatal("search pagination does not end")
+	return nil
+}
+
+// TestStoriesAndSearchSurviveRestartAndReplay checks that stories and the
+// search index come back after a restart, and that rebuilding them from the
+// log gives the same story assignments and search results.
+func TestStoriesAndSearchSurviveRestartAndReplay(t *testing.T) {
+	dir := t.TempDir()
+	queries := []string{"q=earthquake+lisbon", "q=interest+rates&topic=business", "q=phone&source=tech", "topic=sports",
+		"from=" + baseTime.Add(40*time.Minute).Format(time.RFC3339) + "&to=" + baseTime.Add(56*time.Minute).Format(time.RFC3339)}
+	snapshot := func(n *testNode) (map[string]string, map[string][]string) {
+		res := map[string][]string{}
+		for _, q := range queries {
+			res[q] = searchIDs(t, n, q)
+		}
+		return assignments(t, n), res
+	}
+
+	n := newTestNode(t, withArticles(), withDir(dir))
+	ingestFixture(t, n, articleFixture)
+	wantStories, wantSearch := snapshot(n)
+	if got := wantSearch["q=earthquake+lisbon"]; len(got) != 4 {
+		t.Errorf("earthquake search found %d articles, want the 4 quake reports", len(got))
+	}
+	if got := wantSearch["topic=sports"]; len(got) != 2 {
+		t.Errorf("sports filter found %d articles, want 2", len(got))
+	}
+	if got := wantSearch[queries[4]]; len(got) != 4 { // minutes 40, 44, 50 and 55
+		t.Errorf("date range 40-56 min found %d articles, want 4", len(got))
+	}
+	n.stop()
+
+	check := func(name string, n *testNode) {
+		t.Helper()
+		waitArticles(t, n, len(articleFixture))
+		gotStories, gotSearch := snapshot(n)
+		if fmt.Sprint(gotStories) != fmt.Sprint(wantStories) {
+			t.Errorf("%s: story assignments %v, want %v", name, gotStories, wantStories)
+		}
+		for _, q := range queries {
+			if !slices.Equal(gotSearch[q], wantSearch[q]) {
+				t.Errorf("%s: search %s = %v, want %v", name, q, gotSearch[q], wantSearch[q])
+			}
+		}
+	}
+	n = newTestNode(t, withArticles(), withDir(dir))
+	check("restart", n)
+	n.stop()
+
+	n = newTestNode(t, withArticles(), withDir(dir), withReplay("stories", "search"))
+	check("replay", n)
+}

@@ -1,0 +1,176 @@
+package query
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/valyala/fasthttp"
+)
+
+// handleArticles ingests raw articles: one JSON object, or NDJSON with one
+// article per line (Content-Type application/x-ndjson or ?batch=1). Fields
+// are those of the raw article schema; "publisher" and "source" are
+// accepted for source_id. Each line is cleaned and checked as the articles
+// operator will (URL, title, times), so a line the operator would
+// dead-letter is rejected here with the reason instead.
+func (s *Server) handleArticles(ctx *fasthttp.RequestCtx) {
+	batch := bytes.HasPrefix(ctx.Request.Header.ContentType(), []byte("application/x-ndjson")) ||
+		string(ctx.QueryArgs().Peek("batch")) == "1"
+	s.ingest(ctx, "article", batch, s.buildArticles)
+}
+
+// rawArticleIn is a raw article with the aliases ingestion accepts.
+type rawArticleIn struct {
+	events.RawArticle
+	Publisher string `json:"publisher"`
+	Source    string `json:"source"`
+}
+
+func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
+	parts, err := s.partitions(ctx, events.TopicArticlesRaw)
+	if err != nil {
+		b, _ := json.Marshal(errorBody{Error: "articles topic unavailable: " + err.Error()})
+		return fasthttp.StatusServiceUnavailable, b, nil, 0
+	}
+	now := s.opts.Now().UnixMilli()
+	decode := func(line []byte) (*eventlog.Record, error) {
+		var in rawArticleIn
+		dec := json.NewDecoder(bytes.NewReader(line))
+		if err := dec.Decode(&in); err != nil {
+			return nil, errors.New("malformed JSON: " + err.Error())
+		}
+		raw := in.RawArticle
+		if raw.SourceID == "" {
+			raw.SourceID = in.Publisher
+		}
+		if raw.SourceID == "" {
+			raw.SourceID = in.Source
+		}
+		if raw.FetchedAt == "" {
+			raw.FetchedAt = time.UnixMilli(now).UTC().Format(time.RFC3339)
+		}
+		val, err := json.Marshal(raw)
+		if err != nil {
+			return nil, err
+		}
+		a, err := s.deps.Articles.Clean(val, now)
+		if err != nil {
+			return nil, err
+		}
+		k := []byte(a.ID)
+		return &eventlog.Record{Topic: events.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
+			Key: k, Value: val, Timestamp: a.PublishedAt}, nil
+	}
+	return decodeLines(body, batch, "article", decode)
+}
+
+// storiesPage is the response of the story list endpoints.
+type storiesPage struct {
+	Stories []story.Ranked `json:"stories"`
+	AsOf    time.Time      `json:"as_of"`
+	Next    string         `json:"next_cursor,omitempty"`
+}
+
+// handleStories lists recent stories ranked by the non-personal score.
+// Parameters: topic, since (RFC 3339 or ms), limit (1-100, default 20),
+// cursor (from next_cursor).
+func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
+	args := ctx.QueryArgs()
+	q := story.ListQuery{Topic: string(args.Peek("topic"))}
+	var err error
+	if q.Limit, err = intArg(ctx, "limit", 20, 1, 100); err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	if v := args.Peek("since"); len(v) > 0 {
+		if q.Since, err = parseTimeArg(string(v)); err != nil {
+			writeError(ctx, fasthttp.StatusBadRequest, "since: "+err.Error())
+			return
+		}
+	}
+	if c := args.Peek("cursor"); len(c) > 0 {
+		if q.After, err = decodeStoryCursor(string(c)); err != nil {
+			writeError(ctx, fasthttp.StatusBadRequest, "cursor: "+err.Error())
+			return
+		}
+	}
+	res, err := s.deps.Stories.List(q)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	page := storiesPage{Stories: res.Stories, AsOf: time.UnixMilli(res.AsOf).UTC()}
+	if res.More {
+		page.Next = encodeStoryCursor(res.Stories[len(res.Stories)-1])
+	}
+	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+// handleStory answers one story with all its articles and sources.
+func (s *Server) handleStory(ctx *fasthttp.RequestCtx) {
+	id, _ := ctx.UserValue("id").(string)
+	if id == "" || len(id) > 128 {
+		writeError(ctx, fasthttp.StatusBadRequest, "story id must be 1 to 128 bytes")
+		return
+	}
+	d, err := s.deps.Stories.Get(id)
+	switch {
+	case errors.Is(err, story.ErrNotFound):
+		writeError(ctx, fasthttp.StatusNotFound, "no story "+strconv.Quote(id))
+		return
+	case err != nil:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, d)
+}
+
+// handleBreaking lists the stories breaking now.
+func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
+	res := s.deps.Stories.Breaking()
+	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: time.UnixMilli(res.AsOf).UTC()})
+}
+
+// handleTopics lists the topics of recent stories with counts.
+func (s *Server) handleTopics(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"topics": s.deps.Stories.Topics()})
+}
+
+// Story cursors encode the score bits and id of the last story of a page.
+func encodeStoryCursor(r story.Ranked) string {
+	b := binary.BigEndian.AppendUint64(nil, math.Float64bits(r.Score))
+	return base64.RawURLEncoding.EncodeToString(append(b, r.ID...))
+}
+
+func decodeStoryCursor(c string) (*story.Ranked, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 9 || len(b) > 8+128 {
+		return nil, errors.New("not a cursor returned by this endpoint")
+	}
+	score := math.Float64frombits(binary.BigEndian.Uint64(b))
+	if math.IsNaN(score) || math.IsInf(score, 0) {
+		return nil, errors.New("not a cursor returned by this endpoint")
+	}
+	return &story.Ranked{Story: &story.Story{ID: string(b[8:])}, Score: score}, nil
+}
+
+// parseTimeArg reads RFC 3339 or ms since the epoch.
+func parseTimeArg(v string) (int64, error) {
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return 0, errors.New("must be RFC 3339 or ms since the epoch")
+	}
+	return t.UnixMilli(), nil
+}

@@ -1,0 +1,414 @@
+package search
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	// Bleve's package-level analysis queue keeps its workers for the life
+	// of the process.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"))
+}
+
+func TestOptionsValidate(t *testing.T) {
+	if err := (Options{}).Validate(); err != nil {
+		t.Errorf("zero options: %v", err)
+	}
+	if err := DefaultOptions().Validate(); err != nil {
+		t.Errorf("default options: %v", err)
+	}
+	for _, o := range []Options{{MaxQueryBytes: -1}, {FragmentSize: -1}} {
+		if err := o.Validate(); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
+		if _, err := Open(t.TempDir(), o); err == nil {
+			t.Errorf("open with %+v: no error", o)
+		}
+	}
+}
+
+func TestUpsertReplaces(t *testing.T) {
+	ix, _ := newTestIndex(t, fixture)
+	d := Doc{ID: "u1", Title: "Zebras escape from the zoo", Summary: "Keepers chased them.", Topics: []string{"odd"}, SourceID: "bbc", PublishedAt: at(40)}
+	if err := ix.Apply([]Doc{d}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if res := mustSearch(t, ix, Request{Query: "zebra"}); !slices.Equal(ids(res.Hits), []string{"u1"}) {
+		t.Fatalf("before edit: %v", ids(res.Hits))
+	}
+	n0 := count(t, ix)
+
+	d.Title, d.Summary, d.Topics, d.SourceID = "Giraffes return to the zoo", "All is calm.", []string{"animals"}, "ft"
+	if err := ix.Apply([]Doc{d}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string][]string{"zebra": nil, "keepers": nil, "giraffe": {"u1"}, "calm": {"u1"}} {
+		if got := ids(mustSearch(t, ix, Request{Query: q}).Hits); !slices.Equal(got, want) {
+			t.Errorf("after edit, %q: %v, want %v", q, got, want)
+		}
+	}
+	// Keyword fields are replaced too.
+	for r, want := range map[string]Request{"odd": {Topic: "odd"}, "animals": {Topic: "animals", Source: "ft"}} {
+		got := ids(mustSearch(t, ix, want).Hits)
+		if r == "odd" && len(got) != 0 || r == "animals" && !slices.Equal(got, []string{"u1"}) {
+			t.Errorf("after edit, topic %s: %v", r, got)
+		}
+	}
+	if n := count(t, ix); n != n0 {
+		t.Errorf("count %d after upsert, want %d", n, n0)
+	}
+
+	// Within one batch the last upsert of an id wins.
+	d2 := d
+	d2.Title = "Penguins"
+	d3 := d
+	d3.Title = "Seals"
+	if err := ix.Apply([]Doc{d2, d3}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(mustSearch(t, ix, Request{Query: "seal penguin"}).Hits); !slices.Equal(got, []string{"u1"}) {
+		t.Fatalf("hits %v", got)
+	}
+	if h := mustSearch(t, ix, Request{Query: "seal penguin"}).Hits[0]; h.Title != "Seals" {
+		t.Errorf("title %q, want the last upsert", h.Title)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	ix, _ := newTestIndex(t, fixture)
+	n0 := count(t, ix)
+	if err := ix.Apply(nil, []string{"a03", "a01", "missing"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(mustSearch(t, ix, Request{Query: "inflation"}).Hits); slices.Contains(got, "a01") || slices.Contains(got, "a03") || len(got) == 0 {
+		t.Errorf("after delete: %v", got)
+	}
+	if n := count(t, ix); n != n0-2 {
+		t.Errorf("count %d, want %d", n, n0-2)
+	}
+	// Upserts and deletes in one batch; the delete of an id wins.
+	err := ix.Apply([]Doc{{ID: "n1", Title: "fresh inflation news", PublishedAt: at(50)}, {ID: "a02", Title: "gone", PublishedAt: at(2)}}, []string{"a02"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := ids(mustSearch(t, ix, Request{Query: "inflation"}).Hits)
+	if !slices.Contains(got, "n1") || slices.Contains(got, "a02") {
+		t.Errorf("after mixed batch: %v", got)
+	}
+	if n := count(t, ix); n != n0-2 {
+		t.Errorf("count %d, want %d", n, n0-2)
+	}
+}
+
+func TestApplyInvalid(t *testing.T) {
+	ix, _ := newTestIndex(t, fixture)
+	n0 := count(t, ix)
+	for name, tc := range map[string]struct {
+		up  []Doc
+		del []string
+	}{
+		"empty id":      {up: []Doc{{ID: "ok1", Title: "x"}, {Title: "no id"}}},
+		"long id":       {up: []Doc{{ID: strings.Repeat("f", maxIDBytes+1)}}},
+		"bad utf8 id":   {up: []Doc{{ID: "\xff"}}},
+		"empty delete":  {del: []string{""}},
+		"long delete":   {up: []Doc{{ID: "ok2"}}, del: []string{strings.Repeat("f", maxIDBytes+1)}},
+		"bad utf8 dele": {del: []string{"a\xfe"}},
+	} {
+		if err := ix.Apply(tc.up, tc.del); !errors.Is(err, ErrInvalidDoc) {
+			t.Errorf("%s: error %v, want ErrInvalidDoc", name, err)
+		}
+	}
+	if n := count(t, ix); n != n0 {
+		t.Errorf("count %d after refused batches, want %d", n, n0)
+	}
+	if err := ix.Apply(nil, nil); err != nil {
+		t.Errorf("empty batch: %v", err)
+	}
+}
+
+func TestTextEdgeCases(t *testing.T) {
+	ix, _ := newTestIndex(t, []Doc{
+		{ID: "bad", Title: "broken \xff\xfe encoding headline", PublishedAt: at(1)},
+		{ID: "long", Title: "long", Content: strings.Repeat("filler ", 100) + "needle", PublishedAt: at(2)},
+		{ID: "nodate", Title: "undated piece"},
+		{ID: "ancient", Title: "ancient piece", PublishedAt: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{ID: "future", Title: "future piece", PublishedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)},
+	}, Options{MaxContentBytes: 200})
+	if got := ids(mustSearch(t, ix, Request{Query: "encoding"}).Hits); !slices.Equal(got, []string{"bad"}) {
+		t.Errorf("invalid UTF-8 title: %v", got)
+	}
+	// Content past MaxContentBytes is not indexed.
+	if got := ids(mustSearch(t, ix, Request{Query: "needle"}).Hits); len(got) != 0 {
+		t.Errorf("truncated content matched: %v", got)
+	}
+	if got := ids(mustSearch(t, ix, Request{Query: "filler"}).Hits); !slices.Equal(got, []string{"long"}) {
+		t.Errorf("content prefix: %v", got)
+	}
+	// Newest first: clamped future, then dated, then the epoch, then the
+	// clamped past.
+	res := mustSearch(t, ix, Request{})
+	if got := ids(res.Hits); !slices.Equal(got, []string{"future", "long", "bad", "nodate", "ancient"}) {
+		t.Errorf("newest first: %v", got)
+	}
+	if !res.Hits[3].PublishedAt.Equal(time.Unix(0, 0)) || !res.Hits[0].PublishedAt.Equal(maxTime) || !res.Hits[4].PublishedAt.Equal(minTime) {
+		t.Errorf("published times %v %v %v", res.Hits[0].PublishedAt, res.Hits[3].PublishedAt, res.Hits[4].PublishedAt)
+	}
+	// Pages through the extremes.
+	all := searchAll(t, ix, Request{Limit: 1})
+	if !slices.Equal(ids(all), ids(res.Hits)) {
+		t.Errorf("pages %v, want %v", ids(all), ids(res.Hits))
+	}
+}
+
+func TestContentDisabled(t *testing.T) {
+	ix, _ := newTestIndex(t, fixture, Options{MaxContentBytes: -1})
+	if got := ids(mustSearch(t, ix, Request{Query: "zeppelin"}).Hits); len(got) != 0 {
+		t.Errorf("content indexed: %v", got)
+	}
+}
+
+func TestPersistence(t *testing.T) {
+	ix, dir := newTestIndex(t, nil)
+	if err := ix.Apply(fixture, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Apply(nil, []string{"a05"}); err != nil {
+		t.Fatal(err)
+	}
+	want := ids(mustSearch(t, ix, Request{Query: "record inflation", Limit: MaxLimit}).Hits)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Search(context.Background(), Request{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("search after close: %v", err)
+	}
+	if err := ix.Apply(fixture[:1], nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("apply after close: %v", err)
+	}
+	if _, err := ix.Count(); !errors.Is(err, ErrClosed) {
+		t.Errorf("count after close: %v", err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Errorf("second close: %v", err)
+	}
+
+	ix2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	if n := count(t, ix2); n != uint64(len(fixture)-1) {
+		t.Errorf("count after reopen %d, want %d", n, len(fixture)-1)
+	}
+	if got := ids(mustSearch(t, ix2, Request{Query: "record inflation", Limit: MaxLimit}).Hits); !slices.Equal(got, want) {
+		t.Errorf("after reopen %v, want %v", got, want)
+	}
+	if err := ix2.Apply([]Doc{{ID: "z", Title: "after restart", PublishedAt: at(99)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(mustSearch(t, ix2, Request{Query: "restart"}).Hits); !slices.Equal(got, []string{"z"}) {
+		t.Errorf("apply after reopen: %v", got)
+	}
+}
+
+func TestDestroy(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "p0")
+	ix, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Apply(fixture, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Destroy(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("dir after destroy: %v", err)
+	}
+	if err := Destroy(dir); err != nil {
+		t.Errorf("destroy missing: %v", err)
+	}
+	ix, err = Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, ix); n != 0 {
+		t.Errorf("count after destroy %d", n)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Directories that are not indexes are left alone.
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "precious"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Destroy(other); err == nil {
+		t.Error("destroyed a directory that is not an index")
+	}
+	if _, err := Open(other, Options{}); err == nil {
+		t.Error("opened a directory that is not an index")
+	}
+	if _, err := os.Stat(filepath.Join(other, "precious")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestOpenRecoversInterruptedCreate(t *testing.T) {
+	dir := t.TempDir()
+	ix, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Without its marker the index counts as never created.
+	if err := os.Remove(filepath.Join(dir, markerFile)); err != nil {
+		t.Fatal(err)
+	}
+	ix = mustOpen(t, dir)
+	if err := ix.Apply(fixture[:2], nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, ix); n != 2 {
+		t.Errorf("count %d", n)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another schema version is refused.
+	if err := os.WriteFile(filepath.Join(dir, markerFile), []byte(`{"schema":99}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, ErrIncompatible) {
+		t.Errorf("open other schema: %v, want ErrIncompatible", err)
+	}
+}
+
+func mustOpen(t *testing.T, dir string) *Index {
+	t.Helper()
+	ix, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func count(t testing.TB, ix *Index) uint64 {
+	t.Helper()
+	n, err := ix.Count()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCrash kills a process that is applying batches (kill -9, no Close)
+// and checks, after reopening, that every batch it reported applied is
+// there and the batch in flight is there whole or not at all.
+func TestCrash(t *testing.T) {
+	const batchSize = 40
+	if dir := os.Getenv("NEWSFLOW_SEARCH_CRASH_DIR"); dir != "" {
+		crashChild(dir, batchSize)
+		return
+	}
+	if testing.Short() {
+		t.Skip("crash test runs a subprocess")
+	}
+	dir := filepath.Join(t.TempDir(), "idx")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
+	cmd.Env = append(os.Environ(), "NEWSFLOW_SEARCH_CRASH_DIR="+dir)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	applied := -1
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if k, ok := strings.CutPrefix(sc.Text(), "applied "); ok {
+			applied, _ = strconv.Atoi(k)
+			if applied >= 4 {
+				break
+			}
+		}
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if applied < 4 {
+		t.Fatalf("child reported %d batches before dying", applied+1)
+	}
+
+	ix, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	n := count(t, ix)
+	for b := 0; ; b++ {
+		res := mustSearch(t, ix, Request{Topic: fmt.Sprintf("batch%d", b), Limit: 1})
+		switch {
+		case b <= applied && res.Total != batchSize:
+			t.Fatalf("batch %d, reported applied, has %d of %d docs", b, res.Total, batchSize)
+		case b > applied && res.Total != 0 && res.Total != batchSize:
+			t.Fatalf("batch %d in flight has %d of %d docs", b, res.Total, batchSize)
+		}
+		if res.Total == 0 {
+			if n != uint64(b*batchSize) {
+				t.Errorf("count %d, want %d", n, b*batchSize)
+			}
+			t.Logf("killed after %d batches reported, %d found", applied+1, b)
+			return
+		}
+	}
+}
+
+// crashChild applies batches until it is killed, reporting each.
+func crashChild(dir string, batchSize int) {
+	ix, err := Open(dir, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	for b := 0; b < 10000; b++ {
+		docs := make([]Doc, batchSize)
+		for i := range docs {
+			docs[i] = Doc{
+				ID:          fmt.Sprintf("b%d-%d", b, i),
+				Title:       fmt.Sprintf("batch %d document %d about markets", b, i),
+				Summary:     strings.Repeat("summary text ", 10),
+				Topics:      []string{fmt.Sprintf("batch%d", b)},
+				PublishedAt: at(b),
+			}
+		}
+		if err := ix.Apply(docs, nil); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Printf("applied %d\n", b)
+	}
+	os.Exit(3) // never closes the index
+}
