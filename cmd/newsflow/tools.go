@@ -230,7 +230,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cf.register(fs)
 	fromOffset := fs.Int64("from-offset", -1, "replay every source partition from this offset")
 	fromTime := fs.String("from-time", "", "replay from the first record at or after this RFC 3339 time")
-	op := fs.String("operator", trending.Name, "operator to rebuild")
+	op := fs.String("operator", trending.Name, "operators to rebuild, comma-separated (e.g. stories,search)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -261,8 +261,14 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer n.close()
 	start := time.Now()
-	if err := n.engine.Replay(ctx, *op, func(tp eventlog.TopicPartition) (int64, error) { return from(ctx, n.log, tp) }); err != nil {
-		return err
+	ops := splitList(*op)
+	if len(ops) == 0 {
+		return errors.New("replay: --operator names no operator")
+	}
+	for _, name := range ops {
+		if err := n.engine.Replay(ctx, name, func(tp eventlog.TopicPartition) (int64, error) { return from(ctx, n.log, tp) }); err != nil {
+			return err
+		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()

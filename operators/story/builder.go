@@ -237,6 +237,7 @@ type Builder struct {
 	byNum    map[uint64]string // article num → id, for near-duplicate matches
 	expiry   lastHeap          // articles by event time, num as tiebreak
 	nextArt  uint64
+	wm       int64 // watermark: the latest event time seen
 
 	stories  map[uint64]*Story // stories with articles in the window
 	redirect map[uint64]uint64 // merged story → the one it went into
@@ -279,10 +280,17 @@ func (b *Builder) Apply(a Article) (Result, error) {
 	if a.ID == "" {
 		return Result{}, errors.New("story: article without id")
 	}
-	b.expire(a.Published)
+	// Expire by the watermark, in the builder and the clusterer alike, so
+	// that both close the same stories whatever order event times come in.
+	b.wm = max(b.wm, a.Published)
+	b.expire(b.wm)
+	b.c.Advance(b.wm)
 	if as, ok := b.articles[a.ID]; ok {
 		num := b.resolve(as.story)
 		st := b.stories[num]
+		if st == nil {
+			return Result{}, fmt.Errorf("story: internal error: story %d of article %s is not in memory", num, a.ID)
+		}
 		if st.Representative == a.ID {
 			st.Title, st.URL = a.Title, a.URL
 			b.dirtyStories[num] = st
@@ -315,6 +323,9 @@ func (b *Builder) Apply(a Article) (Result, error) {
 		}
 	}
 	st := b.stories[num]
+	if st == nil {
+		return res, fmt.Errorf("story: internal error: story %d of article %s is not in memory", num, a.ID)
+	}
 	b.addToStory(st, a)
 	b.dirtyStories[num] = st
 	res.Story, res.StoryNum = st.ID, num

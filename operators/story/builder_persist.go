@@ -14,7 +14,7 @@ import (
 // Builder state keys:
 //
 //	c…                          the clusterer (see Clusterer.Persist)
-//	m                           next article number (uvarint)
+//	m                           next article number (uvarint), watermark (varint)
 //	a <article id>              ArticleRecord (JSON)
 //	w <time:8> <article num:8>  article id: the articles in the window, by time
 //	s <story num:8>             storyRecord (JSON)
@@ -95,7 +95,7 @@ func (b *Builder) Persist(w state.Writer) error {
 		}
 	}
 	clear(b.dirtyStories)
-	return w.Set(keyBuilderMeta, binary.AppendUvarint(nil, b.nextArt))
+	return w.Set(keyBuilderMeta, binary.AppendVarint(binary.AppendUvarint(nil, b.nextArt), b.wm))
 }
 
 // RestoreBuilder rebuilds a builder from the state Persist wrote. It
@@ -117,6 +117,9 @@ func RestoreBuilder(opts Options, r state.Reader) (*Builder, error) {
 		return nil, errCorrupt
 	}
 	b.nextArt = n
+	if b.wm, k = binary.Varint(meta[k:]); k <= 0 {
+		return nil, errCorrupt
+	}
 	// The articles in the window, in time order as the live builder added
 	// them to its near-duplicate index and expiry heap.
 	err = r.Scan([]byte("w"), []byte("x"), func(key, value []byte) error {

@@ -157,8 +157,16 @@ func TestBuilderRejects(t *testing.T) {
 // TestBuilderRestoreContinuesIdentically persists and restores the builder
 // every few hundred articles and compares with one uninterrupted run.
 func TestBuilderRestoreContinuesIdentically(t *testing.T) {
-	docs := loadLabelled(t, "uci_dev.ndjson")
-	opts := Options{Cluster: ClusterOptions{Window: 6 * time.Hour}} // so that articles and stories expire
+	all := loadLabelled(t, "uci_dev.ndjson")
+	for name, docs := range map[string][]labelled{"in order": all, "interleaved": interleave(all, 5)} {
+		t.Run(name, func(t *testing.T) { testBuilderRestore(t, docs) })
+	}
+}
+
+func testBuilderRestore(t *testing.T, docs []labelled) {
+	// A short window, so that articles and stories expire, also while
+	// event times go back and forth.
+	opts := Options{Cluster: ClusterOptions{Window: 2 * time.Hour}}
 	apply := func(restoreEvery int) []Result {
 		db, err := state.Open(t.TempDir(), state.Options{})
 		if err != nil {
@@ -243,5 +251,21 @@ func TestBuilderQualityInterleaved(t *testing.T) {
 		if s.BCubedF1 < 0.80 || s.BCubedP < 0.88 {
 			t.Errorf("seed %d: B-cubed F1 %.3f (want ≥ 0.80), precision %.3f (want ≥ 0.88)", seed, s.BCubedF1, s.BCubedP)
 		}
+	}
+}
+
+// TestBuilderExpiryFollowsWatermark: an edit moves the watermark past a
+// story's window; a late article like that story's must then found a new
+// story rather than join the closed one.
+func TestBuilderExpiryFollowsWatermark(t *testing.T) {
+	b := newTestBuilder(t, Options{Cluster: ClusterOptions{Window: time.Hour}})
+	first := mustApply(t, b, Article{ID: "a1", SourceID: "x", Title: "Volcano erupts near Reykjavik as flights are grounded", Published: minutes(0)})
+	mustApply(t, b, Article{ID: "b1", SourceID: "y", Title: "Central bank raises interest rates", Published: minutes(10)})
+	if r := mustApply(t, b, Article{ID: "b1", SourceID: "y", Title: "Central bank raises interest rates again", Published: minutes(70), Version: 2}); !r.Update {
+		t.Fatalf("edit: %+v", r)
+	}
+	late := mustApply(t, b, Article{ID: "a2", SourceID: "z", Title: "Reykjavik volcano erupts, flights grounded", Published: minutes(5)})
+	if late.Story == first.Story || !late.NewStory {
+		t.Fatalf("late article %+v joined the expired story %s", late, first.Story)
 	}
 }

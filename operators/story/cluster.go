@@ -158,6 +158,7 @@ type Clusterer struct {
 	postings map[uint32][]uint64 // term → story numbers, ascending
 	nextNum  uint64
 	byLast   lastHeap // open stories by latest article time
+	wm       int64    // watermark: the latest event time seen
 
 	// dirty records what changed since the last TakeChanges.
 	dirtyTerms   map[uint32]struct{}
@@ -566,8 +567,12 @@ func (c *Clusterer) close(num uint64) {
 
 // expire closes stories whose latest article is older than Window before
 // now, oldest first.
+//
+// Event times may arrive out of order, so expiry follows the watermark,
+// the latest event time seen, never moving back.
 func (c *Clusterer) expire(now int64) {
-	limit := now - c.opts.Window.Milliseconds()
+	c.wm = max(c.wm, now)
+	limit := c.wm - c.opts.Window.Milliseconds()
 	for len(c.byLast) > 0 && c.byLast[0].last < limit {
 		e := heap.Pop(&c.byLast).(lastEntry)
 		if st := c.open[e.num]; st != nil && st.last == e.last {
@@ -600,6 +605,10 @@ func (h *lastHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return e
 }
+
+// Advance moves the watermark to now, if later, and closes the stories
+// that expire with it.
+func (c *Clusterer) Advance(now int64) { c.expire(now) }
 
 // Open reports the number of open stories.
 func (c *Clusterer) Open() int { return len(c.open) }

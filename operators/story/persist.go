@@ -13,7 +13,7 @@ import (
 
 // Clusterer state keys, under the prefix the caller gives:
 //
-//	m          → docs, next story number (uvarints)
+//	m          → docs, next story number (uvarints), watermark (varint)
 //	t <id:4>   → df (uvarint), word
 //	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs
 const (
@@ -68,6 +68,7 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	clear(c.dirtyStories)
 	buf = binary.AppendUvarint(buf[:0], c.docs)
 	buf = binary.AppendUvarint(buf, c.nextNum)
+	buf = binary.AppendVarint(buf, c.wm)
 	return w.Set(append(slices.Clip(prefix), keyMeta), buf)
 }
 
@@ -93,7 +94,11 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 	if c.docs, n = binary.Uvarint(meta); n <= 0 {
 		return nil, errCorrupt
 	}
-	if c.nextNum, n = binary.Uvarint(meta[n:]); n <= 0 {
+	meta = meta[n:]
+	if c.nextNum, n = binary.Uvarint(meta); n <= 0 {
+		return nil, errCorrupt
+	}
+	if c.wm, n = binary.Varint(meta[n:]); n <= 0 {
 		return nil, errCorrupt
 	}
 	lo := append(slices.Clip(prefix), keyTerm)
