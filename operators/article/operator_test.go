@@ -1,0 +1,99 @@
+package article
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/operators/classify"
+)
+
+type noTopics struct{}
+
+func (noTopics) Classify(classify.Document) []classify.Label { return nil }
+
+func newOp(t testing.TB, opts Options) *Operator {
+	t.Helper()
+	o, err := New(opts, noTopics{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func TestClean(t *testing.T) {
+	o := newOp(t, Options{MaxContentBytes: 100})
+	raw, _ := json.Marshal(map[string]string{
+		"url":          "HTTPS://News.Example:443/a/?utm_source=x&id=3#frag",
+		"source_id":    "src",
+		"title":        "  Big <b>news</b> \xff today ",
+		"summary":      "<p>One &amp; two</p><script>x()</script>",
+		"content":      strings.Repeat("word ", 1000),
+		"published_at": "2026-03-01T10:00:00Z",
+	})
+	a, err := o.Clean(raw, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := canon.Canonical("https://news.example/a?id=3", nil)
+	switch {
+	case a.URL != want || a.ID != canon.ArticleID(want):
+		t.Errorf("url %s id %s, want %s", a.URL, a.ID, want)
+	case a.Title != "Big news \uFFFD today" || a.Summary != "One & two":
+		t.Errorf("title %q summary %q", a.Title, a.Summary)
+	case len(a.Content) > 100 || a.Content == "":
+		t.Errorf("content of %d bytes, want 1..100", len(a.Content))
+	case a.PublishedAt != 1772359200000 || a.FetchedAt != 42 || a.Authority != DefaultAuthority:
+		t.Errorf("times %d %d authority %v", a.PublishedAt, a.FetchedAt, a.Authority)
+	}
+	// Missing publish time falls back to the fetch time, then the record's.
+	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t","fetched_at":"2026-03-01T10:00:00Z"}`), 42)
+	if a.PublishedAt != 1772359200000 {
+		t.Errorf("published_at fallback %d", a.PublishedAt)
+	}
+	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t"}`), 42)
+	if a.PublishedAt != 42 {
+		t.Errorf("published_at fallback %d", a.PublishedAt)
+	}
+	for in, want := range map[string]string{
+		`{"title":"t"}`:                                                 "missing url",
+		`{"url":"mailto:a@b","title":"t"}`:                              "url",
+		`{"url":"https://x.example/","title":"<p></p>  "}`:              "missing title",
+		`{"url":"https://x.example/","title":"t","published_at":"now"}`: "published_at",
+		`[1,2]`: "malformed JSON",
+	} {
+		if _, err := o.Clean([]byte(in), 0); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", in, err, want)
+		}
+	}
+	big := newOp(t, Options{MaxRecordBytes: 10})
+	if _, err := big.Clean([]byte(`{"url":"https://x.example/","title":"t"}`), 0); err == nil {
+		t.Error("record over the size limit accepted")
+	}
+}
+
+func FuzzClean(f *testing.F) {
+	f.Add([]byte(`{"url":"https://x.example/a","title":"<b>t</b>","summary":"s","published_at":"2026-03-01T10:00:00Z"}`))
+	f.Add([]byte(`{"url":"http://[::1]:80/x?utm_source=1","title":"\xff"}`))
+	f.Add([]byte(`{}`))
+	o := newOp(f, Options{MaxTitleBytes: 64, MaxSummaryBytes: 64, MaxContentBytes: 64})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		a, err := o.Clean(in, 1)
+		if err != nil {
+			return
+		}
+		if a.Title == "" || a.ID != canon.ArticleID(a.URL) {
+			t.Fatalf("accepted %+v", a)
+		}
+		for _, s := range []string{a.Title, a.Summary, a.Content, a.SourceID} {
+			if !utf8.ValidString(s) {
+				t.Fatalf("invalid UTF-8 in %q", s)
+			}
+		}
+		if len(a.Title) > 64 || len(a.Summary) > 64 || len(a.Content) > 64 {
+			t.Fatalf("limits exceeded: %d %d %d", len(a.Title), len(a.Summary), len(a.Content))
+		}
+	})
+}
