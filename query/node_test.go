@@ -184,7 +184,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	}
 	var articles *article.Operator
 	if o.articles {
-		cls, err := classify.New(classify.Options{RulesFile: "../configs/topics.yaml"})
+		cls, err := classify.New(classify.Options{})
 		if err != nil {
 			fail("classifier: %v", err)
 		}

@@ -127,7 +127,6 @@ func TestProduceArticlesLive(t *testing.T) {
 	n.kill()
 	cmd := exec.Command(binPath, "replay", "--config", "../../configs/newsflow.yaml", "--data", dir,
 		"--from-offset", "0", "--operator", "stories,search", "--log-level", "warn")
-	cmd.Env = append(os.Environ(), "NEWSFLOW_ARTICLES_TOPICS_RULES=../../configs/topics.yaml")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("replay: %v\n%s", err, out)
 	}

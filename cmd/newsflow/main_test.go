@@ -100,7 +100,7 @@ func (n *nodeProc) start() {
 	cmd := exec.Command(binPath, n.args...)
 	cmd.Stdout, cmd.Stderr = n.logf, n.logf
 	// These tests are about the stream, not the internet: no crawling.
-	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_ARTICLES_TOPICS_RULES=../../configs/topics.yaml"), n.env...)
+	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false"), n.env...)
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}

@@ -112,7 +112,7 @@ func topicsEval(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	mapping := fs.String("map", "", "label renames, e.g. sport=sports,t=technology|science")
 	var o classify.Options
 	fs.StringVar(&o.ModelFile, "model", "", "model file written by topics train")
-	fs.StringVar(&o.RulesFile, "rules", "", "rules file (default "+classify.DefaultRulesFile+")")
+	fs.StringVar(&o.RulesFile, "rules", "", "rules file (default: the built-in "+classify.DefaultRulesFile+")")
 	fs.Float64Var(&o.MinConfidence, "min-confidence", 0, "override the smallest confidence of a label")
 	fs.IntVar(&o.MaxLabels, "max-labels", 0, "override the most labels per document")
 	if err := fs.Parse(args); err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/newsflow/newsflow/configs"
 )
 
 // Document is the text of an article to classify.
@@ -27,8 +29,9 @@ type Classifier interface {
 	Classify(d Document) []Label
 }
 
-// DefaultRulesFile is the rules file New uses when Options names neither a
-// rules file nor a model.
+// DefaultRulesFile is the file the built-in rules come from: New uses the
+// copy compiled into the binary (package configs) when Options names
+// neither a rules file nor a model.
 const DefaultRulesFile = "configs/topics.yaml"
 
 // Defaults used when neither Options nor the rules file or model set them.
@@ -38,11 +41,11 @@ const (
 )
 
 // Options selects and tunes the classifier that New builds. The zero value
-// is the default: the keyword rules in DefaultRulesFile, with their own
-// thresholds.
+// is the default: the built-in keyword rules (DefaultRulesFile as compiled
+// in), with their own thresholds.
 type Options struct {
-	// RulesFile is a YAML rules file (see ParseRules). Empty means
-	// DefaultRulesFile. It is not read when ModelFile is set.
+	// RulesFile is a YAML rules file (see ParseRules). Empty means the
+	// built-in rules. It is not read when ModelFile is set.
 	RulesFile string
 	// ModelFile is a model written by (*Model).Save. When set, the model
 	// classifies instead of the rules.
@@ -57,7 +60,7 @@ type Options struct {
 
 // DefaultOptions returns the default options.
 func DefaultOptions() Options {
-	return Options{RulesFile: DefaultRulesFile}
+	return Options{}
 }
 
 // Validate reports whether o is usable. It does not read the files.
@@ -85,11 +88,13 @@ func New(o Options) (Classifier, error) {
 		m.limits = m.limits.override(o.MinConfidence, o.MaxLabels)
 		return m, nil
 	}
-	path := o.RulesFile
-	if path == "" {
-		path = DefaultRulesFile
+	var r *Rules
+	var err error
+	if o.RulesFile == "" {
+		r, err = ParseRules(configs.TopicRules)
+	} else {
+		r, err = LoadRules(o.RulesFile)
 	}
-	r, err := LoadRules(path)
 	if err != nil {
 		return nil, err
 	}
