@@ -332,6 +332,11 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 	}
 	st := c.open[a.Story]
 	c.add(st, v, now)
+	if a.New {
+		// An article that joined no story bridges nothing: merging its new
+		// story would let it into a story it was not similar enough to join.
+		return a
+	}
 	bridge := c.threshold(v, c.opts.Bridge, c.opts.BridgeLong)
 	merge := c.threshold(v, c.opts.Merge, c.opts.MergeLong)
 	for _, cd := range cands {
@@ -351,7 +356,7 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 		if o.num < st.num {
 			o, st = st, o
 			a.Merged = append(a.Merged, a.Story)
-			a.Story, a.New = st.num, false
+			a.Story = st.num
 		} else {
 			a.Merged = append(a.Merged, o.num)
 		}
