@@ -26,6 +26,7 @@ type countOp struct {
 	topic    string
 	route    bool
 	failProb float64
+	panics   bool // inject failures in Process as panics
 	seed     atomic.Uint64
 	failures atomic.Int64
 }
@@ -67,6 +68,9 @@ func (t *countTask) Process(_ *engine.ProcessContext, rec *eventlog.Record) erro
 	}
 	if t.rng.Float64() < t.op.failProb {
 		t.op.failures.Add(1)
+		if t.op.panics {
+			panic(errInjected)
+		}
 		return errInjected
 	}
 	t.counts[string(rec.Key)]++
@@ -234,6 +238,21 @@ func TestExactlyOnceAcrossTaskFailures(t *testing.T) {
 	got, _ := h.stateCounts("count", parts)
 	equalCounts(t, got, want)
 	t.Logf("%d injected failures", op.failures.Load())
+}
+
+// A panic in an operator restarts its task from the committed state, like
+// an error, and leaves the rest of the engine running.
+func TestExactlyOnceAcrossPanics(t *testing.T) {
+	h := newHarness(t)
+	const parts = 4
+	want := h.produce("in", parts, 20000, func(k string, _ int) int32 { return eventlog.PartitionFor([]byte(k), parts) })
+	op := &countOp{name: "count", topic: "in", failProb: 0.0005, panics: true}
+	h.runUntilCaughtUp(h.log, engine.Options{Partitions: parts, MaxBatch: 97}, op)
+	if op.failures.Load() == 0 {
+		t.Fatal("no panic was injected; the test proves nothing")
+	}
+	got, _ := h.stateCounts("count", parts)
+	equalCounts(t, got, want)
 }
 
 // Records a producer put in arbitrary partitions are co-located by key

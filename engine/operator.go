@@ -64,11 +64,14 @@ type TaskContext struct {
 // All methods are called from the task's goroutine, never concurrently.
 // State keys that begin with 0xff are reserved for the engine.
 type Task interface {
-	// Restore loads the state committed by earlier instances.
+	// Restore loads the state committed by earlier instances. r stays valid
+	// until Close and always reads the latest committed state (never the
+	// batch being applied), so a task may keep it to look up state it does
+	// not hold in memory, and queries may read through it concurrently.
 	Restore(r state.Reader) error
 	// Process applies one record to the task's in-memory state. An error
 	// made with Invalid sends the record to the dead-letter topic; any other
-	// error restarts the task from its committed state.
+	// error, or a panic, restarts the task from its committed state.
 	Process(pc *ProcessContext, rec *eventlog.Record) error
 	// Flush stages every state change since the last Flush into w. The
 	// engine adds the input offsets and commits the batch atomically.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -104,8 +105,15 @@ func (tr *taskRunner) run(ctx context.Context) error {
 }
 
 // runOnce restores the task and processes batches until ctx is done (then it
-// returns nil after committing what it applied) or an error occurs.
+// returns nil after committing what it applied) or an error occurs. A panic
+// in the operator's code is an error too: the task restarts from its
+// committed state, and the rest of the node keeps running.
 func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
 	e, p := tr.e, tr.p
 	ns := e.db.Namespace(namespaceName(tr.st.name, p))
 	task, err := tr.st.newTask(TaskContext{
