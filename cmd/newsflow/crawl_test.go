@@ -81,6 +81,34 @@ func TestNodeCrawls(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("second manual crawl: %d", resp.StatusCode)
 	}
+	// The crawled items go through the article pipeline: they are in
+	// stories and found by a search filtered on their source.
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		var page struct {
+			Total int `json:"total"`
+			Hits  []struct {
+				StoryID  string `json:"story_id"`
+				SourceID string `json:"source_id"`
+			} `json:"hits"`
+		}
+		err := getJSON(n.url("/api/v1/search?limit=100&source="+src.ID), &page)
+		if err == nil && page.Total == 7 {
+			for _, h := range page.Hits {
+				var st struct {
+					ArticleCount int `json:"article_count"`
+				}
+				if h.StoryID == "" || getJSON(n.url("/api/v1/stories/"+h.StoryID), &st) != nil || st.ArticleCount == 0 {
+					t.Fatalf("crawled article in no story: %+v", h)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("crawled items not searchable: %+v, %v", page, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	// A URL that cannot be fetched now is kept as given: the crawler will
 	// record the failure (here a 410) on the source.
 	resp, err = http.Post(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
