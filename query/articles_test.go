@@ -187,6 +187,23 @@ func TestStoriesGroupEventsAcrossOutlets(t *testing.T) {
 		seen[s] = ev
 	}
 
+	// Search hits name the story their article is in now.
+	var hits struct {
+		Hits []struct {
+			URL     string `json:"url"`
+			StoryID string `json:"story_id"`
+		} `json:"hits"`
+	}
+	json.Unmarshal(n.get(t, "/api/v1/search?limit=100").body, &hits)
+	if len(hits.Hits) != len(articleFixture) {
+		t.Fatalf("%d hits for an empty query, want %d", len(hits.Hits), len(articleFixture))
+	}
+	for _, h := range hits.Hits {
+		if h.StoryID != got[h.URL] {
+			t.Errorf("search hit %s in story %s, story page says %s", h.URL, h.StoryID, got[h.URL])
+		}
+	}
+
 	stories := allStories(t, n)
 	if len(stories) != 5 {
 		t.Fatalf("%d stories, want 5", len(stories))

@@ -71,6 +71,15 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	page := searchPage{Hits: res.Hits, Total: res.Total, Partial: res.Partial, Missing: res.Missing}
+	if s.deps.Stories != nil {
+		// Articles are indexed with the story they joined; that story may
+		// have merged into another since.
+		for i := range page.Hits {
+			if id := page.Hits[i].StoryID; id != "" {
+				page.Hits[i].StoryID = s.deps.Stories.Resolve(id)
+			}
+		}
+	}
 	if page.Hits == nil {
 		page.Hits = []search.Hit{}
 	}

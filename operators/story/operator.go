@@ -476,6 +476,24 @@ func (o *Operator) Get(id string) (*Detail, error) {
 
 var errStop = errors.New("stop")
 
+// Resolve returns the id of the story that story id is part of now: id
+// itself, or the story it was merged into. Unknown ids resolve to
+// themselves.
+func (o *Operator) Resolve(id string) string {
+	rp := o.reader.Load()
+	if rp == nil {
+		return id
+	}
+	for hops := 0; hops < 64; hops++ {
+		rec, err := loadRecord(*rp, id)
+		if err != nil || rec.MergedInto == "" {
+			return id
+		}
+		id = rec.MergedInto
+	}
+	return id
+}
+
 func loadRecord(r state.Reader, id string) (*storyRecord, error) {
 	raw, ok, err := r.Get(storyIDKey(id))
 	if err != nil {
