@@ -168,16 +168,17 @@ func buildOpen(b *testing.B, open int, start int64) *Clusterer {
 // (Vectorize + Assign) with 100,000 and 1,000,000 open stories (see
 // buildOpen). The clusterer's changes are staged (Persist, into a writer
 // that discards them) after building and every 500 assignments, as the
-// stories task commits. Half the articles are follow-ups of one of the newest 10% of
-// stories (the last 6 hours), half found new stories; event times advance
-// 100 ms per article, after all the stories' articles.
+// stories task commits. Half the articles are follow-ups of one of the
+// newest 10% of stories (the last 6 hours), half found new stories; event
+// times advance 100 ms per article, after all the stories' articles.
 //
 // Metrics: p50-us and p99-us of the assignment latency (target p99 <=
 // 1 ms) over at least 2000 assignments, joined-% (articles that joined an
 // existing story), scored/article (open stories whose similarity Assign
 // computed), open-stories and heap-MB (live heap after a GC) after
-// building, and build-s. ns/op also counts generating the article's text. open=1000000 takes
-// minutes to build and about 2 GB; it is skipped with -short.
+// building, and build-s. ns/op also counts generating the article's text.
+// open=1000000 takes about a minute to build and 1.3 GB of heap; it is
+// skipped with -short.
 func BenchmarkAssign(b *testing.B) {
 	for _, open := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("open=%d", open), func(b *testing.B) {

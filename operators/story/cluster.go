@@ -47,7 +47,7 @@ type ClusterOptions struct {
 	// ProbeTerms is how many of an article's highest-weighted terms are
 	// looked up to find candidate stories (default 8), and ProbeDepth how
 	// many of the newest stories holding each term are considered (default
-	// 1000). Together they bound the cost of an assignment whatever the
+	// 100). Together they bound the cost of an assignment whatever the
 	// number of active stories.
 	ProbeTerms, ProbeDepth int
 	// Window is how long a story stays open for new articles after its
@@ -66,7 +66,7 @@ func DefaultClusterOptions() ClusterOptions {
 		Decay:       0.1,
 		TitleWeight: 2,
 		MaxTerms:    48, StoryTerms: 64,
-		ProbeTerms: 8, ProbeDepth: 1000,
+		ProbeTerms: 8, ProbeDepth: 100,
 		Window: 72 * time.Hour,
 	}
 }
@@ -139,7 +139,8 @@ type centroid struct {
 	terms  []term // sum of member unit vectors, pruned to StoryTerms
 	normSq float64
 	size   int
-	last   int64 // event time of the latest article, ms
+	last   int64  // event time of the latest article, ms
+	seen   uint64 // Clusterer.epoch when last scored
 }
 
 // Clusterer assigns articles to stories, online and deterministically: the
@@ -157,8 +158,10 @@ type Clusterer struct {
 	open     map[uint64]*centroid
 	postings map[uint32][]uint64 // term → story numbers, ascending
 	nextNum  uint64
-	byLast   lastHeap // open stories by latest article time
-	wm       int64    // watermark: the latest event time seen
+	epoch    uint64    // candidates calls, for centroid.seen
+	dense    []float32 // the current article's weights by term id, else 0
+	byLast   lastHeap  // open stories by latest article time
+	wm       int64     // watermark: the latest event time seen
 
 	// dirty records what changed since the last TakeChanges.
 	dirtyTerms   map[uint32]struct{}
@@ -168,7 +171,6 @@ type Clusterer struct {
 	// scratch
 	toks  []string
 	tf    map[uint32]float64
-	seen  map[uint64]struct{}
 	cands []candidate
 }
 
@@ -190,7 +192,6 @@ func NewClusterer(opts ClusterOptions) (*Clusterer, error) {
 		dirtyTerms:   map[uint32]struct{}{},
 		dirtyStories: map[uint64]struct{}{},
 		tf:           map[uint32]float64{},
-		seen:         map[uint64]struct{}{},
 	}, nil
 }
 
@@ -395,8 +396,27 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 		slices.SortFunc(probe, byWeightDesc)
 		probe = probe[:c.opts.ProbeTerms]
 	}
-	clear(c.seen)
+	// Candidates below both the join and the bridge threshold are never
+	// used; cosines are at most 1, so a story whose decay alone is below
+	// them needs no dot product.
+	lo := min(c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong), c.threshold(v, c.opts.Bridge, c.opts.BridgeLong))
+	maxAge := int64(math.MaxInt64)
+	if c.opts.Decay > 0 && lo > 0 {
+		maxAge = int64(-math.Log(lo) / c.opts.Decay * float64(time.Hour/time.Millisecond))
+	}
+	c.epoch++
 	c.cands = c.cands[:0]
+	if len(c.dense) < len(c.words) {
+		c.dense = make([]float32, len(c.words)+len(c.words)/4)
+	}
+	for _, t := range v {
+		c.dense[t.ID] = t.W
+	}
+	defer func() {
+		for _, t := range v {
+			c.dense[t.ID] = 0
+		}
+	}()
 	for _, e := range probe {
 		// Postings may hold closed stories and stories that pruned the
 		// term; only live entries count towards ProbeDepth, so the result
@@ -406,16 +426,43 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 		for i := len(ps) - 1; i >= 0 && live < c.opts.ProbeDepth; i-- {
 			num := ps[i]
 			st := c.open[num]
-			if st == nil || !hasTerm(st.terms, e.ID) {
+			if st == nil {
+				dead++
+				continue
+			}
+			if st.seen == c.epoch {
+				if !hasTerm(st.terms, e.ID) {
+					dead++
+				} else {
+					live++
+				}
+				continue
+			}
+			if abs(now-st.last) > maxAge {
+				if hasTerm(st.terms, e.ID) {
+					live++
+					st.seen = c.epoch
+				} else {
+					dead++
+				}
+				continue
+			}
+			var d float64
+			has := false
+			for _, t := range st.terms {
+				d += float64(c.dense[t.ID]) * float64(t.W)
+				has = has || t.ID == e.ID
+			}
+			if !has {
 				dead++
 				continue
 			}
 			live++
-			if _, dup := c.seen[num]; dup {
+			st.seen = c.epoch
+			sim := d / math.Sqrt(st.normSq) * c.decay(now, st.last)
+			if sim < lo {
 				continue
 			}
-			c.seen[num] = struct{}{}
-			sim := dot(v, st.terms) / math.Sqrt(st.normSq) * c.decay(now, st.last)
 			c.cands = append(c.cands, candidate{num: num, sim: sim})
 		}
 		if dead > 64 && dead > len(ps)/2 {
