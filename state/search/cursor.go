@@ -160,15 +160,11 @@ func (c *Cursor) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// searchAfter is the cursor as Bleve's SearchAfter values for the sort
-// order of c.order. Bleve parses the score with strconv.ParseFloat, which
-// reads FormatFloat's shortest form back to the same bits, and compares it
-// as a float64 with each hit's score; the published key is compared as the
-// string it is.
+// searchAfter is the cursor as Bleve's SearchAfter values for the newest
+// order, (published key, ID), both compared as strings. (Relevance searches
+// apply the cursor themselves, comparing the score's exact float64; see
+// relevanceTop.)
 func (c *Cursor) searchAfter() []string {
-	if c.order == OrderRelevance {
-		return []string{strconv.FormatFloat(c.score, 'g', -1, 64), c.id}
-	}
 	return []string{publishedKey(c.published), c.id}
 }
 

@@ -135,9 +135,9 @@ var enAnalyzer = func() func(string) map[string]bool {
 	}
 }()
 
-// textMatches reports whether d shares an analyzed term with q in its title,
-// summary or (indexed part of its) content.
-func textMatches(d Doc, q string, maxContent int) bool {
+// textMatches reports whether d has every analyzed term of q (any term, if
+// any is set) in its title, summary or (indexed part of its) content.
+func textMatches(d Doc, q string, maxContent int, any bool) bool {
 	content := d.Content
 	if maxContent < 0 {
 		content = ""
@@ -145,12 +145,16 @@ func textMatches(d Doc, q string, maxContent int) bool {
 		content = content[:maxContent]
 	}
 	dt := enAnalyzer(d.Title + " \n " + d.Summary + " \n " + content)
-	for term := range enAnalyzer(q) {
-		if dt[term] {
-			return true
+	qt := enAnalyzer(q)
+	if len(qt) == 0 {
+		return false
+	}
+	for term := range qt {
+		if dt[term] == any {
+			return any
 		}
 	}
-	return false
+	return !any
 }
 
 func filterMatches(d Doc, r Request) bool {
@@ -172,13 +176,16 @@ func filterMatches(d Doc, r Request) bool {
 
 // expected returns the ids of docs matching r (ignoring After); for requests
 // without text they are in newest-first order.
-func expected(docs []Doc, r Request) []string {
+func expected(docs []Doc, r Request) []string { return expectedOpts(docs, r, Options{}) }
+
+func expectedOpts(docs []Doc, r Request, o Options) []string {
+	o = o.withDefaults()
 	var m []Doc
 	for _, d := range docs {
 		if !filterMatches(d, r) {
 			continue
 		}
-		if q := strings.TrimSpace(r.Query); q != "" && !textMatches(d, q, DefaultOptions().MaxContentBytes) {
+		if q := strings.TrimSpace(r.Query); q != "" && !textMatches(d, q, o.MaxContentBytes, o.AnyTerm) {
 			continue
 		}
 		m = append(m, d)

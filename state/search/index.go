@@ -1,14 +1,17 @@
 package search
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,14 +42,14 @@ var (
 
 // Field names in the Bleve index.
 const (
-	fieldTitle     = "title"
-	fieldSummary   = "summary"
-	fieldContent   = "content"
-	fieldURL       = "url"
-	fieldSource    = "source"
-	fieldSourceID  = "source_id"
-	fieldTopics    = "topics"
-	fieldStoryID   = "story_id"
+	fieldTitle    = "title"
+	fieldSummary  = "summary"
+	fieldContent  = "content"
+	fieldURL      = "url"
+	fieldSource   = "source"
+	fieldSourceID = "source_id"
+	fieldTopics   = "topics"
+	fieldStoryID  = "story_id"
 	// fieldPublished is the published time as a sortable key (see
 	// publishedKey): one term per document, with doc values for sorting.
 	fieldPublished = "published"
@@ -70,13 +73,19 @@ const markerFile = "newsflow-search.json"
 // bleveFiles are the entries Bleve keeps in an index directory.
 var bleveFiles = map[string]bool{"index_meta.json": true, "index_meta.json_temp": true, "store": true}
 
+// maxPublishedKey is the internal key of Index.maxPublished.
+var maxPublishedKey = []byte("newsflow.max_published")
+
 const maxIDBytes = 256 // ids, topics and source ids longer than this are refused
 
-// Indexed dates are kept inside the range Bleve can represent (Unix
-// nanoseconds in an int64) and compare in range queries.
+// Indexed and queried dates are kept within [minTime, maxTime]. Bleve
+// represents dates as Unix nanoseconds in an int64 (years 1678–2262), and
+// its numeric range search degenerates into enumerating millions of terms
+// when a bound lies within 2^60 ns of the int64 limits; these bounds keep
+// clear of both.
 var (
-	minTime = time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC)
-	maxTime = time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC)
+	minTime = time.Date(1800, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
 // Doc is one article as the index sees it.
@@ -93,7 +102,7 @@ type Doc struct {
 	StoryID          string
 	// PublishedAt orders newest-first results and the From/To filter. A zero
 	// time is indexed as the Unix epoch, so such articles come last; times
-	// outside the years 1678–2261 are clamped into them.
+	// outside the years 1800–2199 are clamped into them.
 	PublishedAt time.Time
 }
 
@@ -103,17 +112,22 @@ type Doc struct {
 // Concurrency: Search and Count may be called from any number of goroutines,
 // concurrently with Apply. Apply may be called from any goroutine, but calls
 // are serialized; the intended caller is the partition's task, its single
-// writer. Each Search sees the index as of one point between Applies, never
+// writer. The hits of a Search come from one point between Applies, never
 // half a batch. Close waits for calls in progress; calls after it return
-// ErrClosed.
+// ErrClosed. Lock order: writeMu, then mu.
 type Index struct {
-	dir      string
-	opts     Options
-	bi       bleve.Index
-	en       analysis.Analyzer // title, summary, content
-	keyword  analysis.Analyzer // topics, source_id, story_id
-	hl       *highlighter
-	writeMux sync.Mutex // serializes Apply
+	dir     string
+	opts    Options
+	bi      bleve.Index
+	en      analysis.Analyzer // title, summary, content
+	keyword analysis.Analyzer // topics, source_id, story_id
+	hl      *highlighter
+	writeMu sync.Mutex // serializes Apply
+
+	// maxPublished is the latest published time (Unix ns) ever indexed,
+	// math.MinInt64 for none; newest-first searches start there. Apply keeps
+	// it in the index (internal key maxPublishedKey) in the same batch.
+	maxPublished atomic.Int64
 
 	mu struct {
 		sync.RWMutex // held for reading by every call, for writing by Close
@@ -151,6 +165,15 @@ func Open(dir string, opts Options) (*Index, error) {
 		return nil, fmt.Errorf("open search index %s: analyzers missing", dir)
 	}
 	ix.hl = newHighlighter(ix.en, opts.FragmentSize)
+	ix.maxPublished.Store(math.MinInt64)
+	v, err := bi.GetInternal(maxPublishedKey)
+	if err != nil {
+		_ = bi.Close()
+		return nil, fmt.Errorf("open search index %s: %w", dir, err)
+	}
+	if len(v) == 8 {
+		ix.maxPublished.Store(int64(binary.BigEndian.Uint64(v)))
+	}
 	return ix, nil
 }
 
@@ -431,12 +454,17 @@ func truncateUTF8(s string, n int) string {
 // (whole, not field by field). Deleting an unknown ID is not an error. If an
 // ID appears more than once, its last upsert wins, and a delete of it wins
 // over any upsert. Applying the same batch again changes nothing, so a replay
-// after a crash is harmless.
+// after a crash is harmless. A document Apply cannot index (see Doc.ID)
+// fails the whole batch with ErrInvalidDoc, before anything is written.
+//
+// Each call costs a few milliseconds on top of its documents; batch
+// generously (see the package documentation).
 func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 	if len(upserts) == 0 && len(deletes) == 0 {
 		return nil
 	}
 	b := ix.bi.NewBatch()
+	maxPublished := int64(math.MinInt64)
 	for i := range upserts {
 		doc, err := ix.document(&upserts[i])
 		if err != nil {
@@ -445,6 +473,7 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		if err := b.IndexAdvanced(doc); err != nil {
 			return fmt.Errorf("apply: upsert %d: %w", i, err)
 		}
+		maxPublished = max(maxPublished, indexedTime(upserts[i].PublishedAt).UnixNano())
 	}
 	for i, id := range deletes {
 		if err := checkID(id); err != nil {
@@ -453,12 +482,19 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		b.Delete(id)
 	}
 
-	ix.writeMux.Lock()
-	defer ix.writeMux.Unlock()
+	ix.writeMu.Lock()
+	defer ix.writeMu.Unlock()
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.mu.closed {
 		return ErrClosed
+	}
+	if maxPublished > ix.maxPublished.Load() {
+		// Raised before the batch is visible: an upper bound that is too
+		// high only widens a search's first window; one too low hides
+		// documents.
+		ix.maxPublished.Store(maxPublished)
+		b.SetInternal(maxPublishedKey, binary.BigEndian.AppendUint64(nil, uint64(maxPublished)))
 	}
 	// With unsafe_batch off, scorch's Batch waits until the persister has
 	// written the new segment (fsynced) and committed and fsynced root.bolt.

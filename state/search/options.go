@@ -17,12 +17,18 @@ const (
 // default (see DefaultOptions).
 type Options struct {
 	// MaxContentBytes is how much of Doc.Content is indexed; the rest is
-	// dropped, cut at a UTF-8 boundary. Content is never stored. Default
-	// 4 KiB; negative leaves content out of the index entirely.
+	// dropped, cut at a UTF-8 boundary. Content is never stored. Indexing
+	// costs roughly 0.3–0.4 ms of CPU per KiB of content, against about
+	// 0.2 ms for a whole headline and summary, so the default is 1 KiB (the
+	// lede); negative leaves content out of the index.
 	MaxContentBytes int
 	// MaxQueryBytes bounds Request.Query; a longer query is a bad request.
 	// Default 512.
 	MaxQueryBytes int
+	// AnyTerm makes a query match documents with any of its terms, ranked
+	// by how well they match, instead of only documents with all of them.
+	// It is slower: every document with a common term gets scored.
+	AnyTerm bool
 	// FragmentSize is the length in characters of a highlighted fragment.
 	// A title or summary no longer than this is highlighted whole; a longer
 	// one is cut around its best-matching part and marked with "…".
@@ -33,7 +39,7 @@ type Options struct {
 // DefaultOptions returns the options the zero value stands for.
 func DefaultOptions() Options {
 	return Options{
-		MaxContentBytes: 4 << 10,
+		MaxContentBytes: 1 << 10,
 		MaxQueryBytes:   512,
 		FragmentSize:    200,
 	}

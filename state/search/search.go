@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,7 +17,6 @@ import (
 	"github.com/blevesearch/bleve/v2/search/highlight/fragmenter/simple"
 	simplehl "github.com/blevesearch/bleve/v2/search/highlight/highlighter/simple"
 	"github.com/blevesearch/bleve/v2/search/query"
-	"github.com/blevesearch/bleve/v2/search/searcher"
 )
 
 // Relevance weights. A title match counts three times a summary or content
@@ -71,7 +71,8 @@ type Hit struct {
 type Result struct {
 	Hits []Hit `json:"hits"`
 	// Total counts every document that matches the request, regardless of
-	// After.
+	// After. For requests without text it is counted by a second search, so
+	// a concurrent Apply can make it disagree with Hits by that batch.
 	Total uint64 `json:"total"`
 	// Order is the order of Hits; Merge needs it.
 	Order Order `json:"order"`
@@ -92,25 +93,30 @@ func (ix *Index) Search(ctx context.Context, r Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Result{Order: p.order}
-	if p.req == nil { // nothing can match
-		return out, nil
-	}
-
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.mu.closed {
 		return nil, ErrClosed
 	}
-	res, err := ix.bi.SearchInContext(ctx, p.req)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
+	out := &Result{Order: p.order}
+	var dms []*bsearch.DocumentMatch
+	switch {
+	case p.order == OrderRelevance && p.text == nil: // nothing can match
+		return out, nil
+	case p.order == OrderRelevance:
+		if dms, out.Total, err = ix.relevant(ctx, p); err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("search: %w", err)
+	default:
+		res, err := ix.newest(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		dms = res.Hits
+		if out.Total, err = ix.count(ctx, p); err != nil {
+			return nil, err
+		}
 	}
-	out.Total = res.Total
-	dms := res.Hits
 	more := len(dms) > p.limit
 	if more {
 		dms = dms[:p.limit]
@@ -127,13 +133,17 @@ func (ix *Index) Search(ctx context.Context, r Request) (*Result, error) {
 
 // plan is a validated request.
 type plan struct {
-	req   *bleve.SearchRequest // nil if nothing can match
-	order Order
-	limit int
-	terms map[string]bool // the analyzed query terms, for highlighting
+	order    Order
+	limit    int
+	text     query.Query     // OrderRelevance; nil if the text has no term
+	terms    map[string]bool // the analyzed query terms, for highlighting
+	keywords []query.Query   // topic and source
+	keyword  [2]string       // field and term of the only keyword filter
+	from, to time.Time
+	after    *Cursor
 }
 
-// plan validates r and builds the Bleve request.
+// plan validates r.
 func (ix *Index) plan(r Request) (plan, error) {
 	bad := func(format string, args ...any) (plan, error) {
 		return plan{}, fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrBadRequest)
@@ -141,7 +151,6 @@ func (ix *Index) plan(r Request) (plan, error) {
 	if r.Limit < 0 {
 		return bad("limit %d is negative", r.Limit)
 	}
-	p := plan{limit: effectiveLimit(r.Limit), order: OrderNewest}
 	if len(r.Query) > ix.opts.MaxQueryBytes {
 		return bad("query of %d bytes, limit %d", len(r.Query), ix.opts.MaxQueryBytes)
 	}
@@ -167,153 +176,338 @@ func (ix *Index) plan(r Request) (plan, error) {
 	if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
 		return bad("from %s is not before to %s", r.From.Format(time.RFC3339Nano), r.To.Format(time.RFC3339Nano))
 	}
+	p := plan{limit: effectiveLimit(r.Limit), order: OrderNewest, from: r.From, to: r.To, after: r.After}
 	text := strings.TrimSpace(r.Query)
 	if text != "" {
 		p.order = OrderRelevance
+		p.text, p.terms = ix.textQuery(text)
 	}
 	if r.After != nil && r.After.order != p.order {
 		return bad("cursor is for %s order, request is in %s order", r.After.order, p.order)
 	}
-
-	var filters []query.Query
+	// Filters have boost 0 (see relevant).
 	if r.Topic != "" {
 		q := query.NewTermQuery(r.Topic)
 		q.SetField(fieldTopics)
-		filters = append(filters, q)
+		q.SetBoost(0)
+		p.keywords = append(p.keywords, q)
 	}
 	if r.Source != "" {
 		q := query.NewTermQuery(r.Source)
 		q.SetField(fieldSourceID)
-		filters = append(filters, q)
+		q.SetBoost(0)
+		p.keywords = append(p.keywords, q)
 	}
-	if !r.From.IsZero() || !r.To.IsZero() {
-		filters = append(filters, hourRange(r.From, r.To))
-	}
-	var filter query.Query
-	if len(filters) > 0 {
-		filter = conjunction(filters)
-		if exact := exactRange(r.From, r.To); exact != nil {
-			filter = query.NewCustomFilterQueryWithFilter(filter, exact, []string{fieldPublished}, nil)
+	if len(p.keywords) == 1 {
+		p.keyword = [2]string{fieldTopics, r.Topic}
+		if r.Source != "" {
+			p.keyword = [2]string{fieldSourceID, r.Source}
 		}
 	}
-
-	var req *bleve.SearchRequest
-	if p.order == OrderRelevance {
-		var q query.Query
-		q, p.terms = ix.textQuery(text)
-		if q == nil {
-			return p, nil
-		}
-		if filter != nil {
-			// A Boolean filter selects without adding to the score.
-			q = &query.BooleanQuery{Must: q, Filter: filter}
-		}
-		req = bleve.NewSearchRequestOptions(q, p.limit+1, 0, false)
-		req.SortByCustom(bsearch.SortOrder{&bsearch.SortScore{Desc: true}, &bsearch.SortDocID{}})
-	} else {
-		// The filters are the query itself: they are cheaper to iterate
-		// than every document, and nothing is scored.
-		var q query.Query = query.NewMatchAllQuery()
-		if filter != nil {
-			q = filter
-		}
-		req = bleve.NewSearchRequestOptions(q, p.limit+1, 0, false)
-		req.SortByCustom(bsearch.SortOrder{
-			&bsearch.SortField{Field: fieldPublished, Desc: true, Type: bsearch.SortFieldAsString},
-			&bsearch.SortDocID{},
-		})
-		req.Score = "none"
-	}
-	req.Fields = storedFields
-	if r.After != nil {
-		req.SearchAfter = r.After.searchAfter()
-	}
-	p.req = req
 	return p, nil
 }
 
-// hourRange selects the hours that overlap [from, to) (a zero bound is
-// open): a superset of the documents in the range, exact when both bounds
-// fall on the hour.
-func hourRange(from, to time.Time) query.Query {
-	var start, end time.Time
-	incl, inclEnd := true, true
-	if !from.IsZero() {
-		start = from.Truncate(time.Hour)
-	}
-	if !to.IsZero() {
-		end = to.Truncate(time.Hour)
-		if end.Equal(to) {
-			inclEnd = false
-		}
-	}
-	q := query.NewDateRangeInclusiveQuery(start, end, &incl, &inclEnd)
-	q.SetField(fieldPublishedHour)
-	return q
+// filter is the conjunction of p's filters, nil if it has none.
+func (p plan) filter() query.Query {
+	return p.windowFilter(p.from, p.to)
 }
 
-// exactRange returns the check of a document's exact published time
-// against [from, to), or nil if hourRange is already exact.
-func exactRange(from, to time.Time) searcher.CustomFilterFunc {
+// windowFilter is p's filters with the published time in [from, to) (a
+// zero bound is open).
+func (p plan) windowFilter(from, to time.Time) query.Query {
+	qs := slices.Clip(p.keywords)
+	if !from.IsZero() || !to.IsZero() {
+		qs = append(qs, timeRange(from, to))
+	}
+	return conjunction(qs)
+}
+
+// relevant returns the next page (one hit more than the limit, if there
+// is one) of a request with text, and the number of matching documents.
+func (ix *Index) relevant(ctx context.Context, p plan) ([]*bsearch.DocumentMatch, uint64, error) {
+	// Filters never change a score. A time range joins the text in a
+	// conjunction (its queries have boost 0, so they add 0 to the score and
+	// to the query norm); advancing through the text's matches to the
+	// range's is cheaper than checking each text match against a range of
+	// many terms. Topic and source, single terms, are cheapest as a filter.
+	q := p.text
+	if !p.from.IsZero() || !p.to.IsZero() {
+		q = query.NewConjunctionQuery([]query.Query{q, timeRange(p.from, p.to)})
+	}
+	if len(p.keywords) > 0 {
+		q = &filtered{q: q, filter: conjunction(p.keywords)}
+	}
+	// Bleve sorts by score alone (its default); relevanceTop breaks ties by
+	// ID and applies the cursor.
+	top := &relevanceTop{k: p.limit + 1, after: p.after}
+	res, err := ix.bi.SearchInContext(top.withHandler(ctx), bleve.NewSearchRequestOptions(q, p.limit+1, 0, false))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, 0, cerr
+		}
+		return nil, 0, fmt.Errorf("search: %w", err)
+	}
+	dms := make([]*bsearch.DocumentMatch, len(top.page))
+	for i, e := range top.page {
+		dms[i] = &bsearch.DocumentMatch{ID: e.id, Score: e.score, Fields: e.fields}
+	}
+	return dms, res.Total, nil
+}
+
+// run searches for the next page of q, a query without text, newest first.
+func (ix *Index) run(ctx context.Context, p plan, q query.Query) (*bleve.SearchResult, error) {
+	req := bleve.NewSearchRequestOptions(q, p.limit+1, 0, false)
+	req.SortByCustom(bsearch.SortOrder{
+		&bsearch.SortField{Field: fieldPublished, Desc: true, Type: bsearch.SortFieldAsString},
+		&bsearch.SortDocID{},
+	})
+	req.Score = "none"
+	req.Fields = storedFields
+	if p.after != nil {
+		req.SearchAfter = p.after.searchAfter()
+	}
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	return res, nil
+}
+
+// newestWindows are the spans of published time newest searches try in
+// turn, each from the newest candidate back, until one holds a page; the
+// last window is unbounded.
+var newestWindows = []time.Duration{time.Hour, 8 * time.Hour, 64 * time.Hour, 512 * time.Hour, 4096 * time.Hour, 0}
+
+// newest finds the next page of a request without text. Sorting every
+// matching document by time costs time proportional to their number, so it
+// searches a window of recent hours first and widens it until the window
+// holds a full page. A full page from a window is the page: every document
+// outside it is older than every document in it.
+func (ix *Index) newest(ctx context.Context, p plan) (*bleve.SearchResult, error) {
+	hi := time.Unix(0, ix.maxPublished.Load()).UTC() // no later document exists
+	if !p.to.IsZero() && !p.to.After(hi) {
+		hi = p.to.Add(-1)
+	}
+	if p.after != nil && p.after.published < hi.UnixNano() {
+		hi = time.Unix(0, p.after.published).UTC()
+	}
+	lo := minTime // no earlier document exists
+	if p.from.After(lo) {
+		lo = p.from
+	}
+	if hi.Before(lo) {
+		return &bleve.SearchResult{}, nil
+	}
+	// Windows end with hi's hour, or at To if it comes first, and start on
+	// the hour (or at From), so that only the request's own bounds need an
+	// exact check.
+	to := hi.Truncate(time.Hour).Add(time.Hour)
+	if !p.to.IsZero() && p.to.Before(to) {
+		to = p.to
+	}
+	for _, w := range newestWindows {
+		from := p.from
+		last := w == 0 || !hi.Add(-w).After(lo)
+		if start := hi.Add(-w).Truncate(time.Hour); !last && start.After(from) {
+			from = start
+		}
+		res, err := ix.run(ctx, p, p.windowFilter(from, to))
+		if err != nil {
+			return nil, err
+		}
+		if last || len(res.Hits) > p.limit {
+			return res, nil
+		}
+	}
+	panic("unreachable: the last window is unbounded")
+}
+
+// count returns the number of documents passing p's filters.
+func (ix *Index) count(ctx context.Context, p plan) (uint64, error) {
+	f := p.filter()
+	if f == nil {
+		n, err := ix.bi.DocCount()
+		if err != nil {
+			return 0, fmt.Errorf("count: %w", err)
+		}
+		return n, nil
+	}
+	if len(p.keywords) == 1 && p.from.IsZero() && p.to.IsZero() {
+		// One term: its document frequency, without visiting a posting.
+		n, err := ix.termCount(ctx, p.keyword[0], p.keyword[1])
+		if err != nil {
+			return 0, fmt.Errorf("count: %w", err)
+		}
+		return n, nil
+	}
+	req := bleve.NewSearchRequestOptions(f, 0, 0, false)
+	req.Score = "none"
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		return 0, fmt.Errorf("count: %w", err)
+	}
+	return res.Total, nil
+}
+
+// termCount returns the number of live documents with term in field.
+func (ix *Index) termCount(ctx context.Context, field, term string) (_ uint64, err error) {
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return 0, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	tfr, err := r.TermFieldReader(ctx, []byte(term), field, false, false, false)
+	if err != nil {
+		return 0, err
+	}
+	n := tfr.Count()
+	return n, tfr.Close()
+}
+
+// timeRange selects the documents published in [from, to) (a zero bound
+// is open). Documents are found by the hour of their published time; only
+// those in the partial hours at unaligned bounds have their exact time
+// checked (from doc values, which costs a microsecond or so per document).
+func timeRange(from, to time.Time) query.Query {
+	aligned := func(t time.Time) bool { return t.IsZero() || t.Truncate(time.Hour).Equal(t) }
+	if aligned(from) && aligned(to) {
+		return hourRange(from, to)
+	}
+	// Whole hours inside the range.
+	coreFrom, coreTo := from, to
+	var edges []query.Query
+	if !aligned(from) {
+		h := from.Truncate(time.Hour)
+		coreFrom = h.Add(time.Hour)
+		edges = append(edges, hourRange(h, coreFrom))
+	}
+	if !aligned(to) {
+		h := to.Truncate(time.Hour)
+		coreTo = h
+		if aligned(from) || !h.Equal(from.Truncate(time.Hour)) {
+			edges = append(edges, hourRange(h, h.Add(time.Hour)))
+		}
+	}
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	exact := true
 	if !from.IsZero() {
 		lo = from.UnixNano()
-		exact = exact && from.Truncate(time.Hour).Equal(from)
 	}
 	if !to.IsZero() {
 		hi = to.UnixNano()
-		exact = exact && to.Truncate(time.Hour).Equal(to)
 	}
-	if exact {
-		return nil
-	}
-	return func(_ context.Context, d *bsearch.DocumentMatch) (bool, error) {
+	exact := query.NewCustomFilterQueryWithFilter(disjunction(edges), func(_ context.Context, d *bsearch.DocumentMatch) (bool, error) {
 		s, _ := d.Fields[fieldPublished].(string)
 		ns, ok := parsePublishedKey(s)
 		return ok && lo <= ns && ns < hi, nil
+	}, []string{fieldPublished}, nil)
+	if !coreTo.IsZero() && !coreFrom.Before(coreTo) {
+		return exact // no whole hour inside
 	}
+	return disjunction([]query.Query{hourRange(coreFrom, coreTo), exact})
+}
+
+// hourRange selects the documents published in [from, to), two hours (or
+// zero values, for an open bound).
+func hourRange(from, to time.Time) query.Query {
+	// Bleve's range search enumerates every representable term between the
+	// bounds at their coarsest common precision; for a short range across
+	// Unix time 0 (where the sign bit flips) that is millions of terms.
+	// Split such a range at 0.
+	if !from.IsZero() && !to.IsZero() && from.UnixNano() < 0 && to.UnixNano() > 0 {
+		zero := time.Unix(0, 0)
+		return disjunction([]query.Query{hourRange(from, zero), hourRange(zero, to)})
+	}
+	incl, excl := true, false
+	q := query.NewDateRangeInclusiveQuery(from, to, &incl, &excl)
+	q.SetField(fieldPublishedHour)
+	q.SetBoost(0)
+	return q
+}
+
+func disjunction(qs []query.Query) query.Query {
+	if len(qs) == 1 {
+		return qs[0]
+	}
+	return query.NewDisjunctionQuery(qs)
 }
 
 func conjunction(qs []query.Query) query.Query {
-	if len(qs) == 1 {
+	switch len(qs) {
+	case 0:
+		return nil
+	case 1:
 		return qs[0]
 	}
 	return query.NewConjunctionQuery(qs)
 }
 
-// textQuery is the relevance query for text: a match (any term) in title,
-// summary or content, plus a phrase match in the title when the text has
-// more than one term. It also returns the text's analyzed terms. The query
-// is nil if the text has no searchable term (only stop words or
-// punctuation).
+// textQuery is the relevance query for text. Each analyzed term matches in
+// title (boost 3), summary or content; a document must match every term
+// (Options.AnyTerm: any term), and one with the whole text as a phrase in its
+// title scores higher. It also returns the terms. The query is nil if the
+// text has no searchable term (only stop words or punctuation).
+//
+// All terms by default: besides being what news search users expect, it lets
+// Bleve skip through the rarest term's matches instead of scoring every
+// document with any of the terms (on a million documents, a query with a
+// common word and a rare one costs a few milliseconds instead of a hundred).
 func (ix *Index) textQuery(text string) (query.Query, map[string]bool) {
 	tokens := ix.en.Analyze([]byte(text))
 	if len(tokens) == 0 {
 		return nil, nil
 	}
 	terms := make(map[string]bool, len(tokens))
+	var perTerm []query.Query
 	for _, t := range tokens {
-		terms[string(t.Term)] = true
+		term := string(t.Term)
+		if terms[term] {
+			continue
+		}
+		terms[term] = true
+		fields := make([]query.Query, 0, 3)
+		for _, f := range []struct {
+			name  string
+			boost float64
+		}{{fieldTitle, titleBoost}, {fieldSummary, summaryBoost}, {fieldContent, contentBoost}} {
+			q := query.NewTermQuery(term)
+			q.SetField(f.name)
+			q.SetBoost(f.boost)
+			fields = append(fields, q)
+		}
+		perTerm = append(perTerm, query.NewDisjunctionQuery(fields))
 	}
-	match := func(field string, boost float64) query.Query {
-		q := query.NewMatchQuery(text)
-		q.SetField(field)
-		q.SetBoost(boost)
-		return q
-	}
-	qs := []query.Query{
-		match(fieldTitle, titleBoost),
-		match(fieldSummary, summaryBoost),
-		match(fieldContent, contentBoost),
+	var q query.Query
+	switch {
+	case len(perTerm) == 1:
+		q = perTerm[0]
+	case ix.opts.AnyTerm:
+		q = query.NewDisjunctionQuery(perTerm)
+	default:
+		q = query.NewConjunctionQuery(perTerm)
 	}
 	if len(tokens) > 1 {
-		q := query.NewMatchPhraseQuery(text)
-		q.SetField(fieldTitle)
-		q.SetBoost(titleBoost)
-		qs = append(qs, q)
+		phrase := query.NewMatchPhraseQuery(text)
+		phrase.SetField(fieldTitle)
+		phrase.SetBoost(titleBoost)
+		// The phrase matches only documents q matches; in the disjunction
+		// those score (q + phrase) and the others q/2.
+		q = query.NewDisjunctionQuery([]query.Query{q, phrase})
 	}
-	return query.NewDisjunctionQuery(qs), terms
+	return q, terms
 }
 
 // hit converts a Bleve hit.

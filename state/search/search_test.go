@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -27,7 +28,8 @@ func TestRelevance(t *testing.T) {
 		{name: "stemming plural query", query: "elections", top: []string{"a04", "a12"}},
 		{name: "stemming raising~raises", query: "raising", top: []string{"a01", "a15"}},
 		{name: "stop words ignored", query: "the election of the", top: []string{"a04", "a12"}},
-		{name: "phrase beats scattered terms", query: "interest rates", top: []string{"a01"}, below: []string{"a06", "a17"}},
+		{name: "phrase beats scattered terms", query: "interest rates", top: []string{"a01"}, below: []string{"a06"}},
+		{name: "all terms, in any field", query: "central bank rate", top: []string{"a01", "a24"}},
 		{name: "content is indexed", query: "zeppelin", top: []string{"a29"}},
 		{name: "possessive", query: "jerry", top: []string{"a07"}},
 		{name: "case insensitive", query: "BERLIN", top: []string{"a05"}},
@@ -146,13 +148,13 @@ func TestFilters(t *testing.T) {
 // are the scores of the same hits unfiltered.
 func TestFiltersDoNotScore(t *testing.T) {
 	ix, _ := newTestIndex(t, fixture)
-	all := mustSearch(t, ix, Request{Query: "record bank rate", Limit: MaxLimit})
+	all := mustSearch(t, ix, Request{Query: "new", Limit: MaxLimit})
 	scores := map[string]float64{}
 	for _, h := range all.Hits {
 		scores[h.ID] = h.Score
 	}
-	for _, r := range []Request{{Topic: "economy"}, {Source: "bbc"}, {From: at(3), To: at(20)}} {
-		r.Query, r.Limit = "record bank rate", MaxLimit
+	for _, r := range []Request{{Topic: "politics"}, {Source: "bbc"}, {From: at(3), To: at(20)}, {From: at(3).Add(30 * time.Minute), To: at(20).Add(time.Second), Topic: "health"}} {
+		r.Query, r.Limit = "new", MaxLimit
 		res := mustSearch(t, ix, r)
 		if len(res.Hits) == 0 {
 			t.Fatalf("%+v: no hits", r)
@@ -241,8 +243,9 @@ func TestPagination(t *testing.T) {
 	for _, r := range []Request{
 		{},
 		{Topic: "economy"},
-		{Query: "the record new rate bank city"},
-		{Query: "inflation rates", Topic: "economy"},
+		{Query: "the record"},
+		{Query: "new"},
+		{Query: "central bank", Topic: "economy"},
 	} {
 		for _, limit := range []int{1, 3, 7} {
 			t.Run(fmt.Sprintf("%q/%d", r.Query, limit), func(t *testing.T) {
@@ -472,20 +475,21 @@ func TestContextCancelled(t *testing.T) {
 
 func TestConcurrentSearchAndApply(t *testing.T) {
 	ix, _ := newTestIndex(t, fixture)
+	want := uint64(len(expected(fixture, Request{Query: "record"})))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := make(chan error, 4)
 	for range 4 {
 		go func() {
 			for ctx.Err() == nil {
-				res, err := ix.Search(ctx, Request{Query: "bank rate record"})
+				res, err := ix.Search(ctx, Request{Query: "record"})
 				if err != nil && ctx.Err() == nil {
 					errc <- err
 					return
 				}
 				// Every snapshot holds the whole fixture, whatever the
 				// writer is doing.
-				if err == nil && res.Total < 5 {
+				if err == nil && res.Total < want {
 					errc <- fmt.Errorf("total %d", res.Total)
 					return
 				}
@@ -504,5 +508,173 @@ func TestConcurrentSearchAndApply(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestDateRangeExact checks ranges whose bounds fall inside hours against
+// documents minutes apart, and newest-first pages over documents spread
+// from minutes to years apart (so that every search window is needed).
+func TestDateRangeExact(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var docs []Doc
+	for i := range 200 {
+		var p time.Time
+		switch i % 4 {
+		case 0, 1:
+			p = t0.Add(time.Duration(i*7) * time.Minute)
+		case 2:
+			p = t0.Add(-time.Duration(rng.IntN(5000)) * time.Hour)
+		case 3:
+			p = t0.Add(time.Duration(rng.IntN(1<<20)) * time.Second)
+		}
+		docs = append(docs, Doc{
+			ID:          fmt.Sprintf("d%03d", i),
+			Title:       []string{"storm warning", "market news", "storm market"}[i%3],
+			Topics:      []string{[]string{"a", "b"}[rng.IntN(2)]},
+			PublishedAt: p,
+		})
+	}
+	ix, _ := newTestIndex(t, docs)
+	m := func(min int) time.Time { return t0.Add(time.Duration(min) * time.Minute) }
+	for _, r := range []Request{
+		{From: m(10), To: m(50)},           // inside one hour
+		{From: m(10), To: m(60)},           // to the end of the hour
+		{From: m(50), To: m(70)},           // across one hour boundary
+		{From: m(50), To: m(180)},          // whole hours between
+		{From: m(60), To: m(61)},           // one minute
+		{From: m(-30), Limit: 3},           // open end
+		{To: m(95), Limit: 3},              // open start
+		{From: m(60), To: m(240)},          // aligned
+		{From: m(7), To: m(8), Query: "x"}, // nothing
+	} {
+		if got, want := ids(searchAll(t, ix, r)), expected(docs, r); !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+			t.Fatalf("%+v:\n got %v\nwant %v", r, got, want)
+		}
+	}
+	for range 60 {
+		r := Request{Limit: 1 + rng.IntN(30)}
+		if rng.IntN(3) > 0 {
+			r.From = t0.Add(time.Duration(rng.IntN(48*60)-600) * time.Minute).Add(time.Duration(rng.IntN(60)) * time.Second)
+		}
+		if rng.IntN(3) > 0 {
+			r.To = t0.Add(time.Duration(rng.IntN(48*60)+60) * time.Minute)
+			if !r.From.IsZero() && !r.From.Before(r.To) {
+				r.From, r.To = r.To.Add(-time.Minute), r.From.Add(time.Minute)
+			}
+		}
+		switch rng.IntN(3) {
+		case 0:
+			r.Query = "storm"
+		case 1:
+			r.Topic = "a"
+		}
+		all := searchAll(t, ix, r)
+		want := expected(docs, r)
+		if r.Query == "" {
+			if !slices.Equal(ids(all), want) {
+				t.Fatalf("%+v:\n got %v\nwant %v", r, ids(all), want)
+			}
+		} else if !slices.Equal(sortedCopy(ids(all)), sortedCopy(want)) {
+			t.Fatalf("%+v:\n got %v\nwant %v", r, sortedCopy(ids(all)), sortedCopy(want))
+		}
+		if res := mustSearch(t, ix, r); res.Total != uint64(len(want)) {
+			t.Fatalf("%+v: total %d, want %d", r, res.Total, len(want))
+		}
+	}
+	// Unfiltered, page by page, across all windows.
+	for _, limit := range []int{1, 7, 100} {
+		if got, want := ids(searchAll(t, ix, Request{Limit: limit})), expected(docs, Request{}); !slices.Equal(got, want) {
+			t.Fatalf("limit %d: got %v, want %v", limit, got, want)
+		}
+	}
+}
+
+// TestNewestWindowRespectsFrom: a search window that starts on the hour
+// before From must not let documents before From into the page.
+func TestNewestWindowRespectsFrom(t *testing.T) {
+	var docs []Doc
+	for i := range 151 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("m%03d", i), Title: "minute", PublishedAt: t0.Add(time.Duration(i) * time.Minute)})
+	}
+	ix, _ := newTestIndex(t, docs)
+	for _, r := range []Request{
+		{From: t0.Add(75 * time.Minute), Limit: 80},
+		{From: t0.Add(75*time.Minute + time.Second), Limit: 90},
+		{From: t0.Add(61 * time.Minute), To: t0.Add(149 * time.Minute), Limit: 100},
+	} {
+		res := mustSearch(t, ix, r)
+		if got, want := ids(res.Hits), expected(docs, r); !slices.Equal(got, want) {
+			t.Errorf("%+v:\n got %v\nwant %v", r, got, want)
+		}
+	}
+}
+
+func TestAnyTerm(t *testing.T) {
+	o := Options{AnyTerm: true}
+	ix, _ := newTestIndex(t, fixture, o)
+	for _, q := range []string{"zeppelin election", "interest rates", "central bank rate", "inflation"} {
+		res := mustSearch(t, ix, Request{Query: q, Limit: MaxLimit})
+		want := expectedOpts(fixture, Request{Query: q}, o)
+		if got := ids(res.Hits); !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+			t.Errorf("any term of %q: %v, want %v", q, got, want)
+		}
+		checkOrder(t, OrderRelevance, res.Hits)
+	}
+	// Documents with more of the terms rank first.
+	res := mustSearch(t, ix, Request{Query: "central bank rate"})
+	if got := sortedCopy(ids(res.Hits[:2])); !slices.Equal(got, []string{"a01", "a24"}) {
+		t.Errorf("top %v, want a01 and a24, which have all three terms", ids(res.Hits))
+	}
+}
+
+func TestPhraseBoost(t *testing.T) {
+	// Same terms, same lengths; only the order differs. Without the phrase
+	// boost the scores would tie and p1 would come first by ID.
+	ix, _ := newTestIndex(t, []Doc{
+		{ID: "p1", Title: "rates interest rise", PublishedAt: at(1)},
+		{ID: "p2", Title: "interest rates rise", PublishedAt: at(1)},
+	})
+	res := mustSearch(t, ix, Request{Query: "interest rates"})
+	if got := ids(res.Hits); !slices.Equal(got, []string{"p2", "p1"}) || res.Hits[0].Score <= res.Hits[1].Score {
+		t.Errorf("hits %v (scores %v, %v), want the phrase match p2 first", got, res.Hits[0].Score, res.Hits[1].Score)
+	}
+}
+
+// Results travel between nodes as JSON; Merge must work on decoded ones.
+func TestResultJSON(t *testing.T) {
+	ix, _ := newTestIndex(t, fixture)
+	for _, r := range []Request{{Query: "record", Limit: 2}, {Topic: "economy", Limit: 3}} {
+		res := mustSearch(t, ix, r)
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Result
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("unmarshal %s: %v", b, err)
+		}
+		if back.Order != res.Order || back.Total != res.Total || back.Next.Encode() != res.Next.Encode() ||
+			!slices.EqualFunc(back.Hits, res.Hits, func(a, b Hit) bool {
+				return a.ID == b.ID && a.Score == b.Score && a.PublishedAt.Equal(b.PublishedAt)
+			}) {
+			t.Fatalf("round trip of %s changed the result", b)
+		}
+		// The next page through a decoded cursor.
+		r.After = back.Next
+		if m := Merge(r.Limit, &back); m.Next.Encode() != res.Next.Encode() {
+			t.Errorf("merge of one decoded result: next %v, want %v", m.Next, res.Next)
+		}
+		next := mustSearch(t, ix, r)
+		if len(next.Hits) == 0 || compareHits(res.Order, &res.Hits[len(res.Hits)-1], &next.Hits[0]) >= 0 {
+			t.Errorf("page after a decoded cursor does not follow: %v then %v", ids(res.Hits), ids(next.Hits))
+		}
+	}
+	var o Order
+	if err := o.UnmarshalText([]byte("sideways")); err == nil {
+		t.Error("unknown order decoded")
+	}
+	var c Cursor
+	if err := json.Unmarshal([]byte(`"garbage!"`), &c); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("bad cursor in JSON: %v", err)
 	}
 }
