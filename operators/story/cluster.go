@@ -47,7 +47,7 @@ type ClusterOptions struct {
 	// ProbeTerms is how many of an article's highest-weighted terms are
 	// looked up to find candidate stories (default 8), and ProbeDepth how
 	// many of the newest stories holding each term are considered (default
-	// 100). Together they bound the cost of an assignment whatever the
+	// 50). Together they bound the cost of an assignment whatever the
 	// number of active stories.
 	ProbeTerms, ProbeDepth int
 	// Window is how long a story stays open for new articles after its
@@ -66,7 +66,7 @@ func DefaultClusterOptions() ClusterOptions {
 		Decay:       0.1,
 		TitleWeight: 2,
 		MaxTerms:    48, StoryTerms: 64,
-		ProbeTerms: 8, ProbeDepth: 100,
+		ProbeTerms: 8, ProbeDepth: 50,
 		Window: 72 * time.Hour,
 	}
 }

@@ -157,8 +157,23 @@ func (t *task) Restore(r state.Reader) error {
 	return nil
 }
 
+// storyInput is what the stories task reads of an article record; the
+// content, which it does not need, is skipped.
+type storyInput struct {
+	ID          string         `json:"id"`
+	URL         string         `json:"url"`
+	SourceID    string         `json:"source_id"`
+	Source      string         `json:"source"`
+	Authority   float64        `json:"authority"`
+	Title       string         `json:"title"`
+	Summary     string         `json:"summary"`
+	Topics      []events.Label `json:"topics"`
+	PublishedAt int64          `json:"published_at"`
+	Version     int            `json:"version"`
+}
+
 func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
-	var a events.Article
+	var a storyInput
 	if err := json.Unmarshal(rec.Value, &a); err != nil {
 		return engine.Invalid("article: malformed JSON: %v", err)
 	}
@@ -187,14 +202,15 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	t.changed[res.StoryNum] = struct{}{}
 	t.removed = append(t.removed, res.MergedNums...)
 
-	a.StoryID, a.DuplicateOf = res.Story, res.DuplicateOf
-	val, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
+	// The article goes on as it came, with its story in headers.
 	key := []byte(a.ID)
-	pc.Emit(&eventlog.Record{Topic: events.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
-		Key: key, Value: val, Timestamp: a.PublishedAt})
+	out := &eventlog.Record{Topic: events.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
+		Key: key, Value: rec.Value, Timestamp: a.PublishedAt}
+	out.Headers = append(out.Headers, eventlog.Header{Key: events.HeaderStoryID, Value: []byte(res.Story)})
+	if res.DuplicateOf != "" {
+		out.Headers = append(out.Headers, eventlog.Header{Key: events.HeaderDuplicateOf, Value: []byte(res.DuplicateOf)})
+	}
+	pc.Emit(out)
 	return nil
 }
 
