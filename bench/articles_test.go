@@ -272,7 +272,7 @@ func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, er
 	if err != nil {
 		return fail(err)
 	}
-	ix, err := indexer.New(filepath.Join(dir, "search"), search.Options{}, eng.Partitions())
+	ix, err := indexer.New(filepath.Join(dir, "search"), indexer.Options{}, eng.Partitions())
 	if err != nil {
 		return fail(err)
 	}

@@ -147,7 +147,7 @@ func buildOpen(b *testing.B, open int, start int64) *Clusterer {
 		t := start + int64(s)*step
 		v := c.Vectorize(first(s))
 		num := c.newStory()
-		c.add(c.open[num], v, t)
+		c.add(c.open.get(num), v, t)
 		if num != uint64(s) {
 			b.Fatalf("story %d numbered %d", s, num)
 		}

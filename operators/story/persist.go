@@ -54,7 +54,7 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	}
 	slices.Sort(nums)
 	for _, num := range nums {
-		st := c.open[num]
+		st := c.open.get(num)
 		buf = binary.AppendUvarint(buf[:0], uint64(st.size))
 		buf = binary.AppendUvarint(buf, uint64(st.last))
 		for _, e := range st.terms {
@@ -151,7 +151,7 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 			// Scanned in ascending story order: appends keep postings sorted.
 			c.postings[e.ID] = append(c.postings[e.ID], st.num)
 		}
-		c.open[st.num] = st
+		c.open.put(st)
 		c.byLast = append(c.byLast, lastEntry{last: st.last, num: st.num})
 		return nil
 	})
