@@ -713,12 +713,3 @@ func (s *openSet) remove(num uint64) {
 		}
 	}
 }
-
-// each calls fn for every open story in number order.
-func (s *openSet) each(fn func(*centroid)) {
-	for _, st := range s.items {
-		if st != nil {
-			fn(st)
-		}
-	}
-}
