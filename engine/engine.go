@@ -151,6 +151,9 @@ func (e *Engine) Register(op Operator) error {
 	if len(s.Inputs) == 0 {
 		return fmt.Errorf("engine: operator %q has no inputs", s.Name)
 	}
+	if s.MinCommitInterval < 0 {
+		return fmt.Errorf("engine: operator %q has a negative commit interval", s.Name)
+	}
 	e.ops = append(e.ops, op)
 	return nil
 }
@@ -253,7 +256,7 @@ func (e *Engine) build(ctx context.Context) error {
 				return err
 			}
 		}
-		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}}
+		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}, minCommit: s.MinCommitInterval}
 		for _, in := range s.Inputs {
 			srcParts, err := ensure(in.Topic)
 			if err != nil {

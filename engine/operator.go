@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/state"
@@ -23,6 +24,12 @@ type Spec struct {
 	Stores []string
 	// Options is the operator's configuration, shown by the topology listing.
 	Options any
+	// MinCommitInterval, if set, is the least time between two commits of
+	// a task, also when it has caught up: for operators whose commits are
+	// expensive (an external index that must be made durable first), so
+	// that they apply larger batches. Their outputs and query views lag by
+	// up to this much.
+	MinCommitInterval time.Duration
 }
 
 // Input is one input topic of an operator.

@@ -20,6 +20,7 @@ type stage struct {
 	partitions int32
 	newTask    func(TaskContext) (Task, error)
 	inputs     map[int32][]stageInput
+	minCommit  time.Duration // Spec.MinCommitInterval
 }
 
 type inputMode uint8
@@ -215,6 +216,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		}
 		return nil
 	}
+	interval := max(e.opts.CommitInterval, tr.st.minCommit)
 	for {
 		// With applied but uncommitted records, wait for more input no
 		// longer than until the commit is due; with committed offsets not
@@ -222,7 +224,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		switch {
 		case pending > 0:
-			pctx, cancel = context.WithDeadline(ctx, lastCommit.Add(e.opts.CommitInterval))
+			pctx, cancel = context.WithDeadline(ctx, lastCommit.Add(interval))
 		case groupDirty:
 			pctx, cancel = context.WithDeadline(ctx, lastGroupCommit.Add(e.opts.GroupCommitInterval))
 		}
@@ -292,7 +294,8 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 				caughtUp = false
 			}
 		}
-		if caughtUp || pending >= e.opts.MaxBatch || time.Since(lastCommit) >= e.opts.CommitInterval {
+		since := time.Since(lastCommit)
+		if (caughtUp && since >= tr.st.minCommit) || pending >= e.opts.MaxBatch || since >= interval {
 			if err := commit(caughtUp); err != nil {
 				return err
 			}

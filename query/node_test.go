@@ -29,7 +29,6 @@ import (
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/search"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
@@ -194,7 +193,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		if n.stories, err = story.New(o.stories, n.eng.Partitions(), n.reg); err != nil {
 			fail("stories: %v", err)
 		}
-		if n.search, err = indexer.New(filepath.Join(o.dir, "search"), search.Options{}, n.eng.Partitions()); err != nil {
+		if n.search, err = indexer.New(filepath.Join(o.dir, "search"), indexer.Options{CommitInterval: time.Millisecond}, n.eng.Partitions()); err != nil {
 			fail("search: %v", err)
 		}
 		for _, op := range []engine.Operator{articles, n.stories, n.search} {

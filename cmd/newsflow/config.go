@@ -27,6 +27,7 @@ type Config struct {
 	Crawl    CrawlConfig    `yaml:"crawl"`
 	Articles ArticlesConfig `yaml:"articles"`
 	Stories  StoriesConfig  `yaml:"stories"`
+	Search   SearchConfig   `yaml:"search"`
 	Logging  LoggingConfig  `yaml:"logging"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
@@ -93,6 +94,10 @@ type StoriesConfig struct {
 	ViewWindow      time.Duration `yaml:"view_window"`
 }
 
+type SearchConfig struct {
+	CommitInterval time.Duration `yaml:"commit_interval"`
+}
+
 type CrawlConfig struct {
 	Enabled           bool          `yaml:"enabled"`
 	SeedOPML          string        `yaml:"seed_opml"`
@@ -134,6 +139,7 @@ func defaultConfig() Config {
 		Articles: ArticlesConfig{MaxContentBytes: 32 << 10},
 		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
 			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
+		Search:  SearchConfig{CommitInterval: time.Second},
 		Logging: LoggingConfig{Level: "info", Format: "text"},
 	}
 }

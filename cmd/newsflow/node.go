@@ -29,7 +29,6 @@ import (
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"
-	"github.com/newsflow/newsflow/state/search"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -294,7 +293,7 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 	if n.stories, err = story.New(opts, n.engine.Partitions(), n.reg); err != nil {
 		return err
 	}
-	if n.search, err = indexer.New(filepath.Join(cfg.DataDir, "search"), search.Options{}, n.engine.Partitions()); err != nil {
+	if n.search, err = indexer.New(filepath.Join(cfg.DataDir, "search"), indexer.Options{CommitInterval: cfg.Search.CommitInterval}, n.engine.Partitions()); err != nil {
 		return err
 	}
 	for _, op := range []engine.Operator{n.articles, n.stories, n.search} {

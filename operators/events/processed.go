@@ -8,8 +8,17 @@ const (
 	// 0; the key is the article id.
 	TopicArticles = "articles"
 	// TopicArticlesIndexed carries articles with their story, keyed and
-	// partitioned by article id, to the search index operator.
+	// partitioned by article id, to the search index operator. The value
+	// is the Article as on TopicArticles; the story is in headers.
 	TopicArticlesIndexed = "articles.indexed"
+)
+
+// Headers of TopicArticlesIndexed records.
+const (
+	// HeaderStoryID is the story the article joined.
+	HeaderStoryID = "nf-story-id"
+	// HeaderDuplicateOf is the article it nearly copies, if any.
+	HeaderDuplicateOf = "nf-duplicate-of"
 )
 
 // Label is a topic with a confidence in [0, 1].
@@ -37,9 +46,4 @@ type Article struct {
 	FetchedAt   int64 `json:"fetched_at,omitempty"`
 	// Version is 1 for the first version and grows with each edit.
 	Version int `json:"version"`
-	// StoryID is set on TopicArticlesIndexed records.
-	StoryID string `json:"story_id,omitempty"`
-	// DuplicateOf is the article this one nearly copies, if any
-	// (TopicArticlesIndexed only).
-	DuplicateOf string `json:"duplicate_of,omitempty"`
 }

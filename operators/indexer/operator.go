@@ -32,18 +32,39 @@ import (
 // Name is the operator's name in the topology.
 const Name = "search"
 
+// Options configure the operator. The zero value is valid.
+type Options struct {
+	Index search.Options
+	// CommitInterval is the least time between two commits of a task
+	// (default 1s). Each commit makes a batch durable in Bleve first, and
+	// Bleve indexes large batches much more cheaply than small ones; new
+	// articles become searchable up to this much later.
+	CommitInterval time.Duration
+}
+
+// Validate reports invalid option values.
+func (o Options) Validate() error {
+	if o.CommitInterval < 0 {
+		return errors.New("search: commit interval must not be negative")
+	}
+	return o.Index.Validate()
+}
+
 // Operator indexes articles for search and answers searches over all its
 // partitions.
 type Operator struct {
 	dir   string
-	opts  search.Options
+	opts  Options
 	parts []atomic.Pointer[search.Index]
 }
 
 // New returns the operator; partition p's index lives in dir/p.
-func New(dir string, opts search.Options, partitions int32) (*Operator, error) {
+func New(dir string, opts Options, partitions int32) (*Operator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
+	}
+	if opts.CommitInterval == 0 {
+		opts.CommitInterval = time.Second
 	}
 	return &Operator{dir: dir, opts: opts, parts: make([]atomic.Pointer[search.Index], partitions)}, nil
 }
@@ -56,6 +77,8 @@ func (o *Operator) Spec() engine.Spec {
 		Inputs:      []engine.Input{{Topic: events.TopicArticlesIndexed, Key: "article_id"}},
 		Stores:      []string{"Bleve index in " + o.dir + "/<partition>", "index marker"},
 		Options:     o.opts,
+
+		MinCommitInterval: o.opts.CommitInterval,
 	}
 }
 
@@ -93,7 +116,7 @@ func (t *task) Restore(r state.Reader) error {
 		}
 	}
 	t.marked = ok
-	ix, err := search.Open(t.dir(), t.op.opts)
+	ix, err := search.Open(t.dir(), t.op.opts.Index)
 	if err != nil {
 		return err
 	}
@@ -110,9 +133,10 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 	if a.ID == "" {
 		return engine.Invalid("indexed article: missing id")
 	}
+	story, _ := rec.Header(events.HeaderStoryID)
 	d := search.Doc{
 		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
-		SourceID: a.SourceID, Source: a.Source, StoryID: a.StoryID, PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
+		SourceID: a.SourceID, Source: a.Source, StoryID: string(story), PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
 	}
 	for _, l := range a.Topics {
 		d.Topics = append(d.Topics, l.Topic)
