@@ -76,8 +76,10 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 // storiesPage is the response of the story list endpoints.
 type storiesPage struct {
 	Stories []story.Ranked `json:"stories"`
-	AsOf    time.Time      `json:"as_of"`
-	Next    string         `json:"next_cursor,omitempty"`
+	// AsOf is the event time freshness is computed at (absent before the
+	// first article).
+	AsOf *time.Time `json:"as_of,omitempty"`
+	Next string     `json:"next_cursor,omitempty"`
 }
 
 // handleStories lists recent stories ranked by the non-personal score.
@@ -108,11 +110,19 @@ func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	page := storiesPage{Stories: res.Stories, AsOf: time.UnixMilli(res.AsOf).UTC()}
+	page := storiesPage{Stories: res.Stories, AsOf: asOf(res.AsOf)}
 	if res.More {
 		page.Next = encodeStoryCursor(res.Stories[len(res.Stories)-1])
 	}
 	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+func asOf(ms int64) *time.Time {
+	if ms == 0 {
+		return nil
+	}
+	t := time.UnixMilli(ms).UTC()
+	return &t
 }
 
 // handleStory answers one story with all its articles and sources.
@@ -137,7 +147,7 @@ func (s *Server) handleStory(ctx *fasthttp.RequestCtx) {
 // handleBreaking lists the stories breaking now.
 func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
 	res := s.deps.Stories.Breaking()
-	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: time.UnixMilli(res.AsOf).UTC()})
+	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: asOf(res.AsOf)})
 }
 
 // handleTopics lists the topics of recent stories with counts.
