@@ -9,14 +9,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/neardup"
 )
 
 // Label is a topic with a confidence in [0, 1].
-type Label struct {
-	Topic      string  `json:"topic"`
-	Confidence float64 `json:"confidence"`
-}
+type Label = events.Label
 
 // Article is what the story stage reads of a deduplicated, classified
 // article.

@@ -33,11 +33,11 @@ func mustApply(t *testing.T, b *Builder, a Article) Result {
 
 func TestBuilderRepresentativeAndSources(t *testing.T) {
 	b := newTestBuilder(t, Options{})
-	r1 := mustApply(t, b, Article{ID: "a1", SourceID: "blog", Authority: 0.3, Title: "Volcano erupts near Reykjavik as flights are grounded", Published: minutes(0), Topics: []Label{{"world", 0.9}}})
+	r1 := mustApply(t, b, Article{ID: "a1", SourceID: "blog", Authority: 0.3, Title: "Volcano erupts near Reykjavik as flights are grounded", Published: minutes(0), Topics: []Label{{Topic: "world", Confidence: 0.9}}})
 	if !r1.NewStory || r1.Story != "a1" {
 		t.Fatalf("first article: %+v", r1)
 	}
-	r2 := mustApply(t, b, Article{ID: "a2", SourceID: "wire", Authority: 0.9, Title: "Reykjavik volcano eruption grounds flights across Iceland", Published: minutes(5), Topics: []Label{{"world", 0.7}, {"science", 0.4}}})
+	r2 := mustApply(t, b, Article{ID: "a2", SourceID: "wire", Authority: 0.9, Title: "Reykjavik volcano eruption grounds flights across Iceland", Published: minutes(5), Topics: []Label{{Topic: "world", Confidence: 0.7}, {Topic: "science", Confidence: 0.4}}})
 	r3 := mustApply(t, b, Article{ID: "a3", SourceID: "paper", Authority: 0.9, Title: "Iceland volcano erupts near Reykjavik, flights grounded", Published: minutes(9)})
 	if r2.Story != "a1" || r3.Story != "a1" {
 		t.Fatalf("related articles in other stories: %+v %+v", r2, r3)

@@ -182,9 +182,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	}
 	sa := Article{ID: a.ID, URL: a.URL, SourceID: a.SourceID, Source: a.Source, Authority: a.Authority,
 		Title: a.Title, Summary: a.Summary, Published: a.PublishedAt, Version: a.Version}
-	for _, l := range a.Topics {
-		sa.Topics = append(sa.Topics, Label(l))
-	}
+	sa.Topics = a.Topics
 	res, err := t.b.Apply(sa)
 	if err != nil {
 		return engine.Invalid("article: %v", err)
