@@ -170,6 +170,36 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	return status, b, recs, res.Rejected
 }
 
+// handleRead ingests one read event; handleReadBatch NDJSON read events.
+// A read is keyed by user_id.
+func (s *Server) handleRead(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", false, s.buildReads) }
+
+func (s *Server) handleReadBatch(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", true, s.buildReads) }
+
+func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
+	parts, err := s.partitions(ctx, events.TopicReads)
+	if err != nil {
+		b, _ := json.Marshal(errorBody{Error: "reads topic unavailable: " + err.Error()})
+		return fasthttp.StatusServiceUnavailable, b, nil, 0
+	}
+	p := s.parsers.Get()
+	defer s.parsers.Put(p)
+	now := s.opts.Now().UnixMilli()
+	decode := func(line []byte) (*eventlog.Record, error) {
+		r, err := events.DecodeRead(p, line)
+		if err != nil {
+			return nil, err
+		}
+		if err := events.CheckTime(r.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
+			return nil, err
+		}
+		k := []byte(r.UserID)
+		return &eventlog.Record{Topic: events.TopicReads, Partition: eventlog.PartitionFor(k, parts),
+			Key: k, Value: bytes.Clone(line), Timestamp: r.Timestamp}, nil
+	}
+	return decodeLines(body, batch, "read event", decode)
+}
+
 // errInFlight is returned for a retry that arrives while the first request
 // with the same key is still being processed.
 var errInFlight = errors.New("a request with this " + HeaderIdempotencyKey + " is in progress; retry later")

@@ -208,8 +208,10 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		}
 	}
 	// Like the node: the shares topic exists before the server takes events.
-	if _, err := eventlog.EnsureTopic(context.Background(), n.log, events.TopicShares, n.eng.Partitions()); err != nil {
-		fail("ensure topic: %v", err)
+	for _, topic := range []string{events.TopicShares, events.TopicReads} {
+		if _, err := eventlog.EnsureTopic(context.Background(), n.log, topic, n.eng.Partitions()); err != nil {
+			fail("ensure topic: %v", err)
+		}
 	}
 
 	qo := o.query

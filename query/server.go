@@ -166,6 +166,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.handleArticleShares))
 	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.handleShare))
 	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
+	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.handleRead))
+	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.handleReadBatch))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
 	if deps.Articles != nil {

@@ -147,8 +147,11 @@ func (n *node) close() {
 // run serves until ctx is done: first the HTTP server stops taking
 // requests, then the engine commits its last batches, then the node closes.
 func (n *node) run(ctx context.Context, ln net.Listener) error {
-	if _, err := eventlog.EnsureTopic(ctx, n.log, events.TopicShares, n.engine.Partitions()); err != nil {
-		return fmt.Errorf("ensure topic %s: %w", events.TopicShares, err)
+	// Producers may write the event topics before any operator reads them.
+	for _, topic := range []string{events.TopicShares, events.TopicReads, events.TopicArticlesRaw} {
+		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, n.engine.Partitions()); err != nil {
+			return fmt.Errorf("ensure topic %s: %w", topic, err)
+		}
 	}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
 		Articles: n.articles, Stories: n.stories, Search: n.search, Crawler: n.queryCrawler()}, query.Options{

@@ -80,6 +80,11 @@ func DecodeShare(p *fastjson.Parser, data []byte) (Share, error) {
 // ArticleIDOf extracts article_id from a share event without validating the
 // rest, for routing records that carry no key.
 func ArticleIDOf(p *fastjson.Parser, data []byte) (string, bool) {
+	return stringField(p, data, "article_id")
+}
+
+// stringField extracts a non-empty string field of an event.
+func stringField(p *fastjson.Parser, data []byte, field string) (string, bool) {
 	if len(data) > MaxEventBytes {
 		return "", false
 	}
@@ -87,7 +92,7 @@ func ArticleIDOf(p *fastjson.Parser, data []byte) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	b := v.GetStringBytes("article_id")
+	b := v.GetStringBytes(field)
 	if len(b) == 0 || len(b) > MaxIDBytes || !utf8.Valid(b) {
 		return "", false
 	}
