@@ -25,6 +25,7 @@ import (
 	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
@@ -112,19 +113,20 @@ func withLogWrapper(w func(eventlog.Log) eventlog.Log) func(*nodeOptions) {
 // testNode is a whole node in-process: embedded log, state, engine with the
 // trending operator, and the HTTP server on an in-memory listener.
 type testNode struct {
-	sources *crawl.Sources
-	dir     string
-	clock   *testClock
-	reg     *prometheus.Registry
-	log     *embedded.Log
-	db      *state.DB
-	eng     *engine.Engine
-	op      *trending.Operator
-	stories *story.Operator
-	search  *indexer.Operator
-	srv     *query.Server
-	ln      *fasthttputil.InmemoryListener
-	client  *fasthttp.Client
+	sources  *crawl.Sources
+	dir      string
+	clock    *testClock
+	reg      *prometheus.Registry
+	log      *embedded.Log
+	db       *state.DB
+	eng      *engine.Engine
+	op       *trending.Operator
+	stories  *story.Operator
+	search   *indexer.Operator
+	interest *interest.Operator
+	srv      *query.Server
+	ln       *fasthttputil.InmemoryListener
+	client   *fasthttp.Client
 
 	stopOnce sync.Once
 	stopFn   func()
@@ -196,7 +198,14 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		if n.search, err = indexer.New(filepath.Join(o.dir, "search"), indexer.Options{CommitInterval: time.Millisecond}, n.eng.Partitions()); err != nil {
 			fail("search: %v", err)
 		}
-		for _, op := range []engine.Operator{articles, n.stories, n.search} {
+		enrich, err := interest.NewEnrich(interest.EnrichOptions{}, n.eng.Partitions())
+		if err != nil {
+			fail("enrich: %v", err)
+		}
+		if n.interest, err = interest.New(interest.Options{}, n.eng.Partitions(), n.reg); err != nil {
+			fail("interest: %v", err)
+		}
+		for _, op := range []engine.Operator{articles, n.stories, n.search, enrich, n.interest} {
 			if err := n.eng.Register(op); err != nil {
 				fail("register: %v", err)
 			}
@@ -223,7 +232,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	n.sources = crawl.NewSources(meta.NewLocal(n.db), n.clock.Now)
 	deps := query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}
 	if o.articles {
-		deps.Articles, deps.Stories, deps.Search = articles, n.stories, n.search
+		deps.Articles, deps.Stories, deps.Search, deps.Interest = articles, n.stories, n.search, n.interest
 	}
 	n.srv, err = query.New(deps, qo)
 	if err != nil {

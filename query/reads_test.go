@@ -1,12 +1,14 @@
 package query_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/valyala/fasthttp"
 )
@@ -54,4 +56,100 @@ func TestReadIngestion(t *testing.T) {
 	if byUser["alice"] != 2 || byUser["bob"] != 1 || len(byUser) != 2 {
 		t.Errorf("reads on the log by user: %v", byUser)
 	}
+}
+
+// TestReadsMoveInterest: reads of articles move the reader's interest
+// towards the articles' topics; repeats of (user, article, session) count
+// once; a read of an article the node has not seen waits for it.
+func TestReadsMoveInterest(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	ingestFixture(t, n, articleFixture)
+	idOf := map[string]string{} // url → article id
+	for _, a := range assignmentsByID(t, n) {
+		idOf[a.url] = a.id
+	}
+	quake := []string{idOf["https://wire.example/quake-lisbon"], idOf["https://daily.example/world/lisbon-earthquake"]}
+	final := idOf["https://sport.example/cup-final"]
+	ts := n.clock.ms(0)
+	lines := []string{
+		read("r1", "alice", quake[0], "s1", ts),
+		read("r2", "alice", quake[1], "s1", ts+1000),
+		read("r3", "alice", quake[1], "s1", ts+2000), // a repeat: same article and session
+		read("r4", "bob", final, "s9", ts),
+	}
+	if r := n.post(t, "/api/v1/events/read/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("reads: %s", r)
+	}
+	eventually(t, 10*time.Second, func() error {
+		p, ok, err := n.interest.Profile("alice")
+		if err != nil || !ok {
+			return fmt.Errorf("no profile for alice (%v)", err)
+		}
+		if p.Reads != 2 || len(p.History) != 2 || len(p.Topics) == 0 || p.Topics[0].Topic != "world" {
+			return fmt.Errorf("alice's profile %+v", p)
+		}
+		b, ok, err := n.interest.Profile("bob")
+		if err != nil || !ok || len(b.Topics) == 0 || b.Topics[0].Topic != "sports" {
+			return fmt.Errorf("bob's profile %+v (%v)", b, err)
+		}
+		return nil
+	})
+	// A read of an article that arrives later is joined when it does.
+	late := fixtureArticle{"zoo", "https://local.example/zoo-lion", "local", "Zoo lion cubs born", "Two lion cubs were born at the zoo.", 70}
+	lateID := canonID(t, late.url)
+	if r := n.post(t, "/api/v1/events/read", read("r5", "carol", lateID, "s5", ts)); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("read: %s", r)
+	}
+	if r := n.post(t, "/api/v1/articles", fixtureBody(baseTime, []fixtureArticle{late})); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("late article: %s", r)
+	}
+	// The admin API shows the profile.
+	eventually(t, 10*time.Second, func() error {
+		r := n.get(t, "/api/v1/admin/users/alice/interest")
+		var p struct {
+			Topics []struct{ Topic string } `json:"topics"`
+			Reads  int                      `json:"reads"`
+		}
+		if err := json.Unmarshal(r.body, &p); err != nil || r.status != fasthttp.StatusOK || p.Reads != 2 || p.Topics[0].Topic != "world" {
+			return fmt.Errorf("interest of alice: %s", r)
+		}
+		return nil
+	})
+	if r := n.get(t, "/api/v1/admin/users/nobody/interest"); r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `"reads":0`) {
+		t.Errorf("interest of an unknown user: %s", r)
+	}
+	eventually(t, 10*time.Second, func() error {
+		p, ok, err := n.interest.Profile("carol")
+		if err != nil || !ok || p.Reads != 1 || len(p.History) != 1 || p.History[0].ArticleID != lateID {
+			return fmt.Errorf("carol's profile %+v (%v)", p, err)
+		}
+		return nil
+	})
+}
+
+type urlID struct{ url, id string }
+
+// assignmentsByID lists the articles of every story with their ids.
+func assignmentsByID(t testing.TB, n *testNode) []urlID {
+	t.Helper()
+	var out []urlID
+	for _, st := range allStories(t, n) {
+		var d storyJSON
+		if err := json.Unmarshal(n.get(t, "/api/v1/stories/"+st.ID).body, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range d.Articles {
+			out = append(out, urlID{a.URL, a.ID})
+		}
+	}
+	return out
+}
+
+func canonID(t testing.TB, raw string) string {
+	t.Helper()
+	c, err := canon.Canonical(raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return canon.ArticleID(c)
 }

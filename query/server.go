@@ -17,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
@@ -119,6 +120,8 @@ type Deps struct {
 	Stories  *story.Operator
 	// Search, if set, enables /api/v1/search.
 	Search *indexer.Operator
+	// Interest, if set, enables the interest profiles.
+	Interest *interest.Operator
 }
 
 // Crawler is what the admin API asks of the crawler.
@@ -181,6 +184,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if deps.Search != nil {
 		r.GET("/api/v1/search", s.instrument("search", s.handleSearch))
+	}
+	if deps.Interest != nil {
+		r.GET("/api/v1/admin/users/{id}/interest", s.instrument("user_interest", s.handleUserInterest))
 	}
 	if deps.Sources != nil {
 		r.GET("/api/v1/admin/sources", s.instrument("sources_list", s.handleListSources))

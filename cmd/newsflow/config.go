@@ -28,6 +28,7 @@ type Config struct {
 	Articles ArticlesConfig `yaml:"articles"`
 	Stories  StoriesConfig  `yaml:"stories"`
 	Search   SearchConfig   `yaml:"search"`
+	Interest InterestConfig `yaml:"interest"`
 	Logging  LoggingConfig  `yaml:"logging"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
@@ -94,6 +95,14 @@ type StoriesConfig struct {
 	ViewWindow      time.Duration `yaml:"view_window"`
 }
 
+type InterestConfig struct {
+	Alpha       float64       `yaml:"alpha"`
+	DailyDecay  float64       `yaml:"daily_decay"`
+	History     int           `yaml:"history"`
+	DedupWindow int           `yaml:"dedup_window"`
+	ParkFor     time.Duration `yaml:"park_for"`
+}
+
 type SearchConfig struct {
 	CommitInterval time.Duration `yaml:"commit_interval"`
 }
@@ -139,8 +148,9 @@ func defaultConfig() Config {
 		Articles: ArticlesConfig{MaxContentBytes: 32 << 10},
 		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
 			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
-		Search:  SearchConfig{CommitInterval: time.Second},
-		Logging: LoggingConfig{Level: "info", Format: "text"},
+		Search:   SearchConfig{CommitInterval: time.Second},
+		Interest: InterestConfig{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, ParkFor: 10 * time.Minute},
+		Logging:  LoggingConfig{Level: "info", Format: "text"},
 	}
 }
 

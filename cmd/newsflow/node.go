@@ -23,6 +23,7 @@ import (
 	"github.com/newsflow/newsflow/operators/crawl/polite"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/neardup"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
@@ -47,6 +48,7 @@ type node struct {
 	articles *article.Operator
 	stories  *story.Operator
 	search   *indexer.Operator
+	interest *interest.Operator
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 }
@@ -154,7 +156,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
-		Articles: n.articles, Stories: n.stories, Search: n.search, Crawler: n.queryCrawler()}, query.Options{
+		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest, Crawler: n.queryCrawler()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,
@@ -299,7 +301,16 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 	if n.search, err = indexer.New(filepath.Join(cfg.DataDir, "search"), indexer.Options{CommitInterval: cfg.Search.CommitInterval}, n.engine.Partitions()); err != nil {
 		return err
 	}
-	for _, op := range []engine.Operator{n.articles, n.stories, n.search} {
+	enrich, err := interest.NewEnrich(interest.EnrichOptions{ParkFor: cfg.Interest.ParkFor}, n.engine.Partitions())
+	if err != nil {
+		return err
+	}
+	ic := cfg.Interest
+	if n.interest, err = interest.New(interest.Options{Alpha: ic.Alpha, DailyDecay: ic.DailyDecay, History: ic.History, DedupWindow: ic.DedupWindow},
+		n.engine.Partitions(), n.reg); err != nil {
+		return err
+	}
+	for _, op := range []engine.Operator{n.articles, n.stories, n.search, enrich, n.interest} {
 		if err := n.engine.Register(op); err != nil {
 			return err
 		}

@@ -1,0 +1,87 @@
+package interest
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/newsflow/newsflow/operators/events"
+)
+
+const day = 24 * 60 * 60 * 1000
+
+func enriched(article, session string, ts int64, topics ...events.Label) Enriched {
+	return Enriched{Read: events.Read{EventID: article + session, UserID: "u", ArticleID: article, SessionID: session, Timestamp: ts}, Topics: topics, Known: len(topics) > 0}
+}
+
+func weightOf(p *Profile, topic string) float64 {
+	for _, w := range p.Topics {
+		if w.Topic == topic {
+			return w.Weight
+		}
+	}
+	return 0
+}
+
+func TestApplyEMAAndDecay(t *testing.T) {
+	o, err := New(Options{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Profile{UserID: "u"}
+	o.apply(p, enriched("a1", "s", 0, events.Label{Topic: "world", Confidence: 0.6}, events.Label{Topic: "politics", Confidence: 0.2}))
+	if w := weightOf(p, "world"); math.Abs(w-0.1*0.75) > 1e-12 {
+		t.Fatalf("world after one read %v, want %v", w, 0.1*0.75)
+	}
+	// A day later: decay by 0.95, then move towards sports.
+	o.apply(p, enriched("a2", "s", day, events.Label{Topic: "sports", Confidence: 1}))
+	if w := weightOf(p, "world"); math.Abs(w-0.9*0.95*0.075) > 1e-12 {
+		t.Errorf("world after a day and a sports read %v, want %v", w, 0.9*0.95*0.075)
+	}
+	if p.Topics[0].Topic != "sports" || math.Abs(p.Topics[0].Weight-0.1) > 1e-12 {
+		t.Errorf("top topic %+v, want sports 0.1", p.Topics[0])
+	}
+	// A repeat of (article, session) changes nothing; another session counts.
+	before := fmt.Sprint(p.Topics)
+	if o.apply(p, enriched("a2", "s", day+1, events.Label{Topic: "sports", Confidence: 1})) {
+		t.Error("repeat applied")
+	}
+	if fmt.Sprint(p.Topics) != before || p.Reads != 2 {
+		t.Errorf("repeat changed the profile: %v, %d reads", p.Topics, p.Reads)
+	}
+	if !o.apply(p, enriched("a2", "s2", day+2, events.Label{Topic: "sports", Confidence: 1})) || p.Reads != 3 {
+		t.Error("read in another session dropped")
+	}
+	// A read without topics goes to the history only.
+	before = fmt.Sprint(p.Topics)
+	o.apply(p, enriched("a3", "s", day+3))
+	if fmt.Sprint(p.Topics) != before || p.History[0].ArticleID != "a3" {
+		t.Errorf("topic-less read: topics %v, history %+v", p.Topics, p.History)
+	}
+	if got := p.DecayedTopics(0.95, p.Updated+2*day); math.Abs(got[0].Weight-p.Topics[0].Weight*0.95*0.95) > 1e-12 {
+		t.Errorf("decayed %v", got)
+	}
+}
+
+func TestHistoryAndDedupBounded(t *testing.T) {
+	o, _ := New(Options{History: 3, DedupWindow: 5}, 1, nil)
+	p := &Profile{UserID: "u"}
+	for i := range 10 {
+		o.apply(p, enriched(fmt.Sprint("a", i), "s", int64(1000*i)))
+	}
+	// Out of order: an older read lands in its place in the history.
+	o.apply(p, enriched("old", "s", 8500))
+	if len(p.History) != 3 || p.History[0].ArticleID != "a9" || p.History[1].ArticleID != "old" || p.History[2].ArticleID != "a8" {
+		t.Errorf("history %+v", p.History)
+	}
+	if len(p.Seen) != 5 {
+		t.Errorf("%d pairs remembered, want 5", len(p.Seen))
+	}
+	// a0 left the dedup window: reading it again counts.
+	if !o.apply(p, enriched("a0", "s", 20000)) {
+		t.Error("read outside the dedup window dropped")
+	}
+	if _, err := New(Options{Alpha: 2}, 1, nil); err == nil {
+		t.Error("alpha 2 accepted")
+	}
+}
