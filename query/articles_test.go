@@ -507,3 +507,56 @@ func TestStoriesAndSearchSurviveRestartAndReplay(t *testing.T) {
 	n = newTestNode(t, withArticles(), withDir(dir), withReplay("stories", "search"))
 	check("replay", n)
 }
+
+// TestAnonymousFeed: the feed without a reader ranks every recent story,
+// at most 2 of a source in the first 20, and pages through all of them.
+func TestAnonymousFeed(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	ingestFixture(t, n, articleFixture)
+	var seen []string
+	cursor := ""
+	for range 10 {
+		r := n.get(t, "/api/v1/feed?limit=2&explain=1&cursor="+url.QueryEscape(cursor))
+		if r.status != fasthttp.StatusOK {
+			t.Fatalf("feed: %s", r)
+		}
+		var page struct {
+			Stories []struct {
+				ID      string `json:"id"`
+				Explain *struct {
+					Score float64 `json:"score"`
+				} `json:"explain"`
+			} `json:"stories"`
+			Next string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range page.Stories {
+			if st.Explain == nil || st.Explain.Score <= 0 {
+				t.Errorf("story %s without explanation: %s", st.ID, r)
+			}
+			seen = append(seen, st.ID)
+		}
+		if page.Next == "" {
+			break
+		}
+		cursor = page.Next
+	}
+	stories := allStories(t, n)
+	if len(seen) != len(stories) {
+		t.Fatalf("feed pages hold %d stories, want %d: %v", len(seen), len(stories), seen)
+	}
+	dup := map[string]bool{}
+	for _, id := range seen {
+		if dup[id] {
+			t.Errorf("story %s twice in the feed", id)
+		}
+		dup[id] = true
+	}
+	for _, bad := range []string{"/api/v1/feed?limit=0", "/api/v1/feed?cursor=zzz"} {
+		if r := n.get(t, bad); r.status != fasthttp.StatusBadRequest {
+			t.Errorf("%s: %s", bad, r)
+		}
+	}
+}

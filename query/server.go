@@ -20,6 +20,7 @@ import (
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/query/rank"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -47,6 +48,8 @@ type Options struct {
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
 	Now        func() time.Time
+	// Rank tunes the feed ranking.
+	Rank rank.Options
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -64,7 +67,7 @@ func (o Options) Validate() error {
 		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 {
 		return errors.New("query: sizes and durations must not be negative")
 	}
-	return nil
+	return o.Rank.Validate()
 }
 
 func (o Options) withDefaults() Options {
@@ -140,6 +143,8 @@ type Server struct {
 	parsers fastjson.ParserPool
 	m       *httpMetrics
 
+	feeds *feedCache
+
 	partsMu sync.Mutex
 	parts   map[string]int32 // partition count per topic, cached
 }
@@ -153,7 +158,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		return nil, errors.New("query: log, engine and trending are required")
 	}
 	opts = opts.withDefaults()
-	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}}
+	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}, feeds: newFeedCache()}
 	var err error
 	if s.m, err = newHTTPMetrics(opts.Registerer); err != nil {
 		return nil, err
@@ -181,6 +186,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/stories/{id}", s.instrument("story", s.handleStory))
 		r.GET("/api/v1/breaking", s.instrument("breaking", s.handleBreaking))
 		r.GET("/api/v1/topics", s.instrument("topics", s.handleTopics))
+		r.GET("/api/v1/feed", s.instrument("feed", s.handleFeed))
 	}
 	if deps.Search != nil {
 		r.GET("/api/v1/search", s.instrument("search", s.handleSearch))

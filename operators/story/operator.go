@@ -490,6 +490,44 @@ func (o *Operator) Get(id string) (*Detail, error) {
 
 var errStop = errors.New("stop")
 
+// Recent returns the stories of the query view (those with an article in
+// the view window) and the latest event time. The stories are shared and
+// must not be modified.
+func (o *Operator) Recent() ([]*Story, int64) {
+	v := o.view.Load()
+	out := make([]*Story, 0, len(v.stories))
+	for _, st := range v.stories {
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b *Story) int { return cmp.Compare(a.ID, b.ID) })
+	return out, v.watermark
+}
+
+// StoryOfArticle returns the id of the story an article is in now.
+func (o *Operator) StoryOfArticle(articleID string) (string, bool) {
+	rp := o.reader.Load()
+	if rp == nil {
+		return "", false
+	}
+	raw, ok, err := (*rp).Get(articleKey(articleID))
+	if err != nil || !ok {
+		return "", false
+	}
+	var ar ArticleRecord
+	if err := json.Unmarshal(raw, &ar); err != nil {
+		return "", false
+	}
+	v, ok, err := (*rp).Get(storyNumKey(ar.Story))
+	if err != nil || !ok {
+		return "", false
+	}
+	var rec storyRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return "", false
+	}
+	return o.Resolve(rec.ID), true
+}
+
 // Resolve returns the id of the story that story id is part of now: id
 // itself, or the story it was merged into. Unknown ids resolve to
 // themselves.

@@ -1,0 +1,239 @@
+package query
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/query/rank"
+	"github.com/valyala/fasthttp"
+)
+
+// feedTTL is how long a computed feed serves the pages of one reader.
+const feedTTL = 60 * time.Second
+
+// feedCacheSize bounds the number of cached feeds.
+const feedCacheSize = 10000
+
+// feedList is one reader's ranked feed.
+type feedList struct {
+	id      uint64 // distinguishes lists in cursors
+	items   []rank.Item
+	stories map[string]*story.Story
+	at      time.Time
+	// version is what the list was computed from (the reader's profile
+	// and preferences); a different version recomputes it.
+	version string
+}
+
+// feedCache keeps the latest feed of each reader.
+type feedCache struct {
+	mu struct {
+		sync.Mutex
+		lists map[string]*feedList
+		next  uint64
+	}
+	trendMu struct {
+		sync.Mutex
+		at    time.Time
+		score map[string]float64
+	}
+}
+
+func newFeedCache() *feedCache {
+	c := &feedCache{}
+	c.mu.lists = map[string]*feedList{}
+	return c
+}
+
+// get returns the cached list of a reader if it is fresh and of version.
+func (c *feedCache) get(key, version string, now time.Time) *feedList {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.mu.lists[key]
+	if l == nil || l.version != version || now.Sub(l.at) >= feedTTL {
+		return nil
+	}
+	return l
+}
+
+func (c *feedCache) put(key string, l *feedList) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.next++
+	l.id = c.mu.next
+	if len(c.mu.lists) >= feedCacheSize {
+		// Drop the oldest list.
+		var oldest string
+		for k, v := range c.mu.lists {
+			if oldest == "" || v.at.Before(c.mu.lists[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(c.mu.lists, oldest)
+	}
+	c.mu.lists[key] = l
+}
+
+// invalidate drops a reader's list (their preferences or reads changed).
+func (c *feedCache) invalidate(key string) {
+	c.mu.Lock()
+	delete(c.mu.lists, key)
+	c.mu.Unlock()
+}
+
+// trending returns share activity per story over the last hour,
+// normalized to a maximum of 1, recomputed at most once a second.
+func (s *Server) storyTrending(now time.Time) map[string]float64 {
+	c := s.feeds
+	c.trendMu.Lock()
+	defer c.trendMu.Unlock()
+	if c.trendMu.score != nil && now.Sub(c.trendMu.at) < time.Second {
+		return c.trendMu.score
+	}
+	score := map[string]float64{}
+	if res, err := s.deps.Trending.Top("1h", "", 100); err == nil {
+		var top float64
+		for _, it := range res.Items {
+			if id, ok := s.deps.Stories.StoryOfArticle(it.ArticleID); ok {
+				score[id] += float64(it.Count)
+				top = max(top, score[id])
+			}
+		}
+		for id, v := range score {
+			score[id] = v / top
+		}
+	}
+	c.trendMu.at, c.trendMu.score = now, score
+	return score
+}
+
+// feedFor computes (or reuses) the ranked feed of a reader.
+func (s *Server) feedFor(key string, r *rank.Reader, version string) *feedList {
+	now := s.opts.Now()
+	if l := s.feeds.get(key, version, now); l != nil {
+		return l
+	}
+	recent, wm := s.deps.Stories.Recent()
+	trend := s.storyTrending(now)
+	cands := make([]rank.Candidate, 0, len(recent))
+	byID := make(map[string]*story.Story, len(recent))
+	for _, st := range recent {
+		byID[st.ID] = st
+		c := rank.Candidate{StoryID: st.ID, SourceID: st.SourceID, Authority: st.Authority, LastSeen: st.LastSeen,
+			Lambda: st.Lambda, Breaking: st.Breaking, Trending: trend[st.ID]}
+		for _, src := range st.Sources {
+			c.Sources = append(c.Sources, src.SourceID)
+		}
+		for _, t := range st.Topics {
+			c.Topics = append(c.Topics, rank.Topic{Topic: t.Topic, Weight: t.Confidence})
+		}
+		cands = append(cands, c)
+	}
+	l := &feedList{items: rank.Rank(cands, r, wm, s.opts.Rank), stories: byID, at: now, version: version}
+	s.feeds.put(key, l)
+	return l
+}
+
+// feedItem is one story of a feed page.
+type feedItem struct {
+	*story.Story
+	Score   float64       `json:"score"`
+	Explain *rank.Explain `json:"explain,omitempty"`
+}
+
+type feedPage struct {
+	Stories []feedItem `json:"stories"`
+	Next    string     `json:"next_cursor,omitempty"`
+}
+
+// handleFeed answers a page of the reader's feed: ?limit= (1-100, default
+// 20), ?cursor= (from next_cursor), ?explain=1 (each story's signals).
+// The first page computes the ranking, which serves the following pages
+// for a minute unless the reader's profile changes; a cursor into a list
+// that is gone continues after its last story in the new list.
+func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
+	limit, err := intArg(ctx, "limit", 20, 1, 100)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	explain := string(ctx.QueryArgs().Peek("explain")) == "1"
+	var cur *feedCursor
+	if c := ctx.QueryArgs().Peek("cursor"); len(c) > 0 {
+		if cur, err = decodeFeedCursor(string(c)); err != nil {
+			writeError(ctx, fasthttp.StatusBadRequest, "cursor: "+err.Error())
+			return
+		}
+	}
+	key, reader, version := "", (*rank.Reader)(nil), ""
+	l := s.feedFor(key, reader, version)
+	start := 0
+	if cur != nil {
+		start = cur.offset
+		if cur.list != l.id {
+			// The list was recomputed: continue after the last story seen.
+			start = 0
+			for i, it := range l.items {
+				if it.StoryID == cur.last {
+					start = i + 1
+					break
+				}
+			}
+		}
+	}
+	page := feedPage{Stories: []feedItem{}}
+	end := min(len(l.items), start+limit)
+	for i := start; i < end; i++ {
+		it := l.items[i]
+		fi := feedItem{Story: l.stories[it.StoryID], Score: it.Explain.Score}
+		if explain {
+			e := it.Explain
+			fi.Explain = &e
+		}
+		page.Stories = append(page.Stories, fi)
+	}
+	if end < len(l.items) && end > start {
+		page.Next = encodeFeedCursor(feedCursor{list: l.id, offset: end, last: l.items[end-1].StoryID})
+	}
+	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+type feedCursor struct {
+	list   uint64
+	offset int
+	last   string
+}
+
+func encodeFeedCursor(c feedCursor) string {
+	b := binary.AppendUvarint(nil, c.list)
+	b = binary.AppendUvarint(b, uint64(c.offset))
+	return base64.RawURLEncoding.EncodeToString(append(b, c.last...))
+}
+
+var errBadFeedCursor = errors.New("not a cursor returned by this endpoint")
+
+func decodeFeedCursor(s string) (*feedCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) > 200 {
+		return nil, errBadFeedCursor
+	}
+	var c feedCursor
+	var n int
+	if c.list, n = binary.Uvarint(b); n <= 0 {
+		return nil, errBadFeedCursor
+	}
+	b = b[n:]
+	off, n := binary.Uvarint(b)
+	if n <= 0 || off > 1<<31 {
+		return nil, errBadFeedCursor
+	}
+	c.offset, c.last = int(off), string(b[n:])
+	if c.last == "" {
+		return nil, errBadFeedCursor
+	}
+	return &c, nil
+}
