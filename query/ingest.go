@@ -193,6 +193,8 @@ func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (
 		if err := events.CheckTime(r.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
 			return nil, err
 		}
+		// The reader's feed pushes read stories down: compute it anew.
+		s.feeds.invalidate(r.UserID)
 		k := []byte(r.UserID)
 		return &eventlog.Record{Topic: events.TopicReads, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: bytes.Clone(line), Timestamp: r.Timestamp}, nil
