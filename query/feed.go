@@ -150,7 +150,8 @@ type feedPage struct {
 	Next    string     `json:"next_cursor,omitempty"`
 }
 
-// handleFeed answers a page of the reader's feed: ?limit= (1-100, default
+// handleFeed answers a page of the reader's feed (personal for a logged-in
+// user, the non-personal ranking otherwise): ?limit= (1-100, default
 // 20), ?cursor= (from next_cursor), ?explain=1 (each story's signals).
 // The first page computes the ranking, which serves the following pages
 // for a minute unless the reader's profile changes; a cursor into a list
@@ -170,6 +171,10 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	key, reader, version := "", (*rank.Reader)(nil), ""
+	if u, ok := s.user(ctx); ok {
+		reader, version = s.readerOf(u)
+		key = u.ID
+	}
 	l := s.feedFor(key, reader, version)
 	start := 0
 	if cur != nil {

@@ -29,11 +29,13 @@ import (
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 	"go.uber.org/goleak"
+	"golang.org/x/crypto/bcrypt"
 )
 
 func TestMain(m *testing.M) {
@@ -124,6 +126,7 @@ type testNode struct {
 	stories  *story.Operator
 	search   *indexer.Operator
 	interest *interest.Operator
+	auth     *auth.Store
 	srv      *query.Server
 	ln       *fasthttputil.InmemoryListener
 	client   *fasthttp.Client
@@ -231,6 +234,15 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	}
 	n.sources = crawl.NewSources(meta.NewLocal(n.db), n.clock.Now)
 	deps := query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}
+	n.auth, err = auth.NewStore(meta.NewLocal(n.db), n.clock.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
+	if err != nil {
+		fail("auth: %v", err)
+	}
+	limiter, err := auth.NewLimiter(auth.LimiterOptions{}, n.clock.Now)
+	if err != nil {
+		fail("limiter: %v", err)
+	}
+	deps.Auth, deps.Limiter = n.auth, limiter
 	if o.articles {
 		deps.Articles, deps.Stories, deps.Search, deps.Interest = articles, n.stories, n.search, n.interest
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/query/rank"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -125,6 +126,10 @@ type Deps struct {
 	Search *indexer.Operator
 	// Interest, if set, enables the interest profiles.
 	Interest *interest.Operator
+	// Auth and Limiter, if set, enable accounts, sessions, preferences and
+	// personalized feeds.
+	Auth    *auth.Store
+	Limiter *auth.Limiter
 }
 
 // Crawler is what the admin API asks of the crawler.
@@ -193,6 +198,18 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if deps.Interest != nil {
 		r.GET("/api/v1/admin/users/{id}/interest", s.instrument("user_interest", s.handleUserInterest))
+	}
+	if deps.Auth != nil {
+		if deps.Limiter == nil {
+			return nil, errors.New("query: auth needs a login limiter")
+		}
+		r.POST("/api/v1/auth/register", s.instrument("register", s.handleRegister))
+		r.POST("/api/v1/auth/login", s.instrument("login", s.handleLogin))
+		r.POST("/api/v1/auth/logout", s.instrument("logout", s.handleLogout))
+		r.GET("/api/v1/me", s.instrument("me", s.requireUser(s.handleMe)))
+		r.GET("/api/v1/preferences", s.instrument("preferences_get", s.requireUser(s.handleGetPreferences)))
+		r.PUT("/api/v1/preferences", s.instrument("preferences_put", s.requireUser(s.handlePutPreferences)))
+		r.GET("/api/v1/history", s.instrument("history", s.requireUser(s.handleHistory)))
 	}
 	if deps.Sources != nil {
 		r.GET("/api/v1/admin/sources", s.instrument("sources_list", s.handleListSources))

@@ -29,6 +29,7 @@ type Config struct {
 	Stories  StoriesConfig  `yaml:"stories"`
 	Search   SearchConfig   `yaml:"search"`
 	Interest InterestConfig `yaml:"interest"`
+	Auth     AuthConfig     `yaml:"auth"`
 	Logging  LoggingConfig  `yaml:"logging"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
@@ -95,6 +96,12 @@ type StoriesConfig struct {
 	ViewWindow      time.Duration `yaml:"view_window"`
 }
 
+type AuthConfig struct {
+	BcryptCost         int           `yaml:"bcrypt_cost"`
+	SessionTTL         time.Duration `yaml:"session_ttl"`
+	MaxSessionsPerUser int           `yaml:"max_sessions_per_user"`
+}
+
 type InterestConfig struct {
 	Alpha       float64       `yaml:"alpha"`
 	DailyDecay  float64       `yaml:"daily_decay"`
@@ -149,6 +156,7 @@ func defaultConfig() Config {
 		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
 			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
 		Search:   SearchConfig{CommitInterval: time.Second},
+		Auth:     AuthConfig{BcryptCost: 12, SessionTTL: 7 * 24 * time.Hour, MaxSessionsPerUser: 20},
 		Interest: InterestConfig{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, ParkFor: 10 * time.Minute},
 		Logging:  LoggingConfig{Level: "info", Format: "text"},
 	}

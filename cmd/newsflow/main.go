@@ -26,6 +26,8 @@ Usage:
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
   newsflow topics   train | eval [flags]     train or evaluate a topic classifier
+  newsflow user     add [--admin] [--password-file FILE] NAME
+                                            create an account (node stopped; password from stdin)
   newsflow cluster  --input FILE [--output FILE] [--truth]
                                             run dedup and story clustering offline (id<TAB>story_id)
   newsflow version
@@ -79,6 +81,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdTopics(ctx, args, stdout, stderr)
 	case "cluster":
 		return cmdCluster(ctx, args, stdout, stderr)
+	case "user":
+		return cmdUser(ctx, args, os.Stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "newsflow", version)
 		return nil

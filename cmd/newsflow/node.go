@@ -28,6 +28,7 @@ import (
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,6 +50,8 @@ type node struct {
 	stories  *story.Operator
 	search   *indexer.Operator
 	interest *interest.Operator
+	auth     *auth.Store
+	limiter  *auth.Limiter
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 }
@@ -98,6 +101,17 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		return nil, err
 	}
 	n.sources = crawl.NewSources(meta.NewLocal(n.db), nil)
+	ac := cfg.Auth
+	if n.auth, err = auth.NewStore(meta.NewLocal(n.db), time.Now, auth.Options{BcryptCost: ac.BcryptCost, SessionTTL: ac.SessionTTL, MaxSessionsPerUser: ac.MaxSessionsPerUser}); err != nil {
+		n.db.Close()
+		n.log.Close()
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	if n.limiter, err = auth.NewLimiter(auth.LimiterOptions{}, time.Now); err != nil {
+		n.db.Close()
+		n.log.Close()
+		return nil, err
+	}
 	fail := func(err error) (*node, error) {
 		n.close()
 		return nil, err
@@ -156,7 +170,8 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
-		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest, Crawler: n.queryCrawler()}, query.Options{
+		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
+		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,

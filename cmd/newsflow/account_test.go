@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUserAddAndLogin: an admin created offline with newsflow user add
+// logs in to the node; the password appears in no output or log.
+func TestUserAddAndLogin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	dir := t.TempDir()
+	const password = "s3cret-passphrase-for-root"
+	add := func() ([]byte, error) {
+		cmd := exec.Command(binPath, "user", "add", "--admin", "--config", "../../configs/newsflow.yaml", "--data", dir, "--log-level", "warn", "root")
+		cmd.Stdin = strings.NewReader(password + "\n")
+		return cmd.CombinedOutput()
+	}
+	out, err := add()
+	if err != nil || !strings.Contains(string(out), "added root (admin") {
+		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	if out, err := add(); err == nil || !strings.Contains(string(out), "taken") {
+		t.Fatalf("second user add: %v\n%s", err, out)
+	}
+	n := startNode(t, dir)
+	n.waitReady(30 * time.Second)
+	resp, err := http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"`+password+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct {
+		User struct{ Role string } `json:"user"`
+	}
+	json.NewDecoder(resp.Body).Decode(&body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || body.User.Role != "admin" {
+		t.Fatalf("login: %d %+v", resp.StatusCode, body)
+	}
+	resp, _ = http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"wrong-`+password+`"}`))
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("wrong password: %d", resp.StatusCode)
+	}
+	n.kill()
+	logs, _ := os.ReadFile(n.logf.Name())
+	if bytes.Contains(logs, []byte(password)) || bytes.Contains(out, []byte(password)) {
+		t.Error("the password appears in the node's log or the CLI's output")
+	}
+}

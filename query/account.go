@@ -1,0 +1,251 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/query/auth"
+	"github.com/newsflow/newsflow/query/rank"
+	"github.com/valyala/fasthttp"
+)
+
+// SessionCookie is the cookie that carries a session token; clients may
+// send the token as "Authorization: Bearer TOKEN" instead.
+const SessionCookie = "nf_session"
+
+type credentials struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+type sessionBody struct {
+	User    auth.User `json:"user"`
+	Token   string    `json:"token"`
+	Expires time.Time `json:"expires_at"`
+}
+
+// decodeJSON reads a JSON object body strictly into v.
+func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
+	dec := json.NewDecoder(strings.NewReader(string(ctx.PostBody())))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, "malformed JSON body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// clientIP is the address of the peer (a proxy in front of the node is
+// the peer; trusting forwarded headers is a deployment choice not made
+// here).
+func clientIP(ctx *fasthttp.RequestCtx) string {
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	return ctx.RemoteAddr().String()
+}
+
+func (s *Server) startSession(ctx *fasthttp.RequestCtx, status int, u auth.User) {
+	token, sess, err := s.deps.Auth.NewSession(context.Background(), u.ID)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, "create session: "+err.Error())
+		return
+	}
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKey(SessionCookie)
+	c.SetValue(token)
+	c.SetPath("/")
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	c.SetSecure(ctx.IsTLS())
+	c.SetExpire(sess.Expires)
+	ctx.Response.Header.SetCookie(c)
+	writeJSON(ctx, status, sessionBody{User: u, Token: token, Expires: sess.Expires})
+}
+
+// handleRegister creates an account and logs it in.
+func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
+	var c credentials
+	if !decodeJSON(ctx, &c) {
+		return
+	}
+	if ok, retry := s.deps.Limiter.Allow(clientIP(ctx), ""); !ok {
+		tooMany(ctx, retry)
+		return
+	}
+	u, err := s.deps.Auth.Register(context.Background(), c.Username, c.Password)
+	switch {
+	case errors.Is(err, auth.ErrUsernameTaken):
+		writeError(ctx, fasthttp.StatusConflict, err.Error())
+		return
+	case errors.Is(err, auth.ErrInvalidUsername), errors.Is(err, auth.ErrWeakPassword):
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	s.startSession(ctx, fasthttp.StatusCreated, u)
+}
+
+// handleLogin checks credentials and opens a session; attempts are
+// limited per client address and per username.
+func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
+	var c credentials
+	if !decodeJSON(ctx, &c) {
+		return
+	}
+	if ok, retry := s.deps.Limiter.Allow(clientIP(ctx), c.Username); !ok {
+		tooMany(ctx, retry)
+		return
+	}
+	u, err := s.deps.Auth.Authenticate(context.Background(), c.Username, c.Password)
+	switch {
+	case errors.Is(err, auth.ErrBadCredentials):
+		writeError(ctx, fasthttp.StatusUnauthorized, "wrong username or password")
+		return
+	case err != nil:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	s.deps.Limiter.ResetUser(c.Username)
+	s.startSession(ctx, fasthttp.StatusOK, u)
+}
+
+func tooMany(ctx *fasthttp.RequestCtx, retry time.Duration) {
+	ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+	writeError(ctx, fasthttp.StatusTooManyRequests, "too many attempts; retry later")
+}
+
+// token returns the session token of a request, from the Authorization
+// header or the session cookie.
+func token(ctx *fasthttp.RequestCtx) string {
+	if h := string(ctx.Request.Header.Peek("Authorization")); strings.HasPrefix(h, "Bearer ") {
+		return strings.TrimSpace(h[len("Bearer "):])
+	}
+	return string(ctx.Request.Header.Cookie(SessionCookie))
+}
+
+// user returns the logged-in user of a request, if any.
+func (s *Server) user(ctx *fasthttp.RequestCtx) (auth.User, bool) {
+	if s.deps.Auth == nil {
+		return auth.User{}, false
+	}
+	t := token(ctx)
+	if t == "" {
+		return auth.User{}, false
+	}
+	_, u, err := s.deps.Auth.Lookup(context.Background(), t)
+	return u, err == nil
+}
+
+// requireUser answers 401 unless the request carries a live session.
+func (s *Server) requireUser(h func(ctx *fasthttp.RequestCtx, u auth.User)) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		u, ok := s.user(ctx)
+		if !ok {
+			writeError(ctx, fasthttp.StatusUnauthorized, "log in first (session cookie or Authorization: Bearer)")
+			return
+		}
+		h(ctx, u)
+	}
+}
+
+// handleLogout revokes the request's session.
+func (s *Server) handleLogout(ctx *fasthttp.RequestCtx) {
+	if t := token(ctx); t != "" {
+		if err := s.deps.Auth.Revoke(context.Background(), t); err != nil {
+			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	ctx.Response.Header.DelClientCookie(SessionCookie)
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+func (s *Server) handleMe(ctx *fasthttp.RequestCtx, u auth.User) {
+	writeJSON(ctx, fasthttp.StatusOK, u)
+}
+
+func (s *Server) handleGetPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
+	p, err := s.deps.Auth.GetPreferences(context.Background(), u.ID)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, p)
+}
+
+func (s *Server) handlePutPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
+	var p auth.Preferences
+	if !decodeJSON(ctx, &p) {
+		return
+	}
+	p, err := s.deps.Auth.PutPreferences(context.Background(), u.ID, p)
+	switch {
+	case errors.Is(err, auth.ErrInvalidPreferences):
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	s.feeds.invalidate(u.ID)
+	writeJSON(ctx, fasthttp.StatusOK, p)
+}
+
+// handleHistory answers the logged-in user's latest reads, newest first.
+func (s *Server) handleHistory(ctx *fasthttp.RequestCtx, u auth.User) {
+	body := map[string]any{"history": []interest.HistoryEntry{}}
+	if s.deps.Interest != nil {
+		p, found, err := s.deps.Interest.Profile(u.ID)
+		if err != nil {
+			writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+			return
+		}
+		if found {
+			body["history"] = p.History
+		}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, body)
+}
+
+// readerOf builds the ranking's view of a logged-in user and a version
+// string that changes when their profile or preferences do.
+func (s *Server) readerOf(u auth.User) (*rank.Reader, string) {
+	r := &rank.Reader{Interest: map[string]float64{}, Preferred: map[string]bool{}, Excluded: map[string]bool{}, Read: map[string]bool{}}
+	version := ""
+	if p, err := s.deps.Auth.GetPreferences(context.Background(), u.ID); err == nil {
+		r.Topics = p.Topics
+		for _, src := range p.PreferredSources {
+			r.Preferred[src] = true
+		}
+		for _, src := range p.ExcludedSources {
+			r.Excluded[src] = true
+		}
+		version += p.Updated.String()
+	}
+	if s.deps.Interest != nil {
+		if p, found, err := s.deps.Interest.Profile(u.ID); err == nil && found {
+			_, wm := s.deps.Stories.Recent()
+			for _, w := range p.DecayedTopics(s.deps.Interest.Options().DailyDecay, max(wm, p.Updated)) {
+				r.Interest[w.Topic] = w.Weight
+			}
+			for _, h := range p.History {
+				if id, ok := s.deps.Stories.StoryOfArticle(h.ArticleID); ok {
+					r.Read[id] = true
+				}
+			}
+			version += "/" + strconv.FormatInt(p.Updated, 10) + "/" + strconv.Itoa(p.Reads)
+		}
+	}
+	return r, version
+}

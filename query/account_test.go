@@ -1,0 +1,131 @@
+package query_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// login registers (or logs in) a user and returns the session token.
+func login(t *testing.T, n *testNode, path, user, pass string) string {
+	t.Helper()
+	r := n.post(t, path, fmt.Sprintf(`{"username":%q,"password":%q}`, user, pass))
+	if r.status != fasthttp.StatusCreated && r.status != fasthttp.StatusOK {
+		t.Fatalf("%s %s: %s", path, user, r)
+	}
+	var s struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal(r.body, &s); err != nil || s.Token == "" {
+		t.Fatalf("%s: no token in %s", path, r)
+	}
+	if !strings.Contains(r.header["Set-Cookie"], "nf_session="+s.Token) || !strings.Contains(strings.ToLower(r.header["Set-Cookie"]), "httponly") {
+		t.Errorf("session cookie %q", r.header["Set-Cookie"])
+	}
+	return s.Token
+}
+
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+
+func TestAccountsSessionsAndPreferences(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	alice := login(t, n, "/api/v1/auth/register", "alice", "correct horse battery")
+	if r := n.post(t, "/api/v1/auth/register", `{"username":"Alice","password":"another good one"}`); r.status != fasthttp.StatusConflict {
+		t.Errorf("second alice: %s", r)
+	}
+	if r := n.post(t, "/api/v1/auth/register", `{"username":"bob","password":"short"}`); r.status != fasthttp.StatusBadRequest {
+		t.Errorf("weak password: %s", r)
+	}
+	bob := login(t, n, "/api/v1/auth/register", "bob", "a long enough password")
+	if r := n.do(t, "GET", "/api/v1/me", nil, bearer(alice)...); r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `"username":"alice"`) {
+		t.Errorf("me: %s", r)
+	}
+	for _, path := range []string{"/api/v1/me", "/api/v1/preferences", "/api/v1/history"} {
+		if r := n.get(t, path); r.status != fasthttp.StatusUnauthorized {
+			t.Errorf("%s without a session: %s", path, r)
+		}
+		if r := n.do(t, "GET", path, nil, bearer("garbage")...); r.status != fasthttp.StatusUnauthorized {
+			t.Errorf("%s with a bad token: %s", path, r)
+		}
+	}
+	// Preferences belong to the session's user only.
+	r := n.do(t, "PUT", "/api/v1/preferences", []byte(`{"topics":["sports"],"preferred_sources":["sport"],"excluded_sources":["tv"]}`), bearer(alice)...)
+	if r.status != fasthttp.StatusOK {
+		t.Fatalf("put preferences: %s", r)
+	}
+	if r := n.do(t, "GET", "/api/v1/preferences", nil, bearer(bob)...); strings.Contains(string(r.body), "sports") {
+		t.Errorf("bob sees alice's preferences: %s", r)
+	}
+	if r := n.do(t, "PUT", "/api/v1/preferences", []byte(`{"preferred_sources":["x"],"excluded_sources":["x"]}`), bearer(bob)...); r.status != fasthttp.StatusBadRequest {
+		t.Errorf("contradictory preferences: %s", r)
+	}
+	if r := n.do(t, "PUT", "/api/v1/preferences", []byte(`{"colour":"blue"}`), bearer(bob)...); r.status != fasthttp.StatusBadRequest {
+		t.Errorf("unknown field: %s", r)
+	}
+
+	// The feed is personal: alice prefers sports and excludes tv.
+	ingestFixture(t, n, articleFixture)
+	var feed struct {
+		Stories []struct {
+			SourceID string `json:"source_id"`
+			Topics   []struct{ Topic string }
+		} `json:"stories"`
+	}
+	json.Unmarshal(n.do(t, "GET", "/api/v1/feed?limit=100", nil, bearer(alice)...).body, &feed)
+	if len(feed.Stories) == 0 || feed.Stories[0].Topics[0].Topic != "sports" {
+		t.Errorf("alice's feed does not start with sports: %+v", feed.Stories)
+	}
+	for _, st := range feed.Stories {
+		if st.SourceID == "tv" {
+			t.Errorf("excluded source in alice's feed")
+		}
+	}
+
+	// Logout revokes the session.
+	if r := n.do(t, "POST", "/api/v1/auth/logout", nil, bearer(alice)...); r.status != fasthttp.StatusNoContent {
+		t.Fatalf("logout: %s", r)
+	}
+	if r := n.do(t, "GET", "/api/v1/me", nil, bearer(alice)...); r.status != fasthttp.StatusUnauthorized {
+		t.Errorf("me after logout: %s", r)
+	}
+	if login(t, n, "/api/v1/auth/login", "alice", "correct horse battery") == alice {
+		t.Error("a new login returned the revoked token")
+	}
+	// Sessions expire.
+	n.clock.Advance(8 * 24 * time.Hour)
+	if r := n.do(t, "GET", "/api/v1/me", nil, bearer(bob)...); r.status != fasthttp.StatusUnauthorized {
+		t.Errorf("me after the session expired: %s", r)
+	}
+}
+
+func TestLoginBruteForceIsLimited(t *testing.T) {
+	n := newTestNode(t)
+	login(t, n, "/api/v1/auth/register", "carol", "carol's long password")
+	limited := false
+	for i := range 20 {
+		r := n.post(t, "/api/v1/auth/login", `{"username":"carol","password":"wrong guess `+fmt.Sprint(i)+`"}`)
+		if r.status == fasthttp.StatusTooManyRequests {
+			if r.header["Retry-After"] == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			limited = true
+			break
+		}
+		if r.status != fasthttp.StatusUnauthorized {
+			t.Fatalf("wrong password: %s", r)
+		}
+	}
+	if !limited {
+		t.Fatal("20 wrong passwords and no 429")
+	}
+	// Even the right password waits.
+	if r := n.post(t, "/api/v1/auth/login", `{"username":"carol","password":"carol's long password"}`); r.status != fasthttp.StatusTooManyRequests {
+		t.Errorf("right password during the lockout: %s", r)
+	}
+	n.clock.Advance(10 * time.Minute)
+	login(t, n, "/api/v1/auth/login", "carol", "carol's long password")
+}
