@@ -76,8 +76,11 @@ func cleanupBinary() {
 // childEnv is the environment of the newsflow subprocesses: this process's
 // without the benchmarks' own NEWSFLOW_BENCH_* variables, which newsflow
 // would reject as unknown settings.
+// benchAdminToken is the admin token benchmark nodes accept.
+const benchAdminToken = "bench-admin-token"
+
 func childEnv() []string {
-	var env []string
+	env := []string{"NEWSFLOW_AUTH_ADMIN_TOKEN=" + benchAdminToken}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NEWSFLOW_BENCH_") {
 			env = append(env, kv)
@@ -213,7 +216,12 @@ func (p progress) applied() int64 {
 
 func (n *nodeProc) progress() (progress, error) {
 	var p progress
-	resp, err := http.Get(n.url("/api/v1/admin/progress"))
+	req, err := http.NewRequest(http.MethodGet, n.url("/api/v1/admin/progress"), nil)
+	if err != nil {
+		return p, err
+	}
+	req.Header.Set("Authorization", "Bearer "+benchAdminToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return p, err
 	}

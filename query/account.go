@@ -1,7 +1,9 @@
 package query
 
 import (
+	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"math"
@@ -248,4 +250,33 @@ func (s *Server) readerOf(u auth.User) (*rank.Reader, string) {
 		}
 	}
 	return r, version
+}
+
+// adminPrefix is the path prefix of the endpoints only admins may call.
+const adminPrefix = "/api/v1/admin/"
+
+// guardAdmin answers 401 to admin endpoints without credentials and 403 to
+// users without the admin role. Without accounts (no Auth) it lets
+// everything through, as a node without users has no one to ask.
+func (s *Server) guardAdmin(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if s.deps.Auth == nil || !bytes.HasPrefix(ctx.Path(), []byte(adminPrefix)) {
+			next(ctx)
+			return
+		}
+		t := token(ctx)
+		if at := s.opts.AdminToken; at != "" && t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(at)) == 1 {
+			next(ctx)
+			return
+		}
+		u, ok := s.user(ctx)
+		switch {
+		case !ok:
+			writeError(ctx, fasthttp.StatusUnauthorized, "admin endpoint: log in as an admin (session cookie or Authorization: Bearer)")
+		case u.Role != auth.RoleAdmin:
+			writeError(ctx, fasthttp.StatusForbidden, "admin endpoint: "+u.Username+" is not an admin")
+		default:
+			next(ctx)
+		}
+	}
 }

@@ -1,12 +1,14 @@
 package query_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 
@@ -128,4 +130,35 @@ func TestLoginBruteForceIsLimited(t *testing.T) {
 	}
 	n.clock.Advance(10 * time.Minute)
 	login(t, n, "/api/v1/auth/login", "carol", "carol's long password")
+}
+
+// TestAdminEndpointsNeedAdmin: anonymous callers get 401 and users 403 on
+// every admin endpoint; an admin account and the admin token pass.
+func TestAdminEndpointsNeedAdmin(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	user := login(t, n, "/api/v1/auth/register", "dave", "dave's long password")
+	if _, err := n.auth.AddUser(context.Background(), "root", "root's long password", auth.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	admin := login(t, n, "/api/v1/auth/login", "root", "root's long password")
+	for _, ep := range []struct{ method, path string }{
+		{"GET", "/api/v1/admin/progress"}, {"GET", "/api/v1/admin/topology"}, {"GET", "/api/v1/admin/sources"},
+		{"POST", "/api/v1/admin/sources"}, {"GET", "/api/v1/admin/sources/export"}, {"DELETE", "/api/v1/admin/sources/x"},
+		{"GET", "/api/v1/admin/users/dave/interest"},
+	} {
+		if r := n.do(t, ep.method, ep.path, nil, "X-Anonymous", "1"); r.status != fasthttp.StatusUnauthorized {
+			t.Errorf("%s %s anonymous: %s", ep.method, ep.path, r)
+		}
+		if r := n.do(t, ep.method, ep.path, nil, bearer(user)...); r.status != fasthttp.StatusForbidden {
+			t.Errorf("%s %s as a user: %s", ep.method, ep.path, r)
+		}
+		if r := n.do(t, ep.method, ep.path, nil, bearer("wrong-admin-token")...); r.status != fasthttp.StatusUnauthorized {
+			t.Errorf("%s %s with a wrong token: %s", ep.method, ep.path, r)
+		}
+	}
+	for _, tok := range []string{admin, testAdminToken} {
+		if r := n.do(t, "GET", "/api/v1/admin/progress", nil, bearer(tok)...); r.status != fasthttp.StatusOK {
+			t.Errorf("progress as admin: %s", r)
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreTopFunction("github.com/blevesearch/bleve_index_api.AnalysisWorker"),
 	)
 }
+
+// testAdminToken is the admin token of test nodes.
+const testAdminToken = "test-admin-token"
 
 // baseTime is the injected "now" of every test node: a fixed instant, so
 // that window buckets and time limits are the same on every run.
@@ -228,6 +232,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 
 	qo := o.query
 	qo.Registerer, qo.Gatherer, qo.Now = n.reg, n.reg, n.clock.Now
+	qo.AdminToken = testAdminToken
 	var serverLog eventlog.Log = n.log
 	if o.wrapLog != nil {
 		serverLog = o.wrapLog(n.log)
@@ -335,6 +340,10 @@ func (n *testNode) tryDo(method, uri string, body []byte, hdr ...string) (respon
 	req.URI().DisablePathNormalizing = true
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	// Admin endpoints are called as the admin unless the test says who.
+	if strings.HasPrefix(uri, "/api/v1/admin/") && len(req.Header.Peek("Authorization")) == 0 && !slices.Contains(hdr, "X-Anonymous") {
+		req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	}
 	if body != nil {
 		req.SetBody(body)

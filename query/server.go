@@ -49,6 +49,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
 	Now        func() time.Time
+	// AdminToken, if set, is a bearer token that grants the admin role
+	// without an account, for automation (the CLI, monitoring).
+	AdminToken string
 	// Rank tunes the feed ranking.
 	Rank rank.Options
 }
@@ -233,7 +236,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            r.Handler,
+		Handler:            s.guardAdmin(r.Handler),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
 		ReadTimeout:        opts.ReadTimeout,

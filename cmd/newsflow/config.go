@@ -97,6 +97,7 @@ type StoriesConfig struct {
 }
 
 type AuthConfig struct {
+	AdminToken         string        `yaml:"admin_token"`
 	BcryptCost         int           `yaml:"bcrypt_cost"`
 	SessionTTL         time.Duration `yaml:"session_ttl"`
 	MaxSessionsPerUser int           `yaml:"max_sessions_per_user"`

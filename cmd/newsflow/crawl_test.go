@@ -24,7 +24,7 @@ func TestNodeCrawls(t *testing.T) {
 	n.waitReady(30 * time.Second)
 
 	body := `{"feed_url":"` + farm.URL + `/fault/html","category":"world"}`
-	resp, err := http.Post(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
+	resp, err := adminPost(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestNodeCrawls(t *testing.T) {
 	}
 	// A manual crawl now finds nothing new (304), and a second one is
 	// refused for a minute.
-	resp, err = http.Post(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	resp, err = adminPost(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestNodeCrawls(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(rec.String(), `"outcome":"not_modified"`) {
 		t.Fatalf("manual crawl: %d %s", resp.StatusCode, rec.String())
 	}
-	resp, err = http.Post(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	resp, err = adminPost(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestNodeCrawls(t *testing.T) {
 	}
 	// A URL that cannot be fetched now is kept as given: the crawler will
 	// record the failure (here a 410) on the source.
-	resp, err = http.Post(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
+	resp, err = adminPost(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,9 @@ import (
 	"time"
 )
 
+// testAdminToken is the admin token the test nodes accept.
+const testAdminToken = "test-admin-token"
+
 // binPath is the newsflow binary built once for the process tests.
 var binPath string
 
@@ -38,6 +41,19 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// adminPost posts to an admin endpoint with the test admin token.
+func adminPost(url, contentType string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	return http.DefaultClient.Do(req)
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.
@@ -100,7 +116,7 @@ func (n *nodeProc) start() {
 	cmd := exec.Command(binPath, n.args...)
 	cmd.Stdout, cmd.Stderr = n.logf, n.logf
 	// These tests are about the stream, not the internet: no crawling.
-	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false"), n.env...)
+	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken), n.env...)
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}
@@ -162,7 +178,12 @@ func (n *nodeProc) waitCaughtUp(timeout time.Duration) {
 }
 
 func getJSON(url string, v any) error {
-	resp, err := http.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken) // admin endpoints need it; others ignore it
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}

@@ -173,7 +173,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
 		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
-		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL,
+		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL, AdminToken: n.cfg.Auth.AdminToken,
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,
 	})
 	if err != nil {

@@ -171,15 +171,15 @@ func TestSourcesCLI(t *testing.T) {
 	}
 	n := startNode(t, t.TempDir())
 	n.waitReady(30 * time.Second)
-	out, err := exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr).CombinedOutput()
+	out, err := exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr, "--token", testAdminToken).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(`"added":50`)) {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr).CombinedOutput()
+	out, err = exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr, "--token", testAdminToken).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(`"added":0,"skipped":50`)) {
 		t.Fatalf("second import: %v\n%s", err, out)
 	}
-	exp, err := exec.Command(binPath, "sources", "export", "--addr", "http://"+n.addr).Output()
+	exp, err := exec.Command(binPath, "sources", "export", "--addr", "http://"+n.addr, "--token", testAdminToken).Output()
 	if err != nil || bytes.Count(exp, []byte("xmlUrl=")) != 50 {
 		t.Fatalf("export: %v\n%s", err, exp)
 	}

@@ -15,7 +15,7 @@ import (
 
 // cmdSources manages the sources of a running node over its admin API.
 func cmdSources(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: newsflow sources import FILE | export [--addr URL]"
+	const usage = "usage: newsflow sources import FILE | export [--addr URL] [--token TOKEN]"
 	if len(args) == 0 {
 		return errors.New(usage)
 	}
@@ -30,6 +30,7 @@ func cmdSources(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("sources", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
+	tok := fs.String("token", os.Getenv("NEWSFLOW_ADMIN_TOKEN"), "admin token or admin session token (default $NEWSFLOW_ADMIN_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,6 +55,9 @@ func cmdSources(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if err != nil {
 		return err
+	}
+	if *tok != "" {
+		req.Header.Set("Authorization", "Bearer "+*tok)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
