@@ -162,3 +162,24 @@ func TestAdminEndpointsNeedAdmin(t *testing.T) {
 		}
 	}
 }
+
+func TestSecurityHeadersAndRequestIDs(t *testing.T) {
+	n := newTestNode(t)
+	a, b := n.get(t, "/api/v1/trending?window=1h"), n.get(t, "/api/v1/trending?window=1h")
+	for _, r := range []response{a, b} {
+		for h, want := range map[string]string{"X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"} {
+			if r.header[h] != want {
+				t.Errorf("%s: %q, want %q", h, r.header[h], want)
+			}
+		}
+	}
+	if a.header["X-Request-Id"] == "" || a.header["X-Request-Id"] == b.header["X-Request-Id"] {
+		t.Errorf("request ids %q and %q", a.header["X-Request-Id"], b.header["X-Request-Id"])
+	}
+	if r := n.do(t, "GET", "/api/v1/trending?window=1h", nil, "X-Request-Id", "client-42"); r.header["X-Request-Id"] != "client-42" {
+		t.Errorf("client request id not echoed: %q", r.header["X-Request-Id"])
+	}
+	if r := n.do(t, "GET", "/api/v1/trending?window=1h", nil, "X-Request-Id", "bad id\x01"); r.header["X-Request-Id"] == "bad id\x01" {
+		t.Error("a request id with control characters echoed")
+	}
+}

@@ -236,7 +236,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.guardAdmin(r.Handler),
+		Handler:            s.secure(s.guardAdmin(r.Handler)),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
 		ReadTimeout:        opts.ReadTimeout,
