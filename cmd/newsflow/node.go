@@ -195,6 +195,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		}
 		g.Go(func() error { return n.crawler.Run(gctx) })
 	}
+	g.Go(func() error { return n.sweepSessions(gctx) })
 	g.Go(func() error {
 		select {
 		case <-engineDone:
@@ -331,4 +332,22 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// sweepSessions deletes expired sessions every hour until ctx is done.
+func (n *node) sweepSessions(ctx context.Context) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if deleted, err := n.auth.Sweep(ctx); err != nil {
+				n.logger.Warn("sweep expired sessions", "err", err)
+			} else if deleted > 0 {
+				n.logger.Info("expired sessions deleted", "count", deleted)
+			}
+		}
+	}
 }
