@@ -183,3 +183,27 @@ func TestSecurityHeadersAndRequestIDs(t *testing.T) {
 		t.Error("a request id with control characters echoed")
 	}
 }
+
+func TestHealthDetailed(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	ingestFixture(t, n, articleFixture[:3])
+	r := n.get(t, "/health/detailed")
+	var h struct {
+		Status string
+		Checks struct {
+			Engine struct {
+				Ready bool `json:"ready"`
+			}
+			Stories struct {
+				Recent int `json:"recent"`
+			}
+			Search struct {
+				Articles int `json:"articles"`
+			}
+		}
+	}
+	if err := json.Unmarshal(r.body, &h); err != nil || r.status != fasthttp.StatusOK || h.Status != "ok" || !h.Checks.Engine.Ready ||
+		h.Checks.Stories.Recent == 0 || h.Checks.Search.Articles != 3 {
+		t.Errorf("health: %s", r)
+	}
+}

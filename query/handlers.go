@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/state/search"
 	"github.com/valyala/fasthttp"
 )
 
@@ -110,4 +111,37 @@ func (s *Server) handleProgress(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleTopology(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, s.deps.Engine.Topology())
+}
+
+// startTime is when the process started, for /health/detailed.
+var startTime = time.Now()
+
+// handleHealthDetailed reports readiness, lag per stage and the state of
+// the query views, without anything about users; 503 while not ready.
+func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
+	lag := map[string]int64{}
+	for _, p := range s.deps.Engine.Progress() {
+		lag[p.Stage] += p.Lag()
+	}
+	checks := map[string]any{"engine": map[string]any{"ready": s.deps.Engine.Ready(), "lag_by_stage": lag}}
+	if s.deps.Stories != nil {
+		recent, wm := s.deps.Stories.Recent()
+		checks["stories"] = map[string]any{"recent": len(recent), "latest_event": asOf(wm)}
+	}
+	if s.deps.Search != nil {
+		res, err := s.deps.Search.Search(context.Background(), search.Request{Limit: 1})
+		st := map[string]any{"ok": err == nil}
+		if err == nil {
+			st["articles"], st["missing_partitions"] = res.Total, res.Missing
+		} else {
+			st["error"] = err.Error()
+		}
+		checks["search"] = st
+	}
+	status := fasthttp.StatusOK
+	body := map[string]any{"status": "ok", "uptime_s": int64(time.Since(startTime).Seconds()), "checks": checks}
+	if !s.deps.Engine.Ready() {
+		status, body["status"] = fasthttp.StatusServiceUnavailable, "restoring"
+	}
+	writeJSON(ctx, status, body)
 }

@@ -175,6 +175,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r := router.New()
 	r.GET("/health/live", s.instrument("live", s.handleLive))
 	r.GET("/health/ready", s.instrument("ready", s.handleReady))
+	r.GET("/health/detailed", s.instrument("health_detailed", s.handleHealthDetailed))
 	if opts.Gatherer != nil {
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
 	}
