@@ -238,7 +238,7 @@ func (s *Server) readerOf(u auth.User) (*rank.Reader, string) {
 	}
 	if s.deps.Interest != nil {
 		if p, found, err := s.deps.Interest.Profile(u.ID); err == nil && found {
-			_, wm := s.deps.Stories.Recent()
+			wm := s.deps.Stories.Watermark()
 			for _, w := range p.DecayedTopics(s.deps.Interest.Options().DailyDecay, max(wm, p.Updated)) {
 				r.Interest[w.Topic] = w.Weight
 			}

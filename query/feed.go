@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,13 @@ const feedTTL = 60 * time.Second
 
 // feedCacheSize bounds the number of cached feeds.
 const feedCacheSize = 10000
+
+// A feed ranks the preselectTop best stories by the non-personal score and
+// the preselectPerTopic best of each of the reader's topics.
+const (
+	preselectTop      = 1000
+	preselectPerTopic = 300
+)
 
 // feedList is one reader's ranked feed.
 type feedList struct {
@@ -117,7 +125,19 @@ func (s *Server) feedFor(key string, r *rank.Reader, version string) *feedList {
 	if l := s.feeds.get(key, version, now); l != nil {
 		return l
 	}
-	recent, wm := s.deps.Stories.Recent()
+	// Ranking every recent story for every reader costs too much with tens
+	// of thousands of stories: rank the best by the non-personal score and
+	// the best of each topic the reader cares about.
+	var topics []string
+	if r != nil {
+		for t := range r.Interest {
+			topics = append(topics, t)
+		}
+		topics = append(topics, r.Topics...)
+		slices.Sort(topics)
+		topics = slices.Compact(topics)
+	}
+	recent, wm := s.deps.Stories.Preselect(preselectTop, preselectPerTopic, topics)
 	trend := s.storyTrending(now)
 	cands := make([]rank.Candidate, 0, len(recent))
 	byID := make(map[string]*story.Story, len(recent))

@@ -263,6 +263,9 @@ type view struct {
 
 	rankOnce sync.Once
 	ranked   []Ranked
+
+	topicOnce sync.Once
+	byTopic   map[string][]*Story // ranked, per topic
 }
 
 func (v *view) prune(window time.Duration) {
@@ -489,6 +492,41 @@ func (o *Operator) Get(id string) (*Detail, error) {
 }
 
 var errStop = errors.New("stop")
+
+// Preselect returns, for ranking a personal feed, the best n stories by
+// the non-personal score and the best perTopic stories of each of topics,
+// without repeats, in that order, and the latest event time.
+func (o *Operator) Preselect(n, perTopic int, topics []string) ([]*Story, int64) {
+	v := o.view.Load()
+	ranked := v.rank()
+	seen := make(map[string]bool, n+perTopic*len(topics))
+	out := make([]*Story, 0, n+perTopic*len(topics))
+	for _, r := range ranked[:min(n, len(ranked))] {
+		seen[r.ID] = true
+		out = append(out, r.Story)
+	}
+	v.topicOnce.Do(func() {
+		v.byTopic = map[string][]*Story{}
+		for _, r := range ranked {
+			for _, l := range r.Topics {
+				v.byTopic[l.Topic] = append(v.byTopic[l.Topic], r.Story)
+			}
+		}
+	})
+	for _, t := range topics {
+		list := v.byTopic[t]
+		for _, st := range list[:min(perTopic, len(list))] {
+			if !seen[st.ID] {
+				seen[st.ID] = true
+				out = append(out, st)
+			}
+		}
+	}
+	return out, v.watermark
+}
+
+// Watermark returns the latest event time of the query view.
+func (o *Operator) Watermark() int64 { return o.view.Load().watermark }
 
 // Recent returns the stories of the query view (those with an article in
 // the view window) and the latest event time. The stories are shared and
