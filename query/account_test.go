@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
@@ -205,5 +206,26 @@ func TestHealthDetailed(t *testing.T) {
 	if err := json.Unmarshal(r.body, &h); err != nil || r.status != fasthttp.StatusOK || h.Status != "ok" || !h.Checks.Engine.Ready ||
 		h.Checks.Stories.Recent == 0 || h.Checks.Search.Articles != 3 {
 		t.Errorf("health: %s", r)
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	n := newTestNode(t, withQuery(query.Options{RateLimits: query.RateLimits{PerIP: 1, BurstIP: 5, PerUser: 1, BurstUser: 3}}))
+	limited := 0
+	for range 10 {
+		r := n.do(t, "GET", "/api/v1/trending?window=1h", nil, "X-Anonymous", "1")
+		if r.status == fasthttp.StatusTooManyRequests {
+			if r.header["Retry-After"] == "" || !strings.Contains(string(r.body), `"error"`) {
+				t.Fatalf("429 without Retry-After or JSON: %s", r)
+			}
+			limited++
+		}
+	}
+	if limited < 4 {
+		t.Errorf("%d of 10 quick requests limited with a burst of 5", limited)
+	}
+	// Health checks are never limited.
+	if r := n.get(t, "/health/live"); r.status != fasthttp.StatusOK {
+		t.Errorf("health while limited: %s", r)
 	}
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// AdminToken, if set, is a bearer token that grants the admin role
 	// without an account, for automation (the CLI, monitoring).
 	AdminToken string
+	// RateLimits bound requests per client address and per user (the zero
+	// value: no limits).
+	RateLimits RateLimits
 	// Rank tunes the feed ranking.
 	Rank rank.Options
 }
@@ -237,7 +240,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.secure(s.guardAdmin(r.Handler)),
+		Handler:            s.secure(s.rateLimit(s.guardAdmin(r.Handler))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
 		ReadTimeout:        opts.ReadTimeout,

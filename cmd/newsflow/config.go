@@ -39,6 +39,11 @@ type Config struct {
 
 type HTTPConfig struct {
 	Addr           string        `yaml:"addr"`
+	RatePerIP      float64       `yaml:"rate_per_ip"`
+	BurstPerIP     int           `yaml:"burst_per_ip"`
+	RatePerUser    float64       `yaml:"rate_per_user"`
+	BurstPerUser   int           `yaml:"burst_per_user"`
+	ExemptLoopback bool          `yaml:"rate_exempt_loopback"`
 	MaxBodyBytes   int           `yaml:"max_body_bytes"`
 	MaxFuture      time.Duration `yaml:"max_future"`
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
@@ -139,7 +144,8 @@ type LoggingConfig struct {
 func defaultConfig() Config {
 	return Config{
 		DataDir: "data",
-		HTTP:    HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour},
+		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour,
+			RatePerIP: 200, BurstPerIP: 400, RatePerUser: 50, BurstPerUser: 100, ExemptLoopback: true},
 		Log: LogConfig{Backend: "embedded", Partitions: 8, Fsync: "always", SyncInterval: 100 * time.Millisecond,
 			RetentionAge: 7 * 24 * time.Hour},
 		Engine: EngineConfig{MaxBatch: 20000, CommitInterval: 250 * time.Millisecond, DeadLetterTopic: "newsflow-deadletter"},

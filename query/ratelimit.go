@@ -1,0 +1,140 @@
+package query
+
+import (
+	"math"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"golang.org/x/time/rate"
+)
+
+// RateLimits bound the requests of one client address and of one user
+// (token buckets: a rate per second and a burst). Zero rates disable a
+// limit; the zero value disables both.
+type RateLimits struct {
+	PerIP, PerUser     rate.Limit
+	BurstIP, BurstUser int
+	// ExemptLoopback lets requests from the node's own host through.
+	ExemptLoopback bool
+	// MaxKeys bounds the buckets kept per kind; IdleAfter is when a bucket
+	// may be dropped.
+	MaxKeys   int
+	IdleAfter time.Duration
+}
+
+// DefaultRateLimits: 200 requests/s per address (burst 400), 50 per user
+// (burst 100); loopback is exempt.
+func DefaultRateLimits() RateLimits {
+	return RateLimits{PerIP: 200, BurstIP: 400, PerUser: 50, BurstUser: 100, ExemptLoopback: true, MaxKeys: 100000, IdleAfter: 10 * time.Minute}
+}
+
+// limiters holds one token bucket per key.
+type limiters struct {
+	limit rate.Limit
+	burst int
+	max   int
+	idle  time.Duration
+	mu    struct {
+		sync.Mutex
+		m map[string]*keyed
+	}
+}
+
+type keyed struct {
+	l    *rate.Limiter
+	last time.Time
+}
+
+func newLimiters(l rate.Limit, burst, maxKeys int, idle time.Duration) *limiters {
+	if maxKeys <= 0 {
+		maxKeys = 100000
+	}
+	if idle <= 0 {
+		idle = 10 * time.Minute
+	}
+	burst = max(burst, 1)
+	ls := &limiters{limit: l, burst: burst, max: maxKeys, idle: idle}
+	ls.mu.m = map[string]*keyed{}
+	return ls
+}
+
+// allow takes a token for key; when none is left it returns the wait.
+func (ls *limiters) allow(key string, now time.Time) (bool, time.Duration) {
+	if ls == nil || ls.limit == 0 {
+		return true, 0
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	k := ls.mu.m[key]
+	if k == nil {
+		if len(ls.mu.m) >= ls.max {
+			// Drop idle buckets; if none is idle, drop an arbitrary one
+			// (a full bucket is the same as a fresh one).
+			for kk, v := range ls.mu.m {
+				if now.Sub(v.last) > ls.idle || len(ls.mu.m) >= ls.max {
+					delete(ls.mu.m, kk)
+				}
+				if len(ls.mu.m) < ls.max*3/4 {
+					break
+				}
+			}
+		}
+		k = &keyed{l: rate.NewLimiter(ls.limit, ls.burst)}
+		ls.mu.m[key] = k
+	}
+	k.last = now
+	r := k.l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// rateLimit answers 429 with Retry-After to a client address or user over
+// its rate. Health checks and metrics are not limited, nor are requests
+// with the admin token.
+func (s *Server) rateLimit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	rl := s.opts.RateLimits
+	byIP := newLimiters(rl.PerIP, rl.BurstIP, rl.MaxKeys, rl.IdleAfter)
+	byUser := newLimiters(rl.PerUser, rl.BurstUser, rl.MaxKeys, rl.IdleAfter)
+	return func(ctx *fasthttp.RequestCtx) {
+		path := ctx.Path()
+		if len(path) < 5 || string(path[:5]) != "/api/" {
+			next(ctx)
+			return
+		}
+		if at := s.opts.AdminToken; at != "" && token(ctx) == at {
+			next(ctx)
+			return
+		}
+		now := time.Now()
+		ip := clientIP(ctx)
+		if !(rl.ExemptLoopback && isLoopback(ip)) {
+			if ok, wait := byIP.allow(ip, now); !ok {
+				rateLimited(ctx, wait)
+				return
+			}
+		}
+		if u, ok := s.user(ctx); ok {
+			if ok, wait := byUser.allow(u.ID, now); !ok {
+				rateLimited(ctx, wait)
+				return
+			}
+		}
+		next(ctx)
+	}
+}
+
+func isLoopback(ip string) bool {
+	a := net.ParseIP(ip)
+	return a != nil && a.IsLoopback()
+}
+
+func rateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) {
+	ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	writeError(ctx, fasthttp.StatusTooManyRequests, "rate limit exceeded; retry later")
+}
