@@ -154,7 +154,9 @@ type Server struct {
 	parsers fastjson.ParserPool
 	m       *httpMetrics
 
-	feeds *feedCache
+	feeds   *feedCache
+	openapi []byte
+	router  *router.Router
 
 	partsMu sync.Mutex
 	parts   map[string]int32 // partition count per topic, cached
@@ -176,6 +178,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
 	r := router.New()
+	s.router, s.openapi = r, openAPIDocument()
+	r.GET("/api/v1/openapi.json", s.instrument("openapi", s.handleOpenAPI))
 	r.GET("/health/live", s.instrument("live", s.handleLive))
 	r.GET("/health/ready", s.instrument("ready", s.handleReady))
 	r.GET("/health/detailed", s.instrument("health_detailed", s.handleHealthDetailed))
@@ -370,3 +374,6 @@ func isTimeout(err error) bool {
 type fasthttpLogger struct{ l *slog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Warn(fmt.Sprintf(format, args...)) }
+
+// Routes lists the routes the server answers, by method.
+func (s *Server) Routes() map[string][]string { return s.router.List() }

@@ -1,0 +1,222 @@
+package query
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+)
+
+// apiOp describes one operation of the API for the OpenAPI document.
+type apiOp struct {
+	method, path, tag, summary string
+	// auth is "", "user" or "admin".
+	auth string
+	// query lists query parameters as "name:type:description".
+	query []string
+	// body names the request body schema (or "ndjson", "opml").
+	body string
+	// ok is the success status and its schema ("" for none).
+	ok       int
+	okSchema string
+	// errs lists the error statuses the operation may answer.
+	errs []int
+}
+
+// apiOps is the whole API. TestOpenAPICoversRoutes checks it against the
+// router, so a route cannot be added without documenting it.
+var apiOps = []apiOp{
+	{method: "GET", path: "/health/live", tag: "health", summary: "Liveness", ok: 200, okSchema: "Status"},
+	{method: "GET", path: "/health/ready", tag: "health", summary: "Readiness: every task has restored its state", ok: 200, okSchema: "Status", errs: []int{503}},
+	{method: "GET", path: "/health/detailed", tag: "health", summary: "Readiness, lag per stage, story and search views", ok: 200, okSchema: "Object", errs: []int{503}},
+	{method: "GET", path: "/metrics", tag: "health", summary: "Prometheus metrics (text format)", ok: 200},
+	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
+
+	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
+		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category"},
+		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
+	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window", ok: 200, okSchema: "Object", errs: []int{400, 429}},
+	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read", tag: "events", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/articles", tag: "articles", summary: "Ingest raw articles (one object, or NDJSON with Content-Type application/x-ndjson or ?batch=1)",
+		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+
+	{method: "GET", path: "/api/v1/stories", tag: "stories", summary: "Recent stories ranked by size, authority, freshness and velocity",
+		query: []string{"topic:string:only this topic", "since:string:latest article at or after (RFC 3339 or ms)", "limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page"},
+		ok:    200, okSchema: "StoryPage", errs: []int{400, 429}},
+	{method: "GET", path: "/api/v1/stories/{id}", tag: "stories", summary: "One story with all its articles and sources (a merged story answers with the story it is part of)", ok: 200, okSchema: "StoryDetail", errs: []int{400, 404, 429}},
+	{method: "GET", path: "/api/v1/breaking", tag: "stories", summary: "Stories breaking now", ok: 200, okSchema: "StoryPage", errs: []int{429}},
+	{method: "GET", path: "/api/v1/topics", tag: "stories", summary: "Topics of recent stories with story and article counts", ok: 200, okSchema: "Object", errs: []int{429}},
+	{method: "GET", path: "/api/v1/search", tag: "search", summary: "Full-text search over all partitions (title boosted), with filters and highlights",
+		query: []string{"q:string:text (empty: newest first)", "topic:string:only this topic", "source:string:only this source id", "from:string:published at or after (RFC 3339 or ms)", "to:string:published before", "limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page"},
+		ok:    200, okSchema: "SearchPage", errs: []int{400, 429, 503}},
+	{method: "GET", path: "/api/v1/feed", tag: "feed", summary: "The reader's feed (personal with a session, else the non-personal ranking)",
+		query: []string{"limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "explain:string:1 to include each story's signals"},
+		ok:    200, okSchema: "FeedPage", errs: []int{400, 429}},
+
+	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 409, 429}},
+	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; limited per address and username)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 429}},
+	{method: "POST", path: "/api/v1/auth/logout", tag: "account", summary: "Revoke the request's session", ok: 204},
+	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
+	{method: "GET", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "The user's preferences", ok: 200, okSchema: "Preferences", errs: []int{401, 429}},
+	{method: "PUT", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "Replace the user's preferences", body: "Preferences", ok: 200, okSchema: "Preferences", errs: []int{400, 401, 429}},
+	{method: "GET", path: "/api/v1/history", tag: "account", auth: "user", summary: "The user's latest reads, newest first", ok: 200, okSchema: "Object", errs: []int{401, 429, 503}},
+
+	{method: "GET", path: "/api/v1/admin/progress", tag: "admin", auth: "admin", summary: "Readiness and committed offsets and lag per stage and partition", ok: 200, okSchema: "Object", errs: []int{401, 403, 503}},
+	{method: "GET", path: "/api/v1/admin/topology", tag: "admin", auth: "admin", summary: "Operators, stages and topics", ok: 200, okSchema: "Object", errs: []int{401, 403}},
+	{method: "GET", path: "/api/v1/admin/users/{id}/interest", tag: "admin", auth: "admin", summary: "A user's interest vector and reading history", ok: 200, okSchema: "Object", errs: []int{400, 401, 403, 503}},
+	{method: "GET", path: "/api/v1/admin/sources", tag: "admin", auth: "admin", summary: "All sources", ok: 200, okSchema: "Object", errs: []int{401, 403}},
+	{method: "POST", path: "/api/v1/admin/sources", tag: "admin", auth: "admin", summary: "Add a source (a page URL is resolved to its feed unless ?discover=false)",
+		query: []string{"discover:string:false to keep the URL as given"}, body: "Source", ok: 201, okSchema: "Source", errs: []int{400, 401, 403, 409}},
+	{method: "POST", path: "/api/v1/admin/sources/import", tag: "admin", auth: "admin", summary: "Import sources from OPML", body: "opml", ok: 200, okSchema: "Object", errs: []int{400, 401, 403}},
+	{method: "GET", path: "/api/v1/admin/sources/export", tag: "admin", auth: "admin", summary: "Export sources as OPML", ok: 200, errs: []int{401, 403}},
+	{method: "GET", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "One source", ok: 200, okSchema: "Source", errs: []int{401, 403, 404}},
+	{method: "PATCH", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Change a source (name, category, authority, paused, ...)", body: "Source", ok: 200, okSchema: "Source", errs: []int{400, 401, 403, 404}},
+	{method: "DELETE", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Delete a source", ok: 204, errs: []int{401, 403, 404}},
+	{method: "GET", path: "/api/v1/admin/sources/{id}/status", tag: "admin", auth: "admin", summary: "Crawl status: last and next crawl, errors, circuit", ok: 200, okSchema: "Object", errs: []int{401, 403, 404}},
+	{method: "POST", path: "/api/v1/admin/sources/{id}/crawl", tag: "admin", auth: "admin", summary: "Crawl now (at most once a minute per source)", ok: 200, okSchema: "Object", errs: []int{401, 403, 404, 429}},
+}
+
+var statusText = map[int]string{
+	400: "Invalid request (JSON error with the reason)", 401: "No valid session or token", 403: "Not an admin",
+	404: "Not found", 409: "Conflict (name taken, or an Idempotency-Key in flight)", 413: "Body too large",
+	429: "Too many requests (Retry-After)", 503: "Not ready or a dependency unavailable",
+}
+
+func obj(props map[string]string, required ...string) map[string]any {
+	p := map[string]any{}
+	for k, t := range props {
+		switch {
+		case strings.HasPrefix(t, "[]"):
+			p[k] = map[string]any{"type": "array", "items": typeOf(t[2:])}
+		default:
+			p[k] = typeOf(t)
+		}
+	}
+	o := map[string]any{"type": "object", "properties": p}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func typeOf(t string) map[string]any {
+	switch t {
+	case "string", "integer", "number", "boolean", "object":
+		return map[string]any{"type": t}
+	case "time":
+		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	return map[string]any{"$ref": "#/components/schemas/" + t}
+}
+
+var apiSchemas = map[string]any{
+	"Error":     obj(map[string]string{"error": "string"}, "error"),
+	"Status":    obj(map[string]string{"status": "string"}),
+	"Object":    map[string]any{"type": "object"},
+	"Accepted":  obj(map[string]string{"accepted": "integer", "rejected": "integer", "errors": "[]LineError"}),
+	"LineError": obj(map[string]string{"line": "integer", "error": "string"}),
+	"Share": obj(map[string]string{"event_id": "string", "article_id": "string", "user_id": "string", "share_type": "string", "category": "string",
+		"timestamp": "integer"}, "event_id", "article_id", "user_id", "timestamp"),
+	"Read": obj(map[string]string{"event_id": "string", "user_id": "string", "article_id": "string", "session_id": "string", "timestamp": "integer",
+		"dwell_ms": "integer"}, "event_id", "user_id", "article_id", "timestamp"),
+	"RawArticle": obj(map[string]string{"url": "string", "source_id": "string", "guid": "string", "title": "string", "summary": "string",
+		"content": "string", "author": "string", "published_at": "time", "fetched_at": "time"}, "url", "title"),
+	"Trending": obj(map[string]string{"window": "string", "category": "string", "items": "[]object", "as_of": "integer"}),
+	"Story": obj(map[string]string{"id": "string", "representative": "string", "title": "string", "url": "string", "source_id": "string",
+		"authority": "number", "article_count": "integer", "sources": "[]object", "first_seen": "integer", "last_seen": "integer",
+		"topics": "[]object", "velocity": "number", "breaking": "boolean", "decay_class": "string", "decay_lambda": "number", "score": "number"}),
+	"StoryPage":   obj(map[string]string{"stories": "[]Story", "as_of": "time", "next_cursor": "string"}),
+	"StoryDetail": obj(map[string]string{"id": "string", "title": "string", "articles": "[]object", "sources": "[]object"}),
+	"SearchPage":  obj(map[string]string{"hits": "[]object", "total": "integer", "next_cursor": "string", "partial": "boolean", "missing_partitions": "[]integer"}),
+	"FeedPage":    obj(map[string]string{"stories": "[]Story", "next_cursor": "string"}),
+	"Credentials": obj(map[string]string{"username": "string", "password": "string"}, "username", "password"),
+	"User":        obj(map[string]string{"id": "string", "username": "string", "role": "string", "created_at": "time"}),
+	"Session":     obj(map[string]string{"user": "User", "token": "string", "expires_at": "time"}),
+	"Preferences": obj(map[string]string{"topics": "[]string", "preferred_sources": "[]string", "excluded_sources": "[]string", "updated_at": "time"}),
+	"Source": obj(map[string]string{"id": "string", "feed_url": "string", "homepage": "string", "name": "string", "category": "string",
+		"authority": "number", "paused": "boolean"}),
+}
+
+// openAPIDocument builds the OpenAPI 3.1 description of the API.
+func openAPIDocument() []byte {
+	paths := map[string]map[string]any{}
+	for _, op := range apiOps {
+		o := map[string]any{"summary": op.summary, "tags": []string{op.tag}, "operationId": strings.ToLower(op.method) + strings.NewReplacer("/", "_", "{", "", "}", "", ".", "_", "-", "_").Replace(op.path)}
+		var params []any
+		if strings.Contains(op.path, "{id}") {
+			params = append(params, map[string]any{"name": "id", "in": "path", "required": true, "schema": map[string]string{"type": "string"}})
+		}
+		for _, q := range op.query {
+			parts := strings.SplitN(q, ":", 3)
+			params = append(params, map[string]any{"name": parts[0], "in": "query", "schema": map[string]string{"type": parts[1]}, "description": parts[2]})
+		}
+		if op.method == "POST" && strings.HasPrefix(op.path, "/api/v1/events") || op.path == "/api/v1/articles" {
+			params = append(params, map[string]any{"name": HeaderIdempotencyKey, "in": "header", "schema": map[string]string{"type": "string"},
+				"description": "makes a retry safe: a repeat gets the first response and appends nothing"})
+		}
+		if len(params) > 0 {
+			o["parameters"] = params
+		}
+		switch op.body {
+		case "":
+		case "ndjson":
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/x-ndjson": map[string]any{"schema": map[string]string{"type": "string"}}}}
+		case "opml":
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"text/x-opml": map[string]any{"schema": map[string]string{"type": "string"}}}}
+		default:
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": typeOf(op.body)}}}
+		}
+		resp := map[string]any{}
+		ok := map[string]any{"description": "Success"}
+		if op.okSchema != "" {
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": typeOf(op.okSchema)}}
+		}
+		resp[itoa(op.ok)] = ok
+		for _, e := range op.errs {
+			resp[itoa(e)] = map[string]any{"description": statusText[e], "content": map[string]any{"application/json": map[string]any{"schema": typeOf("Error")}}}
+		}
+		o["responses"] = resp
+		switch op.auth {
+		case "user":
+			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
+		case "admin":
+			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
+			o["description"] = "Admin only: an admin session or the configured admin token."
+		}
+		if paths[op.path] == nil {
+			paths[op.path] = map[string]any{}
+		}
+		paths[op.path][strings.ToLower(op.method)] = o
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "newsflow API", "version": "v1", "description": "News aggregation: trending, stories, search, feeds, accounts and administration. Errors are JSON objects with an error field."},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas": apiSchemas,
+			"securitySchemes": map[string]any{
+				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "a session token from login, or the admin token"},
+				"cookie": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie},
+			},
+		},
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(err) // the document is built from constants
+	}
+	return b
+}
+
+func itoa(n int) string {
+	return string(rune('0'+n/100)) + string(rune('0'+n/10%10)) + string(rune('0'+n%10))
+}
+
+// handleOpenAPI serves the OpenAPI document.
+func (s *Server) handleOpenAPI(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("application/json")
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetBody(s.openapi)
+}
