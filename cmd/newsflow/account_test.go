@@ -56,3 +56,42 @@ func TestUserAddAndLogin(t *testing.T) {
 		t.Error("the password appears in the node's log or the CLI's output")
 	}
 }
+
+// TestUserHashAndImport: accounts imported from hashes log in.
+func TestUserHashAndImport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	dir := t.TempDir()
+	hashCmd := exec.Command(binPath, "user", "hash", "--config", "../../configs/newsflow.yaml")
+	hashCmd.Stdin = strings.NewReader("imported account password\n")
+	out, err := hashCmd.Output()
+	if err != nil || !strings.HasPrefix(string(out), "$2") {
+		t.Fatalf("user hash: %v %q", err, out)
+	}
+	h := strings.TrimSpace(string(out))
+	var lines []string
+	for _, u := range []string{"ivy", "jon", "kim"} {
+		b, _ := json.Marshal(map[string]string{"username": u, "password_hash": h})
+		lines = append(lines, string(b))
+	}
+	file := dir + "/users.ndjson"
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := dir + "/data"
+	imp, err := exec.Command(binPath, "user", "import", "--config", "../../configs/newsflow.yaml", "--data", data, "--log-level", "warn", file).CombinedOutput()
+	if err != nil || !strings.Contains(string(imp), "imported 3 accounts") {
+		t.Fatalf("user import: %v\n%s", err, imp)
+	}
+	n := startNode(t, data)
+	n.waitReady(30 * time.Second)
+	resp, err := http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"kim","password":"imported account password"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("login of an imported account: %d", resp.StatusCode)
+	}
+}

@@ -252,7 +252,36 @@ func (s *Store) AddUser(ctx context.Context, username, password string, role Rol
 	if err != nil {
 		return User{}, err
 	}
+	return s.insert(ctx, name, role, hash)
+}
 
+// HashPassword returns the stored form of a password under the store's
+// cost, for ImportUser.
+func (s *Store) HashPassword(password string) (string, error) { return s.hashPassword(password) }
+
+// ImportUser creates an account from a hash made by HashPassword (by this
+// or another node with the same scheme), without hashing: for moving
+// accounts between deployments and for provisioning many accounts.
+func (s *Store) ImportUser(ctx context.Context, username string, role Role, hash string) (User, error) {
+	if !role.Valid() {
+		return User{}, fmt.Errorf("%w: %q", ErrInvalidRole, role)
+	}
+	name, err := NormalizeUsername(username)
+	if err != nil {
+		return User{}, err
+	}
+	cost, err := bcrypt.Cost([]byte(hash))
+	if err != nil {
+		return User{}, fmt.Errorf("import %s: not a bcrypt hash: %w", name, err)
+	}
+	if cost < DefaultBcryptCost && !s.opts.AllowWeakCostForTests {
+		return User{}, fmt.Errorf("import %s: bcrypt cost %d below %d", name, cost, DefaultBcryptCost)
+	}
+	return s.insert(ctx, name, role, hash)
+}
+
+// insert stores a new account under a normalized name.
+func (s *Store) insert(ctx context.Context, name string, role Role, hash string) (User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok, err := s.userByName(ctx, name); err != nil {
@@ -261,6 +290,7 @@ func (s *Store) AddUser(ctx context.Context, username, password string, role Rol
 		return User{}, ErrUsernameTaken
 	}
 	var id string
+	var err error
 	for {
 		if id, err = newUserID(); err != nil {
 			return User{}, err

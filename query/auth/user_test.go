@@ -433,3 +433,33 @@ func TestStaleUsername(t *testing.T) {
 		t.Fatalf("UserByName = %+v, %v", got, err)
 	}
 }
+
+func TestImportUser(t *testing.T) {
+	s := newTestEnv(t, fastOptions()).Store
+	hash, err := s.HashPassword("a shared long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := s.ImportUser(context.Background(), fmt.Sprint("bulk", i), RoleUser, hash); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, err := s.Authenticate(context.Background(), "bulk2", "a shared long password"); err != nil || u.Username != "bulk2" {
+		t.Fatalf("imported user cannot log in: %+v %v", u, err)
+	}
+	if _, err := s.ImportUser(context.Background(), "bulk1", RoleUser, hash); !errors.Is(err, ErrUsernameTaken) {
+		t.Errorf("duplicate import: %v", err)
+	}
+	if _, err := s.ImportUser(context.Background(), "bad", RoleUser, "not a hash"); err == nil {
+		t.Error("garbage hash imported")
+	}
+}
+
+func TestImportRefusesWeakHashes(t *testing.T) {
+	s := newTestEnv(t, Options{}).Store
+	weak, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
+	if _, err := s.ImportUser(context.Background(), "weak", RoleUser, string(weak)); err == nil {
+		t.Error("a cost-4 hash imported into a cost-12 store")
+	}
+}
