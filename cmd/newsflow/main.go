@@ -26,8 +26,8 @@ Usage:
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
   newsflow topics   train | eval [flags]     train or evaluate a topic classifier
-  newsflow user     add [--admin] [--password-file FILE] NAME
-                                            create an account (node stopped; password from stdin)
+  newsflow user     add [--admin] [--password-file FILE] NAME | hash | import FILE
+                                            create accounts (node stopped; passwords from stdin)
   newsflow cluster  --input FILE [--output FILE] [--truth]
                                             run dedup and story clustering offline (id<TAB>story_id)
   newsflow version
