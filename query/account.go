@@ -221,36 +221,49 @@ func (s *Server) handleHistory(ctx *fasthttp.RequestCtx, u auth.User) {
 	writeJSON(ctx, fasthttp.StatusOK, body)
 }
 
-// readerOf builds the ranking's view of a logged-in user and a version
-// string that changes when their profile or preferences do.
-func (s *Server) readerOf(u auth.User) (*rank.Reader, string) {
-	r := &rank.Reader{Interest: map[string]float64{}, Preferred: map[string]bool{}, Excluded: map[string]bool{}, Read: map[string]bool{}}
+// readerOf returns a version string that changes when the user's profile
+// or preferences do, and a function that builds the ranking's view of the
+// user (called only when the cached feed is stale: it looks up the story
+// of every read in the history).
+func (s *Server) readerOf(u auth.User) (string, func() *rank.Reader) {
+	ctx := context.Background()
+	prefs, prefsErr := s.deps.Auth.GetPreferences(ctx, u.ID)
+	var prof *interest.Profile
 	version := ""
-	if p, err := s.deps.Auth.GetPreferences(context.Background(), u.ID); err == nil {
-		r.Topics = p.Topics
-		for _, src := range p.PreferredSources {
-			r.Preferred[src] = true
-		}
-		for _, src := range p.ExcludedSources {
-			r.Excluded[src] = true
-		}
-		version += p.Updated.String()
+	if prefsErr == nil {
+		version += prefs.Updated.String()
 	}
 	if s.deps.Interest != nil {
 		if p, found, err := s.deps.Interest.Profile(u.ID); err == nil && found {
+			prof = p
+			version += "/" + strconv.FormatInt(p.Updated, 10) + "/" + strconv.Itoa(p.Reads)
+		}
+	}
+	build := func() *rank.Reader {
+		r := &rank.Reader{Interest: map[string]float64{}, Preferred: map[string]bool{}, Excluded: map[string]bool{}, Read: map[string]bool{}}
+		if prefsErr == nil {
+			r.Topics = prefs.Topics
+			for _, src := range prefs.PreferredSources {
+				r.Preferred[src] = true
+			}
+			for _, src := range prefs.ExcludedSources {
+				r.Excluded[src] = true
+			}
+		}
+		if prof != nil {
 			wm := s.deps.Stories.Watermark()
-			for _, w := range p.DecayedTopics(s.deps.Interest.Options().DailyDecay, max(wm, p.Updated)) {
+			for _, w := range prof.DecayedTopics(s.deps.Interest.Options().DailyDecay, max(wm, prof.Updated)) {
 				r.Interest[w.Topic] = w.Weight
 			}
-			for _, h := range p.History {
+			for _, h := range prof.History {
 				if id, ok := s.deps.Stories.StoryOfArticle(h.ArticleID); ok {
 					r.Read[id] = true
 				}
 			}
-			version += "/" + strconv.FormatInt(p.Updated, 10) + "/" + strconv.Itoa(p.Reads)
 		}
+		return r
 	}
-	return r, version
+	return version, build
 }
 
 // adminPrefix is the path prefix of the endpoints only admins may call.

@@ -119,11 +119,16 @@ func (s *Server) storyTrending(now time.Time) map[string]float64 {
 	return score
 }
 
-// feedFor computes (or reuses) the ranked feed of a reader.
-func (s *Server) feedFor(key string, r *rank.Reader, version string) *feedList {
+// feedFor computes (or reuses) the ranked feed of a reader; reader (nil
+// for anonymous) is called only to compute.
+func (s *Server) feedFor(key string, reader func() *rank.Reader, version string) *feedList {
 	now := s.opts.Now()
 	if l := s.feeds.get(key, version, now); l != nil {
 		return l
+	}
+	var r *rank.Reader
+	if reader != nil {
+		r = reader()
 	}
 	// Ranking every recent story for every reader costs too much with tens
 	// of thousands of stories: rank the best by the non-personal score and
@@ -190,9 +195,10 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	key, reader, version := "", (*rank.Reader)(nil), ""
+	key, version := "", ""
+	var reader func() *rank.Reader
 	if u, ok := s.user(ctx); ok {
-		reader, version = s.readerOf(u)
+		version, reader = s.readerOf(u)
 		key = u.ID
 	}
 	l := s.feedFor(key, reader, version)

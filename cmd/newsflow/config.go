@@ -103,6 +103,10 @@ type StoriesConfig struct {
 
 type AuthConfig struct {
 	AdminToken         string        `yaml:"admin_token"`
+	LoginBurstPerIP    int           `yaml:"login_burst_per_ip"`
+	LoginIntervalIP    time.Duration `yaml:"login_interval_per_ip"`
+	LoginBurstPerUser  int           `yaml:"login_burst_per_user"`
+	LoginIntervalUser  time.Duration `yaml:"login_interval_per_user"`
 	BcryptCost         int           `yaml:"bcrypt_cost"`
 	SessionTTL         time.Duration `yaml:"session_ttl"`
 	MaxSessionsPerUser int           `yaml:"max_sessions_per_user"`
@@ -162,8 +166,9 @@ func defaultConfig() Config {
 		Articles: ArticlesConfig{MaxContentBytes: 32 << 10},
 		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
 			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
-		Search:   SearchConfig{CommitInterval: time.Second},
-		Auth:     AuthConfig{BcryptCost: 12, SessionTTL: 7 * 24 * time.Hour, MaxSessionsPerUser: 20},
+		Search: SearchConfig{CommitInterval: time.Second},
+		Auth: AuthConfig{BcryptCost: 12, SessionTTL: 7 * 24 * time.Hour, MaxSessionsPerUser: 20,
+			LoginBurstPerIP: 10, LoginIntervalIP: 6 * time.Second, LoginBurstPerUser: 5, LoginIntervalUser: 30 * time.Second},
 		Interest: InterestConfig{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, ParkFor: 10 * time.Minute},
 		Logging:  LoggingConfig{Level: "info", Format: "text"},
 	}

@@ -108,7 +108,8 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		n.log.Close()
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	if n.limiter, err = auth.NewLimiter(auth.LimiterOptions{}, time.Now); err != nil {
+	if n.limiter, err = auth.NewLimiter(auth.LimiterOptions{IPBurst: ac.LoginBurstPerIP, IPInterval: ac.LoginIntervalIP,
+		UserBurst: ac.LoginBurstPerUser, UserInterval: ac.LoginIntervalUser}, time.Now); err != nil {
 		n.db.Close()
 		n.log.Close()
 		return nil, err
