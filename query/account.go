@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"net"
 	"strconv"
@@ -317,6 +318,18 @@ func (s *Server) secure(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 			h.Set("Cache-Control", "no-store")
 		}
+		start := time.Now()
 		next(ctx)
+		// An access log line: debug for successes, warn for server errors.
+		// Bodies (passwords, tokens) are never logged.
+		status := ctx.Response.StatusCode()
+		level := slog.LevelDebug
+		if status >= 500 {
+			level = slog.LevelWarn
+		}
+		if s.opts.Logger.Enabled(context.Background(), level) {
+			s.opts.Logger.Log(context.Background(), level, "request", "request_id", id, "method", string(ctx.Method()),
+				"path", string(ctx.Path()), "status", status, "duration", time.Since(start))
+		}
 	}
 }

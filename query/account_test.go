@@ -88,6 +88,25 @@ func TestAccountsSessionsAndPreferences(t *testing.T) {
 		}
 	}
 
+	// History is the session user's own.
+	var me struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(n.do(t, "GET", "/api/v1/me", nil, bearer(alice)...).body, &me)
+	readID := assignmentsByID(t, n)[0].id
+	if r := n.post(t, "/api/v1/events/read", read("h1", me.ID, readID, "s", n.clock.ms(0))); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("read: %s", r)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if r := n.do(t, "GET", "/api/v1/history", nil, bearer(alice)...); !strings.Contains(string(r.body), readID) {
+			return fmt.Errorf("alice's history: %s", r)
+		}
+		return nil
+	})
+	if r := n.do(t, "GET", "/api/v1/history", nil, bearer(bob)...); r.status != fasthttp.StatusOK || strings.Contains(string(r.body), readID) {
+		t.Errorf("bob's history: %s", r)
+	}
+
 	// Logout revokes the session.
 	if r := n.do(t, "POST", "/api/v1/auth/logout", nil, bearer(alice)...); r.status != fasthttp.StatusNoContent {
 		t.Fatalf("logout: %s", r)

@@ -31,7 +31,7 @@ func TestUserAddAndLogin(t *testing.T) {
 	if out, err := add(); err == nil || !strings.Contains(string(out), "taken") {
 		t.Fatalf("second user add: %v\n%s", err, out)
 	}
-	n := startNode(t, dir)
+	n := startNode(t, dir, "--log-level", "debug") // every request is logged
 	n.waitReady(30 * time.Second)
 	resp, err := http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"`+password+`"}`))
 	if err != nil {
@@ -52,6 +52,9 @@ func TestUserAddAndLogin(t *testing.T) {
 	}
 	n.kill()
 	logs, _ := os.ReadFile(n.logf.Name())
+	if !bytes.Contains(logs, []byte("/api/v1/auth/login")) || !bytes.Contains(logs, []byte("request_id=")) {
+		t.Errorf("no access log lines with request ids at debug level:\n%.2000s", logs)
+	}
 	if bytes.Contains(logs, []byte(password)) || bytes.Contains(out, []byte(password)) {
 		t.Error("the password appears in the node's log or the CLI's output")
 	}
