@@ -248,3 +248,23 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("health while limited: %s", r)
 	}
 }
+
+func TestRateLimitPerUser(t *testing.T) {
+	n := newTestNode(t, withQuery(query.Options{RateLimits: query.RateLimits{PerUser: 1, BurstUser: 3}}))
+	tok := login(t, n, "/api/v1/auth/register", "fred", "fred's long password")
+	limited := 0
+	for range 8 {
+		if r := n.do(t, "GET", "/api/v1/trending?window=1h", nil, bearer(tok)...); r.status == fasthttp.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited < 4 {
+		t.Errorf("%d of 8 quick requests of one user limited with a burst of 3", limited)
+	}
+	// Anonymous requests from the same address are not limited per user.
+	for range 8 {
+		if r := n.do(t, "GET", "/api/v1/trending?window=1h", nil, "X-Anonymous", "1"); r.status != fasthttp.StatusOK {
+			t.Fatalf("anonymous request limited: %s", r)
+		}
+	}
+}
