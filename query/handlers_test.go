@@ -208,7 +208,8 @@ func TestRoutes(t *testing.T) {
 		status       int
 		want         string
 	}{
-		{"GET", "/nope", 404, "no route for GET /nope"},
+		{"GET", "/api/v1/nope", 404, "no route for GET /api/v1/nope"},
+		{"GET", "/nope.js", 404, "not found"},
 		{"POST", "/api/v1/nope", 404, "no route for POST /api/v1/nope"},
 		{"DELETE", "/", 404, "no route for DELETE /"},
 		{"POST", "/api/v1/trending", 405, "method POST not allowed on /api/v1/trending"},
@@ -540,5 +541,22 @@ func TestRunCanceledWhileStarting(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run canceled during start-up: %v", err)
+	}
+}
+
+// TestWebUIServed: the UI is served at / and for client-side routes, with
+// its assets.
+func TestWebUIServed(t *testing.T) {
+	n := newTestNode(t)
+	for _, p := range []string{"/", "/stories/abc", "/login", "/topics/world"} {
+		r := n.get(t, p)
+		if r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `<script type="module" src="/app.js">`) {
+			t.Errorf("%s: %d %.80s", p, r.status, r.body)
+		}
+	}
+	for p, ct := range map[string]string{"/app.js": "javascript", "/app.css": "text/css"} {
+		if r := n.get(t, p); r.status != fasthttp.StatusOK || !strings.Contains(r.header["Content-Type"], ct) || len(r.body) < 500 {
+			t.Errorf("%s: %d %q", p, r.status, r.header["Content-Type"])
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/query/rank"
+	"github.com/newsflow/newsflow/query/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -233,7 +235,14 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/admin/sources/{id}/status", s.instrument("sources_status", s.handleSourceStatus))
 		r.POST("/api/v1/admin/sources/{id}/crawl", s.instrument("sources_crawl", s.handleCrawlSource))
 	}
+	ui := web.Handler()
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		// Everything outside the API, health and metrics is the web UI
+		// (its client-side routes included).
+		if p := ctx.Path(); ctx.IsGet() && !bytes.HasPrefix(p, []byte("/api/")) && !bytes.HasPrefix(p, []byte("/health/")) {
+			ui(ctx)
+			return
+		}
 		writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(ctx.Method())+" "+string(ctx.Path()))
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
