@@ -123,6 +123,50 @@ async function showHistory() {
   main.innerHTML = `<h1>Reading history</h1>` + (h.history.length ? `<ol>${h.history.map((r) => `<li>${esc(r.article_id)} · ${ago(r.timestamp)}</li>`).join("")}</ol>` : "<p>Nothing read yet.</p>");
 }
 
+// Admin console: sources and system state.
+async function showAdmin() {
+  const [src, prog, health] = await Promise.all([api("/api/v1/admin/sources"), api("/api/v1/admin/progress"), api("/health/detailed")]);
+  const lag = {};
+  for (const i of prog.inputs) lag[i.stage] = (lag[i.stage] || 0) + i.lag;
+  main.innerHTML = `<h1>Admin</h1>
+    <section aria-labelledby="sys"><h2 id="sys">System</h2>
+      <p class="meta">ready: ${prog.ready} · caught up: ${prog.caught_up} · stories: ${health.checks?.stories?.recent ?? "–"} · indexed articles: ${health.checks?.search?.articles ?? "–"}</p>
+      <table><caption class="visually-hidden">Lag per stage</caption><thead><tr><th scope="col">Stage</th><th scope="col">Lag</th></tr></thead>
+      <tbody>${Object.entries(lag).map(([k, v]) => `<tr><td>${esc(k)}</td><td>${v}</td></tr>`).join("")}</tbody></table></section>
+    <section aria-labelledby="srcs"><h2 id="srcs">Sources (${src.sources.length})</h2>
+      <form class="stack" id="add"><label>Feed or page URL <input name="url" type="url" required></label><button>Add source</button><p role="status" id="addmsg" class="meta"></p></form>
+      <p><a href="/api/v1/admin/sources/export" download="sources.opml">Export OPML</a>
+      <label>Import OPML <input type="file" id="opml" accept=".opml,.xml,text/xml"></label></p>
+      <table><caption class="visually-hidden">Sources</caption><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Last crawl</th><th scope="col">Next crawl</th><th scope="col">Errors</th><th scope="col">Actions</th></tr></thead>
+      <tbody>${src.sources.map((s) => `<tr data-source="${esc(s.id)}"><td><a href="${esc(s.feed_url)}" rel="noopener">${esc(s.name || s.feed_url)}</a></td>
+        <td>${esc(s.status)}${s.status_reason ? " (" + esc(s.status_reason) + ")" : ""}</td>
+        <td>${s.crawl?.last_crawl ? esc(s.crawl.last_crawl) + " " + esc(s.crawl.last_result?.outcome || "") : "never"}</td>
+        <td>${esc(s.crawl?.next_crawl || "")}</td><td>${s.crawl?.consecutive_errors || 0}${s.crawl?.last_error ? ": " + esc(s.crawl.last_error) : ""}</td>
+        <td><button type="button" data-act="crawl">Crawl now</button> <button type="button" data-act="${s.status === "paused" ? "resume" : "pause"}">${s.status === "paused" ? "Resume" : "Pause"}</button> <button type="button" data-act="delete">Delete</button></td></tr>`).join("")}</tbody></table></section>`;
+  document.getElementById("add").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      await api("/api/v1/admin/sources", { method: "POST", body: JSON.stringify({ feed_url: new FormData(e.target).get("url") }) });
+      showAdmin();
+    } catch (err) { document.getElementById("addmsg").textContent = err.message; }
+  });
+  document.getElementById("opml").addEventListener("change", async (e) => {
+    const f = e.target.files[0];
+    if (!f) return;
+    await fetch("/api/v1/admin/sources/import", { method: "POST", credentials: "same-origin", headers: { "Content-Type": "text/x-opml" }, body: await f.text() });
+    showAdmin();
+  });
+  main.querySelectorAll("[data-act]").forEach((b) => b.addEventListener("click", async () => {
+    const id = b.closest("tr").dataset.source, act = b.dataset.act;
+    try {
+      if (act === "crawl") await api(`/api/v1/admin/sources/${id}/crawl`, { method: "POST" });
+      if (act === "pause" || act === "resume") await api(`/api/v1/admin/sources/${id}`, { method: "PATCH", body: JSON.stringify({ status: act === "pause" ? "paused" : "active" }) });
+      if (act === "delete" && confirm("Delete this source?")) await api(`/api/v1/admin/sources/${id}`, { method: "DELETE" });
+      showAdmin();
+    } catch (err) { b.textContent = err.message; }
+  }));
+}
+
 async function showTopics(active) {
   const t = await api("/api/v1/topics");
   document.querySelector(".topics").innerHTML = `<a href="/"${active ? "" : ' aria-current="page"'}>Top</a>` +
@@ -150,6 +194,7 @@ async function route() {
     else if (first === "login" || first === "register") showAuth(first);
     else if (first === "preferences") await showPreferences();
     else if (first === "history") await showHistory();
+    else if (first === "admin") await showAdmin();
     else await showFeed("");
   } catch (e) {
     main.innerHTML = `<p class="error" role="alert">${esc(e.message)}</p>`;
