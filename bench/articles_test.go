@@ -472,14 +472,7 @@ type articleResult struct {
 // task processes nothing meanwhile; a search commit is mostly Bleve
 // indexing the batch).
 func BenchmarkArticlePipeline(b *testing.B) {
-	n := pipelineArticles
-	if s := os.Getenv("NEWSFLOW_BENCH_ARTICLES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			b.Fatalf("NEWSFLOW_BENCH_ARTICLES=%q: want a positive integer", s)
-		}
-		n = v
-	}
+	n := envInt(b, "NEWSFLOW_BENCH_ARTICLES", pipelineArticles)
 	b.Run(fmt.Sprintf("articles=%d", n), func(b *testing.B) {
 		_, from := articleCorpus()
 		b.Logf("stream of %d articles from %s", n, from)

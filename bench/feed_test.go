@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,9 +34,9 @@ import (
 // the 2 cores), login-p50-ms/login-p99-ms (bcrypt cost 12), node
 // peak-rss-MB.
 func BenchmarkFeed(b *testing.B) {
-	users := envInt("NEWSFLOW_BENCH_FEED_USERS", 10000)
-	stories := envInt("NEWSFLOW_BENCH_FEED_STORIES", 20000)
-	sessions := envInt("NEWSFLOW_BENCH_FEED_SESSIONS", 200)
+	users := envInt(b, "NEWSFLOW_BENCH_FEED_USERS", 10000)
+	stories := envInt(b, "NEWSFLOW_BENCH_FEED_STORIES", 20000)
+	sessions := envInt(b, "NEWSFLOW_BENCH_FEED_SESSIONS", 200)
 	bin, root := binary(b)
 	dir := b.TempDir()
 	data := filepath.Join(dir, "data")
@@ -232,11 +233,16 @@ func BenchmarkFeed(b *testing.B) {
 	b.ReportMetric(float64(users), "users")
 }
 
-// envInt reads a positive integer from the environment, or def.
-func envInt(name string, def int) int {
-	var v int
-	if _, err := fmt.Sscan(os.Getenv(name), &v); err != nil || v <= 0 {
+// envInt reads a positive integer from the environment, or def if the
+// variable is unset; anything else fails the benchmark.
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
 		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return v
 }

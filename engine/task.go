@@ -145,7 +145,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		e.setProgress(tr.st.name, in.tp, off, -1)
 	}
 	srcApplied := map[int32]int64{} // highest source offset applied, per source partition
-	if err := ns.Scan(keySourcePrefix, prefixEnd(keySourcePrefix), func(k, v []byte) error {
+	if err := ns.Scan(keySourcePrefix, state.PrefixEnd(keySourcePrefix), func(k, v []byte) error {
 		if len(k) != len(keySourcePrefix)+4 || len(v) != 8 {
 			return fmt.Errorf("corrupt source offset key %x", k)
 		}
@@ -417,15 +417,4 @@ func readInt64(r state.Reader, key []byte, def int64) (int64, error) {
 		return 0, fmt.Errorf("corrupt value for key %x", key)
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
-}
-
-func prefixEnd(p []byte) []byte {
-	e := append([]byte(nil), p...)
-	for i := len(e) - 1; i >= 0; i-- {
-		if e[i] < 0xff {
-			e[i]++
-			return e[:i+1]
-		}
-	}
-	return nil
 }

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -35,12 +33,11 @@ type sessionBody struct {
 	Expires time.Time `json:"expires_at"`
 }
 
-// decodeJSON reads a JSON object body strictly into v.
+// decodeJSON reads a JSON object body strictly into v, answering 400 if
+// it cannot.
 func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
-	dec := json.NewDecoder(strings.NewReader(string(ctx.PostBody())))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeError(ctx, fasthttp.StatusBadRequest, "malformed JSON body: "+err.Error())
+	if err := decodeStrict(ctx.PostBody(), v); err != nil {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return false
 	}
 	return true
@@ -82,7 +79,7 @@ func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if ok, retry := s.deps.Limiter.Allow(clientIP(ctx), ""); !ok {
-		tooMany(ctx, retry)
+		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
 	u, err := s.deps.Auth.Register(context.Background(), c.Username, c.Password)
@@ -108,7 +105,7 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if ok, retry := s.deps.Limiter.Allow(clientIP(ctx), c.Username); !ok {
-		tooMany(ctx, retry)
+		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
 	u, err := s.deps.Auth.Authenticate(context.Background(), c.Username, c.Password)
@@ -124,11 +121,6 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 	s.startSession(ctx, fasthttp.StatusOK, u)
 }
 
-func tooMany(ctx *fasthttp.RequestCtx, retry time.Duration) {
-	ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
-	writeError(ctx, fasthttp.StatusTooManyRequests, "too many attempts; retry later")
-}
-
 // token returns the session token of a request, from the Authorization
 // header or the session cookie.
 func token(ctx *fasthttp.RequestCtx) string {
@@ -138,17 +130,34 @@ func token(ctx *fasthttp.RequestCtx) string {
 	return string(ctx.Request.Header.Cookie(SessionCookie))
 }
 
+// sessionUser is a request's resolved session, kept as a user value so
+// that the rate limiter, the admin guard and the handler look it up once.
+type sessionUser struct {
+	u  auth.User
+	ok bool
+}
+
+const userKey = "session_user"
+
 // user returns the logged-in user of a request, if any.
 func (s *Server) user(ctx *fasthttp.RequestCtx) (auth.User, bool) {
-	if s.deps.Auth == nil {
-		return auth.User{}, false
+	if su, ok := ctx.UserValue(userKey).(sessionUser); ok {
+		return su.u, su.ok
 	}
-	t := token(ctx)
-	if t == "" {
-		return auth.User{}, false
+	var su sessionUser
+	if t := token(ctx); s.deps.Auth != nil && t != "" {
+		_, u, err := s.deps.Auth.Lookup(context.Background(), t)
+		su = sessionUser{u, err == nil}
 	}
-	_, u, err := s.deps.Auth.Lookup(context.Background(), t)
-	return u, err == nil
+	ctx.SetUserValue(userKey, su)
+	return su.u, su.ok
+}
+
+// adminToken reports whether the request carries the configured admin
+// token (compared in constant time).
+func (s *Server) adminToken(ctx *fasthttp.RequestCtx) bool {
+	at, t := s.opts.AdminToken, token(ctx)
+	return at != "" && t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(at)) == 1
 }
 
 // requireUser answers 401 unless the request carries a live session.
@@ -279,8 +288,7 @@ func (s *Server) guardAdmin(next fasthttp.RequestHandler) fasthttp.RequestHandle
 			next(ctx)
 			return
 		}
-		t := token(ctx)
-		if at := s.opts.AdminToken; at != "" && t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(at)) == 1 {
+		if s.adminToken(ctx) {
 			next(ctx)
 			return
 		}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -174,9 +175,9 @@ func openAPIDocument() []byte {
 		if op.okSchema != "" {
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": typeOf(op.okSchema)}}
 		}
-		resp[itoa(op.ok)] = ok
+		resp[strconv.Itoa(op.ok)] = ok
 		for _, e := range op.errs {
-			resp[itoa(e)] = map[string]any{"description": statusText[e], "content": map[string]any{"application/json": map[string]any{"schema": typeOf("Error")}}}
+			resp[strconv.Itoa(e)] = map[string]any{"description": statusText[e], "content": map[string]any{"application/json": map[string]any{"schema": typeOf("Error")}}}
 		}
 		o["responses"] = resp
 		switch op.auth {
@@ -208,10 +209,6 @@ func openAPIDocument() []byte {
 		panic(err) // the document is built from constants
 	}
 	return b
-}
-
-func itoa(n int) string {
-	return string(rune('0'+n/100)) + string(rune('0'+n/10%10)) + string(rune('0'+n%10))
 }
 
 // handleOpenAPI serves the OpenAPI document.

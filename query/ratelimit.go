@@ -107,7 +107,7 @@ func (s *Server) rateLimit(next fasthttp.RequestHandler) fasthttp.RequestHandler
 			next(ctx)
 			return
 		}
-		if at := s.opts.AdminToken; at != "" && token(ctx) == at {
+		if s.adminToken(ctx) {
 			next(ctx)
 			return
 		}
@@ -115,13 +115,13 @@ func (s *Server) rateLimit(next fasthttp.RequestHandler) fasthttp.RequestHandler
 		ip := clientIP(ctx)
 		if !(rl.ExemptLoopback && isLoopback(ip)) {
 			if ok, wait := byIP.allow(ip, now); !ok {
-				rateLimited(ctx, wait)
+				tooMany(ctx, wait, "rate limit exceeded; retry later")
 				return
 			}
 		}
 		if u, ok := s.user(ctx); ok {
 			if ok, wait := byUser.allow(u.ID, now); !ok {
-				rateLimited(ctx, wait)
+				tooMany(ctx, wait, "rate limit exceeded; retry later")
 				return
 			}
 		}
@@ -134,7 +134,8 @@ func isLoopback(ip string) bool {
 	return a != nil && a.IsLoopback()
 }
 
-func rateLimited(ctx *fasthttp.RequestCtx, wait time.Duration) {
+// tooMany answers 429 with a Retry-After of whole seconds (at least one).
+func tooMany(ctx *fasthttp.RequestCtx, wait time.Duration, msg string) {
 	ctx.Response.Header.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	writeError(ctx, fasthttp.StatusTooManyRequests, "rate limit exceeded; retry later")
+	writeError(ctx, fasthttp.StatusTooManyRequests, msg)
 }

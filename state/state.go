@@ -150,6 +150,19 @@ func (n Namespace) NewBatch() *Batch {
 	return &Batch{ns: n, b: n.db.db.NewBatch()}
 }
 
+// PrefixEnd returns the least key greater than every key that starts
+// with p (nil if there is none), the upper bound of a prefix scan.
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
 // Reader reads committed state of one namespace. Namespace implements it.
 type Reader interface {
 	Get(key []byte) ([]byte, bool, error)

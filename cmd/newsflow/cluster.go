@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/story"
 )
 
@@ -65,6 +67,16 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("cluster: %w", err)
 	}
 	defer in.Close()
+	// The same cleaning and topic labels as the articles operator, then
+	// the story stage.
+	cls, err := classify.New(classify.Options{})
+	if err != nil {
+		return err
+	}
+	articles, err := article.New(article.Options{}, cls, nil, nil)
+	if err != nil {
+		return err
+	}
 	b, err := story.NewBuilder(story.Options{})
 	if err != nil {
 		return err
@@ -81,7 +93,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
-		a, id, label, err := decodeClusterInput(sc.Bytes())
+		a, id, label, err := decodeClusterInput(articles, cls, sc.Bytes())
 		if err != nil {
 			return fmt.Errorf("cluster: %s line %d: %w", *input, line, err)
 		}
@@ -132,7 +144,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // decodeClusterInput maps one input line to an article. The article id is
 // the hash of the canonical URL, as in the live pipeline, or of the input
 // id when the line has no usable URL.
-func decodeClusterInput(line []byte) (a story.Article, id, label string, err error) {
+func decodeClusterInput(op *article.Operator, cls classify.Classifier, line []byte) (a story.Article, id, label string, err error) {
 	var in clusterInput
 	if err := json.Unmarshal(line, &in); err != nil {
 		return a, "", "", fmt.Errorf("malformed JSON: %w", err)
@@ -144,13 +156,17 @@ func decodeClusterInput(line []byte) (a story.Article, id, label string, err err
 	if id == "" {
 		return a, "", "", errors.New("missing id")
 	}
-	a.Summary = in.Summary
-	if a.Summary == "" {
-		a.Summary = in.Text
+	summary := in.Summary
+	if summary == "" {
+		summary = in.Text
 	}
-	a.Title = in.Title
-	if a.Title == "" {
-		a.Title = firstSentence(a.Summary)
+	title := in.Title
+	if title == "" {
+		title = firstSentence(summary)
+	}
+	a.Title, a.Summary, _ = op.CleanText(title, summary, "")
+	for _, l := range cls.Classify(classify.Document{Title: a.Title, Summary: a.Summary}) {
+		a.Topics = append(a.Topics, story.Label{Topic: l.Topic, Confidence: l.Confidence})
 	}
 	if strings.TrimSpace(a.Title) == "" {
 		return a, "", "", errors.New("missing title")

@@ -20,17 +20,7 @@ import (
 // counts. Malformed records written the same way land in the dead-letter
 // topic with their reason while the node keeps counting.
 func TestKcatProducer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kcat test skipped in -short mode")
-	}
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat not installed (apt-get install -y kcat); .ci/run installs it")
-	}
-	cluster := newKfake(t)
-	broker := cluster.ListenAddrs()[0]
-	n := startNode(t, t.TempDir(), "--brokers", broker)
-	n.waitReady(30 * time.Second)
+	kcat, broker, n := kcatNode(t)
 
 	stream := genShares(20_000, 300, 44)
 	dir := t.TempDir()
@@ -114,4 +104,21 @@ func TestKcatProducer(t *testing.T) {
 	if got := bytes.Count(out, []byte("nf-dlq-reason=")); got != 6 {
 		t.Errorf("%d dead letters, want 6:\n%.3000s", got, out)
 	}
+}
+
+// kcatNode skips the test in -short mode or without kcat, and otherwise
+// starts a kfake cluster and a node in Kafka mode on it.
+func kcatNode(t *testing.T) (kcat, broker string, n *nodeProc) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("kcat test skipped in -short mode")
+	}
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed (apt-get install -y kcat); .ci/run installs it")
+	}
+	broker = newKfake(t).ListenAddrs()[0]
+	n = startNode(t, t.TempDir(), "--brokers", broker)
+	n.waitReady(30 * time.Second)
+	return kcat, broker, n
 }

@@ -13,17 +13,7 @@ import (
 // TestKcatReadMovesInterestAndFeed: a read produced by kcat on the reads
 // topic changes the reader's interest vector and feed within 2 seconds.
 func TestKcatReadMovesInterestAndFeed(t *testing.T) {
-	if testing.Short() {
-		t.Skip("kcat test skipped in -short mode")
-	}
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat not installed (apt-get install -y kcat); .ci/run installs it")
-	}
-	cluster := newKfake(t)
-	broker := cluster.ListenAddrs()[0]
-	n := startNode(t, t.TempDir(), "--brokers", broker)
-	n.waitReady(30 * time.Second)
+	kcat, broker, n := kcatNode(t)
 
 	// Two stories, one of sports and one of business, and a user.
 	now := time.Now().UTC()

@@ -87,6 +87,7 @@ type Operator struct {
 	cls      classify.Classifier
 	sources  SourceInfo
 	outcomes *prometheus.CounterVec
+	parsers  fastjson.ParserPool // for route, called concurrently
 }
 
 // New returns the operator. cls labels topics; sources may be nil.
@@ -127,7 +128,8 @@ func (o *Operator) route(rec *eventlog.Record) ([]byte, bool) {
 	if len(rec.Value) > o.opts.MaxRecordBytes {
 		return nil, false
 	}
-	var p fastjson.Parser
+	p := o.parsers.Get()
+	defer o.parsers.Put(p)
 	v, err := p.ParseBytes(rec.Value)
 	if err != nil {
 		return nil, false
@@ -257,12 +259,10 @@ func (o *Operator) Clean(value []byte, recordTime int64) (events.Article, error)
 		return a, fmt.Errorf("url: %w", err)
 	}
 	a.URL, a.ID = u, canon.ArticleID(u)
-	a.Title = feed.Text(raw.Title, o.opts.MaxTitleBytes)
+	a.Title, a.Summary, a.Content = o.CleanText(raw.Title, raw.Summary, raw.Content)
 	if a.Title == "" {
 		return a, errors.New("missing title")
 	}
-	a.Summary = feed.Text(raw.Summary, o.opts.MaxSummaryBytes)
-	a.Content = feed.Text(raw.Content, o.opts.MaxContentBytes)
 	a.Author = feed.Text(raw.Author, 256)
 	a.SourceID = feed.Text(raw.SourceID, 256)
 	a.Authority = DefaultAuthority
@@ -282,6 +282,12 @@ func (o *Operator) Clean(value []byte, recordTime int64) (events.Article, error)
 		a.FetchedAt = recordTime
 	}
 	return a, nil
+}
+
+// CleanText strips markup from an article's title, summary and content,
+// repairs them to valid UTF-8 and truncates them to the configured sizes.
+func (o *Operator) CleanText(title, summary, content string) (string, string, string) {
+	return feed.Text(title, o.opts.MaxTitleBytes), feed.Text(summary, o.opts.MaxSummaryBytes), feed.Text(content, o.opts.MaxContentBytes)
 }
 
 func parseTime(s string) (int64, error) {

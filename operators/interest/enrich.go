@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
@@ -60,7 +59,7 @@ type EnrichOptions struct {
 type EnrichOperator struct {
 	opts       EnrichOptions
 	partitions int32
-	parsers    sync.Pool
+	parsers    fastjson.ParserPool // for route, called concurrently
 }
 
 // NewEnrich returns the enrich operator for a topology of the given
@@ -91,10 +90,7 @@ func (o *EnrichOperator) Spec() engine.Spec {
 }
 
 func (o *EnrichOperator) route(rec *eventlog.Record) ([]byte, bool) {
-	p, _ := o.parsers.Get().(*fastjson.Parser)
-	if p == nil {
-		p = new(fastjson.Parser)
-	}
+	p := o.parsers.Get()
 	id, ok := events.ArticleIDOf(p, rec.Value)
 	o.parsers.Put(p)
 	return []byte(id), ok

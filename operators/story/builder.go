@@ -172,8 +172,6 @@ type Story struct {
 	// MergedInto is set on a story that was merged into another.
 	MergedInto string `json:"merged_into,omitempty"`
 
-	num uint64
-
 	topicSum map[string]float64
 	recent   []recentArticle // articles within the velocity and breaking windows
 }
@@ -311,7 +309,7 @@ func (b *Builder) Apply(a Article) (Result, error) {
 		as := b.c.Assign(v, a.Published)
 		num = as.Story
 		if as.New {
-			b.stories[num] = &Story{ID: a.ID, num: num, FirstSeen: a.Published, topicSum: map[string]float64{}}
+			b.stories[num] = &Story{ID: a.ID, FirstSeen: a.Published, topicSum: map[string]float64{}}
 			res.NewStory = true
 		}
 		for _, m := range as.Merged {

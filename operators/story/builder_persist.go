@@ -179,7 +179,7 @@ func (b *Builder) loadStory(r state.Reader, num uint64) (uint64, error) {
 		}
 		if rec.MergedInto == "" {
 			st := rec.Story
-			st.num, st.repPublished, st.topicSum = num, rec.RepPublished, rec.TopicSum
+			st.repPublished, st.topicSum = rec.RepPublished, rec.TopicSum
 			if st.topicSum == nil {
 				st.topicSum = map[string]float64{}
 			}

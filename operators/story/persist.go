@@ -102,7 +102,7 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		return nil, errCorrupt
 	}
 	lo := append(slices.Clip(prefix), keyTerm)
-	err = r.Scan(lo, prefixEnd(lo), func(k, v []byte) error {
+	err = r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
 		if len(k) != len(lo)+4 {
 			return errCorrupt
 		}
@@ -121,7 +121,7 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		return nil, err
 	}
 	lo = append(slices.Clip(prefix), keyStory)
-	err = r.Scan(lo, prefixEnd(lo), func(k, v []byte) error {
+	err = r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
 		if len(k) != len(lo)+8 {
 			return errCorrupt
 		}
@@ -160,16 +160,4 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 	}
 	heap.Init(&c.byLast)
 	return c, nil
-}
-
-// prefixEnd returns the least key greater than every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := slices.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
