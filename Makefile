@@ -3,7 +3,7 @@ BIN     := bin/newsflow
 PKGS    := ./...
 STATICCHECK_VERSION ?= 2025.1.1
 
-.PHONY: all build run test test-short test-race bench fuzz lint fmt clean
+.PHONY: all build run demo test test-go test-e2e test-short test-race bench fuzz lint fmt clean
 
 all: build
 
@@ -14,9 +14,22 @@ build:
 run: build
 	./$(BIN) run --config configs/newsflow.yaml
 
-## test: the whole suite, including crash tests against the real binary.
-test:
+## demo: a node fed by a local feed farm of generated news and a generator
+## of reads and shares; open http://127.0.0.1:8080 (no internet needed).
+demo: build
+	./$(BIN) demo
+
+## test: the whole suite: Go tests (including crash tests against the real
+## binary), then the browser tests of the web UI in headless Chromium.
+test: test-go test-e2e
+
+test-go:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
+
+## test-e2e: browser tests (web/e2e) with playwright-core and axe-core from
+## npm, driving /usr/bin/chromium (apt-get install chromium).
+test-e2e: build
+	cd web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-concurrency=1 --test-timeout=600000
 
 ## test-short: skips the long crash, accuracy and external-client tests.
 test-short:
@@ -53,4 +66,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out web/e2e/node_modules web/e2e/build

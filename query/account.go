@@ -225,7 +225,15 @@ func (s *Server) handleHistory(ctx *fasthttp.RequestCtx, u auth.User) {
 			return
 		}
 		if found {
-			body["history"] = p.History
+			type entry struct {
+				interest.HistoryEntry
+				articleRef
+			}
+			h := make([]entry, len(p.History))
+			for i, e := range p.History {
+				h[i] = entry{e, s.articleRef(e.ArticleID)}
+			}
+			body["history"] = h
 		}
 	}
 	writeJSON(ctx, fasthttp.StatusOK, body)

@@ -44,7 +44,47 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, res)
+	switch expand := string(args.Peek("expand")); {
+	case expand == "":
+		writeJSON(ctx, fasthttp.StatusOK, res)
+	case expand != "articles":
+		writeError(ctx, fasthttp.StatusBadRequest, "expand: only \"articles\" is supported")
+	default:
+		items := make([]trendingItem, len(res.Items))
+		for i, it := range res.Items {
+			items[i] = trendingItem{Item: it, articleRef: s.articleRef(it.ArticleID)}
+		}
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf})
+	}
+}
+
+// articleRef is what a list of article ids shows of each article: its
+// title, link, source and story, when the story operator knows it.
+type articleRef struct {
+	Title   string `json:"title,omitempty"`
+	URL     string `json:"url,omitempty"`
+	Source  string `json:"source,omitempty"`
+	StoryID string `json:"story_id,omitempty"`
+}
+
+type trendingItem struct {
+	trending.Item
+	articleRef
+}
+
+func (s *Server) articleRef(id string) articleRef {
+	if s.deps.Stories == nil {
+		return articleRef{}
+	}
+	ar, storyID, ok := s.deps.Stories.Article(id)
+	if !ok {
+		return articleRef{}
+	}
+	src := ar.Source
+	if src == "" {
+		src = ar.SourceID
+	}
+	return articleRef{Title: ar.Title, URL: ar.URL, Source: src, StoryID: storyID}
 }
 
 // handleArticleShares answers GET /api/v1/articles/{id}/shares[?window=].

@@ -233,6 +233,9 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	qo := o.query
 	qo.Registerer, qo.Gatherer, qo.Now = n.reg, n.reg, n.clock.Now
 	qo.AdminToken = testAdminToken
+	if qo.DataDir == "" {
+		qo.DataDir = o.dir
+	}
 	var serverLog eventlog.Log = n.log
 	if o.wrapLog != nil {
 		serverLog = o.wrapLog(n.log)

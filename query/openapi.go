@@ -34,7 +34,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
 
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
-		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category"},
+		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
 	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window", ok: 200, okSchema: "Object", errs: []int{400, 429}},
 	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
@@ -63,11 +63,13 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
 	{method: "GET", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "The user's preferences", ok: 200, okSchema: "Preferences", errs: []int{401, 429}},
 	{method: "PUT", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "Replace the user's preferences", body: "Preferences", ok: 200, okSchema: "Preferences", errs: []int{400, 401, 429}},
-	{method: "GET", path: "/api/v1/history", tag: "account", auth: "user", summary: "The user's latest reads, newest first", ok: 200, okSchema: "Object", errs: []int{401, 429, 503}},
+	{method: "GET", path: "/api/v1/history", tag: "account", auth: "user", summary: "The user's latest reads, newest first, with each article's title and story", ok: 200, okSchema: "Object", errs: []int{401, 429, 503}},
 
 	{method: "GET", path: "/api/v1/admin/progress", tag: "admin", auth: "admin", summary: "Readiness and committed offsets and lag per stage and partition", ok: 200, okSchema: "Object", errs: []int{401, 403, 503}},
+	{method: "GET", path: "/api/v1/admin/stats", tag: "admin", auth: "admin", summary: "Records per second and lag per stage, dead letters, bytes on disk per store", ok: 200, okSchema: "Object", errs: []int{401, 403}},
 	{method: "GET", path: "/api/v1/admin/topology", tag: "admin", auth: "admin", summary: "Operators, stages and topics", ok: 200, okSchema: "Object", errs: []int{401, 403}},
 	{method: "GET", path: "/api/v1/admin/users/{id}/interest", tag: "admin", auth: "admin", summary: "A user's interest vector and reading history", ok: 200, okSchema: "Object", errs: []int{400, 401, 403, 503}},
+	{method: "GET", path: "/api/v1/sources", tag: "stories", summary: "Sources (id, name, site, category), for choosing preferred and excluded sources", ok: 200, okSchema: "Object", errs: []int{429}},
 	{method: "GET", path: "/api/v1/admin/sources", tag: "admin", auth: "admin", summary: "All sources", ok: 200, okSchema: "Object", errs: []int{401, 403}},
 	{method: "POST", path: "/api/v1/admin/sources", tag: "admin", auth: "admin", summary: "Add a source (a page URL is resolved to its feed unless ?discover=false)",
 		query: []string{"discover:string:false to keep the URL as given"}, body: "Source", ok: 201, okSchema: "Source", errs: []int{400, 401, 403, 409}},

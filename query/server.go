@@ -59,6 +59,9 @@ type Options struct {
 	RateLimits RateLimits
 	// Rank tunes the feed ranking.
 	Rank rank.Options
+	// DataDir, if set, is the node's data directory, whose stores the
+	// admin stats measure.
+	DataDir string
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -157,6 +160,8 @@ type Server struct {
 	m       *httpMetrics
 
 	feeds   *feedCache
+	rates   rateMeter
+	sizes   storeSizes
 	openapi []byte
 	router  *router.Router
 
@@ -196,6 +201,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.handleReadBatch))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
+	r.GET("/api/v1/admin/stats", s.instrument("stats", s.handleStats))
 	if deps.Articles != nil {
 		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.handleArticles))
 	}
@@ -225,6 +231,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/history", s.instrument("history", s.requireUser(s.handleHistory)))
 	}
 	if deps.Sources != nil {
+		r.GET("/api/v1/sources", s.instrument("sources_public", s.handlePublicSources))
 		r.GET("/api/v1/admin/sources", s.instrument("sources_list", s.handleListSources))
 		r.POST("/api/v1/admin/sources", s.instrument("sources_add", s.handleAddSource))
 		r.POST("/api/v1/admin/sources/import", s.instrument("sources_import", s.handleImportSources))

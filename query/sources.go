@@ -101,6 +101,28 @@ func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sources": list})
 }
 
+// handlePublicSources answers GET /api/v1/sources: the id, name, site and
+// category of every source, for readers choosing preferred and excluded
+// sources (the crawl state stays admin-only).
+func (s *Server) handlePublicSources(ctx *fasthttp.RequestCtx) {
+	list, err := s.deps.Sources.List(ctx)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	type public struct {
+		ID       string `json:"id"`
+		Name     string `json:"name"`
+		Homepage string `json:"homepage,omitempty"`
+		Category string `json:"category,omitempty"`
+	}
+	out := make([]public, 0, len(list))
+	for _, src := range list {
+		out = append(out, public{src.ID, src.Name, src.Homepage, src.Category})
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sources": out})
+}
+
 func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 	var in sourceInput
 	if err := decodeStrict(ctx.PostBody(), &in); err != nil {

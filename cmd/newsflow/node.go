@@ -178,7 +178,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL, AdminToken: n.cfg.Auth.AdminToken,
 		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
-		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg,
+		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
 	})
 	if err != nil {
 		return err

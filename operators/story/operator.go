@@ -543,27 +543,34 @@ func (o *Operator) Recent() ([]*Story, int64) {
 
 // StoryOfArticle returns the id of the story an article is in now.
 func (o *Operator) StoryOfArticle(articleID string) (string, bool) {
+	_, storyID, ok := o.Article(articleID)
+	return storyID, ok
+}
+
+// Article returns an article from committed state and the id of the story
+// it is in now.
+func (o *Operator) Article(id string) (ArticleRecord, string, bool) {
 	rp := o.reader.Load()
 	if rp == nil {
-		return "", false
+		return ArticleRecord{}, "", false
 	}
-	raw, ok, err := (*rp).Get(articleKey(articleID))
+	raw, ok, err := (*rp).Get(articleKey(id))
 	if err != nil || !ok {
-		return "", false
+		return ArticleRecord{}, "", false
 	}
 	var ar ArticleRecord
 	if err := json.Unmarshal(raw, &ar); err != nil {
-		return "", false
+		return ArticleRecord{}, "", false
 	}
 	v, ok, err := (*rp).Get(storyNumKey(ar.Story))
 	if err != nil || !ok {
-		return "", false
+		return ArticleRecord{}, "", false
 	}
 	var rec storyRecord
 	if err := json.Unmarshal(v, &rec); err != nil {
-		return "", false
+		return ArticleRecord{}, "", false
 	}
-	return o.Resolve(rec.ID), true
+	return ar, o.Resolve(rec.ID), true
 }
 
 // Resolve returns the id of the story that story id is part of now: id
