@@ -150,9 +150,14 @@ func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: asOf(res.AsOf)})
 }
 
-// handleTopics lists the topics of recent stories with counts.
+// handleTopics lists the topics of recent stories with counts, and every
+// topic the classifier can label (for choosing preferred topics).
 func (s *Server) handleTopics(ctx *fasthttp.RequestCtx) {
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"topics": s.deps.Stories.Topics()})
+	body := map[string]any{"topics": s.deps.Stories.Topics()}
+	if s.deps.Articles != nil {
+		body["labels"] = s.deps.Articles.Topics()
+	}
+	writeJSON(ctx, fasthttp.StatusOK, body)
 }
 
 // Story cursors encode the score bits and id of the last story of a page.

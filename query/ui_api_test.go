@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,13 @@ func TestTrendingAndHistoryShowArticles(t *testing.T) {
 	}
 	quake, final := idOf["https://wire.example/quake-lisbon"], idOf["https://sport.example/cup-final"]
 	quakeStory, _ := n.stories.StoryOfArticle(quake)
+	var topics struct {
+		Labels []string `json:"labels"`
+	}
+	if err := json.Unmarshal(n.get(t, "/api/v1/topics").body, &topics); err != nil ||
+		len(topics.Labels) < 8 || !slices.IsSorted(topics.Labels) || !slices.Contains(topics.Labels, "sports") {
+		t.Errorf("topic labels (every topic the classifier knows): %v (%v)", topics.Labels, err)
+	}
 	ts := n.clock.ms(0)
 	lines := []string{share("s1", quake, ts), share("s2", quake, ts), share("s3", final, ts)}
 	if r := n.post(t, "/api/v1/events/share/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {

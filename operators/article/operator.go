@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +92,13 @@ type Operator struct {
 }
 
 // New returns the operator. cls labels topics; sources may be nil.
+// Topics lists every topic the classifier can label, sorted.
+func (o *Operator) Topics() []string {
+	t := o.cls.Topics()
+	slices.Sort(t)
+	return t
+}
+
 func New(opts Options, cls classify.Classifier, sources SourceInfo, reg prometheus.Registerer) (*Operator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err

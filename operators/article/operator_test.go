@@ -13,6 +13,7 @@ import (
 type noTopics struct{}
 
 func (noTopics) Classify(classify.Document) []classify.Label { return nil }
+func (noTopics) Topics() []string                            { return nil }
 
 func newOp(t testing.TB, opts Options) *Operator {
 	t.Helper()

@@ -27,6 +27,8 @@ type Classifier interface {
 	// confidence, and at most the configured number of labels. It returns
 	// no labels when nothing in d is evidence for any topic.
 	Classify(d Document) []Label
+	// Topics lists every topic the classifier can label.
+	Topics() []string
 }
 
 // DefaultRulesFile is the file the built-in rules come from: New uses the

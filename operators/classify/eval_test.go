@@ -2,6 +2,7 @@ package classify
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,15 @@ func (f fixedClassifier) Classify(d Document) []Label {
 		return []Label{{Topic: t, Confidence: 0.9}, {Topic: "other", Confidence: 0.05}}
 	}
 	return nil
+}
+
+func (f fixedClassifier) Topics() []string {
+	var out []string
+	for _, t := range f {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func TestEvaluate(t *testing.T) {
