@@ -147,7 +147,7 @@ type Deps struct {
 type Crawler interface {
 	Kick()
 	CrawlNow(ctx context.Context, id string) (crawl.CrawlRecord, error)
-	Resolve(ctx context.Context, raw string) (feedURL, homepage string, err error)
+	Resolve(ctx context.Context, raw string) (crawl.Resolved, error)
 }
 
 // Server is the HTTP API of one node.

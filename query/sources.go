@@ -141,15 +141,19 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 	if s.deps.Crawler != nil && string(ctx.QueryArgs().Peek("discover")) != "false" {
 		// The URL may be a web page: find its feed. A URL that cannot be
 		// fetched now is kept as given; the crawler records its errors.
-		feedURL, homepage, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
+		// Unless given, the name is the feed's title.
+		r, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
 		switch {
 		case errors.Is(err, crawl.ErrNoFeed):
 			writeError(ctx, fasthttp.StatusBadRequest, "feed discovery: "+err.Error())
 			return
 		case err == nil:
-			src.FeedURL = feedURL
+			src.FeedURL = r.FeedURL
 			if src.Homepage == "" {
-				src.Homepage = homepage
+				src.Homepage = r.Homepage
+			}
+			if src.Name == "" {
+				src.Name = r.Title
 			}
 		}
 	}

@@ -607,38 +607,52 @@ var ErrNoFeed = errors.New("not a feed and links to none")
 // commonFeedPaths are tried when a page names no feed.
 var commonFeedPaths = []string{"/feed", "/rss", "/rss.xml", "/feed.xml", "/atom.xml", "/index.xml", "/feed.json"}
 
-// Resolve turns a URL someone wants to follow into a feed URL: the URL
-// itself if it serves a feed, else the first feed its page links to
-// (<link rel="alternate">), else the first common feed path that serves a
-// feed. homepage is the page's URL when discovery was needed.
-func (c *Crawler) Resolve(ctx context.Context, raw string) (feedURL, homepage string, err error) {
-	isFeed := func(u string) (bool, *fetch.Response, error) {
+// Resolved is a feed found for a URL someone wants to follow.
+type Resolved struct {
+	FeedURL string
+	// Homepage is the page's URL when discovery was needed, else the
+	// feed's own link (may be empty).
+	Homepage string
+	// Title is the feed's title (may be empty).
+	Title string
+}
+
+// Resolve turns a URL someone wants to follow into a feed: the URL itself
+// if it serves a feed, else the first feed its page links to (<link
+// rel="alternate">), else the first common feed path that serves a feed.
+func (c *Crawler) Resolve(ctx context.Context, raw string) (Resolved, error) {
+	asFeed := func(u string) (*feed.Feed, *fetch.Response, error) {
 		resp, err := c.fetcher.Fetch(ctx, fetch.Request{URL: u})
 		if err != nil {
-			return false, nil, err
+			return nil, nil, err
 		}
 		final, _ := url.Parse(resp.FinalURL)
-		_, perr := feed.Parse(resp.Body, resp.ContentType, final, c.opts.Now())
-		return perr == nil, resp, nil
+		f, perr := feed.Parse(resp.Body, resp.ContentType, final, c.opts.Now())
+		if perr != nil {
+			return nil, resp, nil
+		}
+		return f, resp, nil
 	}
-	ok, resp, err := isFeed(raw)
+	f, resp, err := asFeed(raw)
 	if err != nil {
-		return "", "", fmt.Errorf("fetch %s: %w", raw, err)
+		return Resolved{}, fmt.Errorf("fetch %s: %w", raw, err)
 	}
-	if ok {
-		return raw, "", nil
+	if f != nil {
+		r := Resolved{FeedURL: raw, Title: f.Title}
+		if u, err := url.Parse(f.Link); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+			r.Homepage = f.Link
+		}
+		return r, nil
 	}
 	page, _ := url.Parse(resp.FinalURL)
-	for _, cand := range feed.Discover(resp.Body, page) {
-		if ok, _, err := isFeed(cand); err == nil && ok {
-			return cand, resp.FinalURL, nil
-		}
-	}
+	cands := feed.Discover(resp.Body, page)
 	for _, p := range commonFeedPaths {
-		cand := page.ResolveReference(&url.URL{Path: p}).String()
-		if ok, _, err := isFeed(cand); err == nil && ok {
-			return cand, resp.FinalURL, nil
+		cands = append(cands, page.ResolveReference(&url.URL{Path: p}).String())
+	}
+	for _, cand := range cands {
+		if f, _, err := asFeed(cand); err == nil && f != nil {
+			return Resolved{FeedURL: cand, Homepage: resp.FinalURL, Title: f.Title}, nil
 		}
 	}
-	return "", "", fmt.Errorf("%s: %w", raw, ErrNoFeed)
+	return Resolved{}, fmt.Errorf("%s: %w", raw, ErrNoFeed)
 }

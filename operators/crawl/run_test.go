@@ -22,18 +22,18 @@ func TestResolveDiscoversFeed(t *testing.T) {
 	}
 	h := newCrawlHarness(t, feedfarm.Options{Dir: dir, Faults: true, Items: 3}, nil)
 	ctx := context.Background()
-	feedURL, home, err := h.c.Resolve(ctx, h.srv.URL+"/fault/html")
-	if err != nil || feedURL != h.srv.URL+"/gen/0.xml" || home != h.srv.URL+"/fault/html" {
-		t.Fatalf("Resolve(page) = %q, %q, %v", feedURL, home, err)
+	r, err := h.c.Resolve(ctx, h.srv.URL+"/fault/html")
+	if err != nil || r.FeedURL != h.srv.URL+"/gen/0.xml" || r.Homepage != h.srv.URL+"/fault/html" || r.Title != "Generated feed 0" {
+		t.Fatalf("Resolve(page) = %+v, %v", r, err)
 	}
-	feedURL, home, err = h.c.Resolve(ctx, h.srv.URL+"/gen/4.xml")
-	if err != nil || feedURL != h.srv.URL+"/gen/4.xml" || home != "" {
-		t.Fatalf("Resolve(feed) = %q, %q, %v", feedURL, home, err)
+	r, err = h.c.Resolve(ctx, h.srv.URL+"/gen/4.xml")
+	if err != nil || r.FeedURL != h.srv.URL+"/gen/4.xml" || r.Homepage != "https://gen.example/4" || r.Title != "Generated feed 4" {
+		t.Fatalf("Resolve(feed) = %+v, %v", r, err)
 	}
-	if _, _, err := h.c.Resolve(ctx, h.srv.URL+"/fault/410"); err == nil {
+	if _, err := h.c.Resolve(ctx, h.srv.URL+"/fault/410"); err == nil {
 		t.Fatal("Resolve of a 410 succeeded")
 	}
-	if _, _, err := h.c.Resolve(ctx, h.srv.URL+"/files/plain.html"); err == nil || !strings.Contains(err.Error(), "links to none") {
+	if _, err := h.c.Resolve(ctx, h.srv.URL+"/files/plain.html"); err == nil || !strings.Contains(err.Error(), "links to none") {
 		t.Fatalf("Resolve of a page without feeds: %v", err)
 	}
 }

@@ -1,0 +1,355 @@
+// End-to-end tests of the web UI in headless Chromium against a real node.
+// One node and one browser serve every test; the tests run in order and
+// build on each other (an account registered first logs in later).
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import {
+  axe, buildDir, eventually, launchBrowser, newPage, screenshot, skipReason, startFeedServer, startNode,
+} from "./harness.mjs";
+
+const skip = skipReason();
+if (skip) console.log(`SKIP browser tests: ${skip}`);
+
+// Four events reported by several outlets, and a lone article. Times are
+// minutes before now, so the stories are current.
+const fixture = [
+  ["quake", "https://wire.example/quake-lisbon", "wire", "Strong earthquake shakes Lisbon, buildings damaged", "A magnitude 6.8 earthquake struck near Lisbon on Tuesday morning.", 60],
+  ["quake", "https://daily.example/world/lisbon-earthquake", "daily", "Lisbon earthquake: residents flee damaged buildings", "Residents of Lisbon ran into the streets after the earthquake.", 56],
+  ["quake", "https://tv.example/news/portugal-quake", "tv", "Portugal earthquake of magnitude 6.8 hits Lisbon region", "Emergency services in Portugal respond to the earthquake near Lisbon.", 51],
+  ["quake", "https://post.example/lisbon-quake-damage", "post", "Earthquake near Lisbon damages buildings, injures dozens", "Dozens were injured when the earthquake hit Lisbon.", 45],
+  ["rates", "https://wire.example/ecb-rates", "wire", "European Central Bank raises interest rates by a quarter point", "The ECB raised its key interest rate on Tuesday to fight inflation.", 40],
+  ["rates", "https://biz.example/ecb-hike", "biz", "ECB hikes interest rates again as inflation persists", "The European Central Bank lifted rates for the third time.", 36],
+  ["rates", "https://daily.example/business/ecb-interest-rates", "daily", "Central bank interest rates rise: what the ECB hike means for mortgages", "Mortgage holders face higher costs after the ECB interest rate decision.", 29],
+  ["phone", "https://tech.example/acme-phone-x", "tech", "Acme unveils Phone X with foldable screen and satellite messaging", "Acme's new Phone X, unveiled on Tuesday, folds in half and sends texts by satellite.", 20],
+  ["phone", "https://gadget.example/acme-phone-x-hands-on", "gadget", "Hands on with the Acme Phone X foldable phone", "We tried the foldable Acme Phone X at the launch event.", 16],
+  ["phone", "https://daily.example/tech/acme-foldable", "daily", "Acme Phone X: foldable screen, satellite texts and a high price", "The Acme Phone X launch brings a foldable screen.", 10],
+  ["final", "https://sport.example/cup-final", "sport", "United win the cup final after a penalty shootout", "United beat City on penalties in the cup final.", 5],
+  ["final", "https://daily.example/sport/cup-final-penalties", "daily", "Cup final decided on penalties as United beat City", "A dramatic cup final at the national stadium ended in a shootout.", 2],
+  ["zoo", "https://local.example/zoo-panda", "local", "Zoo welcomes twin panda cubs", "The city zoo announced the birth of twin panda cubs.", 1],
+].map(([event, url, source, title, summary, minutesAgo]) => ({ event, url, source, title, summary, minutesAgo }));
+
+// The source an admin adds while the test watches: a local feed server.
+const okapi = {
+  title: "Ituri Forest Gazette",
+  items: [
+    { title: "Okapi calves thrive in the Ituri forest reserve", summary: "Rangers counted nine okapi calves in the Ituri reserve this season." },
+    { title: "Ituri rangers map okapi trails with camera traps", summary: "Camera traps show okapi trails crossing the Ituri reserve at night." },
+  ],
+};
+
+const budget = 200 * 1024; // first load, compressed
+const report = { pages: {}, firstLoadBytes: 0 };
+
+describe("web UI", { skip: skip || false }, () => {
+  let node, feeds, browser, reader;
+
+  before(async () => {
+    [node, feeds, browser] = await Promise.all([startNode(), startFeedServer(okapi), launchBrowser()]);
+    const now = Date.now();
+    await node.produce("articles", fixture.map((a) => ({
+      url: a.url, source_id: a.source, title: a.title, summary: a.summary,
+      published_at: new Date(now - a.minutesAgo * 60000).toISOString(),
+    })));
+    // Wait until every article is in a story and searchable.
+    await eventually(async () => {
+      const s = await node.api("/api/v1/search?limit=1");
+      assert.equal(s.total, fixture.length);
+      const st = await node.api("/api/v1/stories?limit=100");
+      assert.equal(st.stories.reduce((n, x) => n + x.article_count, 0), fixture.length);
+    }, 60000);
+  });
+
+  after(async () => {
+    await writeFile(path.join(buildDir, "report.json"), JSON.stringify(report, null, 2));
+    await browser?.close();
+    await feeds?.close();
+    await node?.stop();
+  });
+
+  // checkPage runs axe and saves a screenshot; no serious or critical
+  // violations, no script errors, no CSP violations.
+  async function checkPage(page, name) {
+    const violations = await axe(page);
+    assert.deepEqual(violations, [], `${name}: accessibility violations`);
+    assert.deepEqual(page.problems, [], `${name}: script errors or CSP violations`);
+    await screenshot(page, name);
+    report.pages[name] = "ok";
+  }
+
+  test("first load is small and the feed shows story cards", async () => {
+    const page = await newPage(browser);
+    let total = 0;
+    const sizes = [];
+    page.on("requestfinished", async (req) => {
+      const s = await req.sizes();
+      total += s.responseBodySize + s.responseHeadersSize;
+      sizes.push([new URL(req.url()).pathname, s.responseBodySize]);
+    });
+    await page.goto(node.url + "/");
+    await page.locator(".card").first().waitFor();
+    await page.locator("#trending-list").waitFor();
+    await page.waitForLoadState("networkidle");
+    report.firstLoadBytes = total;
+    report.firstLoad = sizes;
+    assert.ok(total > 0 && total <= budget, `first load ${total} bytes compressed, budget ${budget}: ${JSON.stringify(sizes)}`);
+    const enc = await page.evaluate(async () => (await fetch("/app.js")).headers.get("content-encoding"));
+    assert.equal(enc, "gzip");
+
+    // Four stories with several sources, newest activity ranked by the feed.
+    const cards = page.locator(".card");
+    assert.equal(await cards.count(), 5);
+    const quake = cards.filter({ hasText: "Lisbon" });
+    assert.equal(await quake.count(), 1);
+    assert.match(await quake.locator(".sources").innerText(), /^4 sources$/);
+    assert.match(await cards.filter({ hasText: "panda" }).locator(".sources").innerText(), /^1 source$/);
+    await checkPage(page, "feed-light");
+    await page.context().close();
+  });
+
+  test("register, log out, log in and set preferences", async () => {
+    reader = await newPage(browser);
+    const page = reader;
+    await page.goto(node.url + "/");
+    await page.getByRole("link", { name: "Register" }).click();
+    await page.getByRole("heading", { name: "Register" }).waitFor();
+    await checkPage(page, "register-light");
+    // A weak password is refused with the server's reason.
+    await page.getByLabel("Username").fill("reader1");
+    await page.getByLabel("Password").fill("short");
+    await page.getByLabel("Password").evaluate((el) => el.removeAttribute("minlength"));
+    await page.getByRole("button", { name: "Register" }).click();
+    await page.getByRole("alert").filter({ hasText: /password/i }).waitFor();
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Register" }).click();
+    await page.locator(".account").getByRole("link", { name: "reader1" }).waitFor();
+
+    await page.getByRole("button", { name: "Log out" }).click();
+    await page.locator(".account").getByRole("link", { name: "Log in" }).click();
+    await page.getByRole("heading", { name: "Log in" }).waitFor();
+    await page.getByLabel("Username").fill("reader1");
+    await page.getByLabel("Password").fill("wrong password!");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.getByRole("alert").filter({ hasText: /invalid|incorrect|wrong/i }).waitFor();
+    await checkPage(page, "login-light");
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator(".account").getByRole("link", { name: "reader1" }).waitFor();
+
+    await page.locator(".account").getByRole("link", { name: "reader1" }).click();
+    await page.getByRole("heading", { name: "Preferences" }).waitFor();
+    await page.getByRole("checkbox", { name: "technology" }).check();
+    await page.getByRole("checkbox", { name: "sports" }).check();
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").filter({ hasText: "Saved." }).waitFor();
+    await checkPage(page, "preferences-light");
+    await page.reload();
+    await page.getByRole("heading", { name: "Preferences" }).waitFor();
+    assert.equal(await page.getByRole("checkbox", { name: "technology" }).isChecked(), true);
+    assert.equal(await page.getByRole("checkbox", { name: "world" }).isChecked(), false);
+    const prefs = await page.evaluate(async () => (await fetch("/api/v1/preferences")).json());
+    assert.deepEqual(prefs.topics.sort(), ["sports", "technology"]);
+  });
+
+  test("a story page lists every source; opening an article is a read in the history", async () => {
+    const page = reader;
+    await page.getByRole("link", { name: "newsflow" }).click();
+    const quake = page.locator(".card").filter({ hasText: "Lisbon" });
+    await quake.getByRole("link").click();
+    await page.getByRole("heading", { level: 1, name: /Lisbon/ }).waitFor();
+    assert.match(await page.locator("main .meta").first().innerText(), /4 articles from 4 sources/);
+    const sources = await page.locator(".chips li").allInnerTexts();
+    assert.deepEqual(sources.map((s) => s.split(" ")[0]).sort(), ["daily", "post", "tv", "wire"]);
+    assert.equal(await page.locator("#articles .card").count(), 4);
+    await checkPage(page, "story-light");
+
+    const first = page.locator("#articles .card").first().getByRole("link");
+    const title = await first.innerText();
+    const [popup] = await Promise.all([page.waitForEvent("popup"), first.click()]);
+    await popup.close();
+    await eventually(async () => {
+      await page.locator(".account").getByRole("link", { name: "History" }).click();
+      await page.getByRole("heading", { name: "Reading history" }).waitFor();
+      assert.equal(await page.locator(".history li a").first().innerText(), title);
+    }, 20000, 500);
+    await checkPage(page, "history-light");
+  });
+
+  test("keyboard shortcuts: j/k select, o opens, / searches, ? helps", async () => {
+    const page = reader;
+    await page.getByRole("link", { name: "newsflow" }).click();
+    await page.locator(".card").first().waitFor();
+    await page.locator("body").click({ position: { x: 5, y: 300 } });
+    await page.keyboard.press("j");
+    await page.keyboard.press("j");
+    await page.keyboard.press("k");
+    const selected = page.locator(".card.selected");
+    assert.equal(await selected.count(), 1);
+    assert.equal(await selected.getAttribute("data-id"), await page.locator(".card").first().getAttribute("data-id"));
+    const title = await selected.locator("h2").innerText();
+    await page.keyboard.press("o");
+    await page.getByRole("heading", { level: 1, name: title.replace(/^Breaking\s*/i, "") }).waitFor();
+    await page.keyboard.press("?");
+    await page.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor();
+    await checkPage(page, "help-light");
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog").waitFor({ state: "hidden" });
+    await page.keyboard.press("/");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "q");
+  });
+
+  test("search shows highlights and a topic filter narrows it", async () => {
+    const page = reader;
+    await page.locator("#q").fill("tuesday");
+    await page.locator("#q").press("Enter");
+    await page.getByRole("heading", { name: "Search: tuesday" }).waitFor();
+    await page.locator(".hit").first().waitFor();
+    // Three stories mention Tuesday: an earthquake, a rate rise, a phone.
+    assert.equal(await page.locator(".hit").count(), 3);
+    assert.equal(await page.locator(".hit mark").count(), 3, "each match is highlighted");
+    assert.equal((await page.locator(".hit mark").first().innerText()).toLowerCase(), "tuesday");
+    assert.match(await page.locator("#total").innerText(), /^3 results/);
+    await checkPage(page, "search-light");
+
+    await page.locator("#filters").getByLabel("Topic").selectOption("business");
+    await page.getByRole("button", { name: "Filter" }).click();
+    await page.waitForURL(/topic=business/);
+    await eventually(async () => assert.match(await page.locator("#total").innerText(), /^1 result$/));
+    assert.deepEqual(await page.locator(".hit h2").allInnerTexts(), ["European Central Bank raises interest rates by a quarter point"]);
+    assert.equal(await page.locator("#filters").getByLabel("Topic").inputValue(), "business", "the filter stays chosen");
+  });
+
+  test("trending changes live after shares are produced", async () => {
+    const page = await newPage(browser);
+    await page.goto(node.url + "/");
+    const list = page.locator("#trending-list");
+    await list.waitFor();
+    assert.match(await list.innerText(), /No shares in the last 1h/);
+    const ids = Object.fromEntries((await node.api("/api/v1/search?q=&limit=100")).hits.map((h) => [h.url, h.id]));
+    const phone = ids["https://tech.example/acme-phone-x"], final = ids["https://sport.example/cup-final"];
+    assert.ok(phone && final, "article ids from search");
+    const shares = (article, n, tag) => Array.from({ length: n }, (_, i) => ({
+      event_id: `${tag}-${i}`, article_id: article, user_id: `u${i}`, share_type: "link", timestamp: Date.now(),
+    }));
+    await node.produce("shares", shares(phone, 5, "phone"));
+    // The panel refreshes itself: no reload, no click.
+    await eventually(async () => {
+      const items = await list.locator("li").allInnerTexts();
+      assert.match(items[0] ?? "", /Acme unveils Phone X.*5 shares/);
+    }, 20000, 500);
+    await checkPage(page, "trending-light");
+    await node.produce("shares", shares(final, 8, "final"));
+    await eventually(async () => {
+      const items = await list.locator("li").allInnerTexts();
+      assert.match(items[0] ?? "", /United win the cup final.*8 shares/);
+      assert.match(items[1] ?? "", /Phone X.*5 shares/);
+    }, 20000, 500);
+    // Window buttons switch the panel.
+    await page.getByRole("button", { name: "24h" }).click();
+    await eventually(async () => assert.equal(await page.getByRole("button", { name: "24h" }).getAttribute("aria-pressed"), "true"));
+    assert.match(await list.locator("li").first().innerText(), /cup final.*8 shares/);
+    // A share button on a story page counts too.
+    await list.getByRole("link", { name: /Phone X/ }).click();
+    await page.getByRole("heading", { level: 1, name: /Phone X/ }).waitFor();
+    const btn = page.locator(`[data-share="${phone}"]`);
+    await btn.click();
+    await page.locator(`[data-share="${phone}"]`, { hasText: "Shared" }).waitFor();
+    await eventually(async () => assert.match(await list.innerText(), /Phone X.*6 shares/), 20000, 500);
+    await page.context().close();
+  });
+
+  test("an admin adds a source served by a local feed server and sees its articles", async () => {
+    const page = await newPage(browser);
+    await page.goto(node.url + "/login");
+    await page.getByLabel("Username").fill(node.admin.username);
+    await page.getByLabel("Password").fill(node.admin.password);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: "Admin" }).waitFor();
+    assert.match(await page.locator("#srcs").innerText(), /Sources \(0\)/);
+    // The system panel: stages with rates, stores on disk.
+    const stages = await page.locator("#system table").first().innerText();
+    assert.match(stages, /trending/);
+    assert.match(await page.locator("#system").innerText(), /state\s+[\d.]+ (B|KiB|MiB)/);
+
+    // Added by the page's URL: the console discovers the feed.
+    await page.getByLabel("Feed or page URL").fill(feeds.url + "/");
+    await page.getByRole("button", { name: "Add source" }).click();
+    await page.getByRole("status").filter({ hasText: /Added Ituri Forest Gazette/ }).waitFor();
+    const row = page.locator("tr[data-source]");
+    assert.equal(await row.count(), 1);
+    assert.match(await row.locator("th").innerText(), /Ituri Forest Gazette/);
+    await eventually(async () => {
+      await page.reload();
+      await page.locator("tr[data-source]").waitFor();
+      const cells = await page.locator("tr[data-source] td").allInnerTexts();
+      assert.match(cells[1], /ok/, `last crawl: ${cells}`);
+      assert.equal(cells[4], "closed", "circuit");
+    }, 30000, 1000);
+    assert.ok(feeds.requests.includes("/feed.xml"), "the node fetched the discovered feed");
+    await checkPage(page, "admin-light");
+
+    // Its articles appear in search and as stories.
+    await page.locator("#q").fill("okapi");
+    await page.locator("#q").press("Enter");
+    await eventually(async () => {
+      await page.reload();
+      await page.locator("#total").filter({ hasText: /results?/ }).waitFor();
+      assert.equal(await page.locator(".hit").count(), 2);
+    }, 30000, 1000);
+    const titles = await page.locator(".hit h2").allInnerTexts();
+    assert.deepEqual(titles.sort(), okapi.items.map((i) => i.title).sort());
+    assert.match(await page.locator(".hit .meta").first().innerText(), /Ituri Forest Gazette/);
+
+    // Pause and resume from the console.
+    await page.goto(node.url + "/admin");
+    await page.getByRole("button", { name: "Pause" }).click();
+    await page.locator("tr[data-source] td").first().filter({ hasText: "paused" }).waitFor();
+    await page.getByRole("button", { name: "Resume" }).click();
+    await page.locator("tr[data-source] td").first().filter({ hasText: "active" }).waitFor();
+    await page.context().close();
+  });
+
+  test("main pages in the dark theme: accessible, screenshots", async () => {
+    const page = await newPage(browser, { colorScheme: "dark" });
+    await page.goto(node.url + "/");
+    await page.locator(".card").first().waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark");
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(bg, "rgb(18, 19, 22)");
+    await checkPage(page, "feed-dark");
+    await page.locator(".card").filter({ hasText: "Lisbon" }).getByRole("link").click();
+    await page.getByRole("heading", { level: 1, name: /Lisbon/ }).waitFor();
+    await checkPage(page, "story-dark");
+    await page.goto(node.url + "/search?q=earthquake");
+    await page.locator(".hit").first().waitFor();
+    await checkPage(page, "search-dark");
+    await page.goto(node.url + "/login");
+    await page.getByLabel("Username").fill(node.admin.username);
+    await page.getByLabel("Password").fill(node.admin.password);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).click();
+    await page.locator("tr[data-source]").waitFor();
+    await checkPage(page, "admin-dark");
+    // The theme button switches back, and the choice sticks.
+    await page.getByRole("button", { name: "Dark theme" }).click();
+    await page.reload();
+    await page.locator("tr[data-source]").waitFor();
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "light");
+    await page.context().close();
+  });
+
+  test("a narrow screen stacks the layout", async () => {
+    const page = await newPage(browser, { viewport: { width: 390, height: 844 } });
+    await page.goto(node.url + "/");
+    await page.locator(".card").first().waitFor();
+    const main = await page.locator("main").boundingBox(), aside = await page.locator("aside.trending").boundingBox();
+    assert.ok(main.width > 300 && aside.width > 300, "both columns take the full width");
+    assert.ok(aside.y < main.y, "trending comes first on a phone");
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+    assert.equal(overflow, false, "no horizontal scrolling");
+    await checkPage(page, "feed-mobile-light");
+    await page.context().close();
+  });
+});
