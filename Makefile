@@ -29,7 +29,7 @@ test-go:
 ## test-e2e: browser tests (web/e2e) with playwright-core and axe-core from
 ## npm, driving /usr/bin/chromium (apt-get install chromium).
 test-e2e: build
-	cd web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-concurrency=1 --test-timeout=600000
+	cd web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000
 
 ## test-short: skips the long crash, accuracy and external-client tests.
 test-short:
