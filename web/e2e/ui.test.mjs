@@ -3,7 +3,7 @@
 // build on each other (an account registered first logs in later).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import {
   axe, buildDir, eventually, launchBrowser, newPage, screenshot, skipReason, startFeedServer, startNode,
@@ -308,6 +308,28 @@ describe("web UI", { skip: skip || false }, () => {
     await page.locator("tr[data-source] td").first().filter({ hasText: "paused" }).waitFor();
     await page.getByRole("button", { name: "Resume" }).click();
     await page.locator("tr[data-source] td").first().filter({ hasText: "active" }).waitFor();
+
+    // OPML: export lists the source; importing a list adds what is new.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Export OPML" }).click()]);
+    const exported = await readFile(await download.path(), "utf8");
+    assert.match(exported, new RegExp(`xmlUrl="${feeds.url}/feed.xml"`));
+    const opml = `<?xml version="1.0"?><opml version="2.0"><head><title>more</title></head><body>
+      <outline type="rss" text="Second Gazette" xmlUrl="${feeds.url}/second.xml"/>
+      <outline type="rss" text="Ituri Forest Gazette" xmlUrl="${feeds.url}/feed.xml"/></body></opml>`;
+    await page.getByLabel("Import OPML").setInputFiles({ name: "more.opml", mimeType: "text/xml", buffer: Buffer.from(opml) });
+    await page.getByRole("status").filter({ hasText: "Imported: 1 added, 1 skipped." }).waitFor();
+    assert.equal(await page.locator("tr[data-source]").count(), 2);
+    assert.match(await page.locator("#srcs").innerText(), /Sources \(2\)/);
+
+    // Delete asks first.
+    const second = page.locator("tr[data-source]", { hasText: "Second Gazette" });
+    page.once("dialog", (d) => d.dismiss());
+    await second.getByRole("button", { name: "Delete" }).click();
+    assert.equal(await page.locator("tr[data-source]").count(), 2, "dismissed: nothing deleted");
+    page.once("dialog", (d) => d.accept());
+    await second.getByRole("button", { name: "Delete" }).click();
+    await page.locator("#srcs", { hasText: "Sources (1)" }).waitFor();
+    assert.equal(await page.locator("tr[data-source]", { hasText: "Second Gazette" }).count(), 0);
     await page.context().close();
   });
 
