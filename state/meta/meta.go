@@ -121,3 +121,21 @@ func (l *Local) Scan(ctx context.Context, collection string, fn func(string, []b
 		return fn(string(k[len(lo):]), v)
 	})
 }
+
+// ScanAll calls fn for every pair of every collection, in key order.
+func (l *Local) ScanAll(ctx context.Context, fn func(collection, key string, value []byte) error) error {
+	return l.ns.Scan(nil, nil, func(k, v []byte) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		coll, key, ok := strings.Cut(string(k), "\x00")
+		if !ok {
+			return fmt.Errorf("meta: key %q has no collection", k)
+		}
+		return fn(coll, key, v)
+	})
+}
+
+// DeleteAll removes every pair (a replicated store replacing its replica
+// with a snapshot).
+func (l *Local) DeleteAll(context.Context) error { return l.ns.Clear() }

@@ -1,0 +1,308 @@
+package cluster
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/hashicorp/raft"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+// Member is a node of the cluster.
+type Member struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr"`
+	// Up is false while the leader cannot reach the node; its partitions
+	// are then owned by others.
+	Up bool `json:"up"`
+	// Leaving is set by newsflow leave: the node gives up its partitions.
+	Leaving bool `json:"leaving,omitempty"`
+}
+
+// Owner is who processes a partition, and since which assignment epoch. A
+// partition's epoch grows every time its owner changes, so a node that
+// still acts on an older epoch is stale and must stop.
+type Owner struct {
+	Node  string `json:"node"`
+	Epoch uint64 `json:"epoch"`
+}
+
+// State is the replicated cluster state (the metadata key-value pairs live
+// in the local metadata store and are not part of it).
+type State struct {
+	Partitions int32             `json:"partitions"`
+	Members    map[string]Member `json:"members"`
+	Owners     []Owner           `json:"owners"`
+	// EpochSeq is the last epoch handed out.
+	EpochSeq uint64 `json:"epoch_seq"`
+}
+
+func (s *State) clone() State {
+	c := State{Partitions: s.Partitions, EpochSeq: s.EpochSeq, Members: make(map[string]Member, len(s.Members)), Owners: slices.Clone(s.Owners)}
+	for k, v := range s.Members {
+		c.Members[k] = v
+	}
+	return c
+}
+
+// Command is one replicated change.
+type Command struct {
+	Op string `json:"op"`
+	// init
+	Partitions int32 `json:"partitions,omitempty"`
+	// join, up, down, leave, remove
+	Member *Member `json:"member,omitempty"`
+	ID     string  `json:"id,omitempty"`
+	// meta_put, meta_create, meta_delete
+	Collection string `json:"collection,omitempty"`
+	Key        string `json:"key,omitempty"`
+	Value      []byte `json:"value,omitempty"`
+}
+
+// Command operations.
+const (
+	OpInit       = "init"
+	OpJoin       = "join"
+	OpUp         = "up"
+	OpDown       = "down"
+	OpLeave      = "leave"
+	OpRemove     = "remove"
+	OpMetaPut    = "meta_put"
+	OpMetaCreate = "meta_create"
+	OpMetaDelete = "meta_delete"
+)
+
+// ErrExists answers a meta_create of a key that exists.
+var ErrExists = errors.New("cluster: key exists")
+
+// fsm applies commands to the cluster state and the local metadata store.
+type fsm struct {
+	meta *meta.Local
+
+	mu    sync.RWMutex
+	state State
+	// changed is closed and replaced whenever the cluster state changes.
+	changed chan struct{}
+}
+
+func newFSM(m *meta.Local) *fsm {
+	return &fsm{meta: m, state: State{Members: map[string]Member{}}, changed: make(chan struct{})}
+}
+
+// snapshot returns a copy of the state and a channel closed at its next
+// change.
+func (f *fsm) snapshot() (State, <-chan struct{}) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.state.clone(), f.changed
+}
+
+// Apply implements raft.FSM. It returns nil or an error (ErrExists for a
+// meta_create of an existing key; decoding errors for garbage).
+func (f *fsm) Apply(l *raft.Log) any {
+	var c Command
+	if err := json.Unmarshal(l.Data, &c); err != nil {
+		return fmt.Errorf("cluster: undecodable command at %d: %w", l.Index, err)
+	}
+	return f.apply(c)
+}
+
+func (f *fsm) apply(c Command) error {
+	ctx := context.Background()
+	switch c.Op {
+	case OpMetaPut:
+		return f.meta.Put(ctx, c.Collection, c.Key, c.Value)
+	case OpMetaDelete:
+		return f.meta.Delete(ctx, c.Collection, c.Key)
+	case OpMetaCreate:
+		// Raft applies commands one at a time, so check-then-put is atomic.
+		if _, ok, err := f.meta.Get(ctx, c.Collection, c.Key); err != nil || ok {
+			if err == nil {
+				err = ErrExists
+			}
+			return err
+		}
+		return f.meta.Put(ctx, c.Collection, c.Key, c.Value)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &f.state
+	switch c.Op {
+	case OpInit:
+		if s.Partitions == 0 && c.Partitions > 0 {
+			s.Partitions = c.Partitions
+			s.Owners = make([]Owner, c.Partitions)
+		}
+	case OpJoin:
+		if c.Member == nil || c.Member.ID == "" {
+			return errors.New("cluster: join without a member")
+		}
+		m := *c.Member
+		m.Up, m.Leaving = true, false
+		s.Members[m.ID] = m
+	case OpUp, OpDown, OpLeave:
+		m, ok := s.Members[c.ID]
+		if !ok {
+			return fmt.Errorf("cluster: no member %q", c.ID)
+		}
+		switch c.Op {
+		case OpUp:
+			m.Up = true
+		case OpDown:
+			m.Up = false
+		case OpLeave:
+			m.Leaving = true
+		}
+		s.Members[c.ID] = m
+	case OpRemove:
+		delete(s.Members, c.ID)
+	default:
+		return fmt.Errorf("cluster: unknown command %q", c.Op)
+	}
+	s.rebalance()
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return nil
+}
+
+// rebalance assigns every partition to a live member: balanced (counts
+// differ by at most one), sticky (a partition stays where it is unless its
+// owner is gone or over its share), deterministic (every replica computes
+// the same owners from the same state). A partition whose owner changes
+// gets a new epoch.
+func (s *State) rebalance() {
+	var live []string
+	for id, m := range s.Members {
+		if m.Up && !m.Leaving {
+			live = append(live, id)
+		}
+	}
+	count := map[string]int{}
+	for _, o := range s.Owners {
+		count[o.Node]++
+	}
+	// The members holding most now get the larger shares, so fewer move.
+	slices.SortFunc(live, func(a, b string) int {
+		if c := cmp.Compare(count[b], count[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	capacity := map[string]int{}
+	if n := len(live); n > 0 {
+		for i, id := range live {
+			capacity[id] = int(s.Partitions) / n
+			if i < int(s.Partitions)%n {
+				capacity[id]++
+			}
+		}
+	}
+	kept := map[string]int{}
+	var moving []int
+	for p, o := range s.Owners {
+		if c, ok := capacity[o.Node]; ok && kept[o.Node] < c {
+			kept[o.Node]++
+			continue
+		}
+		moving = append(moving, p)
+	}
+	for _, p := range moving {
+		best := ""
+		for _, id := range live { // live is in a fixed order: ties go to the first
+			if kept[id] < capacity[id] && (best == "" || capacity[id]-kept[id] > capacity[best]-kept[best]) {
+				best = id
+			}
+		}
+		if s.Owners[p].Node != best {
+			s.EpochSeq++
+			s.Owners[p] = Owner{Node: best, Epoch: s.EpochSeq}
+		}
+		if best != "" {
+			kept[best]++
+		}
+	}
+}
+
+// Snapshot implements raft.FSM: the cluster state and every metadata
+// pair, as JSON lines.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	st, _ := f.snapshot()
+	var pairs []Command
+	err := f.meta.ScanAll(context.Background(), func(coll, key string, v []byte) error {
+		pairs = append(pairs, Command{Op: OpMetaPut, Collection: coll, Key: key, Value: slices.Clone(v)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{state: st, pairs: pairs}, nil
+}
+
+type fsmSnapshot struct {
+	state State
+	pairs []Command
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	w := bufio.NewWriter(sink)
+	enc := json.NewEncoder(w)
+	err := enc.Encode(s.state)
+	for i := 0; err == nil && i < len(s.pairs); i++ {
+		err = enc.Encode(s.pairs[i])
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// Restore implements raft.FSM: replaces the state and the metadata with a
+// snapshot's.
+func (f *fsm) Restore(r io.ReadCloser) error {
+	defer r.Close()
+	dec := json.NewDecoder(bufio.NewReader(r))
+	var st State
+	if err := dec.Decode(&st); err != nil {
+		return fmt.Errorf("cluster: snapshot: %w", err)
+	}
+	if st.Members == nil {
+		st.Members = map[string]Member{}
+	}
+	ctx := context.Background()
+	if err := f.meta.DeleteAll(ctx); err != nil {
+		return err
+	}
+	for {
+		var c Command
+		err := dec.Decode(&c)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("cluster: snapshot: %w", err)
+		}
+		if err := f.meta.PutLazy(ctx, c.Collection, c.Key, c.Value); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	f.state = st
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+func newTestFSM(t *testing.T) *fsm {
+	t.Helper()
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return newFSM(meta.NewLocal(db))
+}
+
+func mustApply(t *testing.T, f *fsm, c Command) {
+	t.Helper()
+	if err := f.apply(c); err != nil {
+		t.Fatalf("%+v: %v", c, err)
+	}
+}
+
+func join(id string) Command {
+	return Command{Op: OpJoin, Member: &Member{ID: id, RaftAddr: id + ":7000", HTTPAddr: id + ":8080"}}
+}
+
+// checkBalanced: every partition has a live owner and counts differ by at
+// most one.
+func checkBalanced(t *testing.T, s State) map[string]int {
+	t.Helper()
+	count := map[string]int{}
+	live := 0
+	for _, m := range s.Members {
+		if m.Up && !m.Leaving {
+			count[m.ID] = 0
+			live++
+		}
+	}
+	for p, o := range s.Owners {
+		if _, ok := count[o.Node]; !ok {
+			if live > 0 || o.Node != "" {
+				t.Fatalf("partition %d owned by %q, not a live member (%+v)", p, o.Node, s.Members)
+			}
+			continue
+		}
+		count[o.Node]++
+	}
+	lo, hi := int(s.Partitions), 0
+	for _, c := range count {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	if live > 0 && hi-lo > 1 {
+		t.Fatalf("unbalanced: %v", count)
+	}
+	return count
+}
+
+func TestAssignmentBalancedStickyWithEpochs(t *testing.T) {
+	f := newTestFSM(t)
+	mustApply(t, f, Command{Op: OpInit, Partitions: 8})
+	mustApply(t, f, join("a"))
+	s1, _ := f.snapshot()
+	if c := checkBalanced(t, s1); c["a"] != 8 {
+		t.Fatalf("one node owns %v", c)
+	}
+	mustApply(t, f, join("b"))
+	mustApply(t, f, join("c"))
+	s2, _ := f.snapshot()
+	c := checkBalanced(t, s2)
+	// Sticky: a kept its share; only what b and c took moved.
+	moved := 0
+	for p := range s2.Owners {
+		if s2.Owners[p].Node != s1.Owners[p].Node {
+			moved++
+			if s2.Owners[p].Epoch <= s1.Owners[p].Epoch {
+				t.Errorf("partition %d moved without a new epoch: %+v → %+v", p, s1.Owners[p], s2.Owners[p])
+			}
+		} else if s2.Owners[p].Epoch != s1.Owners[p].Epoch {
+			t.Errorf("partition %d stayed but its epoch changed", p)
+		}
+	}
+	if moved != c["b"]+c["c"] {
+		t.Errorf("moved %d partitions for b and c owning %d", moved, c["b"]+c["c"])
+	}
+
+	// c goes down: its partitions go to a and b, nothing else moves.
+	mustApply(t, f, Command{Op: OpDown, ID: "c"})
+	s3, _ := f.snapshot()
+	checkBalanced(t, s3)
+	for p := range s3.Owners {
+		if s2.Owners[p].Node != "c" && s3.Owners[p] != s2.Owners[p] {
+			t.Errorf("partition %d of a live node moved: %+v → %+v", p, s2.Owners[p], s3.Owners[p])
+		}
+		if s2.Owners[p].Node == "c" && s3.Owners[p].Node == "c" {
+			t.Errorf("partition %d still on the dead node", p)
+		}
+	}
+	// Back up: it gets a share again; leave empties a node.
+	mustApply(t, f, Command{Op: OpUp, ID: "c"})
+	s4, _ := f.snapshot()
+	if c := checkBalanced(t, s4); c["c"] < 2 {
+		t.Fatalf("c back with %v", c)
+	}
+	mustApply(t, f, Command{Op: OpLeave, ID: "a"})
+	s5, _ := f.snapshot()
+	if c := checkBalanced(t, s5); c["a"] != 0 || c["b"]+c["c"] != 8 {
+		t.Fatalf("after a leaves: %v", c)
+	}
+	// Epochs only grow.
+	for p := range s5.Owners {
+		if s5.Owners[p].Epoch < s4.Owners[p].Epoch {
+			t.Fatalf("epoch of %d went back", p)
+		}
+	}
+	// Nobody left: nothing owned, and ownership comes back with a member.
+	mustApply(t, f, Command{Op: OpDown, ID: "b"})
+	mustApply(t, f, Command{Op: OpDown, ID: "c"})
+	s6, _ := f.snapshot()
+	for p, o := range s6.Owners {
+		if o.Node != "" {
+			t.Fatalf("partition %d owned by %q with no live member", p, o.Node)
+		}
+	}
+	mustApply(t, f, Command{Op: OpUp, ID: "b"})
+	s7, _ := f.snapshot()
+	if c := checkBalanced(t, s7); c["b"] != 8 {
+		t.Fatalf("b alone: %v", c)
+	}
+}
+
+// Random membership changes: always balanced, and every replica applying
+// the same commands computes the same owners.
+func TestAssignmentRandomChangesDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, b := newTestFSM(t), newTestFSM(t)
+	ids := []string{"n1", "n2", "n3", "n4", "n5"}
+	cmds := []Command{{Op: OpInit, Partitions: 12}}
+	for range 300 {
+		id := ids[rng.IntN(len(ids))]
+		switch rng.IntN(4) {
+		case 0:
+			cmds = append(cmds, join(id))
+		case 1:
+			cmds = append(cmds, Command{Op: OpDown, ID: id})
+		case 2:
+			cmds = append(cmds, Command{Op: OpUp, ID: id})
+		case 3:
+			cmds = append(cmds, Command{Op: OpRemove, ID: id})
+		}
+	}
+	for _, c := range cmds {
+		ea, eb := a.apply(c), b.apply(c)
+		if (ea == nil) != (eb == nil) {
+			t.Fatalf("%+v: %v vs %v", c, ea, eb)
+		}
+		sa, _ := a.snapshot()
+		sb, _ := b.snapshot()
+		checkBalanced(t, sa)
+		if fmt.Sprint(sa.Owners) != fmt.Sprint(sb.Owners) {
+			t.Fatalf("replicas disagree after %+v:\n%v\n%v", c, sa.Owners, sb.Owners)
+		}
+	}
+}
+
+func TestMetaCommandsAndSnapshotRestore(t *testing.T) {
+	f := newTestFSM(t)
+	ctx := context.Background()
+	mustApply(t, f, Command{Op: OpInit, Partitions: 4})
+	mustApply(t, f, join("a"))
+	mustApply(t, f, Command{Op: OpMetaCreate, Collection: "users", Key: "ann", Value: []byte("1")})
+	if err := f.apply(Command{Op: OpMetaCreate, Collection: "users", Key: "ann", Value: []byte("2")}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	mustApply(t, f, Command{Op: OpMetaPut, Collection: "prefs", Key: "ann", Value: []byte(`{"topics":["science"]}`)})
+	mustApply(t, f, Command{Op: OpMetaPut, Collection: "sources", Key: "s1", Value: []byte("x")})
+	mustApply(t, f, Command{Op: OpMetaDelete, Collection: "sources", Key: "s1"})
+	if v, ok, _ := f.meta.Get(ctx, "users", "ann"); !ok || string(v) != "1" {
+		t.Fatalf("users/ann = %q %v", v, ok)
+	}
+	if _, ok, _ := f.meta.Get(ctx, "sources", "s1"); ok {
+		t.Fatal("deleted key still there")
+	}
+	if err := f.apply(Command{Op: "bogus"}); err == nil {
+		t.Fatal("unknown command applied")
+	}
+
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	g := newTestFSM(t)
+	mustApply(t, g, Command{Op: OpMetaPut, Collection: "junk", Key: "k", Value: []byte("gone after restore")})
+	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	fs, _ := f.snapshot()
+	gs, _ := g.snapshot()
+	if fmt.Sprint(fs) != fmt.Sprint(gs) {
+		t.Fatalf("restored state %+v, want %+v", gs, fs)
+	}
+	var pairs []string
+	g.meta.ScanAll(ctx, func(c, k string, v []byte) error {
+		pairs = append(pairs, c+"/"+k+"="+string(v))
+		return nil
+	})
+	if want := []string{`prefs/ann={"topics":["science"]}`, "users/ann=1"}; fmt.Sprint(pairs) != fmt.Sprint(want) {
+		t.Fatalf("restored metadata %v, want %v", pairs, want)
+	}
+}
+
+type memSink struct {
+	bytes.Buffer
+	cancelled bool
+}
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) Close() error  { return nil }
+
+var _ raft.SnapshotSink = (*memSink)(nil)
