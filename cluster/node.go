@@ -1,0 +1,544 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+// Config configures a node's part in the cluster.
+type Config struct {
+	// ID names the node; stable across restarts.
+	ID string
+	// RaftAddr is the Raft listen address (host:port); Advertise, if set,
+	// is the address peers dial instead.
+	RaftAddr, Advertise string
+	// HTTPAddr is the node's API address as peers reach it (host:port).
+	HTTPAddr string
+	// Dir holds the Raft log, stable store and snapshots.
+	Dir string
+	// Partitions is the partition count the cluster assigns (set by the
+	// bootstrapping node; the others take the cluster's).
+	Partitions int32
+	// Bootstrap starts a new cluster with this node as its only voter
+	// (ignored when the node has Raft state already).
+	Bootstrap bool
+	// Join lists HTTP addresses of members to ask for admission (ignored
+	// when the node has Raft state already).
+	Join []string
+	// Secret authenticates the nodes' internal requests to each other.
+	Secret string
+	// DownAfter is how long the leader waits without a heartbeat before it
+	// moves a node's partitions (default 2s).
+	DownAfter time.Duration
+	Logger    *slog.Logger
+	// Meta is the local replica of the metadata store.
+	Meta *meta.Local
+}
+
+// Node is this process's member of the cluster.
+type Node struct {
+	cfg       Config
+	raft      *raft.Raft
+	fsm       *fsm
+	store     *RaftStore
+	transport *raft.NetworkTransport
+	client    *http.Client
+	log       *slog.Logger
+	raftAddr  string // as peers dial it
+
+	mu    sync.Mutex
+	added map[string]time.Time // voters added recently, not yet members
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// Internal HTTP paths, served by the node's API server via Handle.
+const (
+	PathJoin  = "/internal/v1/cluster/join"
+	PathApply = "/internal/v1/cluster/apply"
+	PathIndex = "/internal/v1/cluster/index"
+)
+
+// Start opens the Raft store and starts Raft, bootstrapping or joining as
+// configured. It returns once the node runs; membership may complete later
+// (see WaitMember).
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.ID == "" || cfg.RaftAddr == "" || cfg.HTTPAddr == "" || cfg.Dir == "" || cfg.Meta == nil {
+		return nil, errors.New("cluster: id, raft address, http address, dir and meta store are required")
+	}
+	if cfg.Secret == "" {
+		return nil, errors.New("cluster: a secret is required (cluster.secret)")
+	}
+	if cfg.DownAfter <= 0 {
+		cfg.DownAfter = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, fsm: newFSM(cfg.Meta), client: &http.Client{Timeout: 10 * time.Second},
+		log: cfg.Logger.With("component", "cluster"), stop: make(chan struct{}), added: map[string]time.Time{}}
+	var err error
+	if n.store, err = OpenRaftStore(filepath.Join(cfg.Dir, "raft")); err != nil {
+		return nil, err
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, hlog)
+	if err != nil {
+		n.store.Close()
+		return nil, err
+	}
+	var advAddr net.Addr // nil: the listener's own address
+	if cfg.Advertise != "" {
+		if advAddr, err = net.ResolveTCPAddr("tcp", cfg.Advertise); err != nil {
+			n.store.Close()
+			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.Advertise, err)
+		}
+	}
+	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 4, 5*time.Second, hlog); err != nil {
+		n.store.Close()
+		return nil, fmt.Errorf("cluster: raft listen %s: %w", cfg.RaftAddr, err)
+	}
+	n.raftAddr = string(n.transport.LocalAddr())
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = 1000 * time.Millisecond
+	rc.ElectionTimeout = 1000 * time.Millisecond
+	rc.LeaderLeaseTimeout = 500 * time.Millisecond
+	rc.CommitTimeout = 20 * time.Millisecond
+	rc.SnapshotThreshold = 4096
+	rc.SnapshotInterval = 60 * time.Second
+	rc.TrailingLogs = 2048
+	existing, err := raft.HasExistingState(n.store, n.store, snaps)
+	if err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	if n.raft, err = raft.NewRaft(rc, n.fsm, n.store, n.store, snaps, n.transport); err != nil {
+		n.closeStores()
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	if !existing && cfg.Bootstrap {
+		f := n.raft.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: n.transport.LocalAddr()}}})
+		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			n.Close()
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+	}
+	n.wg.Add(1)
+	go n.leaderDuties()
+	if !existing && !cfg.Bootstrap {
+		if len(cfg.Join) == 0 {
+			n.Close()
+			return nil, errors.New("cluster: a new node needs --bootstrap or --join")
+		}
+		n.wg.Add(1)
+		go n.joinLoop(ctx)
+	}
+	return n, nil
+}
+
+func (n *Node) closeStores() {
+	if n.transport != nil {
+		n.transport.Close()
+	}
+	n.store.Close()
+}
+
+// Close stops Raft (without leaving the cluster: see Leave) and closes the
+// stores.
+func (n *Node) Close() error {
+	select {
+	case <-n.stop:
+		return nil
+	default:
+	}
+	close(n.stop)
+	err := n.raft.Shutdown().Error()
+	n.wg.Wait()
+	n.closeStores()
+	return err
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// State returns the cluster state and a channel closed when it next
+// changes.
+func (n *Node) State() (State, <-chan struct{}) { return n.fsm.snapshot() }
+
+// Leader returns the leader's id ("" while there is none).
+func (n *Node) Leader() string {
+	_, id := n.raft.LeaderWithID()
+	return string(id)
+}
+
+// IsLeader reports whether this node leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Apply replicates a command through the leader (forwarding it when this
+// node is a follower) and returns once it is committed and applied on the
+// leader. It retries while there is no leader, until ctx ends.
+func (n *Node) Apply(ctx context.Context, c Command) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	for {
+		err := n.applyOnce(ctx, data)
+		var retry retryable
+		if !errors.As(err, &retry) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %s: %w (last: %v)", c.Op, ctx.Err(), err)
+		case <-n.stop:
+			return errors.New("cluster: node stopped")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// retryable marks errors worth another attempt (no leader yet, leader
+// changed, leader unreachable).
+type retryable struct{ error }
+
+func (r retryable) Unwrap() error { return r.error }
+
+func (n *Node) applyOnce(ctx context.Context, data []byte) error {
+	if n.IsLeader() {
+		return n.applyLocal(data)
+	}
+	leader := n.leaderHTTP()
+	if leader == "" {
+		return retryable{errors.New("no leader")}
+	}
+	status, body, err := n.post(ctx, leader, PathApply, data)
+	if err != nil {
+		return retryable{err}
+	}
+	switch status {
+	case http.StatusOK:
+		return nil
+	case http.StatusConflict:
+		return ErrExists
+	case http.StatusServiceUnavailable, http.StatusMisdirectedRequest:
+		return retryable{fmt.Errorf("leader %s: %s", leader, body)}
+	}
+	return fmt.Errorf("cluster: leader %s answered %d: %s", leader, status, body)
+}
+
+func (n *Node) applyLocal(data []byte) error {
+	f := n.raft.Apply(data, 5*time.Second)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrEnqueueTimeout) {
+			return retryable{err}
+		}
+		return err
+	}
+	if err, ok := f.Response().(error); ok {
+		return err
+	}
+	return nil
+}
+
+// leaderHTTP returns the leader's HTTP address from the replicated
+// membership, or "".
+func (n *Node) leaderHTTP() string {
+	id := n.Leader()
+	if id == "" {
+		return ""
+	}
+	st, _ := n.fsm.snapshot()
+	return st.Members[id].HTTPAddr
+}
+
+func (n *Node) post(ctx context.Context, addr, path string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+n.cfg.Secret)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := n.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	return res.StatusCode, b, err
+}
+
+// Handle serves the internal API (PathJoin, PathApply, PathIndex) for the
+// node's HTTP server: it checks the cluster secret, then answers with a
+// status and a JSON body.
+func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
+	want := "Bearer " + n.cfg.Secret
+	if subtle.ConstantTimeCompare([]byte(authorization), []byte(want)) != 1 {
+		return http.StatusUnauthorized, errJSON("cluster: bad or missing secret")
+	}
+	switch path {
+	case PathApply:
+		if !n.IsLeader() {
+			return http.StatusMisdirectedRequest, errJSON("not the leader")
+		}
+		err := n.applyLocal(body)
+		var retry retryable
+		switch {
+		case err == nil:
+			return http.StatusOK, []byte(`{}`)
+		case errors.Is(err, ErrExists):
+			return http.StatusConflict, errJSON(err.Error())
+		case errors.As(err, &retry):
+			return http.StatusServiceUnavailable, errJSON(err.Error())
+		}
+		return http.StatusBadRequest, errJSON(err.Error())
+	case PathJoin:
+		var m Member
+		if err := json.Unmarshal(body, &m); err != nil || m.ID == "" || m.RaftAddr == "" || m.HTTPAddr == "" {
+			return http.StatusBadRequest, errJSON("join: id, raft_addr and http_addr are required")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.admit(ctx, m); err != nil {
+			return http.StatusServiceUnavailable, errJSON(err.Error())
+		}
+		return http.StatusOK, []byte(`{}`)
+	case PathIndex:
+		b, _ := json.Marshal(map[string]uint64{"applied": n.raft.AppliedIndex()})
+		return http.StatusOK, b
+	}
+	return http.StatusNotFound, errJSON("no such cluster endpoint")
+}
+
+func errJSON(msg string) []byte {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	return b
+}
+
+// admit adds a member: as a Raft voter (leader only) and to the replicated
+// membership. A follower forwards the request to the leader.
+func (n *Node) admit(ctx context.Context, m Member) error {
+	if !n.IsLeader() {
+		leader := n.leaderHTTP()
+		if leader == "" {
+			return errors.New("no leader")
+		}
+		b, _ := json.Marshal(m)
+		status, body, err := n.post(ctx, leader, PathJoin, b)
+		if err != nil {
+			return err
+		}
+		if status != http.StatusOK {
+			return fmt.Errorf("leader %s: %d %s", leader, status, body)
+		}
+		return nil
+	}
+	n.mu.Lock()
+	n.added[m.ID] = time.Now()
+	n.mu.Unlock()
+	if err := n.raft.AddVoter(raft.ServerID(m.ID), raft.ServerAddress(m.RaftAddr), 0, 5*time.Second).Error(); err != nil {
+		return fmt.Errorf("add voter %s: %w", m.ID, err)
+	}
+	return n.Apply(ctx, Command{Op: OpJoin, Member: &m})
+}
+
+// joinLoop asks the configured members to admit this node until one does.
+func (n *Node) joinLoop(ctx context.Context) {
+	defer n.wg.Done()
+	body, _ := json.Marshal(n.self())
+	for attempt := 0; ; attempt++ {
+		for _, addr := range n.cfg.Join {
+			rctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			status, resp, err := n.post(rctx, addr, PathJoin, body)
+			cancel()
+			if err == nil && status == http.StatusOK {
+				n.log.Info("joined the cluster", "via", addr)
+				return
+			}
+			if attempt%10 == 0 {
+				n.log.Warn("join attempt failed", "via", addr, "status", status, "error", err, "answer", strings.TrimSpace(string(resp)))
+			}
+		}
+		select {
+		case <-n.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// leaderDuties runs while the node leads: it initialises the cluster,
+// keeps its own membership current, and marks members down and up as
+// their heartbeats fail and resume.
+func (n *Node) leaderDuties() {
+	defer n.wg.Done()
+	obs := make(chan raft.Observation, 64)
+	observer := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation, raft.LeaderObservation:
+			return true
+		}
+		return false
+	})
+	n.raft.RegisterObserver(observer)
+	defer n.raft.DeregisterObserver(observer)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	failing := map[string]time.Time{} // peer → last contact, while heartbeats fail
+	for {
+		select {
+		case <-n.stop:
+			return
+		case o := <-obs:
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				if _, ok := failing[string(d.PeerID)]; !ok {
+					failing[string(d.PeerID)] = d.LastContact
+				}
+			case raft.ResumedHeartbeatObservation:
+				delete(failing, string(d.PeerID))
+				n.setUp(string(d.PeerID), true)
+			case raft.LeaderObservation:
+				clear(failing)
+			}
+		case <-tick.C:
+			if !n.IsLeader() {
+				continue
+			}
+			n.leaderTick(failing)
+		}
+	}
+}
+
+func (n *Node) leaderTick(failing map[string]time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, _ := n.fsm.snapshot()
+	if st.Partitions == 0 && n.cfg.Partitions > 0 {
+		if err := n.Apply(ctx, Command{Op: OpInit, Partitions: n.cfg.Partitions}); err != nil {
+			n.log.Warn("cluster init", "error", err)
+			return
+		}
+	}
+	if m, ok := st.Members[n.cfg.ID]; !ok || !m.Up || m.HTTPAddr != n.cfg.HTTPAddr || m.RaftAddr != n.raftAddr {
+		self := n.self()
+		if err := n.Apply(ctx, Command{Op: OpJoin, Member: &self}); err != nil {
+			n.log.Warn("cluster self-join", "error", err)
+		}
+	}
+	// Members the Raft configuration has but whose heartbeats fail.
+	for id, last := range failing {
+		if m, ok := st.Members[id]; ok && m.Up && time.Since(last) > n.cfg.DownAfter {
+			n.log.Warn("member unreachable; moving its partitions", "member", id, "last_contact", last)
+			n.setUp(id, false)
+		}
+	}
+	// A member that is down but not failing any more (for example the
+	// previous leader, now a follower) is up.
+	cfgF := n.raft.GetConfiguration()
+	if cfgF.Error() != nil {
+		return
+	}
+	for _, srv := range cfgF.Configuration().Servers {
+		id := string(srv.ID)
+		m, ok := st.Members[id]
+		switch {
+		case id == n.cfg.ID:
+		case ok && !m.Up:
+			if _, bad := failing[id]; !bad && n.lastContactOK(id) {
+				n.setUp(id, true)
+			}
+		case !ok && !n.recentlyAdded(id):
+			// Removed from the membership (newsflow leave): out of Raft too.
+			if err := n.raft.RemoveServer(srv.ID, 0, 5*time.Second).Error(); err != nil {
+				n.log.Warn("remove voter", "member", id, "error", err)
+			}
+		}
+	}
+}
+
+func (n *Node) self() Member {
+	return Member{ID: n.cfg.ID, RaftAddr: n.raftAddr, HTTPAddr: n.cfg.HTTPAddr}
+}
+
+func (n *Node) recentlyAdded(id string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	at, ok := n.added[id]
+	return ok && time.Since(at) < 30*time.Second
+}
+
+// lastContactOK asks a member's HTTP API whether it is alive.
+func (n *Node) lastContactOK(id string) bool {
+	st, _ := n.fsm.snapshot()
+	m, ok := st.Members[id]
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	status, _, err := n.post(ctx, m.HTTPAddr, PathIndex, nil)
+	return err == nil && status == http.StatusOK
+}
+
+func (n *Node) setUp(id string, up bool) {
+	st, _ := n.fsm.snapshot()
+	if m, ok := st.Members[id]; !ok || m.Up == up {
+		return
+	}
+	op := OpDown
+	if up {
+		op = OpUp
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := n.Apply(ctx, Command{Op: op, ID: id}); err != nil {
+		n.log.Warn("cluster member status", "member", id, "up", up, "error", err)
+	}
+}
+
+// Leave gives up this node's partitions and removes it from the cluster.
+func (n *Node) Leave(ctx context.Context) error {
+	if err := n.Apply(ctx, Command{Op: OpLeave, ID: n.cfg.ID}); err != nil {
+		return err
+	}
+	if n.IsLeader() {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.log.Warn("leadership transfer", "error", err)
+		}
+	}
+	return n.Apply(ctx, Command{Op: OpRemove, ID: n.cfg.ID})
+}
+
+// slogWriter forwards Raft's log lines to slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Info(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

@@ -1,0 +1,241 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+const testSecret = "test-cluster-secret"
+
+// testMember is a node with its own state DB, Raft dir and an HTTP server
+// that serves the internal API, like a newsflow node's.
+type testMember struct {
+	id, dir, httpAddr, raftAddr string
+	db                          *state.DB
+	node                        *Node
+	srv                         *http.Server
+}
+
+func startMember(t *testing.T, id, dir, httpAddr, raftAddr string, bootstrap bool, join ...string) *testMember {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for range 50 { // a restarted member takes its old address back
+		if ln, err = net.Listen("tcp", httpAddr); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &testMember{id: id, dir: dir, httpAddr: ln.Addr().String()}
+	if m.db, err = state.Open(filepath.Join(dir, "state"), state.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/internal/", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if m.node == nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		status, resp := m.node.Handle(r.URL.Path, r.Header.Get("Authorization"), body)
+		w.WriteHeader(status)
+		w.Write(resp)
+	})
+	m.srv = &http.Server{Handler: mux}
+	go m.srv.Serve(ln)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", id)
+	}
+	m.node, err = Start(context.Background(), Config{
+		ID: id, RaftAddr: raftAddr, HTTPAddr: m.httpAddr, Dir: filepath.Join(dir, "cluster"), Partitions: 8,
+		Bootstrap: bootstrap, Join: join, Secret: testSecret, Logger: logger, Meta: meta.NewLocal(m.db),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.raftAddr = m.node.raftAddr
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *testMember) stop() {
+	if m.node != nil {
+		m.node.Close()
+		m.srv.Close()
+		m.db.Close()
+		m.node = nil
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < timeout {
+		if err = f(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	return 0
+}
+
+// owners counts partitions per member as m sees them, and checks that
+// every partition has an up owner.
+func owners(m *testMember) (map[string]int, error) {
+	st, _ := m.node.State()
+	if st.Partitions != 8 || len(st.Owners) != 8 {
+		return nil, fmt.Errorf("%s: %d partitions", m.id, st.Partitions)
+	}
+	c := map[string]int{}
+	for p, o := range st.Owners {
+		if mem, ok := st.Members[o.Node]; !ok || !mem.Up {
+			return nil, fmt.Errorf("%s: partition %d owned by %q (%+v)", m.id, p, o.Node, st.Members)
+		}
+		c[o.Node]++
+	}
+	return c, nil
+}
+
+func leaderOf(ms ...*testMember) *testMember {
+	for _, m := range ms {
+		if m.node != nil && m.node.IsLeader() {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestClusterJoinReplicateFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node Raft test")
+	}
+	a := startMember(t, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
+	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, b.httpAddr) // joins through a follower
+	all := []*testMember{a, b, c}
+	waitFor(t, 15*time.Second, "three members own 3/3/2 partitions", func() error {
+		for _, m := range all {
+			cnt, err := owners(m)
+			if err != nil {
+				return err
+			}
+			if len(cnt) != 3 || cnt["a"] < 2 || cnt["b"] < 2 || cnt["c"] < 2 {
+				return fmt.Errorf("%s sees %v", m.id, cnt)
+			}
+		}
+		return nil
+	})
+
+	// Metadata written through any node reaches every replica; a create of
+	// an existing key fails everywhere.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.node.Apply(ctx, Command{Op: OpMetaCreate, Collection: "users", Key: "ann", Value: []byte("v1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.node.Apply(ctx, Command{Op: OpMetaCreate, Collection: "users", Key: "ann", Value: []byte("v2")}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second create through b: %v", err)
+	}
+	waitFor(t, 5*time.Second, "replicated user", func() error {
+		for _, m := range all {
+			if v, ok, _ := meta.NewLocal(m.db).Get(ctx, "users", "ann"); !ok || string(v) != "v1" {
+				return fmt.Errorf("%s has %q", m.id, v)
+			}
+		}
+		return nil
+	})
+	// The internal API wants the secret.
+	if status, _ := a.node.Handle(PathApply, "Bearer wrong", []byte(`{"op":"meta_put"}`)); status != http.StatusUnauthorized {
+		t.Fatalf("wrong secret: %d", status)
+	}
+
+	// Kill a follower: its partitions move to the survivors.
+	leader := leaderOf(all...)
+	var follower *testMember
+	for _, m := range all {
+		if m != leader {
+			follower = m
+			break
+		}
+	}
+	followerDir, followerAddr, followerRaft := follower.dir, follower.httpAddr, follower.raftAddr
+	follower.stop()
+	moved := waitFor(t, 10*time.Second, "the dead follower's partitions move", func() error {
+		cnt, err := owners(leader)
+		if err != nil {
+			return err
+		}
+		if cnt[follower.id] != 0 || len(cnt) != 2 {
+			return fmt.Errorf("owners %v", cnt)
+		}
+		return nil
+	})
+	t.Logf("follower killed: partitions reassigned in %s", moved)
+
+	// Kill the leader: a new one is elected and takes over.
+	var survivor *testMember
+	for _, m := range all {
+		if m != leader && m != follower {
+			survivor = m
+		}
+	}
+	// Bring the follower back first so a quorum survives the leader's death.
+	follower = startMember(t, follower.id, followerDir, followerAddr, followerRaft, false)
+	waitFor(t, 10*time.Second, "the restarted follower owns partitions again", func() error {
+		cnt, err := owners(leader)
+		if err != nil {
+			return err
+		}
+		if cnt[follower.id] < 2 {
+			return fmt.Errorf("owners %v", cnt)
+		}
+		return nil
+	})
+	leaderID := leader.id
+	leader.stop()
+	killed := time.Now()
+	elected := waitFor(t, 5*time.Second, "a new leader", func() error {
+		if l := leaderOf(survivor, follower); l == nil {
+			return errors.New("no leader")
+		}
+		return nil
+	})
+	t.Logf("leader killed: new leader in %s", elected)
+	newLeader := leaderOf(survivor, follower)
+	waitFor(t, 10*time.Second, "the dead leader's partitions move", func() error {
+		cnt, err := owners(newLeader)
+		if err != nil {
+			return err
+		}
+		if cnt[leaderID] != 0 || cnt[survivor.id]+cnt[follower.id] != 8 {
+			return fmt.Errorf("owners %v", cnt)
+		}
+		return nil
+	})
+	t.Logf("leader killed: partitions reassigned %s after the kill", time.Since(killed))
+	// Writes still work with two of three.
+	if err := survivor.node.Apply(ctx, Command{Op: OpMetaPut, Collection: "sources", Key: "s1", Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+}
