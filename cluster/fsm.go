@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	"github.com/newsflow/newsflow/state/meta"
@@ -81,11 +82,13 @@ const (
 )
 
 // ErrExists answers a meta_create of a key that exists.
-var ErrExists = errors.New("cluster: key exists")
+var ErrExists = meta.ErrExists
 
 // fsm applies commands to the cluster state and the local metadata store.
 type fsm struct {
 	meta *meta.Local
+	// applied is the index of the last entry Apply finished.
+	applied atomic.Uint64
 
 	mu    sync.RWMutex
 	state State
@@ -108,6 +111,7 @@ func (f *fsm) snapshot() (State, <-chan struct{}) {
 // Apply implements raft.FSM. It returns nil or an error (ErrExists for a
 // meta_create of an existing key; decoding errors for garbage).
 func (f *fsm) Apply(l *raft.Log) any {
+	defer f.applied.Store(l.Index)
 	var c Command
 	if err := json.Unmarshal(l.Data, &c); err != nil {
 		return fmt.Errorf("cluster: undecodable command at %d: %w", l.Index, err)

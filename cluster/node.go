@@ -327,7 +327,7 @@ func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
 		}
 		return http.StatusOK, []byte(`{}`)
 	case PathIndex:
-		b, _ := json.Marshal(map[string]uint64{"applied": n.raft.AppliedIndex()})
+		b, _ := json.Marshal(map[string]uint64{"applied": n.fsm.applied.Load()})
 		return http.StatusOK, b
 	}
 	return http.StatusNotFound, errJSON("no such cluster endpoint")

@@ -239,3 +239,50 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A user registered through one node logs in through another: the
+// replicated store decides between concurrent creates and a read that
+// misses catches up with the leader first.
+func TestMetaStoreReadYourWritesAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node Raft test")
+	}
+	a := startMember(t, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
+	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	waitFor(t, 15*time.Second, "three members", func() error {
+		if cnt, err := owners(a); err != nil || len(cnt) != 3 {
+			return fmt.Errorf("owners %v %v", cnt, err)
+		}
+		return nil
+	})
+	ctx := context.Background()
+	for i := range 50 {
+		key := fmt.Sprintf("user-%d", i)
+		writer, reader := []*testMember{a, b, c}[i%3], []*testMember{a, b, c}[(i+1)%3]
+		if err := writer.node.Meta().Create(ctx, "usernames", key, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok, err := reader.node.Meta().Get(ctx, "usernames", key); err != nil || !ok || string(v) != "x" {
+			t.Fatalf("%s wrote %s through %s; %s reads %q %v %v", key, key, writer.id, reader.id, v, ok, err)
+		}
+	}
+	// Concurrent creates of one key on three nodes: exactly one wins.
+	errs := make(chan error, 3)
+	for _, m := range []*testMember{a, b, c} {
+		go func() { errs <- m.node.Meta().Create(ctx, "usernames", "contested", []byte(m.id)) }()
+	}
+	won := 0
+	for range 3 {
+		err := <-errs
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, meta.ErrExists):
+			t.Fatal(err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d creates of one key succeeded", won)
+	}
+}

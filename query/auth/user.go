@@ -307,14 +307,40 @@ func (s *Store) insert(ctx context.Context, name string, role Role, hash string)
 		Hash:   hash,
 	}
 	// The name first: a crash before the record leaves a stale name,
-	// which the next registration of that name takes over.
-	if err := s.putJSON(ctx, colUsernames, name, usernameRecord{ID: id}); err != nil {
+	// which the next registration of that name takes over. A store that
+	// can create atomically (the cluster's) decides between registrations
+	// of one name on different nodes.
+	if err := s.claimName(ctx, name, id); err != nil {
 		return User{}, err
 	}
 	if err := s.putJSON(ctx, colUsers, id, rec); err != nil {
 		return User{}, err
 	}
 	return rec.User, nil
+}
+
+func (s *Store) claimName(ctx context.Context, name, id string) error {
+	c, ok := s.meta.(meta.Creator)
+	if !ok {
+		return s.putJSON(ctx, colUsernames, name, usernameRecord{ID: id})
+	}
+	b, err := json.Marshal(usernameRecord{ID: id})
+	if err != nil {
+		return err
+	}
+	err = c.Create(ctx, colUsernames, name, b)
+	if errors.Is(err, meta.ErrExists) {
+		// Taken, unless it is a stale name (checked under s.mu above on
+		// this node; another node may have completed it since).
+		if _, ok, err := s.userByName(ctx, name); err != nil || ok {
+			if err == nil {
+				err = ErrUsernameTaken
+			}
+			return err
+		}
+		return s.putJSON(ctx, colUsernames, name, usernameRecord{ID: id})
+	}
+	return err
 }
 
 // GetUser returns the user with the given id, or ErrUserNotFound.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/newsflow/newsflow/state"
 )
@@ -34,6 +35,7 @@ type Store interface {
 // Local is a Store in the node's state database.
 type Local struct {
 	ns state.Namespace
+	mu sync.Mutex // serializes Create
 }
 
 var _ Store = (*Local)(nil)
@@ -139,3 +141,28 @@ func (l *Local) ScanAll(ctx context.Context, fn func(collection, key string, val
 // DeleteAll removes every pair (a replicated store replacing its replica
 // with a snapshot).
 func (l *Local) DeleteAll(context.Context) error { return l.ns.Clear() }
+
+// Creator is a Store that can create a key atomically: Create fails with
+// ErrExists when the key is there already, whoever else writes it at the
+// same time (in a cluster, on another node).
+type Creator interface {
+	Create(ctx context.Context, collection, key string, value []byte) error
+}
+
+// ErrExists answers Create of a key that exists.
+var ErrExists = errors.New("meta: key exists")
+
+var _ Creator = (*Local)(nil)
+
+// Create implements Creator within one process.
+func (l *Local) Create(ctx context.Context, collection, k string, value []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok, err := l.Get(ctx, collection, k); err != nil || ok {
+		if err == nil {
+			err = ErrExists
+		}
+		return err
+	}
+	return l.Put(ctx, collection, k, value)
+}
