@@ -99,6 +99,8 @@ type nodeOptions struct {
 	stories  story.OperatorOptions
 	// replay lists operators to rebuild from offset 0 before the engine runs.
 	replay []string
+	// cluster, if set, is the node's cluster membership.
+	cluster query.Cluster
 }
 
 func withDir(dir string) func(*nodeOptions)        { return func(o *nodeOptions) { o.dir = dir } }
@@ -109,6 +111,9 @@ func withTrending(o trending.OperatorOptions) func(*nodeOptions) {
 }
 func withoutEngine() func(*nodeOptions) { return func(o *nodeOptions) { o.noEngine = true } }
 func withArticles() func(*nodeOptions)  { return func(o *nodeOptions) { o.articles = true } }
+func withCluster(c query.Cluster) func(*nodeOptions) {
+	return func(o *nodeOptions) { o.cluster = c }
+}
 func withReplay(ops ...string) func(*nodeOptions) {
 	return func(o *nodeOptions) { o.replay = ops }
 }
@@ -250,7 +255,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	if err != nil {
 		fail("limiter: %v", err)
 	}
-	deps.Auth, deps.Limiter = n.auth, limiter
+	deps.Auth, deps.Limiter, deps.Cluster = n.auth, limiter, o.cluster
 	if o.articles {
 		deps.Articles, deps.Stories, deps.Search, deps.Interest = articles, n.stories, n.search, n.interest
 	}

@@ -12,7 +12,7 @@ import (
 // TestOpenAPICoversRoutes: the OpenAPI document describes exactly the
 // routes the server answers.
 func TestOpenAPICoversRoutes(t *testing.T) {
-	n := newTestNode(t, withArticles())
+	n := newTestNode(t, withArticles(), withCluster(testCluster()))
 	r := n.get(t, "/api/v1/openapi.json")
 	if r.status != fasthttp.StatusOK {
 		t.Fatalf("openapi: %s", r)

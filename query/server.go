@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/newsflow/newsflow/cluster"
 	"log/slog"
 	"net"
 	"strconv"
@@ -141,6 +142,18 @@ type Deps struct {
 	// personalized feeds.
 	Auth    *auth.Store
 	Limiter *auth.Limiter
+	// Cluster, if set, serves the nodes' internal API and the cluster
+	// admin view.
+	Cluster Cluster
+}
+
+// Cluster is what the server asks of the node's cluster membership.
+type Cluster interface {
+	ID() string
+	Leader() string
+	State() (cluster.State, <-chan struct{})
+	// Handle answers an internal request (its own secret check).
+	Handle(path, authorization string, body []byte) (int, []byte)
 }
 
 // Crawler is what the admin API asks of the crawler.
@@ -241,6 +254,12 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.DELETE("/api/v1/admin/sources/{id}", s.instrument("sources_delete", s.handleDeleteSource))
 		r.GET("/api/v1/admin/sources/{id}/status", s.instrument("sources_status", s.handleSourceStatus))
 		r.POST("/api/v1/admin/sources/{id}/crawl", s.instrument("sources_crawl", s.handleCrawlSource))
+	}
+	if deps.Cluster != nil {
+		for _, p := range []string{cluster.PathJoin, cluster.PathApply, cluster.PathIndex} {
+			r.POST(p, s.handleInternal)
+		}
+		r.GET("/api/v1/admin/cluster", s.instrument("cluster", s.handleCluster))
 	}
 	ui := web.Handler()
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

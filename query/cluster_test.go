@@ -1,0 +1,91 @@
+package query_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/newsflow/newsflow/cluster"
+	"github.com/valyala/fasthttp"
+)
+
+// fakeCluster is a fixed cluster view whose internal API echoes requests.
+type fakeCluster struct {
+	state cluster.State
+	calls []string
+}
+
+func (f *fakeCluster) ID() string     { return "b" }
+func (f *fakeCluster) Leader() string { return "a" }
+func (f *fakeCluster) State() (cluster.State, <-chan struct{}) {
+	return f.state, make(chan struct{})
+}
+func (f *fakeCluster) Handle(path, authorization string, body []byte) (int, []byte) {
+	f.calls = append(f.calls, path+" "+authorization+" "+string(body))
+	if authorization != "Bearer s3cret" {
+		return http.StatusUnauthorized, []byte(`{"error":"bad secret"}`)
+	}
+	return http.StatusOK, []byte(`{}`)
+}
+
+func testCluster() *fakeCluster {
+	return &fakeCluster{state: cluster.State{
+		Partitions: 4,
+		Members: map[string]cluster.Member{
+			"a": {ID: "a", RaftAddr: "10.0.0.1:7000", HTTPAddr: "10.0.0.1:8080", Up: true},
+			"b": {ID: "b", RaftAddr: "10.0.0.2:7000", HTTPAddr: "10.0.0.2:8080", Up: true},
+			"c": {ID: "c", RaftAddr: "10.0.0.3:7000", HTTPAddr: "10.0.0.3:8080", Up: false},
+		},
+		Owners: []cluster.Owner{{Node: "a", Epoch: 1}, {Node: "b", Epoch: 5}, {Node: "a", Epoch: 6}, {Node: "b", Epoch: 4}},
+	}}
+}
+
+func TestClusterAdminAndInternalRoutes(t *testing.T) {
+	fc := testCluster()
+	n := newTestNode(t, withCluster(fc))
+	r := n.get(t, "/api/v1/admin/cluster")
+	var res struct {
+		Node, Leader string
+		Members      []struct {
+			ID         string `json:"id"`
+			Up         bool   `json:"up"`
+			Leader     bool   `json:"leader"`
+			Partitions int    `json:"partitions"`
+		} `json:"members"`
+		Partitions []struct {
+			Partition int32  `json:"partition"`
+			Owner     string `json:"owner"`
+			Epoch     uint64 `json:"epoch"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal(r.body, &res); err != nil || r.status != fasthttp.StatusOK {
+		t.Fatalf("cluster: %s", r)
+	}
+	if res.Node != "b" || res.Leader != "a" || len(res.Members) != 3 || len(res.Partitions) != 4 {
+		t.Fatalf("cluster view %+v", res)
+	}
+	if m := res.Members[0]; m.ID != "a" || !m.Leader || !m.Up || m.Partitions != 2 {
+		t.Errorf("member a: %+v", m)
+	}
+	if m := res.Members[2]; m.ID != "c" || m.Up || m.Partitions != 0 {
+		t.Errorf("member c: %+v", m)
+	}
+	if p := res.Partitions[1]; p.Owner != "b" || p.Epoch != 5 {
+		t.Errorf("partition 1: %+v", p)
+	}
+	if r := n.do(t, "GET", "/api/v1/admin/cluster", nil, "X-Anonymous", "1"); r.status != fasthttp.StatusUnauthorized {
+		t.Errorf("anonymous: %s", r)
+	}
+	// Internal requests reach the cluster with their authorization; the
+	// admin token is not what authorizes them.
+	if r := n.do(t, "POST", cluster.PathApply, []byte(`{"op":"x"}`), "Authorization", "Bearer s3cret"); r.status != fasthttp.StatusOK {
+		t.Errorf("internal apply: %s", r)
+	}
+	if r := n.do(t, "POST", cluster.PathJoin, []byte(`{}`), "X-Anonymous", "1"); r.status != fasthttp.StatusUnauthorized {
+		t.Errorf("internal join without the secret: %s", r)
+	}
+	if len(fc.calls) != 2 || !strings.Contains(fc.calls[0], `/internal/v1/cluster/apply Bearer s3cret {"op":"x"}`) {
+		t.Errorf("calls %q", fc.calls)
+	}
+}
