@@ -177,13 +177,22 @@ async function showHistory() {
 }
 
 // Admin console: system state (refreshed while shown) and sources.
+function clusterPanel(c) {
+  if (!c) return "";
+  return `<table><caption>Cluster nodes (this node: ${esc(c.node)})</caption><thead><tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">Partitions</th><th scope="col">API</th></tr></thead>
+    <tbody>${c.members.map((m) => `<tr><th scope="row">${esc(m.id)}${m.leader ? " (leader)" : ""}</th><td>${m.leaving ? "leaving" : m.up ? "up" : "down"}</td><td>${m.partitions}</td><td>${esc(m.http_addr)}</td></tr>`).join("")}</tbody></table>
+    <details><summary>Partition owners</summary><table><thead><tr><th scope="col">Partition</th><th scope="col">Owner</th><th scope="col">Epoch</th></tr></thead>
+    <tbody>${c.partitions.map((p) => `<tr><td>${p.partition}</td><td>${esc(p.owner || "none")}</td><td>${p.epoch}</td></tr>`).join("")}</tbody></table></details>`;
+}
+
 async function systemPanel() {
-  const [st, prog] = await Promise.all([api("/api/v1/admin/stats"), api("/api/v1/admin/progress")]);
+  const [st, prog, cl] = await Promise.all([api("/api/v1/admin/stats"), api("/api/v1/admin/progress"), api("/api/v1/admin/cluster").catch(() => null)]);
   const parts = prog.inputs.filter((i) => i.lag > 0);
   return `<p class="meta">ready: ${prog.ready} · caught up: ${prog.caught_up} · dead letters: <span id="dead">${st.dead_letters ?? esc(st.dead_letters_error)}</span> · uptime ${Math.round(st.uptime_s / 60)} min</p>
     <table><caption>Stages</caption><thead><tr><th scope="col">Stage</th><th scope="col">Records/s</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
     <tbody>${st.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${s.events_per_s.toFixed(1)}</td><td>${s.committed}</td><td>${s.lag}</td></tr>`).join("")}</tbody></table>
     <table><caption>Stores on disk</caption><tbody>${Object.entries(st.stores || {}).map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${bytes(v)}</td></tr>`).join("")}</tbody></table>
+    ${clusterPanel(cl)}
     <details><summary>Lag per partition (${plural(parts.length, "partition")} behind)</summary>
     <table><thead><tr><th scope="col">Stage</th><th scope="col">Topic</th><th scope="col">Partition</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
     <tbody>${prog.inputs.map((i) => `<tr><td>${esc(i.stage)}</td><td>${esc(i.topic)}</td><td>${i.partition}</td><td>${i.committed}</td><td>${i.lag}</td></tr>`).join("")}</tbody></table></details>`;
