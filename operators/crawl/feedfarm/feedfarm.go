@@ -1,6 +1,6 @@
 // Package feedfarm serves feeds over HTTP for offline demos, tests and
-// benchmarks: the files of a directory, generated feeds, and, optionally,
-// every way a feed server misbehaves.
+// benchmarks: the files of a directory, generated feeds, a generated news
+// world, and, optionally, every way a feed server misbehaves.
 //
 // Routes:
 //
@@ -9,8 +9,25 @@
 //	/gen/<n>.xml          a generated RSS feed with Items items (default 50)
 //	                      whose content depends only on n and the current
 //	                      generation (see Farm.Advance)
+//	/news/<n>.xml         the RSS feed of news outlet n (0 to Outlets-1): its
+//	                      newest Items articles about the events of the news
+//	                      world published by the current generation
+//	/news/sources.opml    the outlets' feeds as OPML, with absolute URLs on
+//	                      the host of the request
 //	/fault/<kind>         misbehaviour, when faults are enabled; Faults lists
 //	                      the kinds
+//
+// The news world is a deterministic sequence of events of 32 kinds, four
+// for each topic of configs/topics.yaml (a vote in a parliament, a
+// ceasefire, a takeover, a cup final, a vaccine trial, ...), with invented
+// people, organisations and places. Each event is covered by
+// two to eight outlets, each with its own headline, summary, link and
+// publish time: articles about one event share its names and facts, and
+// articles about different events share little, so that a story clusterer
+// groups them by event. Generation 0 has published Base events, Spacing
+// apart; each Advance publishes PerGeneration more, spread over the time
+// since the previous generation. Given the seed and the times of the
+// generations (Options.Now), the feeds are the same bytes every time.
 package feedfarm
 
 import (
@@ -31,7 +48,8 @@ import (
 	"time"
 )
 
-// Options configures a farm. The zero value serves generated feeds only.
+// Options configures a farm. The zero value serves generated feeds and the
+// news world.
 type Options struct {
 	// Dir is served under /files/ when set.
 	Dir string
@@ -42,6 +60,23 @@ type Options struct {
 	// Epoch is the publish time of generation 0's newest item (default
 	// 2026-01-01T00:00:00Z); items are an hour apart going back.
 	Epoch time.Time
+
+	// Outlets is the number of news outlets (default 8).
+	Outlets int
+	// Seed selects the news world: the same seed gives the same events.
+	Seed uint64
+	// Base is the number of news events generation 0 has published
+	// (default 30), PerGeneration the number each Advance adds (default 1).
+	// Events of one kind share some words (two vaccine trials both
+	// mention a vaccine); the fewer of them in a story clusterer's window,
+	// the more surely their stories stay apart.
+	Base, PerGeneration int
+	// Spacing is the time between the events of generation 0 (default 4m).
+	Spacing time.Duration
+	// Now is the clock the time of each generation is read from: by New
+	// for generation 0, by Advance for the next ones. When nil, generation
+	// g is at Epoch + g·PerGeneration·Spacing.
+	Now func() time.Time
 }
 
 // Faults lists the misbehaviours /fault/<kind> serves.
@@ -63,9 +98,15 @@ var Faults = []string{
 // Farm is an http.Handler. It is safe for concurrent use.
 type Farm struct {
 	opts       Options
-	generation atomic.Int64
+	generation atomic.Int64 // written under mu, after times
 	requests   atomic.Int64
 	burst      atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		// times are the times of the generations, by number.
+		times []time.Time
+	}
 }
 
 // New returns a farm.
@@ -76,12 +117,57 @@ func New(opts Options) *Farm {
 	if opts.Epoch.IsZero() {
 		opts.Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	}
-	return &Farm{opts: opts}
+	if opts.Outlets <= 0 {
+		opts.Outlets = 8
+	}
+	if opts.Base <= 0 {
+		opts.Base = 30
+	}
+	if opts.PerGeneration <= 0 {
+		opts.PerGeneration = 1
+	}
+	if opts.Spacing <= 0 {
+		opts.Spacing = 4 * time.Minute
+	}
+	f := &Farm{opts: opts}
+	f.mu.times = []time.Time{f.clock(0)}
+	return f
 }
 
 // Advance moves generated feeds to the next generation: each gains one new
-// item at the top (an hour after the previous newest) and drops its oldest.
-func (f *Farm) Advance() { f.generation.Add(1) }
+// item at the top (an hour after the previous newest) and drops its oldest;
+// the news world publishes PerGeneration new events.
+func (f *Farm) Advance() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := int64(len(f.mu.times))
+	t := f.clock(g)
+	if prev := f.mu.times[g-1]; t.Before(prev) {
+		t = prev // a generation is never older than the one before
+	}
+	f.mu.times = append(f.mu.times, t)
+	f.generation.Store(g)
+}
+
+// Generation returns the current generation.
+func (f *Farm) Generation() int64 { return f.generation.Load() }
+
+// clock returns the time of generation g.
+func (f *Farm) clock(g int64) time.Time {
+	if f.opts.Now != nil {
+		return f.opts.Now().UTC()
+	}
+	return f.opts.Epoch.Add(time.Duration(g) * time.Duration(f.opts.PerGeneration) * f.opts.Spacing)
+}
+
+// times returns the times of generations 0 to g. Elements are never
+// changed once appended, so the slice may be read without the lock.
+func (f *Farm) times(g int64) []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := g + 1
+	return f.mu.times[:n:n]
+}
 
 // Requests counts the requests served.
 func (f *Farm) Requests() int64 { return f.requests.Load() }
@@ -94,6 +180,8 @@ func (f *Farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveFile(w, r, strings.TrimPrefix(p, "/files/"))
 	case strings.HasPrefix(p, "/gen/"):
 		f.serveGenerated(w, r, strings.TrimSuffix(strings.TrimPrefix(p, "/gen/"), ".xml"))
+	case strings.HasPrefix(p, "/news/"):
+		f.serveNews(w, r, strings.TrimPrefix(p, "/news/"))
 	case strings.HasPrefix(p, "/fault/") && f.opts.Faults:
 		f.serveFault(w, r, strings.TrimPrefix(p, "/fault/"))
 	default:
