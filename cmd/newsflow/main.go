@@ -25,6 +25,8 @@ Usage:
                                             manage a running node's sources (OPML)
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
+  newsflow demo     [--http ADDR] [--data DIR] [--farm ADDR] [--users N] [--rate R]
+                                            a node fed by generated news and simulated readers (offline)
   newsflow topics   train | eval [flags]     train or evaluate a topic classifier
   newsflow user     add [--admin] [--password-file FILE] NAME | hash | import FILE
                                             create accounts (node stopped; passwords from stdin)
@@ -77,6 +79,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdSources(ctx, args, stdout, stderr)
 	case "feedfarm":
 		return cmdFeedfarm(ctx, args, stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args, stdout, stderr)
 	case "topics":
 		return cmdTopics(ctx, args, stdout, stderr)
 	case "cluster":
