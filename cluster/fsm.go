@@ -127,14 +127,7 @@ func (f *fsm) apply(c Command) error {
 	case OpMetaDelete:
 		return f.meta.Delete(ctx, c.Collection, c.Key)
 	case OpMetaCreate:
-		// Raft applies commands one at a time, so check-then-put is atomic.
-		if _, ok, err := f.meta.Get(ctx, c.Collection, c.Key); err != nil || ok {
-			if err == nil {
-				err = ErrExists
-			}
-			return err
-		}
-		return f.meta.Put(ctx, c.Collection, c.Key, c.Value)
+		return f.meta.Create(ctx, c.Collection, c.Key, c.Value)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -44,26 +44,23 @@ func logKey(i uint64) []byte {
 }
 
 // FirstIndex implements raft.LogStore.
-func (s *RaftStore) FirstIndex() (uint64, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(0), UpperBound: []byte{'l' + 1}})
-	if err != nil {
-		return 0, err
-	}
-	defer it.Close()
-	if !it.First() {
-		return 0, it.Error()
-	}
-	return binary.BigEndian.Uint64(it.Key()[1:]), nil
-}
+func (s *RaftStore) FirstIndex() (uint64, error) { return s.edgeIndex(false) }
 
 // LastIndex implements raft.LogStore.
-func (s *RaftStore) LastIndex() (uint64, error) {
+func (s *RaftStore) LastIndex() (uint64, error) { return s.edgeIndex(true) }
+
+// edgeIndex returns the first or last log index, 0 when there is none.
+func (s *RaftStore) edgeIndex(last bool) (uint64, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(0), UpperBound: []byte{'l' + 1}})
 	if err != nil {
 		return 0, err
 	}
 	defer it.Close()
-	if !it.Last() {
+	ok := it.First()
+	if last {
+		ok = it.Last()
+	}
+	if !ok {
 		return 0, it.Error()
 	}
 	return binary.BigEndian.Uint64(it.Key()[1:]), nil

@@ -160,8 +160,8 @@ var startTime = time.Now()
 // the query views, without anything about users; 503 while not ready.
 func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 	lag := map[string]int64{}
-	for _, p := range s.deps.Engine.Progress() {
-		lag[p.Stage] += p.Lag()
+	for name, st := range s.stageProgress() {
+		lag[name] = st.Lag
 	}
 	checks := map[string]any{"engine": map[string]any{"ready": s.deps.Engine.Ready(), "lag_by_stage": lag}}
 	if s.deps.Stories != nil {

@@ -28,23 +28,16 @@ type stageStats struct {
 // handleStats answers GET /api/v1/admin/stats: records per second and lag
 // per stage, dead letters, and the size on disk of each store.
 func (s *Server) handleStats(ctx *fasthttp.RequestCtx) {
-	byStage := map[string]*stageStats{}
-	totals := map[string]int64{}
-	for _, p := range s.deps.Engine.Progress() {
-		st := byStage[p.Stage]
-		if st == nil {
-			st = &stageStats{Stage: p.Stage}
-			byStage[p.Stage] = st
-		}
-		st.Committed += p.Committed
-		st.Lag += p.Lag()
-		totals[p.Stage] += p.Committed
+	byStage := s.stageProgress()
+	totals := make(map[string]int64, len(byStage))
+	for name, st := range byStage {
+		totals[name] = st.Committed
 	}
 	rates, interval := s.rates.observe(s.opts.Now(), totals)
 	stages := make([]stageStats, 0, len(byStage))
 	for name, st := range byStage {
 		st.EventsPerSec = rates[name]
-		stages = append(stages, *st)
+		stages = append(stages, st)
 	}
 	slices.SortFunc(stages, func(a, b stageStats) int { return cmp.Compare(a.Stage, b.Stage) })
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -66,6 +59,19 @@ func (s *Server) handleStats(ctx *fasthttp.RequestCtx) {
 		body["stores"] = s.sizes.get(s.opts.DataDir, s.opts.Now())
 	}
 	writeJSON(ctx, fasthttp.StatusOK, body)
+}
+
+// stageProgress sums the committed offsets and lag of each stage's inputs.
+func (s *Server) stageProgress() map[string]stageStats {
+	out := map[string]stageStats{}
+	for _, p := range s.deps.Engine.Progress() {
+		st := out[p.Stage]
+		st.Stage = p.Stage
+		st.Committed += p.Committed
+		st.Lag += p.Lag()
+		out[p.Stage] = st
+	}
+	return out
 }
 
 // topicRecords counts the records a topic holds now (0 if it does not

@@ -273,7 +273,8 @@ func serveFarm(ctx context.Context, farm *feedfarm.Farm, ln net.Listener) error 
 	return nil
 }
 
-// advanceFarm moves the news world on every interval and signals advanced.
+// advanceFarm moves the farm's generated feeds on every interval and
+// signals advanced (if not nil) without blocking.
 func advanceFarm(ctx context.Context, farm *feedfarm.Farm, every time.Duration, advanced chan<- struct{}) error {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
 )
@@ -41,36 +38,15 @@ func cmdFeedfarm(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return fmt.Errorf("feedfarm: listen: %w", err)
 	}
-	srv := &http.Server{Handler: farm, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "feedfarm serving on http://%s (files: /files/..., generated: /gen/N.xml", ln.Addr())
+	fmt.Fprintf(stdout, "feedfarm serving on http://%s (files: /files/..., generated: /gen/N.xml, news: /news/N.xml", ln.Addr())
 	if *faults {
 		fmt.Fprintf(stdout, ", faults: /fault/{%s}", strings.Join(feedfarm.Faults, ","))
 	}
 	fmt.Fprintln(stdout, ")")
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	var tick <-chan time.Time
 	if *advance > 0 {
-		t := time.NewTicker(*advance)
-		defer t.Stop()
-		tick = t.C
+		actx, stop := context.WithCancel(ctx)
+		defer stop() // the advancer ends with the server
+		go advanceFarm(actx, farm, *advance, nil)
 	}
-	for {
-		select {
-		case err := <-errc:
-			return err
-		case <-tick:
-			farm.Advance()
-		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := srv.Shutdown(sctx); err != nil {
-				return err
-			}
-			if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-				return err
-			}
-			return nil
-		}
-	}
+	return serveFarm(ctx, farm, ln)
 }
