@@ -122,11 +122,20 @@ func (l *Log) CreateTopic(ctx context.Context, topic string, partitions int32) e
 	if err := l.check(ctx); err != nil {
 		return err
 	}
+	return l.createTopic(ctx, topic, partitions, nil)
+}
+
+// createTopic creates a topic with max.message.bytes and the given extra
+// configs.
+func (l *Log) createTopic(ctx context.Context, topic string, partitions int32, extra map[string]string) error {
 	if partitions <= 0 {
 		return fmt.Errorf("create topic %s: partition count %d must be positive", topic, partitions)
 	}
 	configs := map[string]*string{
 		"max.message.bytes": kadm.StringPtr(strconv.Itoa(int(l.opts.MaxMessageBytes))),
+	}
+	for k, v := range extra {
+		configs[k] = kadm.StringPtr(v)
 	}
 	_, err := l.adm.CreateTopic(ctx, partitions, l.opts.ReplicationFactor, configs, topic)
 	switch {
