@@ -40,7 +40,17 @@ type Options struct {
 	// GroupCommitInterval is how often committed offsets are copied to the
 	// backend's consumer groups, if it has them (default 1s).
 	GroupCommitInterval time.Duration
-	Logger              *slog.Logger
+	// Cluster makes the engine one node of a cluster: it runs only the
+	// partitions given to Assign and keeps every task's state in a
+	// changelog as well (see Assign). The log must implement
+	// eventlog.Changelogs.
+	Cluster bool
+	// ChangelogMaxAge is the age beyond which a node's local copy of a
+	// task's state is not brought up to date from the changelog but
+	// restored from its beginning (default 12h: half the changelog topics'
+	// delete retention, after which compaction may drop tombstones).
+	ChangelogMaxAge time.Duration
+	Logger          *slog.Logger
 	// Registerer receives the engine's metrics (default: a private registry).
 	Registerer prometheus.Registerer
 }
@@ -55,6 +65,7 @@ func DefaultOptions() Options {
 		RestartBackoff:      100 * time.Millisecond,
 		MaxRestartBackoff:   10 * time.Second,
 		GroupCommitInterval: time.Second,
+		ChangelogMaxAge:     12 * time.Hour,
 	}
 }
 
@@ -65,7 +76,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("engine: partitions %d out of range 1-4096", o.Partitions)
 	case o.MaxBatch < 0:
 		return fmt.Errorf("engine: max batch %d is negative", o.MaxBatch)
-	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0 || o.CommitInterval < 0:
+	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0 || o.CommitInterval < 0 || o.ChangelogMaxAge < 0:
 		return errors.New("engine: durations must not be negative")
 	}
 	return nil
@@ -94,6 +105,9 @@ func (o Options) withDefaults() Options {
 	if o.GroupCommitInterval == 0 {
 		o.GroupCommitInterval = d.GroupCommitInterval
 	}
+	if o.ChangelogMaxAge == 0 {
+		o.ChangelogMaxAge = d.ChangelogMaxAge
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -113,13 +127,18 @@ type Engine struct {
 	ops    []Operator
 	stages []*stage // built by Start
 
-	started  atomic.Bool
-	restored atomic.Int64 // tasks that have restored their state at least once
-	total    atomic.Int64 // tasks started
+	started atomic.Bool
+
+	assign struct {
+		sync.Mutex
+		parts   map[int32]uint64 // cluster mode: partition → epoch
+		changed chan struct{}
+	}
 
 	mu struct {
 		sync.Mutex
 		progress map[progressKey]*Progress
+		runners  []*taskRunner // the tasks running now
 	}
 }
 
@@ -131,6 +150,7 @@ func New(l eventlog.Log, db *state.DB, opts Options) (*Engine, error) {
 	opts = opts.withDefaults()
 	e := &Engine{log: l, db: db, opts: opts, m: newMetrics(opts.Registerer)}
 	e.mu.progress = map[progressKey]*Progress{}
+	e.assign.changed = make(chan struct{}, 1)
 	return e, nil
 }
 
@@ -224,14 +244,19 @@ func (e *Engine) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	if e.opts.Cluster {
+		return e.runAssigned(ctx)
+	}
 	g, gctx := errgroup.WithContext(ctx)
+	var all []*taskRunner
 	for _, st := range e.stages {
 		for p := int32(0); p < st.partitions; p++ {
 			tr := &taskRunner{e: e, st: st, p: p}
-			e.total.Add(1)
+			all = append(all, tr)
 			g.Go(func() error { return tr.run(gctx) })
 		}
 	}
+	e.setRunners(all)
 	return g.Wait()
 }
 
@@ -256,7 +281,7 @@ func (e *Engine) build(ctx context.Context) error {
 				return err
 			}
 		}
-		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}, minCommit: s.MinCommitInterval}
+		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}, minCommit: s.MinCommitInterval, localState: s.LocalState}
 		for _, in := range s.Inputs {
 			srcParts, err := ensure(in.Topic)
 			if err != nil {
@@ -297,9 +322,23 @@ func (e *Engine) build(ctx context.Context) error {
 	return nil
 }
 
-// Ready reports whether every task has restored its state and is processing.
+// Ready reports whether every task has restored its state and is
+// processing. In a cluster, a node with no partitions is ready once it runs.
 func (e *Engine) Ready() bool {
-	return e.started.Load() && e.total.Load() > 0 && e.restored.Load() >= e.total.Load()
+	if !e.started.Load() {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.mu.runners) == 0 && !e.opts.Cluster {
+		return false
+	}
+	for _, tr := range e.mu.runners {
+		if !tr.restored.Load() {
+			return false
+		}
+	}
+	return true
 }
 
 // Progress is a task input's position: Committed is the next offset the

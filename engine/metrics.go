@@ -10,6 +10,7 @@ type metrics struct {
 	taskRestarts  *prometheus.CounterVec
 	commitSeconds *prometheus.HistogramVec
 	lag           *prometheus.GaugeVec
+	restoreSeconds *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -36,7 +37,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "newsflow_lag_records", Help: "Records in an input partition not yet committed by its task.",
 		}, []string{"stage", "topic", "partition"}),
+		restoreSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "newsflow_changelog_restore_seconds", Help: "Time a task took to claim its changelog partition and bring its local state up to date (cluster mode).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}, []string{"stage"}),
 	}
-	reg.MustRegister(m.recordsIn, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag)
+	reg.MustRegister(m.recordsIn, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds)
 	return m
 }

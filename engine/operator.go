@@ -30,6 +30,12 @@ type Spec struct {
 	// that they apply larger batches. Their outputs and query views lag by
 	// up to this much.
 	MinCommitInterval time.Duration
+	// LocalState marks an operator whose state is derived from its inputs
+	// alone and kept only on the node (an external index). In a cluster it
+	// has no changelog: a node that gains one of its partitions without the
+	// state rebuilds it by reading the inputs again from its local offsets,
+	// or from the start.
+	LocalState bool
 }
 
 // Input is one input topic of an operator.

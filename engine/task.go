@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
@@ -21,6 +22,7 @@ type stage struct {
 	newTask    func(TaskContext) (Task, error)
 	inputs     map[int32][]stageInput
 	minCommit  time.Duration // Spec.MinCommitInterval
+	localState bool          // Spec.LocalState
 }
 
 type inputMode uint8
@@ -72,11 +74,12 @@ func sourceKey(p int32) []byte {
 func namespaceName(stage string, p int32) string { return "task/" + stage + "/" + strconv.Itoa(int(p)) }
 
 type taskRunner struct {
-	e  *Engine
-	st *stage
-	p  int32
+	e     *Engine
+	st    *stage
+	p     int32
+	epoch uint64 // cluster mode: the assignment's epoch
 
-	restoredOnce bool
+	restored atomic.Bool // restored its state at least once
 }
 
 // run runs the task until ctx is done, restarting it from its committed
@@ -88,6 +91,13 @@ func (tr *taskRunner) run(ctx context.Context) error {
 		start := time.Now()
 		err := tr.runOnce(ctx)
 		if ctx.Err() != nil {
+			return nil
+		}
+		if !tr.e.owns(tr.p, tr.epoch) {
+			// Revoked: the engine cancels ctx; never claim the changelog
+			// again in the meantime.
+			log.Info("task stopped: partition revoked", "err", err)
+			<-ctx.Done()
 			return nil
 		}
 		tr.e.m.taskRestarts.WithLabelValues(tr.st.name).Inc()
@@ -129,6 +139,13 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 			err = fmt.Errorf("close task: %w", cerr)
 		}
 	}()
+	var cl eventlog.Changelog
+	if e.opts.Cluster && !tr.st.localState {
+		if cl, err = tr.restoreChangelog(ctx, ns); err != nil {
+			return err
+		}
+		defer cl.Close()
+	}
 	if err := task.Restore(ns); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -165,10 +182,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 	}
 	defer reader.Close()
 
-	if !tr.restoredOnce {
-		tr.restoredOnce = true
-		e.restored.Add(1)
-	}
+	tr.restored.Store(true)
 
 	gc, _ := e.log.(eventlog.GroupCommitter)
 	var lastGroupCommit time.Time
@@ -192,7 +206,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 		}
 	}
 	commit := func(caughtUp bool) error {
-		if err := tr.commit(task, ns, pc.out, dlq, next, srcApplied, dirtySrc); err != nil {
+		if err := tr.commit(task, ns, cl, pc.out, dlq, next, srcApplied, dirtySrc); err != nil {
 			return err
 		}
 		task.Committed(CommitInfo{Records: applied, CaughtUp: caughtUp})
@@ -309,9 +323,15 @@ const maxPoll = 8192
 // commit appends outputs and dead letters, then commits state, input offsets
 // and source positions in one batch. Outputs go first so that a crash
 // between the two repeats them (at least once) instead of losing them.
-func (tr *taskRunner) commit(task Task, ns state.Namespace, out, dlq []*eventlog.Record,
+//
+// In a cluster the batch goes to the task's changelog (cl) before the local
+// commit, and only while the partition is still assigned to this node.
+func (tr *taskRunner) commit(task Task, ns state.Namespace, cl eventlog.Changelog, out, dlq []*eventlog.Record,
 	next map[eventlog.TopicPartition]int64, srcApplied map[int32]int64, dirtySrc map[int32]bool) error {
 	e, m := tr.e, tr.e.m
+	if !e.owns(tr.p, tr.epoch) {
+		return errRevoked
+	}
 	start := time.Now()
 	// Appends use their own context: a batch that was applied is committed
 	// even while shutting down.
@@ -344,21 +364,38 @@ func (tr *taskRunner) commit(task Task, ns state.Namespace, out, dlq []*eventlog
 		}
 	}
 	b := ns.NewBatch()
-	if err := task.Flush(b); err != nil {
+	var w state.Writer = b
+	var cw *captureWriter
+	if cl != nil {
+		cw = &captureWriter{b: b, ns: ns}
+		w = cw
+	}
+	if err := task.Flush(w); err != nil {
 		b.Discard()
 		return fmt.Errorf("flush state: %w", err)
 	}
 	var buf [8]byte
 	for tp, o := range next {
 		binary.BigEndian.PutUint64(buf[:], uint64(o))
-		if err := b.Set(offsetKey(tp), buf[:]); err != nil {
+		if err := w.Set(offsetKey(tp), buf[:]); err != nil {
 			b.Discard()
 			return err
 		}
 	}
 	for sp := range dirtySrc {
 		binary.BigEndian.PutUint64(buf[:], uint64(srcApplied[sp]))
-		if err := b.Set(sourceKey(sp), buf[:]); err != nil {
+		if err := w.Set(sourceKey(sp), buf[:]); err != nil {
+			b.Discard()
+			return err
+		}
+	}
+	if cw != nil {
+		pos, err := cl.Commit(actx, cw.changes)
+		if err != nil {
+			b.Discard()
+			return fmt.Errorf("commit changelog: %w", err)
+		}
+		if err := setChangelogPos(b, pos); err != nil {
 			b.Discard()
 			return err
 		}
