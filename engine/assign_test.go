@@ -104,6 +104,23 @@ func produceKafka(t *testing.T, l eventlog.Log, topic string, from, n int, want 
 	}
 }
 
+// truncate deletes every record of the input and repartition topics, so
+// that only the changelogs can bring a partition's state to a new owner.
+func truncate(t *testing.T, c *kfake.Cluster, l eventlog.Log) {
+	t.Helper()
+	for _, topic := range []string{"in", engine.RepartitionTopic("count", "in")} {
+		for p := int32(0); p < 4; p++ {
+			o, err := l.Offsets(context.Background(), eventlog.TopicPartition{Topic: topic, Partition: p})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.DeleteRecords(topic, p, o.End); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 func merge(ms ...map[string]int64) map[string]int64 {
 	out := map[string]int64{}
 	for _, m := range ms {
@@ -135,9 +152,10 @@ func TestClusterPartitionsMoveWithTheirState(t *testing.T) {
 	produceKafka(t, a.log, "in", 0, 3000, want)
 	a.waitCaughtUp()
 	equalCounts(t, a.counts("count", 0, 1, 2, 3), want)
+	truncate(t, c, a.log)
 
 	// Partitions 2 and 3 move to b, which has no local state: it restores
-	// them from the changelog in full.
+	// them from the changelog in full (the input is gone).
 	b := startClusterNode(t, brokers, dir+"/b", op, 4)
 	a.e.Assign(map[int32]uint64{0: 1, 1: 1})
 	b.e.Assign(map[int32]uint64{2: 2, 3: 2})
@@ -145,6 +163,7 @@ func TestClusterPartitionsMoveWithTheirState(t *testing.T) {
 	a.waitCaughtUp()
 	b.waitCaughtUp()
 	equalCounts(t, merge(a.counts("count", 0, 1), b.counts("count", 2, 3)), want)
+	truncate(t, c, a.log)
 
 	// They move back: a brings its stale local copy up to date from the
 	// changelog.
