@@ -303,3 +303,23 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 	f.mu.Unlock()
 	return nil
 }
+
+// OwnedBy returns the partitions node owns, with their epochs.
+func (s State) OwnedBy(node string) map[int32]uint64 {
+	out := map[int32]uint64{}
+	for p, o := range s.Owners {
+		if o.Node == node {
+			out[int32(p)] = o.Epoch
+		}
+	}
+	return out
+}
+
+// Owner returns the member that owns partition p.
+func (s State) Owner(p int32) (Member, bool) {
+	if p < 0 || int(p) >= len(s.Owners) {
+		return Member{}, false
+	}
+	m, ok := s.Members[s.Owners[p].Node]
+	return m, ok
+}

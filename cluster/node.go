@@ -542,3 +542,17 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	w.l.Info(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
+
+// InContact reports whether the node may act on the partitions it owns: it
+// leads (a leader that loses its quorum steps down), or it is a follower
+// that heard from the leader within lease. A node cut off from the others
+// stops in time when lease is shorter than DownAfter.
+func (n *Node) InContact(lease time.Duration) bool {
+	switch n.raft.State() {
+	case raft.Leader:
+		return true
+	case raft.Follower:
+		return time.Since(n.raft.LastContact()) < lease
+	}
+	return false
+}

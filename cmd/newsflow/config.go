@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -31,6 +32,7 @@ type Config struct {
 	Interest InterestConfig `yaml:"interest"`
 	Auth     AuthConfig     `yaml:"auth"`
 	Logging  LoggingConfig  `yaml:"logging"`
+	Cluster  ClusterConfig  `yaml:"cluster"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
 	// reported as warnings (another tool may own them).
@@ -139,6 +141,36 @@ type CrawlConfig struct {
 	HostRate          float64       `yaml:"host_rate"`
 }
 
+// ClusterConfig makes the node a member of a cluster (Kafka backend only).
+type ClusterConfig struct {
+	// ID names the node, stable across restarts (default: the host name).
+	ID string `yaml:"id"`
+	// RaftAddr is the Raft listen address; Advertise, if set, the address
+	// peers dial. Both must stay the same across restarts.
+	RaftAddr  string `yaml:"raft_addr"`
+	Advertise string `yaml:"advertise"`
+	// HTTPAdvertise is the API address peers reach this node at (default
+	// http.addr).
+	HTTPAdvertise string `yaml:"http_advertise"`
+	// Bootstrap starts a new cluster; Join lists members' HTTP addresses to
+	// ask for admission. Either makes the node a cluster member, and so
+	// does Raft state left in the data directory by an earlier run.
+	Bootstrap bool     `yaml:"bootstrap"`
+	Join      []string `yaml:"join"`
+	// Secret authenticates the nodes' internal requests to each other;
+	// every member needs the same one.
+	Secret string `yaml:"secret"`
+	// DownAfter is how long the leader waits without a heartbeat before it
+	// moves a node's partitions.
+	DownAfter time.Duration `yaml:"down_after"`
+	// Lease is how long a follower keeps its partitions without hearing
+	// from the leader; keep it below down_after, so that a node cut off
+	// stops before its partitions start elsewhere.
+	Lease time.Duration `yaml:"lease"`
+	// QueryTimeout bounds a query's requests to other nodes.
+	QueryTimeout time.Duration `yaml:"query_timeout"`
+}
+
 type LoggingConfig struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
@@ -171,6 +203,7 @@ func defaultConfig() Config {
 			LoginBurstPerIP: 10, LoginIntervalIP: 6 * time.Second, LoginBurstPerUser: 5, LoginIntervalUser: 30 * time.Second},
 		Interest: InterestConfig{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, ParkFor: 10 * time.Minute},
 		Logging:  LoggingConfig{Level: "info", Format: "text"},
+		Cluster:  ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
 	}
 }
 
@@ -193,6 +226,9 @@ func loadConfig(path string, environ []string) (Config, error) {
 		}
 		if len(c.Crawl.AllowCIDRs) == 0 {
 			c.Crawl.AllowCIDRs = nil
+		}
+		if len(c.Cluster.Join) == 0 {
+			c.Cluster.Join = nil
 		}
 	}
 	if err := applyEnv(&c, environ); err != nil {
@@ -310,7 +346,36 @@ func (c Config) validate() error {
 	if c.DataDir == "" {
 		return errors.New("config: data_dir is empty")
 	}
+	if cc := c.Cluster; c.clustered() {
+		switch {
+		case c.Log.Backend != "kafka":
+			return errors.New("config: a cluster needs the kafka log backend (--brokers)")
+		case cc.Bootstrap && len(cc.Join) > 0:
+			return errors.New("config: cluster.bootstrap and cluster.join exclude each other")
+		case cc.Secret == "":
+			return errors.New("config: cluster.secret is empty (set NEWSFLOW_CLUSTER_SECRET; every member needs the same one)")
+		case cc.RaftAddr == "":
+			return errors.New("config: cluster.raft_addr is empty")
+		case cc.DownAfter <= 0 || cc.Lease <= 0 || cc.QueryTimeout <= 0:
+			return errors.New("config: cluster.down_after, cluster.lease and cluster.query_timeout must be positive")
+		case cc.Lease >= cc.DownAfter:
+			return fmt.Errorf("config: cluster.lease %s must be shorter than cluster.down_after %s", cc.Lease, cc.DownAfter)
+		}
+	}
 	return nil
+}
+
+// clusterDir holds the node's Raft state.
+func (c Config) clusterDir() string { return filepath.Join(c.DataDir, "cluster") }
+
+// clustered reports whether the node runs as a cluster member: asked to
+// bootstrap or join, or a member already (Raft state in the data dir).
+func (c Config) clustered() bool {
+	if c.Cluster.Bootstrap || len(c.Cluster.Join) > 0 {
+		return true
+	}
+	_, err := os.Stat(c.clusterDir())
+	return err == nil
 }
 
 // splitList splits a comma-separated list, dropping empty items.

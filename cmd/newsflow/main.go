@@ -15,7 +15,12 @@ import (
 const usage = `newsflow: a news aggregator built as a partitioned stream processor.
 
 Usage:
-  newsflow run      [flags]                 run a node (embedded log unless --brokers)
+  newsflow run      [flags] [--bootstrap | --join ADDRS] [--node-id ID] [--raft ADDR]
+                                            run a node (embedded log unless --brokers);
+                                            --bootstrap/--join make it a cluster member
+  newsflow status   [--addr URL]            a node's view of the cluster: nodes, leader,
+                                            partitions with owner, lag and state size
+  newsflow leave    [--addr URL]            the node gives up its partitions and stops
   newsflow topology [flags] [--json]        list operators, stages and topics
   newsflow produce  shares|articles FILE [--addr]
                                             send NDJSON share events or raw articles to a running node
@@ -102,6 +107,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 type commonFlags struct {
 	config, data, http, brokers, logLevel string
 	partitions                            int
+
+	// newsflow run only
+	bootstrap              bool
+	join, nodeID, raftAddr string
+}
+
+// registerCluster adds the cluster membership flags of newsflow run.
+func (c *commonFlags) registerCluster(fs *flag.FlagSet) {
+	fs.BoolVar(&c.bootstrap, "bootstrap", false, "start a new cluster with this node (cluster.bootstrap)")
+	fs.StringVar(&c.join, "join", "", "comma-separated HTTP addresses of cluster members to join (cluster.join)")
+	fs.StringVar(&c.nodeID, "node-id", "", "this node's name in the cluster (cluster.id)")
+	fs.StringVar(&c.raftAddr, "raft", "", "Raft listen address (cluster.raft_addr)")
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -143,6 +160,18 @@ func (c *commonFlags) load() (Config, error) {
 	if c.partitions != 0 {
 		cfg.Log.Partitions = int32(c.partitions)
 	}
+	if c.bootstrap {
+		cfg.Cluster.Bootstrap = true
+	}
+	if c.join != "" {
+		cfg.Cluster.Join = splitList(c.join)
+	}
+	if c.nodeID != "" {
+		cfg.Cluster.ID = c.nodeID
+	}
+	if c.raftAddr != "" {
+		cfg.Cluster.RaftAddr = c.raftAddr
+	}
 	return cfg, cfg.validate()
 }
 
@@ -171,6 +200,7 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	var cf commonFlags
 	cf.register(fs)
+	cf.registerCluster(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
@@ -55,6 +56,7 @@ type node struct {
 	limiter  *auth.Limiter
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
+	cluster  *cluster.Node  // nil unless the node is a cluster member
 }
 
 func newLogger(c LoggingConfig) (*slog.Logger, error) {
@@ -101,17 +103,24 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		n.log.Close()
 		return nil, err
 	}
-	n.sources = crawl.NewSources(meta.NewLocal(n.db), nil)
+	var store meta.Store = meta.NewLocal(n.db)
+	if cfg.clustered() {
+		if n.cluster, err = startCluster(ctx, cfg, n.db, logger); err != nil {
+			n.db.Close()
+			n.log.Close()
+			return nil, err
+		}
+		store = n.cluster.Meta()
+	}
+	n.sources = crawl.NewSources(store, nil)
 	ac := cfg.Auth
-	if n.auth, err = auth.NewStore(meta.NewLocal(n.db), time.Now, auth.Options{BcryptCost: ac.BcryptCost, SessionTTL: ac.SessionTTL, MaxSessionsPerUser: ac.MaxSessionsPerUser}); err != nil {
-		n.db.Close()
-		n.log.Close()
+	if n.auth, err = auth.NewStore(store, time.Now, auth.Options{BcryptCost: ac.BcryptCost, SessionTTL: ac.SessionTTL, MaxSessionsPerUser: ac.MaxSessionsPerUser}); err != nil {
+		n.close()
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if n.limiter, err = auth.NewLimiter(auth.LimiterOptions{IPBurst: ac.LoginBurstPerIP, IPInterval: ac.LoginIntervalIP,
 		UserBurst: ac.LoginBurstPerUser, UserInterval: ac.LoginIntervalUser}, time.Now); err != nil {
-		n.db.Close()
-		n.log.Close()
+		n.close()
 		return nil, err
 	}
 	fail := func(err error) (*node, error) {
@@ -120,7 +129,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	}
 	n.engine, err = engine.New(n.log, n.db, engine.Options{
 		Partitions: cfg.Log.Partitions, MaxBatch: cfg.Engine.MaxBatch, CommitInterval: cfg.Engine.CommitInterval, DeadLetterTopic: cfg.Engine.DeadLetterTopic,
-		Logger: logger, Registerer: n.reg,
+		Cluster: n.cluster != nil, Logger: logger, Registerer: n.reg,
 	})
 	if err != nil {
 		return fail(err)
@@ -150,6 +159,12 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 }
 
 func (n *node) close() {
+	// The cluster's state machine writes to the state store: stop it first.
+	if n.cluster != nil {
+		if err := n.cluster.Close(); err != nil {
+			n.logger.Error("close cluster member", "err", err)
+		}
+	}
 	if n.db != nil {
 		if err := n.db.Close(); err != nil {
 			n.logger.Error("close state", "err", err)
@@ -173,7 +188,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 	}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
 		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
-		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler()}, query.Options{
+		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL, AdminToken: n.cfg.Auth.AdminToken,
 		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
@@ -200,6 +215,9 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		g.Go(func() error { return n.crawler.Run(gctx) })
 	}
 	g.Go(func() error { return n.sweepSessions(gctx) })
+	if n.cluster != nil {
+		g.Go(func() error { n.followAssignments(gctx); return nil })
+	}
 	g.Go(func() error {
 		select {
 		case <-engineDone:
@@ -241,6 +259,13 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 
 func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {
 	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg}
+	if n.cluster != nil {
+		// A source is crawled by the node that owns its partition.
+		o.Owns = func(id string) bool {
+			_, ok := n.engine.Assigned()[eventlog.PartitionFor([]byte(id), n.engine.Partitions())]
+			return ok
+		}
+	}
 	o.Fetch = fetch.Options{UserAgent: c.UserAgent, Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxRedirects: c.MaxRedirects,
 		AllowPrivate: c.AllowPrivate, Logger: logger}
 	for _, cidr := range c.AllowCIDRs {

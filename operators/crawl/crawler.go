@@ -231,6 +231,9 @@ func (c *Crawler) Run(ctx context.Context) error {
 				break
 			}
 			delete(queued, it.id)
+			if c.opts.Owns != nil && !c.opts.Owns(it.id) {
+				continue // its partition moved to another node
+			}
 			if !c.startCrawling(it.id) {
 				continue // a manual crawl is running; it reschedules
 			}

@@ -79,6 +79,8 @@ func (o *Operator) Spec() engine.Spec {
 		Options:     o.opts,
 
 		MinCommitInterval: o.opts.CommitInterval,
+		// The index is rebuilt from articles.indexed where it is missing.
+		LocalState: true,
 	}
 }
 

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"time"
+
+	"github.com/newsflow/newsflow/cluster"
+	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+// startCluster starts the node's Raft member. The replicated metadata
+// (sources, accounts, preferences, sessions) lives in the node's state
+// store, written only by the Raft state machine.
+func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Logger) (*cluster.Node, error) {
+	cc := cfg.Cluster
+	id := cc.ID
+	if id == "" {
+		h, err := os.Hostname()
+		if err != nil || h == "" {
+			return nil, fmt.Errorf("config: cluster.id is empty and the host name is unknown: %v", err)
+		}
+		id = h
+	}
+	httpAddr := cc.HTTPAdvertise
+	if httpAddr == "" {
+		httpAddr = cfg.HTTP.Addr
+	}
+	n, err := cluster.Start(ctx, cluster.Config{
+		ID: id, RaftAddr: cc.RaftAddr, Advertise: cc.Advertise, HTTPAddr: httpAddr, Dir: cfg.clusterDir(),
+		Partitions: cfg.Log.Partitions, Bootstrap: cc.Bootstrap, Join: cc.Join, Secret: cc.Secret,
+		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db),
+	})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("cluster member started", "id", id, "raft", cc.RaftAddr, "http", httpAddr, "bootstrap", cc.Bootstrap, "join", cc.Join)
+	return n, nil
+}
+
+// followAssignments gives the engine the partitions the cluster assigns to
+// this node, while the node is in contact with the leader; a node cut off
+// for longer than the lease gives up all of them.
+func (n *node) followAssignments(ctx context.Context) {
+	lease := n.cfg.Cluster.Lease
+	t := time.NewTicker(lease / 5)
+	defer t.Stop()
+	var last map[int32]uint64
+	first := true
+	for {
+		st, changed := n.cluster.State()
+		owned := map[int32]uint64{}
+		switch {
+		case st.Partitions != 0 && st.Partitions != n.engine.Partitions():
+			n.logger.Error("the cluster has another partition count than this node; running none",
+				"cluster", st.Partitions, "node", n.engine.Partitions())
+		case n.cluster.InContact(lease):
+			owned = st.OwnedBy(n.cluster.ID())
+		}
+		if first || !maps.Equal(owned, last) {
+			if !first && len(owned) == 0 && len(last) > 0 && !n.cluster.InContact(lease) {
+				n.logger.Warn("out of contact with the cluster leader; stopping all partitions", "lease", lease)
+			}
+			n.engine.Assign(owned)
+			n.logger.Info("partitions assigned", "count", len(owned))
+			last, first = owned, false
+			if n.crawler != nil {
+				n.crawler.Kick()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-t.C:
+		}
+	}
+}
+
+// queryCluster keeps a nil *cluster.Node from becoming a non-nil interface.
+func (n *node) queryCluster() query.Cluster {
+	if n.cluster == nil {
+		return nil
+	}
+	return n.cluster
+}
