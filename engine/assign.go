@@ -89,6 +89,22 @@ func (e *Engine) owns(p int32, epoch uint64) bool {
 	return ok && got == epoch
 }
 
+// PartitionStateBytes estimates the bytes partition p's tasks keep in the
+// local store (every stage's namespace of that partition number).
+func (e *Engine) PartitionStateBytes(p int32) (uint64, error) {
+	var total uint64
+	for _, st := range e.stages {
+		for sp := p; sp < st.partitions; sp += e.opts.Partitions {
+			n, err := e.db.Namespace(namespaceName(st.name, sp)).DiskUsage()
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+	}
+	return total, nil
+}
+
 // partitionGroup is the running tasks of one assigned partition.
 type partitionGroup struct {
 	epoch   uint64

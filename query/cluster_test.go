@@ -1,6 +1,7 @@
 package query_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -21,6 +22,7 @@ func (f *fakeCluster) Leader() string { return "a" }
 func (f *fakeCluster) State() (cluster.State, <-chan struct{}) {
 	return f.state, make(chan struct{})
 }
+func (f *fakeCluster) Leave(context.Context) error { f.calls = append(f.calls, "leave"); return nil }
 func (f *fakeCluster) Handle(path, authorization string, body []byte) (int, []byte) {
 	f.calls = append(f.calls, path+" "+authorization+" "+string(body))
 	if authorization != "Bearer s3cret" {
@@ -58,11 +60,13 @@ func TestClusterAdminAndInternalRoutes(t *testing.T) {
 			Owner     string `json:"owner"`
 			Epoch     uint64 `json:"epoch"`
 		} `json:"partitions"`
+		Unreachable []string `json:"unreachable"`
 	}
 	if err := json.Unmarshal(r.body, &res); err != nil || r.status != fasthttp.StatusOK {
 		t.Fatalf("cluster: %s", r)
 	}
-	if res.Node != "b" || res.Leader != "a" || len(res.Members) != 3 || len(res.Partitions) != 4 {
+	// Member a is up but its address answers nothing: the view says so.
+	if res.Node != "b" || res.Leader != "a" || len(res.Members) != 3 || len(res.Partitions) != 4 || len(res.Unreachable) != 1 || res.Unreachable[0] != "a" {
 		t.Fatalf("cluster view %+v", res)
 	}
 	if m := res.Members[0]; m.ID != "a" || !m.Leader || !m.Up || m.Partitions != 2 {

@@ -35,7 +35,8 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	res, err := s.deps.Trending.Top(window, string(args.Peek("category")), k)
+	category := string(args.Peek("category"))
+	res, err := s.deps.Trending.Top(window, category, k)
 	if errors.Is(err, trending.ErrUnknownWindow) {
 		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": err.Error(), "windows": s.deps.Trending.WindowNames()})
 		return
@@ -44,7 +45,13 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
+	var failed []string
+	if s.fansOut(ctx) {
+		res, failed = s.clusterTop(res, window, category, k)
+	}
 	switch expand := string(args.Peek("expand")); {
+	case expand == "" && len(failed) > 0:
+		writeJSON(ctx, fasthttp.StatusOK, clusterTrending{Result: res, FailedNodes: failed})
 	case expand == "":
 		writeJSON(ctx, fasthttp.StatusOK, res)
 	case expand != "articles":
@@ -54,8 +61,17 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		for i, it := range res.Items {
 			items[i] = trendingItem{Item: it, articleRef: s.articleRef(it.ArticleID)}
 		}
-		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf})
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf,
+			"missing_partitions": res.Partial, "failed_nodes": failed})
 	}
+}
+
+// clusterTrending is a trending answer some nodes did not contribute to.
+type clusterTrending struct {
+	trending.Result
+	// FailedNodes did not answer in time; their partitions are listed in
+	// missing_partitions.
+	FailedNodes []string `json:"failed_nodes,omitempty"`
 }
 
 // articleRef is what a list of article ids shows of each article: its

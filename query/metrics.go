@@ -13,6 +13,7 @@ type httpMetrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	ingested *prometheus.CounterVec
+	peerErrs prometheus.Counter
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -27,8 +28,11 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_ingested_events_total", Help: "Events accepted or rejected by HTTP ingestion.",
 		}, []string{"type", "result"}),
+		peerErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "newsflow_peer_request_errors_total", Help: "Requests to other cluster nodes (routed or fanned-out queries) that failed or timed out.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.ingested} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.ingested, m.peerErrs} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("query: register metrics: %w", err)
 		}

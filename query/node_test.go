@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 		// fasthttp's idle-connection and worker cleaners sleep up to 10s
 		// before they notice that their client or server is gone.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
 		// A process-wide ticker fasthttp starts once and never stops.

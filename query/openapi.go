@@ -66,7 +66,9 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/history", tag: "account", auth: "user", summary: "The user's latest reads, newest first, with each article's title and story", ok: 200, okSchema: "Object", errs: []int{401, 429, 503}},
 
 	{method: "GET", path: "/api/v1/admin/progress", tag: "admin", auth: "admin", summary: "Readiness and committed offsets and lag per stage and partition", ok: 200, okSchema: "Object", errs: []int{401, 403, 503}},
-	{method: "GET", path: "/api/v1/admin/cluster", tag: "admin", auth: "admin", summary: "Cluster: this node, the leader, members (up, partitions owned) and each partition's owner and epoch", ok: 200, okSchema: "Object", errs: []int{401, 403}},
+	{method: "GET", path: "/api/v1/admin/cluster", tag: "admin", auth: "admin", summary: "Cluster: this node, the leader, members (up, partitions owned), each partition's owner, epoch, lag and state size (from its owner), and nodes that did not answer", ok: 200, okSchema: "Object", errs: []int{401, 403}},
+	{method: "GET", path: "/api/v1/admin/cluster/local", tag: "admin", auth: "admin", summary: "The partitions this node runs, with lag and state size", ok: 200, okSchema: "Object", errs: []int{401, 403}},
+	{method: "POST", path: "/api/v1/admin/cluster/leave", tag: "admin", auth: "admin", summary: "The node gives up its partitions, leaves the cluster and stops (newsflow leave)", ok: 200, okSchema: "Object", errs: []int{401, 403, 503}},
 	{method: "POST", path: "/internal/v1/cluster/join", tag: "cluster", summary: "Internal: admit a node (cluster secret as bearer token)", body: "Object", ok: 200, okSchema: "Object", errs: []int{400, 401, 503}},
 	{method: "POST", path: "/internal/v1/cluster/apply", tag: "cluster", summary: "Internal: replicate a command through the leader (cluster secret)", body: "Object", ok: 200, okSchema: "Object", errs: []int{400, 401, 409, 421, 503}},
 	{method: "POST", path: "/internal/v1/cluster/index", tag: "cluster", summary: "Internal: the last applied Raft index (cluster secret)", ok: 200, okSchema: "Object", errs: []int{401}},

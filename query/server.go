@@ -41,6 +41,11 @@ type Options struct {
 	ReadTimeout  time.Duration // default 30s
 	WriteTimeout time.Duration // default 30s
 	IdleTimeout  time.Duration // default 2m
+	// PeerTimeout bounds a request to another cluster node (default 2s).
+	PeerTimeout time.Duration
+	// OnLeave, if set, is called after the node left its cluster
+	// (POST /api/v1/admin/cluster/leave), to stop the process.
+	OnLeave func()
 	// MaxFuture and MaxPast bound an ingested event's timestamp relative to
 	// the server clock (defaults 5m and 24h5m).
 	MaxFuture time.Duration
@@ -85,6 +90,9 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
+	if o.PeerTimeout == 0 {
+		o.PeerTimeout = peerTimeoutDefault
+	}
 	if o.Addr == "" {
 		o.Addr = d.Addr
 	}
@@ -152,6 +160,8 @@ type Cluster interface {
 	ID() string
 	Leader() string
 	State() (cluster.State, <-chan struct{})
+	// Leave gives up the node's partitions and membership.
+	Leave(ctx context.Context) error
 	// Handle answers an internal request (its own secret check).
 	Handle(path, authorization string, body []byte) (int, []byte)
 }
@@ -180,6 +190,9 @@ type Server struct {
 
 	partsMu sync.Mutex
 	parts   map[string]int32 // partition count per topic, cached
+
+	peers      *fasthttp.Client // requests to other cluster nodes
+	peerErrors prometheus.Counter
 }
 
 // New returns a server; call Run to serve.
@@ -196,6 +209,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if s.m, err = newHTTPMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
+	s.peerErrors = s.m.peerErrs
+	s.peers = &fasthttp.Client{Name: "newsflow-peer", MaxConnsPerHost: 64, ReadTimeout: opts.PeerTimeout, WriteTimeout: opts.PeerTimeout}
 	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
 	r := router.New()
 	s.router, s.openapi = r, openAPIDocument()
@@ -206,8 +221,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if opts.Gatherer != nil {
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
 	}
-	r.GET("/api/v1/trending", s.instrument("trending", s.handleTrending))
-	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.handleArticleShares))
+	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(expandOwner, s.handleTrending)))
+	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
 	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.handleShare))
 	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
 	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.handleRead))
@@ -219,17 +234,17 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.handleArticles))
 	}
 	if deps.Stories != nil {
-		r.GET("/api/v1/stories", s.instrument("stories", s.handleStories))
-		r.GET("/api/v1/stories/{id}", s.instrument("story", s.handleStory))
-		r.GET("/api/v1/breaking", s.instrument("breaking", s.handleBreaking))
-		r.GET("/api/v1/topics", s.instrument("topics", s.handleTopics))
-		r.GET("/api/v1/feed", s.instrument("feed", s.handleFeed))
+		r.GET("/api/v1/stories", s.instrument("stories", s.toOwner(storyOwner, s.handleStories)))
+		r.GET("/api/v1/stories/{id}", s.instrument("story", s.toOwner(storyOwner, s.handleStory)))
+		r.GET("/api/v1/breaking", s.instrument("breaking", s.toOwner(storyOwner, s.handleBreaking)))
+		r.GET("/api/v1/topics", s.instrument("topics", s.toOwner(storyOwner, s.handleTopics)))
+		r.GET("/api/v1/feed", s.instrument("feed", s.toOwner(storyOwner, s.handleFeed)))
 	}
 	if deps.Search != nil {
 		r.GET("/api/v1/search", s.instrument("search", s.handleSearch))
 	}
 	if deps.Interest != nil {
-		r.GET("/api/v1/admin/users/{id}/interest", s.instrument("user_interest", s.handleUserInterest))
+		r.GET("/api/v1/admin/users/{id}/interest", s.instrument("user_interest", s.toOwner(s.keyPartition("id"), s.handleUserInterest)))
 	}
 	if deps.Auth != nil {
 		if deps.Limiter == nil {
@@ -260,6 +275,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 			r.POST(p, s.handleInternal)
 		}
 		r.GET("/api/v1/admin/cluster", s.instrument("cluster", s.handleCluster))
+		r.GET("/api/v1/admin/cluster/local", s.instrument("cluster_local", s.handleClusterLocal))
+		r.POST("/api/v1/admin/cluster/leave", s.instrument("cluster_leave", s.handleLeave))
 	}
 	ui := web.Handler()
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

@@ -97,6 +97,12 @@ func (n Namespace) end() []byte {
 	return e
 }
 
+// DiskUsage estimates the bytes the namespace takes on disk (Pebble's
+// estimate: whole sstables, plus nothing for data still in memtables).
+func (n Namespace) DiskUsage() (uint64, error) {
+	return n.db.db.EstimateDiskUsage(n.prefix, n.end())
+}
+
 // Get returns a copy of the value stored at key, and whether it exists.
 func (n Namespace) Get(key []byte) ([]byte, bool, error) {
 	v, closer, err := n.db.db.Get(n.key(key))

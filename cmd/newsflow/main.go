@@ -90,6 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdTopics(ctx, args, stdout, stderr)
 	case "cluster":
 		return cmdCluster(ctx, args, stdout, stderr)
+	case "status":
+		return cmdStatus(ctx, args, stdout, stderr)
+	case "leave":
+		return cmdLeave(ctx, args, stdout, stderr)
 	case "user":
 		return cmdUser(ctx, args, os.Stdin, stdout, stderr)
 	case "version":

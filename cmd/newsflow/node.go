@@ -180,6 +180,10 @@ func (n *node) close() {
 // run serves until ctx is done: first the HTTP server stops taking
 // requests, then the engine commits its last batches, then the node closes.
 func (n *node) run(ctx context.Context, ln net.Listener) error {
+	// After newsflow leave the node has no partitions and no membership:
+	// it stops.
+	ctx, leave := context.WithCancel(ctx)
+	defer leave()
 	// Producers may write the event topics before any operator reads them.
 	for _, topic := range []string{events.TopicShares, events.TopicReads, events.TopicArticlesRaw} {
 		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, n.engine.Partitions()); err != nil {
@@ -194,6 +198,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
+		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: leave,
 	})
 	if err != nil {
 		return err

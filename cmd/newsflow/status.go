@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// adminCall sends an admin request to a running node and returns the body
+// of a 2xx answer.
+func adminCall(ctx context.Context, method, addr, path, tok string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(addr, "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return b, nil
+}
+
+func adminFlags(name string, args []string, stderr io.Writer) (addr, tok string, asJSON bool, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	a := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
+	t := fs.String("token", os.Getenv("NEWSFLOW_ADMIN_TOKEN"), "admin token or admin session token (default $NEWSFLOW_ADMIN_TOKEN)")
+	j := fs.Bool("json", false, "print the node's JSON answer")
+	if err := fs.Parse(args); err != nil {
+		return "", "", false, err
+	}
+	if fs.NArg() > 0 {
+		return "", "", false, fmt.Errorf("usage: newsflow %s [--addr URL] [--token TOKEN]", name)
+	}
+	return *a, *t, *j, nil
+}
+
+// cmdStatus prints a node's view of its cluster: members, the leader and
+// every partition with its owner, epoch, lag and state size.
+func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	addr, tok, asJSON, err := adminFlags("status", args, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := adminCall(ctx, http.MethodGet, addr, "/api/v1/admin/cluster", tok)
+	if err != nil {
+		if strings.Contains(err.Error(), "404") {
+			return errors.New("status: the node is not a cluster member")
+		}
+		return fmt.Errorf("status: %w", err)
+	}
+	if asJSON {
+		_, err := stdout.Write(b)
+		return err
+	}
+	var v struct {
+		Node, Leader string
+		Members      []struct {
+			ID         string `json:"id"`
+			HTTPAddr   string `json:"http_addr"`
+			Up         bool   `json:"up"`
+			Leaving    bool   `json:"leaving"`
+			Leader     bool   `json:"leader"`
+			Partitions int    `json:"partitions"`
+		} `json:"members"`
+		Partitions []struct {
+			Partition  int32  `json:"partition"`
+			Owner      string `json:"owner"`
+			Epoch      uint64 `json:"epoch"`
+			Running    bool   `json:"running"`
+			Lag        int64  `json:"lag"`
+			StateBytes uint64 `json:"state_bytes"`
+		} `json:"partitions"`
+		Unreachable []string `json:"unreachable"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	fmt.Fprintf(stdout, "node %s, leader %s\n\n", v.Node, v.Leader)
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "NODE\tHTTP\tSTATE\tPARTITIONS")
+	for _, m := range v.Members {
+		state := "up"
+		switch {
+		case m.Leaving:
+			state = "leaving"
+		case !m.Up:
+			state = "down"
+		}
+		if m.Leader {
+			state += ", leader"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%d\n", m.ID, m.HTTPAddr, state, m.Partitions)
+	}
+	w.Flush()
+	fmt.Fprintln(stdout)
+	w = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "PARTITION\tOWNER\tEPOCH\tRUNNING\tLAG\tSTATE")
+	for _, p := range v.Partitions {
+		fmt.Fprintf(w, "%d\t%s\t%d\t%v\t%d\t%s\n", p.Partition, p.Owner, p.Epoch, p.Running, p.Lag, humanBytes(p.StateBytes))
+	}
+	w.Flush()
+	if len(v.Unreachable) > 0 {
+		fmt.Fprintf(stdout, "\nnot answering: %s\n", strings.Join(v.Unreachable, ", "))
+	}
+	return nil
+}
+
+// cmdLeave asks a node to give up its partitions and leave its cluster;
+// the node then stops.
+func cmdLeave(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	addr, tok, _, err := adminFlags("leave", args, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := adminCall(ctx, http.MethodPost, addr, "/api/v1/admin/cluster/leave", tok)
+	if err != nil {
+		return fmt.Errorf("leave: %w", err)
+	}
+	_, err = stdout.Write(append(b, '\n'))
+	return err
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
