@@ -3,13 +3,13 @@ package engine
 import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
-	recordsIn     *prometheus.CounterVec
-	recordsOut    *prometheus.CounterVec
-	deadLetters   *prometheus.CounterVec
-	duplicates    *prometheus.CounterVec
-	taskRestarts  *prometheus.CounterVec
-	commitSeconds *prometheus.HistogramVec
-	lag           *prometheus.GaugeVec
+	recordsIn      *prometheus.CounterVec
+	recordsOut     *prometheus.CounterVec
+	deadLetters    *prometheus.CounterVec
+	duplicates     *prometheus.CounterVec
+	taskRestarts   *prometheus.CounterVec
+	commitSeconds  *prometheus.HistogramVec
+	lag            *prometheus.GaugeVec
 	restoreSeconds *prometheus.HistogramVec
 }
 
