@@ -41,10 +41,15 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	var unreachable []string
 	for _, a := range s.fanOut("/api/v1/admin/cluster/local", ctx) {
 		var lr struct {
-			Partitions []localPartition `json:"partitions"`
+			Partitions []localPartitionWire `json:"partitions"`
 		}
 		if a.err == nil && a.status == fasthttp.StatusOK && json.Unmarshal(a.body, &lr) == nil {
-			add(a.node, lr.Partitions)
+			lps := make([]localPartition, len(lr.Partitions))
+			for i, w := range lr.Partitions {
+				lps[i] = w.localPartition
+				lps[i].Partition = w.Partition
+			}
+			add(a.node, lps)
 		} else {
 			unreachable = append(unreachable, a.node)
 		}
@@ -91,6 +96,12 @@ type localPartition struct {
 	StateBytes uint64 `json:"state_bytes"`
 }
 
+// localPartitionWire is localPartition with its number, as nodes send it.
+type localPartitionWire struct {
+	Partition int32 `json:"partition"`
+	localPartition
+}
+
 func (s *Server) localPartitions() []localPartition {
 	n := s.deps.Engine.Partitions()
 	lags := map[int32]int64{}
@@ -109,14 +120,10 @@ func (s *Server) localPartitions() []localPartition {
 // handleClusterLocal answers GET /api/v1/admin/cluster/local: the
 // partitions this node runs, with lag and state size.
 func (s *Server) handleClusterLocal(ctx *fasthttp.RequestCtx) {
-	type wire struct {
-		Partition int32 `json:"partition"`
-		localPartition
-	}
 	lps := s.localPartitions()
-	out := make([]wire, len(lps))
+	out := make([]localPartitionWire, len(lps))
 	for i, lp := range lps {
-		out[i] = wire{lp.Partition, lp}
+		out[i] = localPartitionWire{lp.Partition, lp}
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"node": s.deps.Cluster.ID(), "partitions": out})
 }

@@ -56,16 +56,38 @@ func (s *Server) toOwner(part func(ctx *fasthttp.RequestCtx) (int32, bool), h fa
 			h(ctx) // the handler rejects the request
 			return
 		}
-		st, _ := s.deps.Cluster.State()
-		m, ok := st.Owner(p)
-		switch {
-		case !ok:
-			writeError(ctx, fasthttp.StatusServiceUnavailable, fmt.Sprintf("partition %d has no owner yet", p))
-		case m.ID == s.deps.Cluster.ID():
-			h(ctx)
-		default:
-			s.forward(ctx, m, p)
+		// While the owner is unknown (a node that just started) or does
+		// not answer (it died, and the leader has yet to move its
+		// partitions), wait for the cluster state to change, up to the
+		// peer timeout, then answer 503 naming the partition.
+		deadline := time.Now().Add(s.opts.PeerTimeout)
+		var lastErr error
+		for {
+			st, changed := s.deps.Cluster.State()
+			m, ok := st.Owner(p)
+			switch {
+			case ok && m.ID == s.deps.Cluster.ID():
+				h(ctx)
+				return
+			case ok:
+				if lastErr = s.forward(ctx, m); lastErr == nil {
+					return
+				}
+				lastErr = fmt.Errorf("node %s, owner of partition %d, did not answer: %w", m.ID, p, lastErr)
+			default:
+				lastErr = fmt.Errorf("partition %d has no owner yet", p)
+			}
+			wait := time.Until(deadline)
+			if wait <= 0 {
+				break
+			}
+			select {
+			case <-changed:
+			case <-time.After(min(wait, 250*time.Millisecond)):
+			}
 		}
+		s.peerErrors.Inc()
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"error": lastErr.Error(), "partition": p})
 	}
 }
 
@@ -97,10 +119,8 @@ func (s *Server) enginePartitions() int32 {
 	return st.Partitions
 }
 
-// forward sends the request to member m and copies its answer back. When m
-// does not answer in time the client gets 503 naming the node and the
-// partition.
-func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member, p int32) {
+// forward sends the request to member m and copies its answer back.
+func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member) error {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
@@ -110,14 +130,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member, p int32) {
 	req.URI().SetScheme("http")
 	req.Header.Set(HeaderRouted, s.deps.Cluster.ID())
 	if err := s.peers.DoTimeout(req, resp, s.opts.PeerTimeout); err != nil {
-		s.peerErrors.Inc()
-		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{
-			"error": fmt.Sprintf("node %s, owner of partition %d, did not answer: %v", m.ID, p, err), "node": m.ID, "partition": p,
-		})
-		return
+		return err
 	}
 	resp.CopyTo(&ctx.Response)
 	ctx.Response.Header.Set("X-Newsflow-Node", m.ID)
+	return nil
 }
 
 // peerAnswer is one node's answer to a fanned-out query.

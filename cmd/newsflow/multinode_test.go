@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// testCluster is three newsflow processes forming a cluster over one kfake
+// broker that the test process hosts.
+type testCluster struct {
+	t       *testing.T
+	kafka   *kfake.Cluster
+	brokers []string
+	nodes   map[string]*nodeProc // by node id: a, b, c
+	ids     []string
+}
+
+const testClusterSecret = "cluster-test-secret"
+
+func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
+	t.Helper()
+	k := newKfake(t)
+	tc := &testCluster{t: t, kafka: k, brokers: k.ListenAddrs(), nodes: map[string]*nodeProc{}, ids: []string{"a", "b", "c"}}
+	env := append([]string{"NEWSFLOW_CLUSTER_SECRET=" + testClusterSecret}, extraEnv...)
+	var first string
+	for _, id := range tc.ids {
+		args := []string{"--brokers", tc.brokers[0], "--node-id", id, "--raft", freeAddr(t), "--log-level", "info"}
+		if first == "" {
+			args = append(args, "--bootstrap")
+		} else {
+			args = append(args, "--join", first)
+		}
+		n := startNodeEnv(t, t.TempDir(), env, args...)
+		if first == "" {
+			first = n.addr
+			n.waitReady(60 * time.Second)
+		}
+		tc.nodes[id] = n
+	}
+	tc.waitView(60*time.Second, "three members up, every partition running", func(v clusterView) bool {
+		if len(v.Members) != 3 {
+			return false
+		}
+		for _, m := range v.Members {
+			if !m.Up || m.Partitions == 0 {
+				return false
+			}
+		}
+		return v.allRunning()
+	})
+	return tc
+}
+
+type clusterView struct {
+	Node    string `json:"node"`
+	Leader  string `json:"leader"`
+	Members []struct {
+		ID         string `json:"id"`
+		Up         bool   `json:"up"`
+		Partitions int    `json:"partitions"`
+	} `json:"members"`
+	Partitions []struct {
+		Partition int32  `json:"partition"`
+		Owner     string `json:"owner"`
+		Epoch     uint64 `json:"epoch"`
+		Running   bool   `json:"running"`
+		Lag       int64  `json:"lag"`
+	} `json:"partitions"`
+	Unreachable []string `json:"unreachable"`
+}
+
+func (v clusterView) allRunning() bool {
+	if len(v.Partitions) == 0 {
+		return false
+	}
+	for _, p := range v.Partitions {
+		if !p.Running {
+			return false
+		}
+	}
+	return true
+}
+
+func (v clusterView) owns(id string) int {
+	n := 0
+	for _, p := range v.Partitions {
+		if p.Owner == id {
+			n++
+		}
+	}
+	return n
+}
+
+// view asks node id for its view of the cluster.
+func (tc *testCluster) view(id string) (clusterView, error) {
+	var v clusterView
+	err := getJSON(tc.nodes[id].url("/api/v1/admin/cluster"), &v)
+	return v, err
+}
+
+// waitView polls the running nodes' views until cond holds for one of them.
+func (tc *testCluster) waitView(timeout time.Duration, what string, cond func(clusterView) bool) (clusterView, time.Duration) {
+	tc.t.Helper()
+	start := time.Now()
+	var last clusterView
+	for time.Since(start) < timeout {
+		for _, id := range tc.ids {
+			if !tc.nodes[id].running() {
+				continue
+			}
+			if v, err := tc.view(id); err == nil {
+				last = v
+				if cond(v) {
+					return v, time.Since(start)
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	tc.t.Fatalf("cluster: not %s after %s; last view %+v", what, timeout, last)
+	return last, 0
+}
+
+// waitCaughtUp waits until every partition runs and every node has
+// committed everything in the log.
+func (tc *testCluster) waitCaughtUp(timeout time.Duration) {
+	tc.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for _, id := range tc.ids {
+		// Each node's own view: a restarted node replays the Raft log
+		// before it knows the owners.
+		for {
+			v, err := tc.view(id)
+			if err == nil && len(v.Members) == 3 && v.allRunning() {
+				break
+			}
+			if time.Now().After(deadline) {
+				tc.t.Fatalf("node %s: not every partition running after %s: %+v %v", id, timeout, v, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		tc.nodes[id].waitCaughtUp(time.Until(deadline))
+	}
+}
+
+func (n *nodeProc) running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+// queryLoad sends trending and article-share queries round robin to the
+// running nodes until stop is closed, counting answers that are errors
+// (no answer or not 200) and answers that are partial.
+type queryLoad struct {
+	total, failed, partial atomic.Int64
+}
+
+func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGroup) {
+	defer wg.Done()
+	client := &http.Client{Timeout: 5 * time.Second}
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		n := tc.nodes[tc.ids[i%3]]
+		if !n.running() {
+			continue
+		}
+		path := "/api/v1/trending?window=1h&k=10"
+		if i%2 == 1 {
+			path = "/api/v1/articles/art-" + fmt.Sprintf("%05d", i%500) + "/shares"
+		}
+		q.total.Add(1)
+		resp, err := client.Get(n.url(path))
+		if err != nil {
+			if n.running() {
+				q.failed.Add(1)
+			} else {
+				q.total.Add(-1) // killed under the request: the client picked a dead node
+			}
+			continue
+		}
+		var body [4096]byte
+		k, _ := resp.Body.Read(body[:])
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode != 200:
+			q.failed.Add(1)
+		case containsAny(string(body[:k]), `"missing_partitions":[`, `"failed_nodes":[`):
+			q.partial.Add(1)
+		}
+	}
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		for i := 0; i+len(sub) <= len(s); i++ {
+			if s[i:i+len(sub)] == sub {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func clusterShares() int {
+	if v, err := strconv.Atoi(os.Getenv("NEWSFLOW_CLUSTER_SHARES")); err == nil && v > 0 {
+		return v
+	}
+	return 1_000_000
+}
+
+// TestClusterFailover: three nodes; shares are produced to Kafka while a
+// follower and then the leader are SIGKILLed and restarted. A new leader is
+// elected within 5 s, the dead nodes' partitions run elsewhere within 10 s,
+// queries keep being answered, and the final counts, asked of any node,
+// are exact.
+func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test skipped in -short mode")
+	}
+	tc := startTestCluster(t)
+	stream := genShares(clusterShares(), 5000, 47)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	var load queryLoad
+	stopLoad := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go load.run(tc, stopLoad, &wg)
+
+	produced := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		const chunk = 10_000
+		for i := 0; i < len(stream.lines); i += chunk {
+			var recs []*kgo.Record
+			for _, l := range stream.lines[i:min(i+chunk, len(stream.lines))] {
+				recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
+			}
+			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		produced <- nil
+	}()
+
+	v, _ := tc.waitView(10*time.Second, "led", func(v clusterView) bool { return v.Leader != "" })
+	leader := v.Leader
+	var follower string
+	for _, id := range tc.ids {
+		if id != leader {
+			follower = id
+			break
+		}
+	}
+
+	// A follower dies.
+	time.Sleep(2 * time.Second)
+	tc.nodes[follower].kill()
+	killed := time.Now()
+	_, moved := tc.waitView(20*time.Second, "without partitions on the dead follower", func(v clusterView) bool {
+		return v.owns(follower) == 0 && v.allRunning()
+	})
+	t.Logf("follower %s killed: its partitions run elsewhere after %s", follower, moved.Round(time.Millisecond))
+	if moved > 10*time.Second {
+		t.Errorf("partitions of the dead follower reassigned after %s, want <= 10s", moved)
+	}
+	tc.nodes[follower].start()
+	tc.waitView(30*time.Second, "rejoined by the follower", func(v clusterView) bool { return v.owns(follower) > 0 && v.allRunning() })
+
+	// The leader dies.
+	tc.nodes[leader].kill()
+	killed = time.Now()
+	v, elected := tc.waitView(20*time.Second, "led by a new leader", func(v clusterView) bool { return v.Leader != "" && v.Leader != leader })
+	t.Logf("leader %s killed: %s leads after %s", leader, v.Leader, elected.Round(time.Millisecond))
+	if elected > 5*time.Second {
+		t.Errorf("new leader after %s, want <= 5s", elected)
+	}
+	_, moved = tc.waitView(20*time.Second, "without partitions on the dead leader", func(v clusterView) bool {
+		return v.owns(leader) == 0 && v.allRunning()
+	})
+	moved = time.Since(killed)
+	t.Logf("leader's partitions run elsewhere %s after the kill", moved.Round(time.Millisecond))
+	if moved > 10*time.Second {
+		t.Errorf("partitions of the dead leader reassigned after %s, want <= 10s", moved)
+	}
+	tc.nodes[leader].start()
+
+	if err := <-produced; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	tc.waitCaughtUp(5 * time.Minute)
+	close(stopLoad)
+	wg.Wait()
+	total, failed, partial := load.total.Load(), load.failed.Load(), load.partial.Load()
+	t.Logf("queries during the test: %d, failed %d (%.2f%%), partial %d (%.2f%%)", total, failed,
+		100*float64(failed)/float64(max(total, 1)), partial, 100*float64(partial)/float64(max(total, 1)))
+	if total == 0 {
+		t.Fatal("no queries were sent")
+	}
+	// Exact counts, through a node other than each article's owner for
+	// most articles (requests are routed).
+	for _, id := range tc.ids {
+		verifyCounts(t, tc.nodes[id], stream.counts)
+	}
+}
