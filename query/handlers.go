@@ -116,6 +116,13 @@ func (s *Server) handleArticleShares(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	sh, err := s.deps.Trending.Shares(id)
+	if s.deps.Cluster != nil {
+		// The partition may have just moved here and be restoring.
+		for deadline := time.Now().Add(s.opts.PeerTimeout); errors.Is(err, trending.ErrUnavailable) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			sh, err = s.deps.Trending.Shares(id)
+		}
+	}
 	if errors.Is(err, trending.ErrUnavailable) {
 		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return

@@ -164,6 +164,18 @@ func (n *nodeProc) running() bool {
 // (no answer or not 200) and answers that are partial.
 type queryLoad struct {
 	total, failed, partial atomic.Int64
+	mu                     sync.Mutex
+	reasons                map[string]int // failures by status and the start of their error
+}
+
+func (q *queryLoad) fail(reason string) {
+	q.failed.Add(1)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.reasons == nil {
+		q.reasons = map[string]int{}
+	}
+	q.reasons[reason[:min(len(reason), 60)]]++
 }
 
 func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGroup) {
@@ -187,7 +199,7 @@ func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 		resp, err := client.Get(n.url(path))
 		if err != nil {
 			if n.running() {
-				q.failed.Add(1)
+				q.fail(err.Error())
 			} else {
 				q.total.Add(-1) // killed under the request: the client picked a dead node
 			}
@@ -198,7 +210,7 @@ func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode != 200:
-			q.failed.Add(1)
+			q.fail(strconv.Itoa(resp.StatusCode) + " " + string(body[:k]))
 		case containsAny(string(body[:k]), `"missing_partitions":[`, `"failed_nodes":[`):
 			q.partial.Add(1)
 		}
@@ -318,6 +330,9 @@ func TestClusterFailover(t *testing.T) {
 	total, failed, partial := load.total.Load(), load.failed.Load(), load.partial.Load()
 	t.Logf("queries during the test: %d, failed %d (%.2f%%), partial %d (%.2f%%)", total, failed,
 		100*float64(failed)/float64(max(total, 1)), partial, 100*float64(partial)/float64(max(total, 1)))
+	load.mu.Lock()
+	t.Logf("failures by reason: %v", load.reasons)
+	load.mu.Unlock()
 	if total == 0 {
 		t.Fatal("no queries were sent")
 	}
