@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -339,5 +342,61 @@ func TestClusterFailover(t *testing.T) {
 	// most articles (requests are routed).
 	for _, id := range tc.ids {
 		verifyCounts(t, tc.nodes[id], stream.counts)
+	}
+}
+
+// TestClusterSharedAccounts: an account registered through node a logs in
+// through node c, a session made on c is valid on b, and the same name
+// cannot be registered twice through different nodes.
+func TestClusterSharedAccounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test skipped in -short mode")
+	}
+	tc := startTestCluster(t)
+	post := func(id, path, body, bearer string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, tc.nodes[id].url(path), strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const creds = `{"username":"dana","password":"correct horse battery staple"}`
+	if code, body := post("a", "/api/v1/auth/register", creds, ""); code != http.StatusCreated {
+		t.Fatalf("register through a: %d %s", code, body)
+	}
+	code, body := post("c", "/api/v1/auth/login", creds, "")
+	if code != http.StatusOK {
+		t.Fatalf("login through c: %d %s", code, body)
+	}
+	var login struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(body), &login); err != nil || login.Token == "" {
+		t.Fatalf("login answer %s: %v", body, err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, tc.nodes["b"].url("/api/v1/me"), nil)
+	req.Header.Set("Authorization", "Bearer "+login.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(me), `"dana"`) {
+		t.Fatalf("session from c used on b: %d %s", resp.StatusCode, me)
+	}
+	if code, body := post("b", "/api/v1/auth/register", `{"username":"dana","password":"another long passphrase"}`, ""); code != http.StatusConflict {
+		t.Fatalf("second registration of the name through b: %d %s, want 409", code, body)
 	}
 }
