@@ -63,6 +63,7 @@ var errRevoked = errors.New("partition no longer assigned to this node")
 func (e *Engine) Assign(parts map[int32]uint64) {
 	e.assign.Lock()
 	e.assign.parts = maps.Clone(parts)
+	e.assign.version++
 	e.assign.Unlock()
 	select {
 	case e.assign.changed <- struct{}{}:
@@ -72,9 +73,14 @@ func (e *Engine) Assign(parts map[int32]uint64) {
 
 // Assigned returns the partitions and epochs set by the last Assign.
 func (e *Engine) Assigned() map[int32]uint64 {
+	parts, _ := e.assigned()
+	return parts
+}
+
+func (e *Engine) assigned() (map[int32]uint64, uint64) {
 	e.assign.Lock()
 	defer e.assign.Unlock()
-	return maps.Clone(e.assign.parts)
+	return maps.Clone(e.assign.parts), e.assign.version
 }
 
 // owns reports whether partition p (of any stage) is assigned to this node
@@ -139,10 +145,10 @@ func (e *Engine) runAssigned(ctx context.Context) error {
 		for _, g := range running {
 			<-g.done
 		}
-		e.setRunners(nil)
+		e.setRunners(nil, 0)
 	}()
 	for {
-		want := e.Assigned()
+		want, version := e.assigned()
 		var stopping []*partitionGroup
 		for p, g := range running {
 			if epoch, ok := want[p]; !ok || epoch != g.epoch {
@@ -166,7 +172,7 @@ func (e *Engine) runAssigned(ctx context.Context) error {
 		for _, g := range running {
 			all = append(all, g.runners...)
 		}
-		e.setRunners(all)
+		e.setRunners(all, version)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -196,10 +202,12 @@ func (e *Engine) startPartition(ctx context.Context, p int32, epoch uint64) *par
 	return g
 }
 
-func (e *Engine) setRunners(rs []*taskRunner) {
+// setRunners records the running tasks and, in cluster mode, the
+// assignment version they run.
+func (e *Engine) setRunners(rs []*taskRunner, version uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.mu.runners = rs
+	e.mu.runners, e.mu.applied = rs, version
 	if e.opts.Cluster {
 		// Progress of partitions this node no longer runs is not its to
 		// report.

@@ -25,6 +25,18 @@ type clusterNode struct {
 	done   chan error
 }
 
+// newClusterTest starts a kfake broker and returns it, its address, a data
+// directory and a counting operator over the routed topic "in".
+func newClusterTest(t *testing.T) (*kfake.Cluster, []string, string, *countOp) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, c.ListenAddrs(), t.TempDir(), &countOp{name: "count", topic: "in", route: true}
+}
+
 func startClusterNode(t *testing.T, brokers []string, dir string, op engine.Operator, parts int32) *clusterNode {
 	t.Helper()
 	l, err := kafkalog.Open(context.Background(), kafkalog.Options{Brokers: brokers})
@@ -135,14 +147,7 @@ func merge(ms ...map[string]int64) map[string]int64 {
 // state from the changelog (in full, or from its stale local copy) and
 // every record is counted exactly once.
 func TestClusterPartitionsMoveWithTheirState(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	dir := t.TempDir()
-	op := &countOp{name: "count", topic: "in", route: true}
+	c, brokers, dir, op := newClusterTest(t)
 	a := startClusterNode(t, brokers, dir+"/a", op, 4)
 	want := map[string]int64{}
 	if _, err := eventlog.EnsureTopic(context.Background(), a.log, "in", 4); err != nil {
@@ -189,14 +194,7 @@ func TestClusterPartitionsMoveWithTheirState(t *testing.T) {
 // but every commit of a fenced claim fails, so after the stale node stops
 // the owner's state counts every record exactly once.
 func TestClusterStaleOwnerCannotDoubleCount(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	brokers := c.ListenAddrs()
-	dir := t.TempDir()
-	op := &countOp{name: "count", topic: "in", route: true}
+	_, brokers, dir, op := newClusterTest(t)
 	a := startClusterNode(t, brokers, dir+"/a", op, 4)
 	defer a.stop()
 	stale := startClusterNode(t, brokers, dir+"/stale", op, 4)

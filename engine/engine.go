@@ -132,6 +132,7 @@ type Engine struct {
 	assign struct {
 		sync.Mutex
 		parts   map[int32]uint64 // cluster mode: partition → epoch
+		version uint64           // counts Assign calls
 		changed chan struct{}
 	}
 
@@ -139,6 +140,7 @@ type Engine struct {
 		sync.Mutex
 		progress map[progressKey]*Progress
 		runners  []*taskRunner // the tasks running now
+		applied  uint64        // cluster mode: the assignment version they run
 	}
 }
 
@@ -256,7 +258,7 @@ func (e *Engine) Run(ctx context.Context) error {
 			g.Go(func() error { return tr.run(gctx) })
 		}
 	}
-	e.setRunners(all)
+	e.setRunners(all, 0)
 	return g.Wait()
 }
 
@@ -323,14 +325,18 @@ func (e *Engine) build(ctx context.Context) error {
 }
 
 // Ready reports whether every task has restored its state and is
-// processing. In a cluster, a node with no partitions is ready once it runs.
+// processing. In a cluster: every task of the last assignment; a node
+// assigned no partitions is ready once it runs.
 func (e *Engine) Ready() bool {
 	if !e.started.Load() {
 		return false
 	}
+	e.assign.Lock()
+	version := e.assign.version
+	e.assign.Unlock()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.mu.runners) == 0 && !e.opts.Cluster {
+	if len(e.mu.runners) == 0 && !e.opts.Cluster || e.opts.Cluster && e.mu.applied != version {
 		return false
 	}
 	for _, tr := range e.mu.runners {

@@ -24,10 +24,9 @@ func (s *Server) handleInternal(ctx *fasthttp.RequestCtx) {
 func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	st, _ := s.deps.Cluster.State()
 	type partition struct {
-		Partition int32  `json:"partition"`
-		Owner     string `json:"owner"`
-		Epoch     uint64 `json:"epoch"`
 		localPartition
+		Owner string `json:"owner"`
+		Epoch uint64 `json:"epoch"`
 	}
 	// Lag and state size come from each partition's owner.
 	reports := map[string]map[int32]localPartition{}
@@ -41,15 +40,10 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	var unreachable []string
 	for _, a := range s.fanOut("/api/v1/admin/cluster/local", ctx) {
 		var lr struct {
-			Partitions []localPartitionWire `json:"partitions"`
+			Partitions []localPartition `json:"partitions"`
 		}
 		if a.err == nil && a.status == fasthttp.StatusOK && json.Unmarshal(a.body, &lr) == nil {
-			lps := make([]localPartition, len(lr.Partitions))
-			for i, w := range lr.Partitions {
-				lps[i] = w.localPartition
-				lps[i].Partition = w.Partition
-			}
-			add(a.node, lps)
+			add(a.node, lr.Partitions)
 		} else {
 			unreachable = append(unreachable, a.node)
 		}
@@ -57,12 +51,9 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	parts := make([]partition, len(st.Owners))
 	owned := map[string]int{}
 	for p, o := range st.Owners {
-		lp, ok := reports[o.Node][int32(p)]
-		if !ok {
-			lp = localPartition{Running: false}
-		}
+		lp := reports[o.Node][int32(p)] // zero (not running) if the owner did not report it
 		lp.Partition = int32(p)
-		parts[p] = partition{int32(p), o.Node, o.Epoch, lp}
+		parts[p] = partition{lp, o.Node, o.Epoch}
 		owned[o.Node]++
 	}
 	type member struct {
@@ -88,18 +79,12 @@ func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 
 // localPartition is what a node reports of a partition it runs.
 type localPartition struct {
-	Partition int32 `json:"-"`
+	Partition int32 `json:"partition"`
 	// Running is true when the owner reported the partition as running
 	// on it (false: the owner did not answer, or has not started it yet).
 	Running    bool   `json:"running"`
 	Lag        int64  `json:"lag"`
 	StateBytes uint64 `json:"state_bytes"`
-}
-
-// localPartitionWire is localPartition with its number, as nodes send it.
-type localPartitionWire struct {
-	Partition int32 `json:"partition"`
-	localPartition
 }
 
 func (s *Server) localPartitions() []localPartition {
@@ -120,12 +105,7 @@ func (s *Server) localPartitions() []localPartition {
 // handleClusterLocal answers GET /api/v1/admin/cluster/local: the
 // partitions this node runs, with lag and state size.
 func (s *Server) handleClusterLocal(ctx *fasthttp.RequestCtx) {
-	lps := s.localPartitions()
-	out := make([]localPartitionWire, len(lps))
-	for i, lp := range lps {
-		out[i] = localPartitionWire{lp.Partition, lp}
-	}
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"node": s.deps.Cluster.ID(), "partitions": out})
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"node": s.deps.Cluster.ID(), "partitions": s.localPartitions()})
 }
 
 // handleLeave answers POST /api/v1/admin/cluster/leave: the node gives up

@@ -189,7 +189,7 @@ func (s *Server) fanOut(uri string, from *fasthttp.RequestCtx) []peerAnswer {
 
 // clusterTop merges this node's trending answer with every other node's.
 // Partitions hold disjoint articles, so the top k of the union of the
-// nodes' top ks is exact. A partition no node answered for is listed as
+// nodes' top ks is exact (trending.MergeItems). A partition no node answered for is listed as
 // missing, and a node that did not answer as failed.
 func (s *Server) clusterTop(local trending.Result, window, category string, k int) (trending.Result, []string) {
 	q := url.Values{"window": {window}, "k": {fmt.Sprint(k)}}
@@ -200,7 +200,7 @@ func (s *Server) clusterTop(local trending.Result, window, category string, k in
 	for _, p := range local.Partial {
 		missing[p] = true
 	}
-	items := slices.Clone(local.Items)
+	lists := [][]trending.Item{local.Items}
 	res := local
 	var failed []string
 	for _, a := range s.fanOut("/api/v1/trending?"+q.Encode(), nil) {
@@ -214,40 +214,16 @@ func (s *Server) clusterTop(local trending.Result, window, category string, k in
 			failed = append(failed, a.node)
 			continue
 		}
-		served := map[int32]bool{}
-		for p := range s.enginePartitions() {
-			served[p] = true
+		// Missing: a partition no node answered for.
+		for p := range missing {
+			if !slices.Contains(r.Partial, p) {
+				delete(missing, p)
+			}
 		}
-		for _, p := range r.Partial {
-			delete(served, p)
-		}
-		for p := range served {
-			delete(missing, p)
-		}
-		items = append(items, r.Items...)
+		lists = append(lists, r.Items)
 		res.AsOf = max(res.AsOf, r.AsOf)
 	}
-	slices.SortFunc(items, func(a, b trending.Item) int {
-		if a.Count != b.Count {
-			if a.Count > b.Count {
-				return -1
-			}
-			return 1
-		}
-		switch {
-		case a.ArticleID < b.ArticleID:
-			return -1
-		case a.ArticleID > b.ArticleID:
-			return 1
-		}
-		return 0
-	})
-	items = slices.CompactFunc(items, func(a, b trending.Item) bool { return a.ArticleID == b.ArticleID })
-	items = items[:min(k, len(items))]
-	for i := range items {
-		items[i].Rank = i + 1
-	}
-	res.Items = items
+	res.Items = trending.MergeItems(k, lists...)
 	res.Partial = nil
 	for p := range missing {
 		res.Partial = append(res.Partial, p)

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/operators/crawl"
@@ -121,7 +120,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	base := "http://" + nodeAddr
-	client := &demoClient{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	client := &nodeClient{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}}
 	advanced := make(chan struct{}, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return n.run(gctx, httpLn) })
@@ -292,56 +291,9 @@ func advanceFarm(ctx context.Context, farm *feedfarm.Farm, every time.Duration, 
 	}
 }
 
-// demoClient calls the node's HTTP API.
-type demoClient struct {
-	base, token string
-	http        *http.Client
-}
-
-// do sends a request and decodes a JSON answer into out (when not nil); a
-// status other than 2xx is an error with the answer's text.
-func (c *demoClient) do(ctx context.Context, method, path, contentType string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if strings.HasPrefix(path, "/api/v1/admin/") {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return &statusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))}
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	return nil
-}
-
-type statusError struct {
-	code int
-	msg  string
-}
-
-func (e *statusError) Error() string { return e.msg }
-
 // waitDemoReady waits until the node's tasks have restored their state
 // and its HTTP server answers /health/ready.
-func waitDemoReady(ctx context.Context, n *node, c *demoClient) error {
+func waitDemoReady(ctx context.Context, n *node, c *nodeClient) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for !n.engine.Ready() || c.do(ctx, http.MethodGet, "/health/ready", "", nil, nil) != nil {
@@ -358,7 +310,7 @@ func waitDemoReady(ctx context.Context, n *node, c *demoClient) error {
 // the stories the node shows, the newest stories most, and ask for a crawl
 // of the outlets after the news world moves on.
 type demoTraffic struct {
-	c      *demoClient
+	c      *nodeClient
 	o      demoOptions
 	logger *slog.Logger
 	rng    *mrand.Rand
@@ -389,7 +341,7 @@ type demoStory struct {
 
 type demoArticle struct{ id, category string }
 
-func newDemoTraffic(c *demoClient, o demoOptions, logger *slog.Logger) *demoTraffic {
+func newDemoTraffic(c *nodeClient, o demoOptions, logger *slog.Logger) *demoTraffic {
 	seed := uint64(time.Now().UnixNano())
 	return &demoTraffic{c: c, o: o, logger: logger, rng: mrand.New(mrand.NewPCG(seed, seed>>1)),
 		run: strconv.FormatInt(time.Now().Unix(), 36), stories: map[string]demoStory{},

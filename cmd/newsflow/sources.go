@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"time"
 )
 
 // cmdSources manages the sources of a running node over its admin API.
@@ -29,14 +27,12 @@ func cmdSources(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fs := flag.NewFlagSet("sources", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
-	tok := fs.String("token", os.Getenv("NEWSFLOW_ADMIN_TOKEN"), "admin token or admin session token (default $NEWSFLOW_ADMIN_TOKEN)")
+	c := &nodeClient{}
+	c.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	base := strings.TrimRight(*addr, "/") + "/api/v1/admin/sources"
-	client := &http.Client{Timeout: 2 * time.Minute}
-	var req *http.Request
+	var b []byte
 	var err error
 	switch sub {
 	case "import":
@@ -44,35 +40,26 @@ func cmdSources(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if rerr != nil {
 			return rerr
 		}
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, base+"/import", bytes.NewReader(body))
-		if err == nil {
-			req.Header.Set("Content-Type", "text/x-opml")
-		}
+		b, err = c.call(ctx, http.MethodPost, "/api/v1/admin/sources/import", "text/x-opml", body)
 	case "export":
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, base+"/export", nil)
+		b, err = c.call(ctx, http.MethodGet, "/api/v1/admin/sources/export", "", nil)
 	default:
 		return errors.New(usage)
 	}
-	if err != nil {
-		return err
+	// The node's answer is printed also when it is an error: it lists
+	// what was wrong.
+	var se *statusError
+	if errors.As(err, &se) {
+		b = se.body
 	}
-	if *tok != "" {
-		req.Header.Set("Authorization", "Bearer "+*tok)
+	if _, werr := stdout.Write(b); werr != nil {
+		return werr
 	}
-	resp, err := client.Do(req)
+	if se != nil {
+		return fmt.Errorf("sources %s: %s", sub, se.status)
+	}
 	if err != nil {
 		return fmt.Errorf("sources %s: %w", sub, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if _, err := stdout.Write(b); err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("sources %s: %s", sub, resp.Status)
 	}
 	return nil
 }

@@ -8,64 +8,37 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 )
 
-// adminCall sends an admin request to a running node and returns the body
-// of a 2xx answer.
-func adminCall(ctx context.Context, method, addr, path, tok string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(addr, "/")+path, nil)
-	if err != nil {
-		return nil, err
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := (&http.Client{Timeout: time.Minute}).Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode >= 300 {
-		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
-	}
-	return b, nil
-}
-
-func adminFlags(name string, args []string, stderr io.Writer) (addr, tok string, asJSON bool, err error) {
+func adminFlags(name string, args []string, stderr io.Writer) (c *nodeClient, asJSON bool, err error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	a := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
-	t := fs.String("token", os.Getenv("NEWSFLOW_ADMIN_TOKEN"), "admin token or admin session token (default $NEWSFLOW_ADMIN_TOKEN)")
+	c = &nodeClient{}
+	c.register(fs)
 	j := fs.Bool("json", false, "print the node's JSON answer")
 	if err := fs.Parse(args); err != nil {
-		return "", "", false, err
+		return c, false, err
 	}
 	if fs.NArg() > 0 {
-		return "", "", false, fmt.Errorf("usage: newsflow %s [--addr URL] [--token TOKEN]", name)
+		return c, false, fmt.Errorf("usage: newsflow %s [--addr URL] [--token TOKEN]", name)
 	}
-	return *a, *t, *j, nil
+	return c, *j, nil
 }
 
 // cmdStatus prints a node's view of its cluster: members, the leader and
 // every partition with its owner, epoch, lag and state size.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	addr, tok, asJSON, err := adminFlags("status", args, stderr)
+	c, asJSON, err := adminFlags("status", args, stderr)
 	if err != nil {
 		return err
 	}
-	b, err := adminCall(ctx, http.MethodGet, addr, "/api/v1/admin/cluster", tok)
+	b, err := c.call(ctx, http.MethodGet, "/api/v1/admin/cluster", "", nil)
+	if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusNotFound {
+		return errors.New("status: the node is not a cluster member")
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "404") {
-			return errors.New("status: the node is not a cluster member")
-		}
 		return fmt.Errorf("status: %w", err)
 	}
 	if asJSON {
@@ -128,11 +101,11 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // cmdLeave asks a node to give up its partitions and leave its cluster;
 // the node then stops.
 func cmdLeave(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	addr, tok, _, err := adminFlags("leave", args, stderr)
+	c, _, err := adminFlags("leave", args, stderr)
 	if err != nil {
 		return err
 	}
-	b, err := adminCall(ctx, http.MethodPost, addr, "/api/v1/admin/cluster/leave", tok)
+	b, err := c.call(ctx, http.MethodPost, "/api/v1/admin/cluster/leave", "", nil)
 	if err != nil {
 		return fmt.Errorf("leave: %w", err)
 	}

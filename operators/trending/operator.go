@@ -339,6 +339,33 @@ func (o *Operator) Top(window, category string, k int) (Result, error) {
 	return res, nil
 }
 
+// MergeItems merges top-k lists of disjoint partitions (from several
+// nodes, say) into one ranked top k. An article listed twice (a partition
+// answered by two nodes while it moved) counts once, with its higher count.
+func MergeItems(k int, lists ...[]Item) []Item {
+	var all []Entry
+	for _, l := range lists {
+		for _, it := range l {
+			all = append(all, Entry{ArticleID: it.ArticleID, Count: it.Count})
+		}
+	}
+	slices.SortFunc(all, compareEntries)
+	// The first of an article's entries has its highest count.
+	seen := make(map[string]bool, len(all))
+	out := make([]Item, 0, min(k, len(all)))
+	for _, e := range all {
+		if len(out) == k {
+			break
+		}
+		if seen[e.ArticleID] {
+			continue
+		}
+		seen[e.ArticleID] = true
+		out = append(out, Item{Rank: len(out) + 1, ArticleID: e.ArticleID, Count: e.Count})
+	}
+	return out
+}
+
 // compareEntries orders by count descending, then article id, like TopK.
 func compareEntries(a, b Entry) int {
 	if c := cmp.Compare(b.Count, a.Count); c != 0 {
