@@ -139,6 +139,8 @@ type CrawlConfig struct {
 	GlobalConcurrency int           `yaml:"global_concurrency"`
 	HostConcurrency   int           `yaml:"host_concurrency"`
 	HostRate          float64       `yaml:"host_rate"`
+	// MinIntervalFloor is the shortest min_interval a source may be given.
+	MinIntervalFloor time.Duration `yaml:"min_interval_floor"`
 }
 
 // ClusterConfig makes the node a member of a cluster (Kafka backend only).
@@ -194,7 +196,8 @@ func defaultConfig() Config {
 			Lateness: 5 * time.Minute, MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
-			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1},
+			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,
+			MinIntervalFloor: time.Minute},
 		Articles: ArticlesConfig{MaxContentBytes: 32 << 10},
 		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
 			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
@@ -345,6 +348,9 @@ func (c Config) validate() error {
 	}
 	if c.DataDir == "" {
 		return errors.New("config: data_dir is empty")
+	}
+	if c.Crawl.MinIntervalFloor <= 0 {
+		return errors.New("config: crawl.min_interval_floor must be positive")
 	}
 	if cc := c.Cluster; c.clustered() {
 		switch {

@@ -113,6 +113,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		store = n.cluster.Meta()
 	}
 	n.sources = crawl.NewSources(store, nil)
+	n.sources.SetMinIntervalFloor(cfg.Crawl.MinIntervalFloor)
 	ac := cfg.Auth
 	if n.auth, err = auth.NewStore(store, time.Now, auth.Options{BcryptCost: ac.BcryptCost, SessionTTL: ac.SessionTTL, MaxSessionsPerUser: ac.MaxSessionsPerUser}); err != nil {
 		n.close()

@@ -108,8 +108,11 @@ func SourceID(feedURL string) string {
 	return "src-" + hex.EncodeToString(h[:6])
 }
 
-// Validate fills defaults and checks a source definition.
-func (s *Source) Validate() error {
+// Validate fills defaults and checks a source definition, with
+// MinIntervalFloor as the shortest min_interval.
+func (s *Source) Validate() error { return s.validate(MinIntervalFloor) }
+
+func (s *Source) validate(floor time.Duration) error {
 	u, err := url.Parse(strings.TrimSpace(s.FeedURL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("feed_url %q must be an absolute http or https URL", s.FeedURL)
@@ -144,8 +147,8 @@ func (s *Source) Validate() error {
 		s.MaxInterval = Duration(max(DefaultMaxInterval, time.Duration(s.MinInterval)))
 	}
 	switch {
-	case time.Duration(s.MinInterval) < MinIntervalFloor:
-		return fmt.Errorf("min_interval %s below %s", time.Duration(s.MinInterval), MinIntervalFloor)
+	case time.Duration(s.MinInterval) < floor:
+		return fmt.Errorf("min_interval %s below %s", time.Duration(s.MinInterval), floor)
 	case time.Duration(s.MaxInterval) > MaxIntervalCeiling:
 		return fmt.Errorf("max_interval %s above %s", time.Duration(s.MaxInterval), MaxIntervalCeiling)
 	case s.MinInterval > s.MaxInterval:
@@ -176,7 +179,8 @@ const collection = "sources"
 type Sources struct {
 	store meta.Store
 	now   func() time.Time
-	mu    sync.Mutex // serialises read-modify-write updates
+	floor time.Duration // the shortest min_interval
+	mu    sync.Mutex    // serialises read-modify-write updates
 }
 
 // NewSources returns the sources of store.
@@ -184,16 +188,25 @@ func NewSources(store meta.Store, now func() time.Time) *Sources {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sources{store: store, now: now}
+	return &Sources{store: store, now: now, floor: MinIntervalFloor}
+}
+
+// SetMinIntervalFloor sets the shortest min_interval a source added or
+// edited from now on may have (default MinIntervalFloor); lower it only
+// for feeds you own.
+func (ss *Sources) SetMinIntervalFloor(d time.Duration) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.floor = d
 }
 
 // Add validates and stores a new source; its id derives from its feed URL.
 func (ss *Sources) Add(ctx context.Context, s Source) (Source, error) {
-	if err := s.Validate(); err != nil {
-		return Source{}, err
-	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if err := s.validate(ss.floor); err != nil {
+		return Source{}, err
+	}
 	s.ID = SourceID(s.FeedURL)
 	if _, ok, err := ss.store.Get(ctx, collection, s.ID); err != nil {
 		return Source{}, err
@@ -257,11 +270,18 @@ func (ss *Sources) update(ctx context.Context, id string, fn func(*Source) error
 	if err != nil {
 		return Source{}, err
 	}
+	before := s.MinInterval
 	if err := fn(&s); err != nil {
 		return Source{}, err
 	}
 	s.ID = id
-	if err := s.Validate(); err != nil {
+	// The floor applies to a new min_interval only: a source added under
+	// a lower floor (another node's, or an earlier config) stays valid.
+	floor := ss.floor
+	if s.MinInterval == before {
+		floor = 0
+	}
+	if err := s.validate(floor); err != nil {
 		return Source{}, err
 	}
 	s.UpdatedAt = ss.now().UTC()

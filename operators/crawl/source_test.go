@@ -102,3 +102,27 @@ func TestSourceValidation(t *testing.T) {
 		t.Fatal("numeric duration accepted")
 	}
 }
+
+// A lower floor admits shorter intervals; a source added under it stays
+// editable under a higher floor as long as its min_interval is unchanged.
+func TestSourcesMinIntervalFloor(t *testing.T) {
+	ss, _ := newSources(t)
+	ctx := context.Background()
+	short := Source{FeedURL: "https://example.com/fast.xml", MinInterval: Duration(2 * time.Second), MaxInterval: Duration(2 * time.Second)}
+	if _, err := ss.Add(ctx, short); err == nil || !strings.Contains(err.Error(), "below 1m0s") {
+		t.Fatalf("2s interval under the default floor: %v", err)
+	}
+	ss.SetMinIntervalFloor(time.Second)
+	s, err := ss.Add(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.SetMinIntervalFloor(time.Minute)
+	u, err := ss.UpdateCrawl(ctx, s.ID, func(s *Source) error { s.Crawl.ETag = `"v2"`; return nil })
+	if err != nil || u.Crawl.ETag != `"v2"` {
+		t.Fatalf("crawl bookkeeping under a higher floor: %+v %v", u, err)
+	}
+	if _, err := ss.Update(ctx, s.ID, func(s *Source) error { s.MinInterval = Duration(3 * time.Second); return nil }); err == nil {
+		t.Fatal("a new min_interval below the floor accepted")
+	}
+}
