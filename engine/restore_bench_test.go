@@ -138,9 +138,9 @@ type restoreFixture struct {
 	rng     *rand.Rand
 	kafka   *kfake.Cluster
 	brokers []string
-	keys    uint64 // entries 0..keys-1 exist
-	bytes   int64  // state bytes: the latest value of every key, plus keys
-	changes int64  // changelog records written
+	keys    uint64  // entries 0..keys-1 exist
+	bytes   int64   // state bytes: the latest value of every key, plus keys
+	changes int64   // changelog records written
 	sizes   []int32 // size of entry i
 	epoch   uint64
 	copyDir string // a store holding a restored copy of the partition
