@@ -1,0 +1,687 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// The cluster benchmarks run real `newsflow run` processes (binPath, built
+// by TestMain) as cluster members over a kfake broker hosted by the
+// benchmark process. Every process, kfake and the benchmark's producer
+// share this machine's cores: on a 2-core machine the figures measure what
+// coordination costs, not how far the cluster scales out.
+
+// Sizes of the cluster benchmarks; NEWSFLOW_BENCH_CLUSTER_EVENTS and
+// NEWSFLOW_BENCH_FAILOVER_KILLS override the defaults.
+const (
+	benchClusterEvents   = 1_000_000 // shares per BenchmarkClusterThroughput op
+	benchClusterArticles = 5_000
+	benchFailoverEvents  = 200_000 // shares in the log before the kills
+	benchFailoverKills   = 9       // per BenchmarkClusterFailover op: each node three times
+	// benchShareSpan is the event-time span of one generated stream: well
+	// within the trending lateness (5m), so a stream produced after another
+	// is never late against it.
+	benchShareSpan = 2 * time.Minute
+)
+
+func benchEnvInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
+}
+
+// BenchmarkClusterThroughput measures shares per second through a cluster
+// of 1, 2 and 3 `newsflow run` processes (8 partitions, every stage; the
+// nodes' default configuration), from the first share produced to every
+// node caught up: every input of every task of every node committed up to
+// the end of the log, which with round-robin production includes the
+// repartition hop between nodes and, per commit, a Kafka transaction to
+// each task's changelog.
+//
+// Before the timer starts, a cluster is formed (bootstrap, joins, every
+// partition running) and 1,000,000 shares of 5,000 articles (Zipf 1.1,
+// event times over the last 2 minutes) are generated. Timed: a franz-go
+// producer in the benchmark process writes them to the shares topic with
+// a round-robin partitioner (as Kafka clients that do not key by murmur2
+// do, so the repartition stage forwards 7 in 8 shares, often to another
+// node), while the benchmark polls every node's /api/v1/admin/progress
+// until two polls in a row find all of them caught up (one is not enough:
+// a node can be caught up just before another forwards it more). After
+// the timer, the counts of the 100 most shared articles are checked
+// through the first node.
+//
+// All the nodes, kfake and the producer share this machine's cores
+// (host-cores): on 2 cores, adding nodes adds processes competing for the
+// same CPU and more cross-node traffic, so the figure shows the overhead
+// of coordination, not the gain of scaling out. events/s is shares per
+// second; produce-s is how long producing them took.
+func BenchmarkClusterThroughput(b *testing.B) {
+	events := benchEnvInt(b, "NEWSFLOW_BENCH_CLUSTER_EVENTS", benchClusterEvents)
+	for _, n := range []int{1, 2, 3} {
+		b.Run("nodes="+strconv.Itoa(n), func(b *testing.B) {
+			bc := startBenchCluster(b, n)
+			cl := bc.producer()
+			want := map[string]uint64{}
+			var took, produceTook time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				stream := benchShares(events, benchClusterArticles, uint64(100*n+i))
+				for id, c := range stream.counts {
+					want[id] += c
+				}
+				recs := stream.records()
+				b.StartTimer()
+				start := time.Now()
+				bc.produce(cl, recs)
+				produceTook += time.Since(start)
+				bc.waitCaughtUp(5 * time.Minute)
+				took += time.Since(start)
+				b.StopTimer()
+				bc.verifyCommitted()
+			}
+			bc.verifyTop(bc.nodes[0], want, 100)
+			b.ReportMetric(float64(events)*float64(b.N)/took.Seconds(), "events/s")
+			b.ReportMetric(produceTook.Seconds()/float64(b.N), "produce-s")
+			b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
+			b.Logf("%d node processes, kfake and the producer share this machine's %d cores: the figure measures coordination overhead, not scale-out",
+				n, runtime.NumCPU())
+		})
+	}
+}
+
+// BenchmarkClusterFailover measures the time from SIGKILL of a node to the
+// first correct answer about an article whose partition it owned, asked
+// of a surviving node: GET /api/v1/articles/{id}/shares is polled every
+// 5 ms (each request waits up to cluster.query_timeout, 2 s, for an owner)
+// until it answers 200 with the article's exact 1h and 24h counts. This
+// spans the failure detection (cluster.down_after, 2 s, and a Raft election
+// when the node was the leader), the reassignment, the new owner's claim of
+// the changelogs and its restore, and the routing of the query.
+//
+// Setup: three nodes (8 partitions), 200,000 shares of 5,000 articles
+// produced and every node caught up. One op is a round of 9 kills
+// (NEWSFLOW_BENCH_FAILOVER_KILLS): nodes a, b, c, a, ... in turn, each
+// time for an article whose partition the node owns; after each kill the
+// node is started again and the benchmark waits for it to get partitions
+// back and for every node to catch up, so ns/op is the whole round.
+// failover-s is the median over all kills, failover-max-s the slowest,
+// leader-failover-s the median of the kills that hit the Raft leader (0
+// when none did) and follower-failover-s that of the others. All three
+// nodes and kfake share this machine's cores (host-cores).
+func BenchmarkClusterFailover(b *testing.B) {
+	kills := benchEnvInt(b, "NEWSFLOW_BENCH_FAILOVER_KILLS", benchFailoverKills)
+	bc := startBenchCluster(b, 3)
+	stream := benchShares(benchEnvInt(b, "NEWSFLOW_BENCH_CLUSTER_EVENTS", benchFailoverEvents), benchClusterArticles, 7)
+	bc.produce(bc.producer(), stream.records())
+	bc.waitCaughtUp(5 * time.Minute)
+	var all, leader, follower []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < kills; k++ {
+			took, wasLeader := bc.failover(bc.nodes[k%len(bc.nodes)], stream.counts, k)
+			all = append(all, took)
+			if wasLeader {
+				leader = append(leader, took)
+			} else {
+				follower = append(follower, took)
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(median(all).Seconds(), "failover-s")
+	b.ReportMetric(slices.Max(all).Seconds(), "failover-max-s")
+	b.ReportMetric(median(leader).Seconds(), "leader-failover-s")
+	b.ReportMetric(median(follower).Seconds(), "follower-failover-s")
+	b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
+	b.Logf("failover times (leader kills marked L): %s; 3 node processes and kfake share this machine's %d cores",
+		formatDurations(all, leader), runtime.NumCPU())
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func formatDurations(all, leader []time.Duration) string {
+	var parts []string
+	for _, d := range all {
+		s := d.Round(10 * time.Millisecond).String()
+		if slices.Contains(leader, d) {
+			s += " L"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// benchNode is a `newsflow run` process of a benchmark cluster; unlike
+// nodeProc it works with a *testing.B.
+type benchNode struct {
+	tb      testing.TB
+	id      string
+	args    []string
+	addr    string
+	logPath string
+
+	mu    sync.Mutex
+	cmd   *exec.Cmd
+	waitc chan error
+}
+
+// benchFreeAddr returns a loopback address with a port nothing listens on.
+func benchFreeAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// benchNodeEnv is the nodes' environment: this process's without the
+// benchmarks' own NEWSFLOW_BENCH_* variables (newsflow rejects unknown
+// settings), no crawling, the test admin token and cluster secret.
+func benchNodeEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NEWSFLOW_BENCH_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken,
+		"NEWSFLOW_CLUSTER_SECRET="+testClusterSecret)
+}
+
+func (n *benchNode) start() {
+	n.tb.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		n.tb.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(binPath, n.args...)
+	cmd.Env = benchNodeEnv()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		n.tb.Fatal(err)
+	}
+	n.cmd, n.waitc = cmd, make(chan error, 1)
+	go func() { n.waitc <- cmd.Wait() }()
+}
+
+// kill sends SIGKILL and waits until the process is gone.
+func (n *benchNode) kill() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.waitc
+	n.cmd = nil
+}
+
+func (n *benchNode) running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd != nil
+}
+
+func (n *benchNode) url(path string) string { return "http://" + n.addr + path }
+
+func (n *benchNode) logTail() string {
+	b, _ := os.ReadFile(n.logPath)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// benchCluster is a cluster of benchNodes over a kfake broker that the
+// benchmark process hosts.
+type benchCluster struct {
+	b       *testing.B
+	kafka   *kfake.Cluster
+	brokers []string
+	nodes   []*benchNode // ids a, b, c, ...
+
+	adminClient *kgo.Client
+}
+
+// startBenchCluster starts n nodes (the first bootstraps the cluster, the
+// others join it) and waits until every partition runs and every node is
+// ready and caught up.
+func startBenchCluster(b *testing.B, n int) *benchCluster {
+	b.Helper()
+	k, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bc := &benchCluster{b: b, kafka: k, brokers: k.ListenAddrs()}
+	b.Cleanup(func() {
+		for _, n := range bc.nodes {
+			n.kill()
+		}
+		k.Close()
+	})
+	for i := range n {
+		id := string(rune('a' + i))
+		dir := b.TempDir()
+		node := &benchNode{tb: b, id: id, addr: benchFreeAddr(b), logPath: filepath.Join(dir, "node.log")}
+		node.args = []string{"run", "--config", "../../configs/newsflow.yaml", "--data", filepath.Join(dir, "data"),
+			"--http", node.addr, "--log-level", "warn", "--brokers", bc.brokers[0], "--node-id", id, "--raft", benchFreeAddr(b)}
+		if i == 0 {
+			node.args = append(node.args, "--bootstrap")
+		} else {
+			node.args = append(node.args, "--join", bc.nodes[0].addr)
+		}
+		node.start()
+		bc.nodes = append(bc.nodes, node)
+		if i == 0 {
+			bc.waitReady(node, time.Minute)
+		}
+	}
+	bc.waitFormed(2 * time.Minute)
+	bc.waitCaughtUp(2 * time.Minute)
+	return bc
+}
+
+func (bc *benchCluster) fatalf(format string, args ...any) {
+	bc.b.Helper()
+	var sb strings.Builder
+	for _, n := range bc.nodes {
+		fmt.Fprintf(&sb, "\nnode %s log tail:\n%s", n.id, n.logTail())
+	}
+	bc.b.Fatalf("%s%s", fmt.Sprintf(format, args...), sb.String())
+}
+
+// waitReady polls the node's /health/ready until it answers 200.
+func (bc *benchCluster) waitReady(n *benchNode, timeout time.Duration) {
+	bc.b.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	for start := time.Now(); time.Since(start) < timeout; time.Sleep(10 * time.Millisecond) {
+		resp, err := client.Get(n.url("/health/ready"))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if !n.running() {
+			bc.fatalf("node %s is not running", n.id)
+		}
+	}
+	bc.fatalf("node %s not ready after %s", n.id, timeout)
+}
+
+// waitFormed waits until every node's own view shows all the nodes up,
+// each owning partitions, and every partition running.
+func (bc *benchCluster) waitFormed(timeout time.Duration) {
+	bc.b.Helper()
+	deadline := time.Now().Add(timeout)
+	for _, n := range bc.nodes {
+		for {
+			var v clusterView
+			err := getJSON(n.url("/api/v1/admin/cluster"), &v)
+			if err == nil && bc.formed(v) {
+				break
+			}
+			if time.Now().After(deadline) {
+				bc.fatalf("cluster not formed after %s (node %s: %+v, %v)", timeout, n.id, v, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func (bc *benchCluster) formed(v clusterView) bool {
+	if len(v.Members) != len(bc.nodes) || !v.allRunning() {
+		return false
+	}
+	for _, m := range v.Members {
+		if !m.Up || m.Partitions == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// caughtUp reports whether node n is ready and has committed everything
+// in the log.
+func (bc *benchCluster) caughtUp(client *http.Client, n *benchNode) bool {
+	req, err := http.NewRequest(http.MethodGet, n.url("/api/v1/admin/progress"), nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var p struct {
+		CaughtUp bool `json:"caught_up"`
+	}
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&p) == nil && p.CaughtUp
+}
+
+// waitCaughtUp polls every node until two rounds in a row find all of
+// them caught up. One round is not enough: node x may be caught up when
+// polled, then receive records node y forwards before y is polled and
+// found caught up. In the second round every node is polled after every
+// other node had committed all of its inputs, forwarding included.
+func (bc *benchCluster) waitCaughtUp(timeout time.Duration) {
+	bc.b.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	rounds := 0
+	for start := time.Now(); rounds < 2; {
+		all := true
+		for _, n := range bc.nodes {
+			if !bc.caughtUp(client, n) {
+				all = false
+				break
+			}
+		}
+		if all {
+			rounds++
+			continue
+		}
+		rounds = 0
+		if time.Since(start) > timeout {
+			bc.fatalf("cluster not caught up after %s", timeout)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// verifyCommitted checks that the trending tasks, across the nodes, have
+// committed every record of the shares topic and of its repartition
+// topic: waitCaughtUp did not return early.
+func (bc *benchCluster) verifyCommitted() {
+	bc.b.Helper()
+	repartition := engine.RepartitionTopic(trending.Name, "shares")
+	committed := map[string]int64{}
+	for _, n := range bc.nodes {
+		var p struct {
+			Inputs []struct {
+				Stage     string `json:"stage"`
+				Topic     string `json:"topic"`
+				Committed int64  `json:"committed"`
+			} `json:"inputs"`
+		}
+		if err := getJSON(n.url("/api/v1/admin/progress"), &p); err != nil {
+			bc.fatalf("progress of node %s: %v", n.id, err)
+		}
+		for _, in := range p.Inputs {
+			if in.Stage == trending.Name {
+				committed[in.Topic] += in.Committed
+			}
+		}
+	}
+	adm := kadm.NewClient(bc.admin())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(ctx, "shares", repartition)
+	if err != nil {
+		bc.b.Fatal(err)
+	}
+	for _, topic := range []string{"shares", repartition} {
+		var end int64
+		ends.Each(func(o kadm.ListedOffset) {
+			if o.Topic == topic {
+				end += o.Offset
+			}
+		})
+		if committed[topic] != end {
+			bc.fatalf("trending committed %d records of %s, the topic holds %d", committed[topic], topic, end)
+		}
+	}
+}
+
+// admin returns a plain client of the cluster's broker.
+func (bc *benchCluster) admin() *kgo.Client {
+	bc.b.Helper()
+	if bc.adminClient == nil {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(bc.brokers...))
+		if err != nil {
+			bc.b.Fatal(err)
+		}
+		bc.b.Cleanup(cl.Close)
+		bc.adminClient = cl
+	}
+	return bc.adminClient
+}
+
+// producer returns a client that writes to the shares topic with a
+// round-robin partitioner, as TestClusterFailover's does.
+func (bc *benchCluster) producer() *kgo.Client {
+	bc.b.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bc.brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
+	if err != nil {
+		bc.b.Fatal(err)
+	}
+	bc.b.Cleanup(cl.Close)
+	// Load the metadata before any timing.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.Ping(ctx); err != nil {
+		bc.b.Fatal(err)
+	}
+	return cl
+}
+
+// produce writes recs as fast as the client can and returns once all are
+// acknowledged.
+func (bc *benchCluster) produce(cl *kgo.Client, recs []*kgo.Record) {
+	bc.b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	var first error
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				first = cmpErr(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		bc.b.Fatal(err)
+	}
+	if first != nil {
+		bc.b.Fatalf("produce: %v", first)
+	}
+}
+
+func cmpErr(first, err error) error {
+	if first != nil {
+		return first
+	}
+	return err
+}
+
+// shares asks node n for an article's counts per window.
+func shares(client *http.Client, n *benchNode, id string) (map[string]uint64, int, error) {
+	var sh struct {
+		Counts map[string]uint64 `json:"counts"`
+	}
+	resp, err := client.Get(n.url("/api/v1/articles/" + id + "/shares"))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, resp.StatusCode, err
+	}
+	if err := json.Unmarshal(body, &sh); err != nil {
+		return nil, resp.StatusCode, err
+	}
+	return sh.Counts, resp.StatusCode, nil
+}
+
+// verifyTop checks the 1h and 24h counts of the top articles of want
+// through node n.
+func (bc *benchCluster) verifyTop(n *benchNode, want map[string]uint64, top int) {
+	bc.b.Helper()
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, func(x, y string) int {
+		if want[x] != want[y] {
+			return int(want[y]) - int(want[x])
+		}
+		return strings.Compare(x, y)
+	})
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, id := range ids[:min(top, len(ids))] {
+		got, code, err := shares(client, n, id)
+		if err != nil || code != http.StatusOK || got["1h"] != want[id] || got["24h"] != want[id] {
+			bc.fatalf("article %s through node %s: %v (status %d, %v), want %d in 1h and 24h", id, n.id, got, code, err, want[id])
+		}
+	}
+}
+
+// failover kills target, the owner of the partition of an article of
+// want (the k-th such article), and polls a surviving node until it
+// answers that article's exact counts. It returns the time from the kill
+// to that answer and whether target was the Raft leader, after starting
+// target again and waiting for the cluster to be whole and caught up.
+func (bc *benchCluster) failover(target *benchNode, want map[string]uint64, k int) (time.Duration, bool) {
+	bc.b.Helper()
+	var survivor *benchNode
+	for _, n := range bc.nodes {
+		if n != target {
+			survivor = n
+			break
+		}
+	}
+	var v clusterView
+	if err := getJSON(survivor.url("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) {
+		bc.fatalf("cluster not whole before a kill: %+v, %v", v, err)
+	}
+	owner := map[int32]string{}
+	for _, p := range v.Partitions {
+		owner[p.Partition] = p.Owner
+	}
+	parts := int32(len(v.Partitions))
+	var candidates []string
+	for id := range want {
+		if owner[eventlog.PartitionFor([]byte(id), parts)] == target.id {
+			candidates = append(candidates, id)
+		}
+	}
+	if len(candidates) == 0 {
+		bc.fatalf("node %s owns no article's partition: %+v", target.id, v)
+	}
+	slices.Sort(candidates)
+	id := candidates[(k*7919)%len(candidates)]
+	client := &http.Client{Timeout: 10 * time.Second}
+	correct := func() bool {
+		got, code, err := shares(client, survivor, id)
+		return err == nil && code == http.StatusOK && got["1h"] == want[id] && got["24h"] == want[id]
+	}
+	if !correct() {
+		bc.fatalf("article %s: node %s answers wrong counts before the kill", id, survivor.id)
+	}
+
+	start := time.Now()
+	target.kill()
+	for !correct() {
+		if time.Since(start) > 2*time.Minute {
+			bc.fatalf("article %s: no correct answer from node %s within 2m of killing node %s", id, survivor.id, target.id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(start)
+
+	target.start()
+	bc.waitReady(target, 2*time.Minute)
+	bc.waitFormed(2 * time.Minute)
+	bc.waitCaughtUp(2 * time.Minute)
+	return took, v.Leader == target.id
+}
+
+// benchShareStream is a generated stream of shares and its exact counts.
+type benchShareStream struct {
+	lines  [][]byte
+	keys   [][]byte
+	counts map[string]uint64
+}
+
+// benchShares makes n share events over `articles` articles (Zipf 1.1),
+// with event times rising over the benchShareSpan before now plus up to 5 s
+// of jitter, and event ids unique to seed.
+func benchShares(n, articles int, seed uint64) *benchShareStream {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	z := rand.NewZipf(rng, 1.1, 1, uint64(articles-1))
+	cats := []string{"world", "business", "tech", "science", "sports"}
+	span := benchShareSpan.Milliseconds()
+	base := time.Now().UnixMilli() - span - 5_000
+	s := &benchShareStream{counts: map[string]uint64{}}
+	for i := 0; i < n; i++ {
+		a := z.Uint64()
+		id := fmt.Sprintf("art-%05d", a)
+		ts := base + int64(i)*span/int64(n) + rng.Int64N(5_000)
+		s.counts[id]++
+		s.keys = append(s.keys, []byte(id))
+		s.lines = append(s.lines, fmt.Appendf(nil,
+			`{"event_id":"ev-%d-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
+			seed, i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
+	}
+	return s
+}
+
+func (s *benchShareStream) records() []*kgo.Record {
+	recs := make([]*kgo.Record, len(s.lines))
+	for i, l := range s.lines {
+		recs[i] = &kgo.Record{Topic: "shares", Key: s.keys[i], Value: l}
+	}
+	return recs
+}
