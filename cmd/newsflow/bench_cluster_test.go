@@ -114,7 +114,7 @@ func BenchmarkClusterThroughput(b *testing.B) {
 			b.ReportMetric(float64(events)*float64(b.N)/took.Seconds(), "events/s")
 			b.ReportMetric(produceTook.Seconds()/float64(b.N), "produce-s")
 			b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
-			b.Logf("%d node processes, kfake and the producer share this machine's %d cores: the figure measures coordination overhead, not scale-out",
+			b.Logf("the %d node process(es), kfake and the producer share this machine's %d cores: events/s measures coordination overhead, not scale-out",
 				n, runtime.NumCPU())
 		})
 	}
