@@ -75,10 +75,12 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 // a round-robin partitioner (as Kafka clients that do not key by murmur2
 // do, so the repartition stage forwards 7 in 8 shares, often to another
 // node), while the benchmark polls every node's /api/v1/admin/progress
-// until two polls in a row find all of them caught up (one is not enough:
-// a node can be caught up just before another forwards it more). After
-// the timer, the counts of the 100 most shared articles are checked
-// through the first node.
+// every 25 ms until two polls in a row find all of them caught up (one is
+// not enough: a node can be caught up just before another forwards it
+// more). After the timer, the trending tasks' committed offsets must add
+// up to the end offsets of the shares topic and of its repartition topic,
+// and the counts of the 100 most shared articles, asked of the first node,
+// must be exact.
 //
 // All the nodes, kfake and the producer share this machine's cores
 // (host-cores): on 2 cores, adding nodes adds processes competing for the
@@ -432,7 +434,10 @@ func (bc *benchCluster) waitCaughtUp(timeout time.Duration) {
 		if time.Since(start) > timeout {
 			bc.fatalf("cluster not caught up after %s", timeout)
 		}
-		time.Sleep(5 * time.Millisecond)
+		// Each poll makes the node ask the broker for the end offset of
+		// every input: polling without pause would take CPU from the
+		// nodes being measured.
+		time.Sleep(25 * time.Millisecond)
 	}
 }
 
