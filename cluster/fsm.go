@@ -62,10 +62,12 @@ type Command struct {
 	// join, up, down, leave, remove
 	Member *Member `json:"member,omitempty"`
 	ID     string  `json:"id,omitempty"`
-	// meta_put, meta_create, meta_delete
+	// meta_put, meta_create, meta_delete, meta_swap (Old: the value the
+	// key must hold for the swap to happen)
 	Collection string `json:"collection,omitempty"`
 	Key        string `json:"key,omitempty"`
 	Value      []byte `json:"value,omitempty"`
+	Old        []byte `json:"old,omitempty"`
 }
 
 // Command operations.
@@ -79,14 +81,22 @@ const (
 	OpMetaPut    = "meta_put"
 	OpMetaCreate = "meta_create"
 	OpMetaDelete = "meta_delete"
+	OpMetaSwap   = "meta_swap"
 )
 
-// ErrExists answers a meta_create of a key that exists.
-var ErrExists = meta.ErrExists
+// ErrExists answers a meta_create of a key that exists; ErrConflict a
+// meta_swap of a key that no longer holds the old value.
+var (
+	ErrExists   = meta.ErrExists
+	ErrConflict = meta.ErrConflict
+)
 
 // fsm applies commands to the cluster state and the local metadata store.
 type fsm struct {
 	meta *meta.Local
+	// onMeta, if set, is called after every metadata change (collection
+	// and key; both empty after a snapshot replaced everything).
+	onMeta func(collection, key string)
 	// applied is the index of the last entry Apply finished.
 	applied atomic.Uint64
 
@@ -96,8 +106,8 @@ type fsm struct {
 	changed chan struct{}
 }
 
-func newFSM(m *meta.Local) *fsm {
-	return &fsm{meta: m, state: State{Members: map[string]Member{}}, changed: make(chan struct{})}
+func newFSM(m *meta.Local, onMeta func(collection, key string)) *fsm {
+	return &fsm{meta: m, onMeta: onMeta, state: State{Members: map[string]Member{}}, changed: make(chan struct{})}
 }
 
 // snapshot returns a copy of the state and a channel closed at its next
@@ -121,14 +131,27 @@ func (f *fsm) Apply(l *raft.Log) any {
 
 func (f *fsm) apply(c Command) error {
 	ctx := context.Background()
+	var err error
 	switch c.Op {
 	case OpMetaPut:
-		return f.meta.Put(ctx, c.Collection, c.Key, c.Value)
+		err = f.meta.Put(ctx, c.Collection, c.Key, c.Value)
 	case OpMetaDelete:
-		return f.meta.Delete(ctx, c.Collection, c.Key)
+		err = f.meta.Delete(ctx, c.Collection, c.Key)
 	case OpMetaCreate:
-		return f.meta.Create(ctx, c.Collection, c.Key, c.Value)
+		err = f.meta.Create(ctx, c.Collection, c.Key, c.Value)
+	case OpMetaSwap:
+		err = f.meta.Swap(ctx, c.Collection, c.Key, c.Old, c.Value)
+	default:
+		return f.applyState(c)
 	}
+	if err == nil && f.onMeta != nil {
+		f.onMeta(c.Collection, c.Key)
+	}
+	return err
+}
+
+// applyState applies a membership command and rebalances.
+func (f *fsm) applyState(c Command) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := &f.state
@@ -301,6 +324,9 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 	close(f.changed)
 	f.changed = make(chan struct{})
 	f.mu.Unlock()
+	if f.onMeta != nil {
+		f.onMeta("", "")
+	}
 	return nil
 }
 

@@ -21,7 +21,7 @@ func newTestFSM(t *testing.T) *fsm {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	return newFSM(meta.NewLocal(db))
+	return newFSM(meta.NewLocal(db), nil)
 }
 
 func mustApply(t *testing.T, f *fsm, c Command) {
@@ -175,6 +175,8 @@ func TestAssignmentRandomChangesDeterministic(t *testing.T) {
 
 func TestMetaCommandsAndSnapshotRestore(t *testing.T) {
 	f := newTestFSM(t)
+	var changed []string
+	f.onMeta = func(c, k string) { changed = append(changed, c+"/"+k) }
 	ctx := context.Background()
 	mustApply(t, f, Command{Op: OpInit, Partitions: 4})
 	mustApply(t, f, join("a"))
@@ -184,7 +186,14 @@ func TestMetaCommandsAndSnapshotRestore(t *testing.T) {
 	}
 	mustApply(t, f, Command{Op: OpMetaPut, Collection: "prefs", Key: "ann", Value: []byte(`{"topics":["science"]}`)})
 	mustApply(t, f, Command{Op: OpMetaPut, Collection: "sources", Key: "s1", Value: []byte("x")})
+	mustApply(t, f, Command{Op: OpMetaSwap, Collection: "prefs", Key: "ann", Old: []byte(`{"topics":["science"]}`), Value: []byte(`{"topics":["sport"]}`)})
+	if err := f.apply(Command{Op: OpMetaSwap, Collection: "prefs", Key: "ann", Old: []byte(`{"topics":["science"]}`), Value: []byte("stale")}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("swap from a superseded value: %v", err)
+	}
 	mustApply(t, f, Command{Op: OpMetaDelete, Collection: "sources", Key: "s1"})
+	if want := []string{"users/ann", "prefs/ann", "sources/s1", "prefs/ann", "sources/s1"}; fmt.Sprint(changed) != fmt.Sprint(want) {
+		t.Fatalf("changes reported %v, want %v", changed, want)
+	}
 	if v, ok, _ := f.meta.Get(ctx, "users", "ann"); !ok || string(v) != "1" {
 		t.Fatalf("users/ann = %q %v", v, ok)
 	}
@@ -218,7 +227,7 @@ func TestMetaCommandsAndSnapshotRestore(t *testing.T) {
 		pairs = append(pairs, c+"/"+k+"="+string(v))
 		return nil
 	})
-	if want := []string{`prefs/ann={"topics":["science"]}`, "users/ann=1"}; fmt.Sprint(pairs) != fmt.Sprint(want) {
+	if want := []string{`prefs/ann={"topics":["sport"]}`, "users/ann=1"}; fmt.Sprint(pairs) != fmt.Sprint(want) {
 		t.Fatalf("restored metadata %v, want %v", pairs, want)
 	}
 }

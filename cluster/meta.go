@@ -25,6 +25,7 @@ type MetaStore struct {
 var (
 	_ meta.Store   = (*MetaStore)(nil)
 	_ meta.Creator = (*MetaStore)(nil)
+	_ meta.Swapper = (*MetaStore)(nil)
 )
 
 // Meta returns the node's replicated metadata store.
@@ -66,6 +67,12 @@ func (m *MetaStore) Delete(ctx context.Context, collection, key string) error {
 // creates of one key.
 func (m *MetaStore) Create(ctx context.Context, collection, key string, value []byte) error {
 	return m.n.Apply(ctx, Command{Op: OpMetaCreate, Collection: collection, Key: key, Value: value})
+}
+
+// Swap implements meta.Swapper: the leader's state machine compares
+// against the latest committed value, so a stale replica's read loses.
+func (m *MetaStore) Swap(ctx context.Context, collection, key string, old, value []byte) error {
+	return m.n.Apply(ctx, Command{Op: OpMetaSwap, Collection: collection, Key: key, Old: old, Value: value})
 }
 
 // catchUp waits until this replica has applied what the leader had

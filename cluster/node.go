@@ -50,6 +50,10 @@ type Config struct {
 	Logger    *slog.Logger
 	// Meta is the local replica of the metadata store.
 	Meta *meta.Local
+	// OnMeta, if set, is called after each change to the replica (with
+	// the collection and key; both empty when a snapshot replaced it). It
+	// runs in the state machine and must not block.
+	OnMeta func(collection, key string)
 }
 
 // Node is this process's member of the cluster.
@@ -96,7 +100,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, fsm: newFSM(cfg.Meta), client: &http.Client{Timeout: 10 * time.Second},
+	n := &Node{cfg: cfg, fsm: newFSM(cfg.Meta, cfg.OnMeta), client: &http.Client{Timeout: 10 * time.Second},
 		log: cfg.Logger.With("component", "cluster"), stop: make(chan struct{}), added: map[string]time.Time{}}
 	var err error
 	if n.store, err = OpenRaftStore(filepath.Join(cfg.Dir, "raft")); err != nil {
@@ -244,6 +248,8 @@ func (n *Node) applyOnce(ctx context.Context, data []byte) error {
 		return nil
 	case http.StatusConflict:
 		return ErrExists
+	case http.StatusPreconditionFailed:
+		return ErrConflict
 	case http.StatusServiceUnavailable, http.StatusMisdirectedRequest:
 		return retryable{fmt.Errorf("leader %s: %s", leader, body)}
 	}
@@ -311,6 +317,8 @@ func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
 			return http.StatusOK, []byte(`{}`)
 		case errors.Is(err, ErrExists):
 			return http.StatusConflict, errJSON(err.Error())
+		case errors.Is(err, ErrConflict):
+			return http.StatusPreconditionFailed, errJSON(err.Error())
 		case errors.As(err, &retry):
 			return http.StatusServiceUnavailable, errJSON(err.Error())
 		}

@@ -268,21 +268,43 @@ func TestMetaStoreReadYourWritesAcrossNodes(t *testing.T) {
 		}
 	}
 	// Concurrent creates of one key on three nodes: exactly one wins.
-	errs := make(chan error, 3)
+	members := []*testMember{a, b, c}
+	oneWins(t, "creates of one key", meta.ErrExists, members, func(m *testMember) error {
+		return m.node.Meta().Create(ctx, "usernames", "contested", []byte(m.id))
+	})
+	// Concurrent swaps from the value all three read: exactly one wins,
+	// and then a swap from that value conflicts on every node.
+	if err := a.node.Meta().Put(ctx, "usernames", "contested", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	oneWins(t, "swaps from one value", meta.ErrConflict, members, func(m *testMember) error {
+		return m.node.Meta().Swap(ctx, "usernames", "contested", []byte("x"), []byte("swapped by "+m.id))
+	})
 	for _, m := range []*testMember{a, b, c} {
-		go func() { errs <- m.node.Meta().Create(ctx, "usernames", "contested", []byte(m.id)) }()
+		if err := m.node.Meta().Swap(ctx, "usernames", "contested", []byte("x"), []byte("late")); !errors.Is(err, meta.ErrConflict) {
+			t.Fatalf("swap through %s from a superseded value: %v", m.id, err)
+		}
+	}
+}
+
+// oneWins runs op on every member at once and checks that exactly one
+// succeeds and the others fail with lost.
+func oneWins(t *testing.T, what string, lost error, members []*testMember, op func(*testMember) error) {
+	t.Helper()
+	errs := make(chan error, len(members))
+	for _, m := range members {
+		go func() { errs <- op(m) }()
 	}
 	won := 0
-	for range 3 {
-		err := <-errs
-		switch {
+	for range members {
+		switch err := <-errs; {
 		case err == nil:
 			won++
-		case !errors.Is(err, meta.ErrExists):
+		case !errors.Is(err, lost):
 			t.Fatal(err)
 		}
 	}
 	if won != 1 {
-		t.Fatalf("%d creates of one key succeeded", won)
+		t.Fatalf("%d %s succeeded, want 1", won, what)
 	}
 }

@@ -16,8 +16,9 @@ import (
 
 // startCluster starts the node's Raft member. The replicated metadata
 // (sources, accounts, preferences, sessions) lives in the node's state
-// store, written only by the Raft state machine.
-func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Logger) (*cluster.Node, error) {
+// store, written only by the Raft state machine; onMeta hears of every
+// change to it.
+func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Logger, onMeta func(collection, key string)) (*cluster.Node, error) {
 	cc := cfg.Cluster
 	id := cc.ID
 	if id == "" {
@@ -34,7 +35,7 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 	n, err := cluster.Start(ctx, cluster.Config{
 		ID: id, RaftAddr: cc.RaftAddr, Advertise: cc.Advertise, HTTPAddr: httpAddr, Dir: cfg.clusterDir(),
 		Partitions: cfg.Log.Partitions, Bootstrap: cc.Bootstrap, Join: cc.Join, Secret: cc.Secret,
-		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db),
+		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db), OnMeta: onMeta,
 	})
 	if err != nil {
 		return nil, err

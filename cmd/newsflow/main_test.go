@@ -99,14 +99,28 @@ func startNodeEnv(t *testing.T, dataDir string, env []string, extra ...string) *
 		n.kill()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
+			t.Logf("node %s: warnings and errors (last 40, without Raft's own):\n%s", n.addr, logProblems(string(b), 40))
 			if len(b) > 4000 {
 				b = b[len(b)-4000:]
 			}
-			t.Logf("node log tail:\n%s", b)
+			t.Logf("node %s: log tail:\n%s", n.addr, b)
 		}
 		logf.Close()
 	})
 	return n
+}
+
+// logProblems returns the last warning and error lines of a node's
+// log, leaving out Raft's connection complaints, which drown everything
+// else while a peer is down.
+func logProblems(log string, last int) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if (strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR")) && !strings.Contains(l, "component=cluster") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out[max(0, len(out)-last):], "\n")
 }
 
 func (n *nodeProc) start() {

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/newsflow/newsflow/cluster"
@@ -57,6 +58,9 @@ type node struct {
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 	cluster  *cluster.Node  // nil unless the node is a cluster member
+	// notify is the crawler once it exists: the cluster's state machine
+	// tells it of sources added or changed through other nodes.
+	notify atomic.Pointer[crawl.Crawler]
 }
 
 func newLogger(c LoggingConfig) (*slog.Logger, error) {
@@ -105,7 +109,16 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	}
 	var store meta.Store = meta.NewLocal(n.db)
 	if cfg.clustered() {
-		if n.cluster, err = startCluster(ctx, cfg, n.db, logger); err != nil {
+		onMeta := func(collection, key string) {
+			switch c := n.notify.Load(); {
+			case c == nil:
+			case collection == crawl.Collection:
+				c.Notify(key)
+			case collection == "":
+				c.Kick() // a snapshot replaced every source
+			}
+		}
+		if n.cluster, err = startCluster(ctx, cfg, n.db, logger, onMeta); err != nil {
 			n.db.Close()
 			n.log.Close()
 			return nil, err
@@ -155,6 +168,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		if n.crawler, err = newCrawler(cfg.Crawl, n, logger); err != nil {
 			return fail(err)
 		}
+		n.notify.Store(n.crawler)
 	}
 	return n, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/newsflow/newsflow/operators/crawl/polite"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -117,12 +118,14 @@ type Crawler struct {
 	robots  *polite.Robots
 	m       *crawlMetrics
 	kick    chan struct{} // buffered-1: the source list changed
+	notify  chan struct{} // buffered-1: sources in mu.changed changed
 
 	mu struct {
 		sync.Mutex
 		rnd        *rand.Rand
 		lastManual map[string]time.Time
 		crawling   map[string]bool
+		changed    map[string]bool // sources Notify reported
 	}
 }
 
@@ -142,10 +145,11 @@ func New(sources *Sources, l eventlog.Log, db *state.DB, opts Options) (*Crawler
 		return nil, err
 	}
 	c := &Crawler{opts: opts, sources: sources, log: l, seen: db.Namespace("crawl/seen"), fetcher: f, limiter: lim,
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), notify: make(chan struct{}, 1)}
 	c.mu.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6e6577))
 	c.mu.lastManual = map[string]time.Time{}
 	c.mu.crawling = map[string]bool{}
+	c.mu.changed = map[string]bool{}
 	c.robots, err = polite.NewRobots(c.fetchRobots, opts.Robots)
 	if err != nil {
 		return nil, err
@@ -162,6 +166,31 @@ func (c *Crawler) Kick() {
 	case c.kick <- struct{}{}:
 	default:
 	}
+}
+
+// Notify tells the crawler that a source was added or changed elsewhere
+// (through another node of a cluster): Run schedules it if it is active,
+// this node's and not scheduled yet. Notify does not block.
+func (c *Crawler) Notify(id string) {
+	c.mu.Lock()
+	c.mu.changed[id] = true
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// takeChanged returns and forgets the sources Notify reported.
+func (c *Crawler) takeChanged() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]string, 0, len(c.mu.changed))
+	for id := range c.mu.changed {
+		ids = append(ids, id)
+	}
+	clear(c.mu.changed)
+	return ids
 }
 
 func (c *Crawler) rnd() float64 {
@@ -242,7 +271,7 @@ func (c *Crawler) Run(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				res := c.crawl(ctx, it.id)
+				res := c.crawl(ctx, it.id, false)
 				select {
 				case results <- res: // Run clears the crawling mark
 				case <-ctx.Done():
@@ -269,6 +298,18 @@ func (c *Crawler) Run(ctx context.Context) error {
 			}
 		case <-c.kick:
 			reload()
+		case <-c.notify:
+			for _, id := range c.takeChanged() {
+				if queued[id] || c.isCrawling(id) || (c.opts.Owns != nil && !c.opts.Owns(id)) {
+					continue
+				}
+				s, err := c.sources.Get(ctx, id)
+				if err != nil || s.Status != StatusActive {
+					continue // deleted, or not to be crawled
+				}
+				queued[id] = true
+				sched.push(s.ID, s.Crawl.NextCrawl, s.Authority)
+			}
 		case <-reloadTick.C:
 			reload()
 		case <-timer.C:
@@ -323,7 +364,7 @@ func (c *Crawler) CrawlNow(ctx context.Context, id string) (CrawlRecord, error) 
 	c.mu.lastManual[id] = now
 	c.mu.crawling[id] = true
 	c.mu.Unlock()
-	res := c.crawl(ctx, id)
+	res := c.crawl(ctx, id, true)
 	c.stopCrawling(id)
 	c.Kick() // let Run requeue it with its new schedule
 	return res.record, res.err
@@ -339,15 +380,27 @@ type crawlResult struct {
 }
 
 // crawl fetches one source once and records the outcome on it.
-func (c *Crawler) crawl(ctx context.Context, id string) crawlResult {
+//
+// It first claims the source (see Sources.Claim): a source that another
+// node crawled since this one scheduled it is only rescheduled, and a
+// manual crawl (force) claims it whenever it is due.
+func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult {
 	res := crawlResult{id: id}
-	s, err := c.sources.Get(ctx, id)
-	if err != nil || s.Status != StatusActive {
+	now := c.opts.Now()
+	s, err := c.sources.Claim(ctx, id, now, force)
+	switch {
+	case errors.Is(err, ErrNotDue):
+		res.reschedule, res.next, res.authority = s.Status == StatusActive, s.Crawl.NextCrawl, s.Authority
+		return res
+	case errors.Is(err, meta.ErrConflict):
+		// Updates kept conflicting: try again soon.
+		res.reschedule, res.next, res.authority = true, now.Add(time.Second), s.Authority
+		return res
+	case err != nil:
 		res.err = err
 		return res
 	}
 	res.authority = s.Authority
-	now := c.opts.Now()
 	var br polite.BreakerState
 	if len(s.Crawl.Circuit) > 0 {
 		if err := json.Unmarshal(s.Crawl.Circuit, &br); err != nil {
@@ -391,7 +444,7 @@ func (c *Crawler) crawl(ctx context.Context, id string) crawlResult {
 	circuit, _ := json.Marshal(br)
 	st.Circuit = circuit
 	st.LastCrawl, st.NextCrawl, st.LastResult = now.UTC(), next.UTC(), &rec
-	_, err = c.sources.UpdateCrawl(ctx, id, func(cur *Source) error {
+	_, err = c.sources.Update(ctx, id, func(cur *Source) error {
 		cur.Crawl = st
 		if newURL != "" {
 			cur.FeedURL = newURL

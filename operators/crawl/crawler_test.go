@@ -98,7 +98,7 @@ func (h *crawlHarness) crawlAll() map[string]CrawlRecord {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			ch <- r{s.ID, h.c.crawl(context.Background(), s.ID)}
+			ch <- r{s.ID, h.c.crawl(context.Background(), s.ID, true)}
 		}()
 	}
 	for range list {

@@ -144,10 +144,10 @@ func TestFaultFarm(t *testing.T) {
 	// touching the server until the breaker lets a trial through.
 	id := ids["redirect-loop"]
 	for i := 0; i < 5; i++ {
-		h.c.crawl(ctx, id)
+		h.c.crawl(ctx, id, true)
 	}
 	before := h.farm.Requests()
-	res := h.c.crawl(ctx, id)
+	res := h.c.crawl(ctx, id, true)
 	s, _ := h.sources.Get(ctx, id)
 	if res.record.Outcome != "skipped" || h.farm.Requests() != before || !strings.Contains(string(s.Crawl.Circuit), `"open"`) {
 		t.Errorf("after repeated failures: outcome %q, requests %d→%d, circuit %s", res.record.Outcome, before, h.farm.Requests(), s.Crawl.Circuit)

@@ -170,8 +170,8 @@ var (
 	ErrSourceNotFound = errors.New("source not found")
 )
 
-// collection is the metadata collection that holds sources.
-const collection = "sources"
+// Collection is the metadata collection that holds sources.
+const Collection = "sources"
 
 // Sources is the typed view of the sources in a metadata store. Updates
 // are read-modify-write under one lock, so the crawler's crawl-state
@@ -208,7 +208,7 @@ func (ss *Sources) Add(ctx context.Context, s Source) (Source, error) {
 		return Source{}, err
 	}
 	s.ID = SourceID(s.FeedURL)
-	if _, ok, err := ss.store.Get(ctx, collection, s.ID); err != nil {
+	if _, ok, err := ss.store.Get(ctx, Collection, s.ID); err != nil {
 		return Source{}, err
 	} else if ok {
 		return Source{}, fmt.Errorf("%w: %s", ErrSourceExists, s.ID)
@@ -221,24 +221,30 @@ func (ss *Sources) Add(ctx context.Context, s Source) (Source, error) {
 
 // Get returns one source.
 func (ss *Sources) Get(ctx context.Context, id string) (Source, error) {
-	b, ok, err := ss.store.Get(ctx, collection, id)
+	_, s, err := ss.get(ctx, id)
+	return s, err
+}
+
+// get returns one source and its stored encoding.
+func (ss *Sources) get(ctx context.Context, id string) ([]byte, Source, error) {
+	b, ok, err := ss.store.Get(ctx, Collection, id)
 	if err != nil {
-		return Source{}, err
+		return nil, Source{}, err
 	}
 	if !ok {
-		return Source{}, fmt.Errorf("%w: %s", ErrSourceNotFound, id)
+		return nil, Source{}, fmt.Errorf("%w: %s", ErrSourceNotFound, id)
 	}
 	var s Source
 	if err := json.Unmarshal(b, &s); err != nil {
-		return Source{}, fmt.Errorf("decode source %s: %w", id, err)
+		return nil, Source{}, fmt.Errorf("decode source %s: %w", id, err)
 	}
-	return s, nil
+	return b, s, nil
 }
 
 // List returns every source, ordered by id.
 func (ss *Sources) List(ctx context.Context) ([]Source, error) {
 	var out []Source
-	err := ss.store.Scan(ctx, collection, func(id string, b []byte) error {
+	err := ss.store.Scan(ctx, Collection, func(id string, b []byte) error {
 		var s Source
 		if err := json.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("decode source %s: %w", id, err)
@@ -252,44 +258,79 @@ func (ss *Sources) List(ctx context.Context) ([]Source, error) {
 
 // Update applies fn to the stored source and stores the result durably;
 // fn's error aborts the update. The definition is validated again.
+//
+// With a store that can compare and swap (a cluster's), the result is
+// stored only if the source did not change since it was read; otherwise fn
+// runs again on a fresh read. So two nodes' updates of one source (the
+// crawler's bookkeeping, an edit through another node) never overwrite
+// each other.
 func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error) (Source, error) {
-	return ss.update(ctx, id, fn, ss.store.Put)
-}
-
-// UpdateCrawl is Update for the crawler's bookkeeping, which the next crawl
-// rebuilds if a crash loses it: it does not wait for the disk.
-func (ss *Sources) UpdateCrawl(ctx context.Context, id string, fn func(*Source) error) (Source, error) {
-	return ss.update(ctx, id, fn, ss.store.PutLazy)
-}
-
-func (ss *Sources) update(ctx context.Context, id string, fn func(*Source) error,
-	put func(ctx context.Context, collection, key string, value []byte) error) (Source, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	s, err := ss.Get(ctx, id)
-	if err != nil {
-		return Source{}, err
+	sw, _ := ss.store.(meta.Swapper)
+	for attempt := 1; ; attempt++ {
+		old, s, err := ss.get(ctx, id)
+		if err != nil {
+			return Source{}, err
+		}
+		before := s.MinInterval
+		if err := fn(&s); err != nil {
+			return s, err
+		}
+		s.ID = id
+		// The floor applies to a new min_interval only: a source added
+		// under a lower floor (another node's, or an earlier config)
+		// stays valid.
+		floor := ss.floor
+		if s.MinInterval == before {
+			floor = 0
+		}
+		if err := s.validate(floor); err != nil {
+			return Source{}, err
+		}
+		s.UpdatedAt = ss.now().UTC()
+		b, err := json.Marshal(s)
+		if err != nil {
+			return Source{}, err
+		}
+		if sw == nil {
+			return s, ss.store.Put(ctx, Collection, id, b)
+		}
+		err = sw.Swap(ctx, Collection, id, old, b)
+		if !errors.Is(err, meta.ErrConflict) || attempt == maxSwapAttempts {
+			return s, err
+		}
+		// Another writer won, or this replica has yet to apply a write:
+		// read again shortly.
+		select {
+		case <-ctx.Done():
+			return Source{}, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 10 * time.Millisecond):
+		}
 	}
-	before := s.MinInterval
-	if err := fn(&s); err != nil {
-		return Source{}, err
-	}
-	s.ID = id
-	// The floor applies to a new min_interval only: a source added under
-	// a lower floor (another node's, or an earlier config) stays valid.
-	floor := ss.floor
-	if s.MinInterval == before {
-		floor = 0
-	}
-	if err := s.validate(floor); err != nil {
-		return Source{}, err
-	}
-	s.UpdatedAt = ss.now().UTC()
-	b, err := json.Marshal(s)
-	if err != nil {
-		return Source{}, err
-	}
-	return s, put(ctx, collection, s.ID, b)
+}
+
+// maxSwapAttempts bounds Update's retries (about half a second of waits).
+const maxSwapAttempts = 10
+
+// ErrNotDue answers Claim for a source that is not due: another node
+// crawled or claimed it since this one scheduled it, or it is not active.
+var ErrNotDue = errors.New("source not due for a crawl")
+
+// Claim marks a source as being crawled before the crawler fetches it: its
+// next crawl moves one interval past now, so that a node that also thinks
+// the source is its own (one that has yet to learn that its partition
+// moved, or reads a replica that lags) finds it not due. Claim fails with
+// ErrNotDue, and returns the source as stored, when its next crawl is
+// after now (unless force: a manual crawl) or it is not active.
+func (ss *Sources) Claim(ctx context.Context, id string, now time.Time, force bool) (Source, error) {
+	return ss.Update(ctx, id, func(s *Source) error {
+		if s.Status != StatusActive || (!force && s.Crawl.NextCrawl.After(now)) {
+			return ErrNotDue
+		}
+		s.Crawl.NextCrawl = now.Add(max(time.Duration(s.Crawl.Interval), time.Duration(s.MinInterval))).UTC()
+		return nil
+	})
 }
 
 // Delete removes a source.
@@ -299,7 +340,7 @@ func (ss *Sources) Delete(ctx context.Context, id string) error {
 	if _, err := ss.Get(ctx, id); err != nil {
 		return err
 	}
-	return ss.store.Delete(ctx, collection, id)
+	return ss.store.Delete(ctx, Collection, id)
 }
 
 func (ss *Sources) put(ctx context.Context, s Source) error {
@@ -307,7 +348,7 @@ func (ss *Sources) put(ctx context.Context, s Source) error {
 	if err != nil {
 		return err
 	}
-	return ss.store.Put(ctx, collection, s.ID, b)
+	return ss.store.Put(ctx, Collection, s.ID, b)
 }
 
 // ImportResult reports an Import.

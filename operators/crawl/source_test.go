@@ -118,11 +118,87 @@ func TestSourcesMinIntervalFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss.SetMinIntervalFloor(time.Minute)
-	u, err := ss.UpdateCrawl(ctx, s.ID, func(s *Source) error { s.Crawl.ETag = `"v2"`; return nil })
+	u, err := ss.Update(ctx, s.ID, func(s *Source) error { s.Crawl.ETag = `"v2"`; return nil })
 	if err != nil || u.Crawl.ETag != `"v2"` {
 		t.Fatalf("crawl bookkeeping under a higher floor: %+v %v", u, err)
 	}
 	if _, err := ss.Update(ctx, s.ID, func(s *Source) error { s.MinInterval = Duration(3 * time.Second); return nil }); err == nil {
 		t.Fatal("a new min_interval below the floor accepted")
+	}
+}
+
+// staleStore answers the first read of each key with the value it held
+// when the store was wrapped, like a replica that lags.
+type staleStore struct {
+	*meta.Local
+	old  map[string][]byte
+	read map[string]bool
+}
+
+func (s *staleStore) Get(ctx context.Context, c, k string) ([]byte, bool, error) {
+	if v, ok := s.old[k]; ok && !s.read[k] {
+		s.read[k] = true
+		return v, true, nil
+	}
+	return s.Local.Get(ctx, c, k)
+}
+
+// Of two nodes that both think a due source is theirs, one claims it and
+// the other finds it not due, also when its replica lags behind.
+func TestSourcesClaim(t *testing.T) {
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	store := meta.NewLocal(db)
+	a := NewSources(store, func() time.Time { return now })
+	s, err := a.Add(ctx, Source{FeedURL: "https://example.com/feed.xml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, _, _ := store.Get(ctx, Collection, s.ID)
+	b := NewSources(&staleStore{Local: store, old: map[string][]byte{s.ID: stale}, read: map[string]bool{}}, func() time.Time { return now })
+
+	results := make(chan error, 2)
+	for _, ss := range []*Sources{a, b} {
+		go func() {
+			_, err := ss.Claim(ctx, s.ID, now, false)
+			results <- err
+		}()
+	}
+	won := 0
+	for range 2 {
+		switch err := <-results; {
+		case err == nil:
+			won++
+		case !errors.Is(err, ErrNotDue):
+			t.Fatal(err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d claims of one due source won, want 1", won)
+	}
+	got, _ := a.Get(ctx, s.ID)
+	if want := now.Add(DefaultMinInterval); !got.Crawl.NextCrawl.Equal(want) {
+		t.Fatalf("claimed source next crawl %s, want %s", got.Crawl.NextCrawl, want)
+	}
+	// The lagging node reads the old value first: its swap conflicts, it
+	// reads again and finds the source claimed.
+	c := NewSources(&staleStore{Local: store, old: map[string][]byte{s.ID: stale}, read: map[string]bool{}}, func() time.Time { return now })
+	if got, err := c.Claim(ctx, s.ID, now, false); !errors.Is(err, ErrNotDue) || !got.Crawl.NextCrawl.After(now) {
+		t.Fatalf("claim through a lagging replica: %+v %v", got.Crawl, err)
+	}
+	// A manual crawl claims it anyway; a paused source is never due.
+	if _, err := a.Claim(ctx, s.ID, now, true); err != nil {
+		t.Fatalf("forced claim: %v", err)
+	}
+	if _, err := a.Update(ctx, s.ID, func(s *Source) error { s.Status = StatusPaused; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Claim(ctx, s.ID, now.Add(time.Hour), true); !errors.Is(err, ErrNotDue) {
+		t.Fatalf("claim of a paused source: %v", err)
 	}
 }

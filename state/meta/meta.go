@@ -5,6 +5,7 @@
 package meta
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,7 @@ type Store interface {
 // Local is a Store in the node's state database.
 type Local struct {
 	ns state.Namespace
-	mu sync.Mutex // serializes Create
+	mu sync.Mutex // serializes Create and Swap
 }
 
 var _ Store = (*Local)(nil)
@@ -163,6 +164,34 @@ func (l *Local) Create(ctx context.Context, collection, k string, value []byte) 
 			err = ErrExists
 		}
 		return err
+	}
+	return l.Put(ctx, collection, k, value)
+}
+
+// Swapper is a Store that can replace a value only if it is unchanged: a
+// read-modify-write that two writers (in a cluster, on two nodes) cannot
+// both win.
+type Swapper interface {
+	// Swap stores value under key if the stored value is old, durably,
+	// and fails with ErrConflict otherwise (also when the key is missing).
+	Swap(ctx context.Context, collection, key string, old, value []byte) error
+}
+
+// ErrConflict answers a Swap whose old value is not the stored one.
+var ErrConflict = errors.New("meta: value changed since it was read")
+
+var _ Swapper = (*Local)(nil)
+
+// Swap implements Swapper within one process.
+func (l *Local) Swap(ctx context.Context, collection, k string, old, value []byte) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur, ok, err := l.Get(ctx, collection, k)
+	if err != nil {
+		return err
+	}
+	if !ok || !bytes.Equal(cur, old) {
+		return ErrConflict
 	}
 	return l.Put(ctx, collection, k, value)
 }

@@ -2,7 +2,10 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/newsflow/newsflow/state"
@@ -53,5 +56,43 @@ func TestLocal(t *testing.T) {
 	}
 	if err := s.Put(ctx, "a\x00b", "k", nil); err != ErrBadName {
 		t.Fatalf("NUL in collection: %v", err)
+	}
+}
+
+// Of writers that read the same value, one Swap wins; the rest conflict.
+func TestLocalSwap(t *testing.T) {
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	s := NewLocal(db)
+	if err := s.Swap(ctx, "c", "k", nil, []byte("v1")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("swap of a missing key: %v", err)
+	}
+	if err := s.Put(ctx, "c", "k", []byte("v0")); err != nil {
+		t.Fatal(err)
+	}
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := s.Swap(ctx, "c", "k", []byte("v0"), []byte(fmt.Sprint("w", i))); {
+			case err == nil:
+				wins.Add(1)
+			case !errors.Is(err, ErrConflict):
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Fatalf("%d swaps from the same value won, want 1", wins.Load())
+	}
+	if v, _, _ := s.Get(ctx, "c", "k"); len(v) != 2 || v[0] != 'w' {
+		t.Fatalf("value after the swaps: %q", v)
 	}
 }
