@@ -100,7 +100,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 // buildShares validates the body and returns the response, the records to
 // append and the number of rejected events.
 func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(ctx, events.TopicShares)
+	parts, err := s.partitions(events.TopicShares)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "shares topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
@@ -177,7 +177,7 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", fa
 func (s *Server) handleReadBatch(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", true, s.buildReads) }
 
 func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(ctx, events.TopicReads)
+	parts, err := s.partitions(events.TopicReads)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "reads topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0

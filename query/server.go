@@ -345,13 +345,19 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	return <-errc
 }
 
-func (s *Server) partitions(ctx context.Context, topic string) (int32, error) {
+// partitions returns the partition count of topic (cached). It does not
+// take the request's context: a fasthttp.RequestCtx is reused after its
+// handler returns, and a Kafka client may still hold a context derived
+// from it.
+func (s *Server) partitions(topic string) (int32, error) {
 	s.partsMu.Lock()
 	n, ok := s.parts[topic]
 	s.partsMu.Unlock()
 	if ok {
 		return n, nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	n, err := s.deps.Log.Partitions(ctx, topic)
 	if err != nil {
 		return 0, err

@@ -36,7 +36,7 @@ type rawArticleIn struct {
 }
 
 func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(ctx, events.TopicArticlesRaw)
+	parts, err := s.partitions(events.TopicArticlesRaw)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "articles topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
