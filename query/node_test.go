@@ -22,6 +22,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/events"
@@ -102,6 +103,16 @@ type nodeOptions struct {
 	replay []string
 	// cluster, if set, is the node's cluster membership.
 	cluster query.Cluster
+	// brokers, if set, put the node's log on Kafka and run its engine in
+	// cluster mode with the partitions of assign (see clusterNet).
+	brokers []string
+	assign  map[int32]uint64
+	// meta, if set, holds the metadata (accounts, sessions, sources), as
+	// the Raft-replicated store does in a cluster.
+	meta *state.DB
+	// listener, if set, is where the server listens, and the node's
+	// client connects to it (TCP, for nodes that call each other).
+	listener net.Listener
 }
 
 func withDir(dir string) func(*nodeOptions)        { return func(o *nodeOptions) { o.dir = dir } }
@@ -129,7 +140,7 @@ type testNode struct {
 	dir      string
 	clock    *testClock
 	reg      *prometheus.Registry
-	log      *embedded.Log
+	log      eventlog.Log
 	db       *state.DB
 	eng      *engine.Engine
 	op       *trending.Operator
@@ -166,11 +177,15 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	n := &testNode{dir: o.dir, clock: o.clock, reg: prometheus.NewRegistry()}
 
 	var err error
-	n.log, err = embedded.Open(embedded.Options{
-		Dir: filepath.Join(o.dir, "log"), Fsync: embedded.FsyncNever,
-		// The test clock is in 2025; wall-clock retention must not touch it.
-		RetentionAge: embedded.KeepForever,
-	})
+	if o.brokers != nil {
+		n.log, err = kafkalog.Open(context.Background(), kafkalog.Options{Brokers: o.brokers})
+	} else {
+		n.log, err = embedded.Open(embedded.Options{
+			Dir: filepath.Join(o.dir, "log"), Fsync: embedded.FsyncNever,
+			// The test clock is in 2025; wall-clock retention must not touch it.
+			RetentionAge: embedded.KeepForever,
+		})
+	}
 	if err != nil {
 		t.Fatalf("open log: %v", err)
 	}
@@ -185,9 +200,16 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		n.log.Close()
 		t.Fatalf(format, args...)
 	}
-	n.eng, err = engine.New(n.log, n.db, engine.Options{Partitions: o.partitions, Registerer: n.reg})
+	eo := engine.Options{Partitions: o.partitions, Registerer: n.reg}
+	if o.brokers != nil {
+		eo.Cluster, eo.CommitInterval, eo.RestartBackoff, eo.MaxRestartBackoff = true, 20*time.Millisecond, 5*time.Millisecond, 50*time.Millisecond
+	}
+	n.eng, err = engine.New(n.log, n.db, eo)
 	if err != nil {
 		fail("engine: %v", err)
+	}
+	if o.brokers != nil {
+		n.eng.Assign(o.assign)
 	}
 	n.op, err = trending.New(o.trending, n.eng.Partitions(), n.reg)
 	if err != nil {
@@ -246,9 +268,13 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	if o.wrapLog != nil {
 		serverLog = o.wrapLog(n.log)
 	}
-	n.sources = crawl.NewSources(meta.NewLocal(n.db), n.clock.Now)
+	metaDB := n.db
+	if o.meta != nil {
+		metaDB = o.meta
+	}
+	n.sources = crawl.NewSources(meta.NewLocal(metaDB), n.clock.Now)
 	deps := query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}
-	n.auth, err = auth.NewStore(meta.NewLocal(n.db), n.clock.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
+	n.auth, err = auth.NewStore(meta.NewLocal(metaDB), n.clock.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
 	if err != nil {
 		fail("auth: %v", err)
 	}
@@ -274,10 +300,15 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	}
 	serverCtx, stopServer := context.WithCancel(context.Background())
 	serverErr := make(chan error, 1)
-	n.ln = fasthttputil.NewInmemoryListener()
-	go func() { serverErr <- n.srv.Run(serverCtx, n.ln) }()
+	var ln net.Listener = o.listener
+	dial := func(string) (net.Conn, error) { return net.Dial("tcp", ln.Addr().String()) }
+	if ln == nil {
+		n.ln = fasthttputil.NewInmemoryListener()
+		ln, dial = n.ln, func(string) (net.Conn, error) { return n.ln.Dial() }
+	}
+	go func() { serverErr <- n.srv.Run(serverCtx, ln) }()
 	n.client = &fasthttp.Client{
-		Dial:                     func(string) (net.Conn, error) { return n.ln.Dial() },
+		Dial:                     dial,
 		ReadTimeout:              10 * time.Second,
 		WriteTimeout:             10 * time.Second,
 		DisablePathNormalizing:   true,

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -56,38 +57,51 @@ func (s *Server) toOwner(part func(ctx *fasthttp.RequestCtx) (int32, bool), h fa
 			h(ctx) // the handler rejects the request
 			return
 		}
-		// While the owner is unknown (a node that just started) or does
-		// not answer (it died, and the leader has yet to move its
-		// partitions), wait for the cluster state to change, up to the
-		// peer timeout, then answer 503 naming the partition.
-		deadline := time.Now().Add(s.opts.PeerTimeout)
-		var lastErr error
-		for {
-			st, changed := s.deps.Cluster.State()
-			m, ok := st.Owner(p)
-			switch {
-			case ok && m.ID == s.deps.Cluster.ID():
-				h(ctx)
-				return
-			case ok:
-				if lastErr = s.forward(ctx, m); lastErr == nil {
-					return
-				}
-				lastErr = fmt.Errorf("node %s, owner of partition %d, did not answer: %w", m.ID, p, lastErr)
-			default:
-				lastErr = fmt.Errorf("partition %d has no owner yet", p)
-			}
-			wait := time.Until(deadline)
-			if wait <= 0 {
-				break
-			}
-			select {
-			case <-changed:
-			case <-time.After(min(wait, 250*time.Millisecond)):
-			}
+		_, err := s.atOwner(p,
+			func() error { h(ctx); return nil },
+			func(m cluster.Member, _ time.Time) error { return s.forward(ctx, m) })
+		if err != nil {
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"error": err.Error(), "partition": p})
 		}
-		s.peerErrors.Inc()
-		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"error": lastErr.Error(), "partition": p})
+	}
+}
+
+// atOwner runs local when this node owns partition p, or remote with the
+// owner when another node does, until one of them succeeds. While the
+// owner is unknown (a node that just started) or fails (it died, and the
+// leader has yet to move its partitions; or the partition is restoring on
+// it), it waits for the cluster state to change and tries again, up to the
+// peer timeout (remote gets that deadline). It then returns the last error
+// and the node that failed ("" when the partition had no owner, or the
+// local attempt failed).
+func (s *Server) atOwner(p int32, local func() error, remote func(m cluster.Member, deadline time.Time) error) (failed string, err error) {
+	deadline := time.Now().Add(s.opts.PeerTimeout)
+	for {
+		st, changed := s.deps.Cluster.State()
+		m, ok := st.Owner(p)
+		failed = ""
+		switch {
+		case ok && m.ID == s.deps.Cluster.ID():
+			if err = local(); err == nil {
+				return "", nil
+			}
+		case ok:
+			if err = remote(m, deadline); err == nil {
+				return "", nil
+			}
+			failed, err = m.ID, fmt.Errorf("node %s, owner of partition %d, did not answer: %w", m.ID, p, err)
+		default:
+			err = fmt.Errorf("partition %d has no owner yet", p)
+		}
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			s.peerErrors.Inc()
+			return failed, err
+		}
+		select {
+		case <-changed:
+		case <-time.After(min(wait, 250*time.Millisecond)):
+		}
 	}
 }
 
@@ -137,12 +151,48 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member) error {
 	return nil
 }
 
-// peerAnswer is one node's answer to a fanned-out query.
+// peerAnswer is one node's answer to a request from this node.
 type peerAnswer struct {
 	node   string
 	status int
 	body   []byte
 	err    error
+}
+
+// failure returns the answer's error, or an error naming its status when
+// that is not 200.
+func (a peerAnswer) failure() error {
+	switch {
+	case a.err != nil:
+		return a.err
+	case a.status != fasthttp.StatusOK:
+		return fmt.Errorf("status %d: %s", a.status, bytes.TrimSpace(a.body))
+	}
+	return nil
+}
+
+// peerGet sends GET uri (path and query) to member m with header hdr
+// (HeaderForwarded or HeaderRouted) naming this node, and the credentials
+// of from, if set.
+func (s *Server) peerGet(m cluster.Member, uri, hdr string, from *fasthttp.RequestCtx, timeout time.Duration) peerAnswer {
+	req := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(req)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + m.HTTPAddr + uri)
+	req.Header.Set(hdr, s.deps.Cluster.ID())
+	if from != nil {
+		for _, h := range []string{"Authorization", "Cookie"} {
+			if v := from.Request.Header.Peek(h); len(v) > 0 {
+				req.Header.SetBytesV(h, v)
+			}
+		}
+	}
+	a := peerAnswer{node: m.ID}
+	if a.err = s.peers.DoTimeout(req, resp, timeout); a.err == nil {
+		a.status, a.body = resp.StatusCode(), slices.Clone(resp.Body())
+	}
+	return a
 }
 
 // fanOut sends GET uri (path and query) to every other member that is up,
@@ -161,29 +211,63 @@ func (s *Server) fanOut(uri string, from *fasthttp.RequestCtx) []peerAnswer {
 	var wg sync.WaitGroup
 	for i, m := range members {
 		wg.Go(func() {
-			req := fasthttp.AcquireRequest()
-			defer fasthttp.ReleaseRequest(req)
-			resp := fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseResponse(resp)
-			req.SetRequestURI("http://" + m.HTTPAddr + uri)
-			req.Header.Set(HeaderForwarded, self)
-			if from != nil {
-				for _, h := range []string{"Authorization", "Cookie"} {
-					if v := from.Request.Header.Peek(h); len(v) > 0 {
-						req.Header.SetBytesV(h, v)
-					}
-				}
-			}
-			a := peerAnswer{node: m.ID}
-			if a.err = s.peers.DoTimeout(req, resp, s.opts.PeerTimeout); a.err == nil {
-				a.status, a.body = resp.StatusCode(), slices.Clone(resp.Body())
-			} else {
+			out[i] = s.peerGet(m, uri, HeaderForwarded, from, s.opts.PeerTimeout)
+			if out[i].err != nil {
 				s.peerErrors.Inc()
 			}
-			out[i] = a
 		})
 	}
 	wg.Wait()
+	return out
+}
+
+// gather fans uri out (fanOut) and decodes every answer with status 200
+// into a T. The other answers (no answer, another status, a body that does
+// not decode) are returned as failed.
+func gather[T any](s *Server, uri string, from *fasthttp.RequestCtx) (answers []T, failed []peerAnswer) {
+	for _, a := range s.fanOut(uri, from) {
+		var v T
+		if a.err = a.failure(); a.err == nil {
+			a.err = json.Unmarshal(a.body, &v)
+		}
+		if a.err != nil {
+			failed = append(failed, a)
+			continue
+		}
+		answers = append(answers, v)
+	}
+	return answers, failed
+}
+
+// nodesOf returns the nodes of answers, sorted.
+func nodesOf(answers []peerAnswer) []string {
+	var out []string
+	for _, a := range answers {
+		out = append(out, a.node)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// unanswered returns, sorted, the partitions that are in every one of
+// lists: each node that answered a fanned-out query lists the partitions
+// it could not answer for, so these are the partitions no node answered
+// for. Without lists it returns nil.
+func unanswered(lists ...[]int32) []int32 {
+	if len(lists) == 0 {
+		return nil
+	}
+	var out []int32
+	for _, p := range lists[0] {
+		every := true
+		for _, l := range lists[1:] {
+			every = every && slices.Contains(l, p)
+		}
+		if every && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -196,41 +280,18 @@ func (s *Server) clusterTop(local trending.Result, window, category string, k in
 	if category != "" {
 		q.Set("category", category)
 	}
-	missing := map[int32]bool{}
-	for _, p := range local.Partial {
-		missing[p] = true
-	}
+	answers, failed := gather[trending.Result](s, "/api/v1/trending?"+q.Encode(), nil)
 	lists := [][]trending.Item{local.Items}
+	partial := [][]int32{local.Partial}
 	res := local
-	var failed []string
-	for _, a := range s.fanOut("/api/v1/trending?"+q.Encode(), nil) {
-		var r trending.Result
-		if a.err == nil && a.status == fasthttp.StatusOK {
-			a.err = json.Unmarshal(a.body, &r)
-		} else if a.err == nil {
-			a.err = fmt.Errorf("status %d", a.status)
-		}
-		if a.err != nil {
-			failed = append(failed, a.node)
-			continue
-		}
-		// Missing: a partition no node answered for.
-		for p := range missing {
-			if !slices.Contains(r.Partial, p) {
-				delete(missing, p)
-			}
-		}
+	for _, r := range answers {
 		lists = append(lists, r.Items)
+		partial = append(partial, r.Partial)
 		res.AsOf = max(res.AsOf, r.AsOf)
 	}
 	res.Items = trending.MergeItems(k, lists...)
-	res.Partial = nil
-	for p := range missing {
-		res.Partial = append(res.Partial, p)
-	}
-	slices.Sort(res.Partial)
-	slices.Sort(failed)
-	return res, failed
+	res.Partial = unanswered(partial...)
+	return res, nodesOf(failed)
 }
 
 // peerTimeoutDefault bounds a request to another node.

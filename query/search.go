@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/operators/indexer"
@@ -10,26 +11,179 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// searchPage is the response of /api/v1/search.
+// searchPage is the response of /api/v1/search, and a node's answer to a
+// fanned-out search.
 type searchPage struct {
-	Hits    []search.Hit `json:"hits"`
-	Total   uint64       `json:"total"`
-	Next    string       `json:"next_cursor,omitempty"`
-	Partial bool         `json:"partial"`
-	Missing []int32      `json:"missing_partitions,omitempty"`
+	Hits []search.Hit `json:"hits"`
+	// Total counts the matches in the partitions that answered.
+	Total uint64 `json:"total"`
+	// Order is the hits' order: relevance (score descending, then id) for
+	// a text query, newest (published descending, then id) without.
+	Order search.Order `json:"order"`
+	// Next is the position after the last hit (search.Cursor); every
+	// node continues after it in its own partitions.
+	Next *search.Cursor `json:"next_cursor,omitempty"`
+	// Partial is true when some partitions did not answer: Missing.
+	Partial bool    `json:"partial"`
+	Missing []int32 `json:"missing_partitions,omitempty"`
+	// FailedNodes did not answer the fan-out (their partitions are in
+	// Missing unless another node answered for them).
+	FailedNodes []string `json:"failed_nodes,omitempty"`
 }
+
+// searchTimeout bounds a search of the local partitions.
+const searchTimeout = 5 * time.Second
 
 // handleSearch searches the articles of every partition. Parameters: q
 // (text; empty lists the newest), topic, source (source id), from and to
 // (RFC 3339 or ms; from inclusive, to exclusive), limit (1-100, default
 // 20), cursor (from next_cursor).
+//
+// In a cluster the node that receives the search sends it to every other
+// member (fanOut, with HeaderForwarded: answer from your own partitions),
+// searches its own partitions meanwhile, and merges the pages exactly as
+// one node merges its partitions' (search.Merge): the first limit hits in
+// the order, the totals summed. The cursor is a position in that order
+// (score or time, then id), not a position in a list, so the same cursor
+// continues every node's partitions and a page through any node continues
+// through any other. Partitions no node answered for are listed in
+// missing_partitions (partial: true), and nodes that did not answer in
+// failed_nodes.
 func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
+	r, ok := searchRequest(ctx)
+	if !ok {
+		return
+	}
+	fan := s.fansOut(ctx)
+	var peers []searchPage
+	var failed []peerAnswer
+	done := make(chan struct{})
+	if fan {
+		uri := "/api/v1/search?" + ctx.QueryArgs().String()
+		go func() {
+			defer close(done)
+			peers, failed = gather[searchPage](s, uri, nil)
+		}()
+	} else {
+		close(done)
+	}
+	timeout := searchTimeout
+	if s.deps.Cluster != nil && !fan {
+		timeout = min(timeout, s.opts.PeerTimeout) // the asking node waits no longer
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	res, err := s.deps.Search.Search(sctx, r)
+	<-done
+	if errors.Is(err, search.ErrBadRequest) {
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	}
+	for _, a := range failed {
+		if a.status == fasthttp.StatusBadRequest {
+			// A node with no open partition could not check the request.
+			writeRaw(ctx, a.status, a.body)
+			return
+		}
+	}
+	var local *searchPage
+	switch {
+	case err == nil:
+		local = &searchPage{Hits: res.Hits, Total: res.Total, Next: res.Next, Missing: res.Missing}
+	case s.deps.Cluster != nil && errors.Is(err, indexer.ErrUnavailable):
+		// No partition of the cluster's is open here: the others answer.
+	case fan:
+		// This node's partitions are missing, like a node's that failed.
+		failed = append(failed, peerAnswer{node: s.deps.Cluster.ID(), err: err})
+	case errors.Is(err, indexer.ErrUnavailable):
+		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+		return
+	default:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	page := s.mergeSearch(r, local, peers)
+	page.FailedNodes = nodesOf(failed)
+	if len(page.Missing) == int(s.enginePartitions()) && fan {
+		// Not one partition answered. (A node asked by another answers
+		// that it has none.)
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"error": "search: no node answered for any partition",
+			"missing_partitions": page.Missing, "failed_nodes": page.FailedNodes})
+		return
+	}
+	if s.deps.Stories != nil && (s.deps.Cluster == nil || fan) {
+		// Articles are indexed with the story they joined; that story may
+		// have merged into another since. (A node answering a fan-out
+		// leaves that to the node that merges.)
+		for i := range page.Hits {
+			if id := page.Hits[i].StoryID; id != "" {
+				page.Hits[i].StoryID = s.deps.Stories.Resolve(id)
+			}
+		}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+// mergeSearch merges this node's page (nil when it has no partition open)
+// with the other nodes' pages of the same request. A partition is missing
+// when no page answered for it. An article lives in one partition, but
+// while a partition moves its old and new owner may both answer for it:
+// a hit is kept once (Total may then count it twice).
+func (s *Server) mergeSearch(r search.Request, local *searchPage, peers []searchPage) searchPage {
+	order := searchOrder(r)
+	all := make([]int32, s.enginePartitions())
+	for p := range all {
+		all[p] = int32(p)
+	}
+	missing := [][]int32{all}
+	var results []*search.Result
+	seen := map[string]bool{}
+	pages := []*searchPage{local}
+	for i := range peers {
+		pages = append(pages, &peers[i])
+	}
+	for _, pg := range pages {
+		if pg == nil {
+			continue
+		}
+		missing = append(missing, pg.Missing)
+		res := &search.Result{Total: pg.Total, Order: order, Next: pg.Next}
+		for _, h := range pg.Hits {
+			if !seen[h.ID] {
+				seen[h.ID] = true
+				res.Hits = append(res.Hits, h)
+			}
+		}
+		results = append(results, res)
+	}
+	m := search.Merge(r.Limit, results...)
+	page := searchPage{Hits: m.Hits, Total: m.Total, Order: order, Next: m.Next, Missing: unanswered(missing...)}
+	if page.Hits == nil {
+		page.Hits = []search.Hit{}
+	}
+	page.Partial = len(page.Missing) > 0
+	return page
+}
+
+// searchOrder is the order of r's hits (search.Request): by relevance for
+// a query with text, newest first without. A node without partitions
+// answers in it too, so that every page of a fan-out has the same order.
+func searchOrder(r search.Request) search.Order {
+	if strings.TrimSpace(r.Query) != "" {
+		return search.OrderRelevance
+	}
+	return search.OrderNewest
+}
+
+// searchRequest reads the parameters of a search; it answers 400 and
+// returns false when they are invalid.
+func searchRequest(ctx *fasthttp.RequestCtx) (search.Request, bool) {
 	args := ctx.QueryArgs()
 	r := search.Request{Query: string(args.Peek("q")), Topic: string(args.Peek("topic")), Source: string(args.Peek("source"))}
 	var err error
 	if r.Limit, err = intArg(ctx, "limit", 20, 1, 100); err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
+		return r, false
 	}
 	for _, b := range []struct {
 		name string
@@ -42,49 +196,19 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 		ms, err := parseTimeArg(string(v))
 		if err != nil {
 			writeError(ctx, fasthttp.StatusBadRequest, b.name+": "+err.Error())
-			return
+			return r, false
 		}
 		*b.dst = time.UnixMilli(ms).UTC()
 	}
 	if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
 		writeError(ctx, fasthttp.StatusBadRequest, "from must be before to")
-		return
+		return r, false
 	}
 	if c := args.Peek("cursor"); len(c) > 0 {
 		if r.After, err = search.DecodeCursor(string(c)); err != nil {
 			writeError(ctx, fasthttp.StatusBadRequest, "cursor: "+err.Error())
-			return
+			return r, false
 		}
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	res, err := s.deps.Search.Search(sctx, r)
-	switch {
-	case errors.Is(err, search.ErrBadRequest):
-		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
-		return
-	case errors.Is(err, indexer.ErrUnavailable):
-		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
-		return
-	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
-		return
-	}
-	page := searchPage{Hits: res.Hits, Total: res.Total, Partial: res.Partial, Missing: res.Missing}
-	if s.deps.Stories != nil {
-		// Articles are indexed with the story they joined; that story may
-		// have merged into another since.
-		for i := range page.Hits {
-			if id := page.Hits[i].StoryID; id != "" {
-				page.Hits[i].StoryID = s.deps.Stories.Resolve(id)
-			}
-		}
-	}
-	if page.Hits == nil {
-		page.Hits = []search.Hit{}
-	}
-	if res.Next != nil {
-		page.Next = res.Next.Encode()
-	}
-	writeJSON(ctx, fasthttp.StatusOK, page)
+	return r, true
 }
