@@ -34,8 +34,8 @@ import (
 // share this machine's cores: on a 2-core machine the figures measure what
 // coordination costs, not how far the cluster scales out.
 
-// Sizes of the cluster benchmarks; NEWSFLOW_BENCH_CLUSTER_EVENTS and
-// NEWSFLOW_BENCH_FAILOVER_KILLS override the defaults.
+// Sizes of the cluster benchmarks; NEWSFLOW_BENCH_CLUSTER_EVENTS
+// (throughput) and NEWSFLOW_BENCH_FAILOVER_KILLS override the defaults.
 const (
 	benchClusterEvents   = 1_000_000 // shares per BenchmarkClusterThroughput op
 	benchClusterArticles = 5_000
@@ -144,33 +144,38 @@ func BenchmarkClusterThroughput(b *testing.B) {
 func BenchmarkClusterFailover(b *testing.B) {
 	kills := benchEnvInt(b, "NEWSFLOW_BENCH_FAILOVER_KILLS", benchFailoverKills)
 	bc := startBenchCluster(b, 3)
-	stream := benchShares(benchEnvInt(b, "NEWSFLOW_BENCH_CLUSTER_EVENTS", benchFailoverEvents), benchClusterArticles, 7)
+	stream := benchShares(benchFailoverEvents, benchClusterArticles, 7)
 	bc.produce(bc.producer(), stream.records())
 	bc.waitCaughtUp(5 * time.Minute)
 	var all, leader, follower []time.Duration
+	var times []string // in kill order, the leader's marked
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := 0; k < kills; k++ {
-			took, wasLeader := bc.failover(bc.nodes[k%len(bc.nodes)], stream.counts, k)
+			target := bc.nodes[k%len(bc.nodes)]
+			took, wasLeader := bc.failover(target, stream.counts, k)
 			all = append(all, took)
+			t := target.id + " " + took.Round(10*time.Millisecond).String()
 			if wasLeader {
 				leader = append(leader, took)
+				t += " (leader)"
 			} else {
 				follower = append(follower, took)
 			}
+			times = append(times, t)
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(median(all).Seconds(), "failover-s")
+	b.ReportMetric(benchMedian(all).Seconds(), "failover-s")
 	b.ReportMetric(slices.Max(all).Seconds(), "failover-max-s")
-	b.ReportMetric(median(leader).Seconds(), "leader-failover-s")
-	b.ReportMetric(median(follower).Seconds(), "follower-failover-s")
+	b.ReportMetric(benchMedian(leader).Seconds(), "leader-failover-s")
+	b.ReportMetric(benchMedian(follower).Seconds(), "follower-failover-s")
 	b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
-	b.Logf("failover times (leader kills marked L): %s; 3 node processes and kfake share this machine's %d cores",
-		formatDurations(all, leader), runtime.NumCPU())
+	b.Logf("kill to first correct answer: %s; the 3 node processes and kfake share this machine's %d cores",
+		strings.Join(times, ", "), runtime.NumCPU())
 }
 
-func median(ds []time.Duration) time.Duration {
+func benchMedian(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}
@@ -180,18 +185,6 @@ func median(ds []time.Duration) time.Duration {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func formatDurations(all, leader []time.Duration) string {
-	var parts []string
-	for _, d := range all {
-		s := d.Round(10 * time.Millisecond).String()
-		if slices.Contains(leader, d) {
-			s += " L"
-		}
-		parts = append(parts, s)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // benchNode is a `newsflow run` process of a benchmark cluster; unlike
@@ -530,7 +523,9 @@ func (bc *benchCluster) produce(cl *kgo.Client, recs []*kgo.Record) {
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
-				first = cmpErr(first, err)
+				if first == nil {
+					first = err
+				}
 				mu.Unlock()
 			}
 		})
@@ -543,15 +538,8 @@ func (bc *benchCluster) produce(cl *kgo.Client, recs []*kgo.Record) {
 	}
 }
 
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-// shares asks node n for an article's counts per window.
-func shares(client *http.Client, n *benchNode, id string) (map[string]uint64, int, error) {
+// benchArticleShares asks node n for an article's counts per window.
+func benchArticleShares(client *http.Client, n *benchNode, id string) (map[string]uint64, int, error) {
 	var sh struct {
 		Counts map[string]uint64 `json:"counts"`
 	}
@@ -586,7 +574,7 @@ func (bc *benchCluster) verifyTop(n *benchNode, want map[string]uint64, top int)
 	})
 	client := &http.Client{Timeout: 10 * time.Second}
 	for _, id := range ids[:min(top, len(ids))] {
-		got, code, err := shares(client, n, id)
+		got, code, err := benchArticleShares(client, n, id)
 		if err != nil || code != http.StatusOK || got["1h"] != want[id] || got["24h"] != want[id] {
 			bc.fatalf("article %s through node %s: %v (status %d, %v), want %d in 1h and 24h", id, n.id, got, code, err, want[id])
 		}
@@ -629,7 +617,7 @@ func (bc *benchCluster) failover(target *benchNode, want map[string]uint64, k in
 	id := candidates[(k*7919)%len(candidates)]
 	client := &http.Client{Timeout: 10 * time.Second}
 	correct := func() bool {
-		got, code, err := shares(client, survivor, id)
+		got, code, err := benchArticleShares(client, survivor, id)
 		return err == nil && code == http.StatusOK && got["1h"] == want[id] && got["24h"] == want[id]
 	}
 	if !correct() {
