@@ -215,46 +215,69 @@ func (s *Server) handlePutPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
 	writeJSON(ctx, fasthttp.StatusOK, p)
 }
 
-// handleHistory answers the logged-in user's latest reads, newest first.
+// handleHistory answers the logged-in user's latest reads, newest first,
+// with each article's title and story. In a cluster it is routed to the
+// story owner, which reads the profile from the owner of the user's
+// partition (userProfile).
 func (s *Server) handleHistory(ctx *fasthttp.RequestCtx, u auth.User) {
 	body := map[string]any{"history": []interest.HistoryEntry{}}
 	if s.deps.Interest != nil {
-		p, found, err := s.deps.Interest.Profile(u.ID)
-		if err != nil {
-			writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+		p, gap := s.userProfile(ctx, u, s.opts.Now().UnixMilli())
+		if gap != nil {
+			writeJSON(ctx, fasthttp.StatusServiceUnavailable, gap.errorBody())
 			return
 		}
-		if found {
-			type entry struct {
-				interest.HistoryEntry
-				articleRef
-			}
-			h := make([]entry, len(p.History))
-			for i, e := range p.History {
-				h[i] = entry{e, s.articleRef(e.ArticleID)}
-			}
-			body["history"] = h
+		type entry struct {
+			interest.HistoryEntry
+			articleRef
 		}
+		h := make([]entry, len(p.History))
+		for i, e := range p.History {
+			h[i] = entry{e, s.articleRef(e.ArticleID)}
+		}
+		body["history"] = h
 	}
 	writeJSON(ctx, fasthttp.StatusOK, body)
 }
 
+// How a reader's interest profile entered their feed.
+const (
+	interestApplied     = "applied"     // the profile ranked the feed
+	interestNone        = "none"        // the reader has no reads yet
+	interestUnavailable = "unavailable" // it could not be read: preferences only
+)
+
+// feedInterest is what a feed page says about the reader's interest
+// profile (nothing for an anonymous reader).
+type feedInterest struct {
+	Interest string `json:"interest,omitempty"`
+	*interestGap
+}
+
 // readerOf returns a version string that changes when the user's profile
-// or preferences do, and a function that builds the ranking's view of the
-// user (called only when the cached feed is stale: it looks up the story
-// of every read in the history).
-func (s *Server) readerOf(u auth.User) (string, func() *rank.Reader) {
-	ctx := context.Background()
-	prefs, prefsErr := s.deps.Auth.GetPreferences(ctx, u.ID)
-	var prof *interest.Profile
+// or preferences do (or the profile becomes readable), a function that
+// builds the ranking's view of the user (called only when the cached feed
+// is stale: it looks up the story of every read in the history), and how
+// the profile enters the feed. The profile comes from the owner of the
+// user's partition (userProfile), decayed to the story view's watermark;
+// when it cannot be read the feed ranks with the preferences alone.
+func (s *Server) readerOf(ctx *fasthttp.RequestCtx, u auth.User) (string, func() *rank.Reader, feedInterest) {
+	prefs, prefsErr := s.deps.Auth.GetPreferences(context.Background(), u.ID)
+	var prof *profileBody
 	version := ""
 	if prefsErr == nil {
 		version += prefs.Updated.String()
 	}
+	fi := feedInterest{Interest: interestNone}
 	if s.deps.Interest != nil {
-		if p, found, err := s.deps.Interest.Profile(u.ID); err == nil && found {
-			prof = p
-			version += "/" + strconv.FormatInt(p.Updated, 10) + "/" + strconv.Itoa(p.Reads)
+		p, gap := s.userProfile(ctx, u, s.deps.Stories.Watermark())
+		switch {
+		case gap != nil:
+			fi = feedInterest{Interest: interestUnavailable, interestGap: gap}
+			version += "/" + interestUnavailable
+		case p.Updated != nil:
+			prof, fi.Interest = &p, interestApplied
+			version += "/" + strconv.FormatInt(p.Updated.UnixMilli(), 10) + "/" + strconv.Itoa(p.Reads)
 		}
 	}
 	build := func() *rank.Reader {
@@ -269,8 +292,7 @@ func (s *Server) readerOf(u auth.User) (string, func() *rank.Reader) {
 			}
 		}
 		if prof != nil {
-			wm := s.deps.Stories.Watermark()
-			for _, w := range prof.DecayedTopics(s.deps.Interest.Options().DailyDecay, max(wm, prof.Updated)) {
+			for _, w := range prof.Topics {
 				r.Interest[w.Topic] = w.Weight
 			}
 			for _, h := range prof.History {
@@ -281,7 +303,7 @@ func (s *Server) readerOf(u auth.User) (string, func() *rank.Reader) {
 		}
 		return r
 	}
-	return version, build
+	return version, build, fi
 }
 
 // adminPrefix is the path prefix of the endpoints only admins may call.

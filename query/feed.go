@@ -173,6 +173,11 @@ type feedItem struct {
 type feedPage struct {
 	Stories []feedItem `json:"stories"`
 	Next    string     `json:"next_cursor,omitempty"`
+	// Partial is true when the reader's interest profile could not be
+	// read (interest "unavailable"): the feed is ranked with their
+	// preferences alone.
+	Partial bool `json:"partial"`
+	feedInterest
 }
 
 // handleFeed answers a page of the reader's feed (personal for a logged-in
@@ -180,7 +185,12 @@ type feedPage struct {
 // 20), ?cursor= (from next_cursor), ?explain=1 (each story's signals).
 // The first page computes the ranking, which serves the following pages
 // for a minute unless the reader's profile changes; a cursor into a list
-// that is gone continues after its last story in the new list.
+// that is gone continues after its last story in the new list. For a
+// logged-in reader the page says how their interest profile entered the
+// ranking (interest: applied, none or unavailable); when the profile's
+// owner cannot answer, the feed is still served, ranked with the reader's
+// preferences alone, with partial, interest_error, missing_partitions and
+// failed_nodes saying so.
 func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 	limit, err := intArg(ctx, "limit", 20, 1, 100)
 	if err != nil {
@@ -197,8 +207,9 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 	}
 	key, version := "", ""
 	var reader func() *rank.Reader
+	var fi feedInterest
 	if u, ok := s.user(ctx); ok {
-		version, reader = s.readerOf(u)
+		version, reader, fi = s.readerOf(ctx, u)
 		key = u.ID
 	}
 	l := s.feedFor(key, reader, version)
@@ -216,7 +227,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
-	page := feedPage{Stories: []feedItem{}}
+	page := feedPage{Stories: []feedItem{}, Partial: fi.interestGap != nil, feedInterest: fi}
 	end := min(len(l.items), start+limit)
 	for i := start; i < end; i++ {
 		it := l.items[i]

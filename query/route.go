@@ -117,6 +117,16 @@ func (s *Server) keyPartition(name string) func(ctx *fasthttp.RequestCtx) (int32
 	}
 }
 
+// userPartition returns the partition of the logged-in user's key (none
+// without a session: the handler answers 401).
+func (s *Server) userPartition(ctx *fasthttp.RequestCtx) (int32, bool) {
+	u, ok := s.user(ctx)
+	if !ok {
+		return 0, false
+	}
+	return eventlog.PartitionFor([]byte(u.ID), s.enginePartitions()), true
+}
+
 func storyOwner(*fasthttp.RequestCtx) (int32, bool) { return storyPartition, true }
 
 // expandOwner routes trending queries that expand articles (from the story

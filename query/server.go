@@ -256,7 +256,16 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/me", s.instrument("me", s.requireUser(s.handleMe)))
 		r.GET("/api/v1/preferences", s.instrument("preferences_get", s.requireUser(s.handleGetPreferences)))
 		r.PUT("/api/v1/preferences", s.instrument("preferences_put", s.requireUser(s.handlePutPreferences)))
-		r.GET("/api/v1/history", s.instrument("history", s.requireUser(s.handleHistory)))
+		history := s.requireUser(s.handleHistory)
+		if deps.Stories != nil {
+			// Titles come from the story view; the reads from the user's
+			// partition (userProfile).
+			history = s.toOwner(storyOwner, history)
+		}
+		r.GET("/api/v1/history", s.instrument("history", history))
+		if deps.Interest != nil {
+			r.GET("/api/v1/me/interest", s.instrument("my_interest", s.toOwner(s.userPartition, s.requireUser(s.handleMyInterest))))
+		}
 	}
 	if deps.Sources != nil {
 		r.GET("/api/v1/sources", s.instrument("sources_public", s.handlePublicSources))
