@@ -40,7 +40,7 @@ const (
 	benchClusterEvents   = 1_000_000 // shares per BenchmarkClusterThroughput op
 	benchClusterArticles = 5_000
 	benchFailoverEvents  = 200_000 // shares in the log before the kills
-	benchFailoverKills   = 9       // per BenchmarkClusterFailover op: each node three times
+	benchFailoverKills   = 10      // per BenchmarkClusterFailover op: 5 followers, 5 leaders
 	// benchShareSpan is the event-time span of one generated stream: well
 	// within the trending lateness (5m), so a stream produced after another
 	// is never late against it.
@@ -132,15 +132,16 @@ func BenchmarkClusterThroughput(b *testing.B) {
 // the changelogs and its restore, and the routing of the query.
 //
 // Setup: three nodes (8 partitions), 200,000 shares of 5,000 articles
-// produced and every node caught up. One op is a round of 9 kills
-// (NEWSFLOW_BENCH_FAILOVER_KILLS): nodes a, b, c, a, ... in turn, each
-// time for an article whose partition the node owns; after each kill the
-// node is started again and the benchmark waits for it to get partitions
-// back and for every node to catch up, so ns/op is the whole round.
-// failover-s is the median over all kills, failover-max-s the slowest,
-// leader-failover-s the median of the kills that hit the Raft leader (0
-// when none did) and follower-failover-s that of the others. All three
-// nodes and kfake share this machine's cores (host-cores).
+// produced and every node caught up. One op is a round of 10 kills
+// (NEWSFLOW_BENCH_FAILOVER_KILLS) that alternate between a follower (the
+// two followers in turn) and the Raft leader, each time for an article
+// whose partition the killed node owns; after each kill the node is
+// started again and the benchmark waits for it to get partitions back and
+// for every node to catch up, so ns/op is the whole round.
+// follower-failover-s and leader-failover-s are the medians of the two
+// kinds of kills (a leader's death adds an election before its partitions
+// move), failover-max-s the slowest kill. All three nodes and kfake share
+// this machine's cores (host-cores).
 func BenchmarkClusterFailover(b *testing.B) {
 	kills := benchEnvInt(b, "NEWSFLOW_BENCH_FAILOVER_KILLS", benchFailoverKills)
 	bc := startBenchCluster(b, 3)
@@ -148,15 +149,15 @@ func BenchmarkClusterFailover(b *testing.B) {
 	bc.produce(bc.producer(), stream.records())
 	bc.waitCaughtUp(5 * time.Minute)
 	var all, leader, follower []time.Duration
-	var times []string // in kill order, the leader's marked
+	var times []string // in kill order
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := 0; k < kills; k++ {
-			target := bc.nodes[k%len(bc.nodes)]
-			took, wasLeader := bc.failover(target, stream.counts, k)
+			isLeader := k%2 == 1
+			id, took := bc.failover(isLeader, stream.counts, k)
 			all = append(all, took)
-			t := target.id + " " + took.Round(10*time.Millisecond).String()
-			if wasLeader {
+			t := id + " " + took.Round(10*time.Millisecond).String()
+			if isLeader {
 				leader = append(leader, took)
 				t += " (leader)"
 			} else {
@@ -166,10 +167,9 @@ func BenchmarkClusterFailover(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(benchMedian(all).Seconds(), "failover-s")
-	b.ReportMetric(slices.Max(all).Seconds(), "failover-max-s")
-	b.ReportMetric(benchMedian(leader).Seconds(), "leader-failover-s")
 	b.ReportMetric(benchMedian(follower).Seconds(), "follower-failover-s")
+	b.ReportMetric(benchMedian(leader).Seconds(), "leader-failover-s")
+	b.ReportMetric(slices.Max(all).Seconds(), "failover-max-s")
 	b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
 	b.Logf("kill to first correct answer: %s; the 3 node processes and kfake share this machine's %d cores",
 		strings.Join(times, ", "), runtime.NumCPU())
@@ -581,23 +581,37 @@ func (bc *benchCluster) verifyTop(n *benchNode, want map[string]uint64, top int)
 	}
 }
 
-// failover kills target, the owner of the partition of an article of
-// want (the k-th such article), and polls a surviving node until it
-// answers that article's exact counts. It returns the time from the kill
-// to that answer and whether target was the Raft leader, after starting
-// target again and waiting for the cluster to be whole and caught up.
-func (bc *benchCluster) failover(target *benchNode, want map[string]uint64, k int) (time.Duration, bool) {
+// failover kills a node, the Raft leader if leader is set and otherwise
+// one of the followers (the k/2-th, in turn), and polls a surviving node
+// until it answers the exact counts of an article (the k-th in a fixed
+// order) whose partition the killed node owned. It returns the killed
+// node's id and the time from the kill to that answer, after starting the
+// node again and waiting for the cluster to be whole and caught up.
+func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (string, time.Duration) {
 	bc.b.Helper()
-	var survivor *benchNode
+	var v clusterView
+	if err := getJSON(bc.nodes[0].url("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) || v.Leader == "" {
+		bc.fatalf("cluster not whole before a kill: %+v, %v", v, err)
+	}
+	var target, survivor *benchNode
+	var followers []*benchNode
+	for _, n := range bc.nodes {
+		if n.id == v.Leader {
+			if leader {
+				target = n
+			}
+		} else {
+			followers = append(followers, n)
+		}
+	}
+	if !leader {
+		target = followers[(k/2)%len(followers)]
+	}
 	for _, n := range bc.nodes {
 		if n != target {
 			survivor = n
 			break
 		}
-	}
-	var v clusterView
-	if err := getJSON(survivor.url("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) {
-		bc.fatalf("cluster not whole before a kill: %+v, %v", v, err)
 	}
 	owner := map[int32]string{}
 	for _, p := range v.Partitions {
@@ -638,7 +652,7 @@ func (bc *benchCluster) failover(target *benchNode, want map[string]uint64, k in
 	bc.waitReady(target, 2*time.Minute)
 	bc.waitFormed(2 * time.Minute)
 	bc.waitCaughtUp(2 * time.Minute)
-	return took, v.Leader == target.id
+	return target.id, took
 }
 
 // benchShareStream is a generated stream of shares and its exact counts.
