@@ -119,7 +119,13 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 4, 5*time.Second, hlog); err != nil {
+	// The transport's I/O timeout is also how long a heartbeat to a peer
+	// that silently stopped answering (cut off, not dead: no connection
+	// refused) takes to fail, and a failed heartbeat is how the leader
+	// notices: keep it within down_after. Large transfers (snapshots)
+	// scale it by their size.
+	ioTimeout := min(5*time.Second, max(500*time.Millisecond, cfg.DownAfter/2))
+	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 4, ioTimeout, hlog); err != nil {
 		n.store.Close()
 		return nil, fmt.Errorf("cluster: raft listen %s: %w", cfg.RaftAddr, err)
 	}

@@ -59,7 +59,13 @@ func adminPost(url, contentType string, body io.Reader) (*http.Response, error) 
 // freeAddr returns a loopback address with a port nothing listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return freeAddrOn(t, "127.0.0.1")
+}
+
+// freeAddrOn returns an address of the local IP ip with a free port.
+func freeAddrOn(t *testing.T, ip string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +79,8 @@ type nodeProc struct {
 	t     *testing.T
 	args  []string
 	env   []string // extra environment, after the defaults
-	addr  string
+	wrap  []string // runs the node (e.g. ip netns exec NAME), if set
+	addr  string   // where the test reaches the node's HTTP API
 	logf  *os.File
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -88,12 +95,20 @@ func startNode(t *testing.T, dataDir string, extra ...string) *nodeProc {
 // startNodeEnv is startNode with extra environment variables.
 func startNodeEnv(t *testing.T, dataDir string, env []string, extra ...string) *nodeProc {
 	t.Helper()
+	addr := freeAddr(t)
+	return startNodeAt(t, dataDir, env, nil, addr, addr, extra...)
+}
+
+// startNodeAt is startNodeEnv for a node that listens on listen and that
+// the test reaches at addr, started through the command wrap if set.
+func startNodeAt(t *testing.T, dataDir string, env, wrap []string, listen, addr string, extra ...string) *nodeProc {
+	t.Helper()
 	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &nodeProc{t: t, addr: freeAddr(t), logf: logf, env: env}
-	n.args = append([]string{"run", "--config", "../../configs/newsflow.yaml", "--data", dataDir, "--http", n.addr, "--log-level", "warn"}, extra...)
+	n := &nodeProc{t: t, addr: addr, logf: logf, env: env, wrap: wrap}
+	n.args = append([]string{"run", "--config", "../../configs/newsflow.yaml", "--data", dataDir, "--http", listen, "--log-level", "warn"}, extra...)
 	n.start()
 	t.Cleanup(func() {
 		n.kill()
@@ -128,6 +143,9 @@ func (n *nodeProc) start() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cmd := exec.Command(binPath, n.args...)
+	if len(n.wrap) > 0 {
+		cmd = exec.Command(n.wrap[0], append(append(n.wrap[1:len(n.wrap):len(n.wrap)], binPath), n.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = n.logf, n.logf
 	// These tests are about the stream, not the internet: no crawling.
 	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken), n.env...)

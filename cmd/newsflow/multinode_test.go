@@ -65,13 +65,9 @@ func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
 }
 
 type clusterView struct {
-	Node    string `json:"node"`
-	Leader  string `json:"leader"`
-	Members []struct {
-		ID         string `json:"id"`
-		Up         bool   `json:"up"`
-		Partitions int    `json:"partitions"`
-	} `json:"members"`
+	Node       string       `json:"node"`
+	Leader     string       `json:"leader"`
+	Members    []viewMember `json:"members"`
 	Partitions []struct {
 		Partition int32  `json:"partition"`
 		Owner     string `json:"owner"`
@@ -80,6 +76,12 @@ type clusterView struct {
 		Lag       int64  `json:"lag"`
 	} `json:"partitions"`
 	Unreachable []string `json:"unreachable"`
+}
+
+type viewMember struct {
+	ID         string `json:"id"`
+	Up         bool   `json:"up"`
+	Partitions int    `json:"partitions"`
 }
 
 func (v clusterView) allRunning() bool {
