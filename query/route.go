@@ -17,11 +17,14 @@ import (
 
 // In a cluster any node answers any query. A query about one key (an
 // article's shares, a user's interests) goes to the node that owns the
-// key's partition; queries over the stories go to the owner of the story
-// operator's single partition; trending fans out to every node and merges.
-// A request routed to an owner carries HeaderRouted and is not routed
-// again; a fanned-out request carries HeaderForwarded and is answered from
-// the receiver's own partitions only.
+// key's partition; queries over the stories (the feed and history among
+// them) go to the owner of the story operator's single partition, which
+// reads the user's interest profile from its owner (userProfile);
+// trending and search fan out to every node and merge, listing the
+// partitions no node answered for and the nodes that failed. A request
+// routed to an owner carries HeaderRouted and is not routed again; a
+// fanned-out request carries HeaderForwarded and is answered from the
+// receiver's own partitions only.
 
 // Headers of requests between nodes; their value is the sender's id.
 const (
