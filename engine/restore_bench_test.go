@@ -50,7 +50,7 @@ const (
 // all) and the sizes of the operators' state: trending cells (≈35 B keys,
 // 8 B counts, 55% of the entries), article versions (24 B, 15%), reader
 // profiles (200–900 B of text, 15%), story articles (SimHash, a 512 B
-// MinHash signature and text, 10%) and stories (1–4 KB of text, 5%); 315 B
+// MinHash signature and text, 10%) and stories (1–4 KB of text, 5%); 313 B
 // per entry on average, about 3.2 million entries per GB.
 //
 // Sub-benchmarks; an op is one restore, timed from engine.Run and Assign of
