@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/cluster"
@@ -28,6 +30,14 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 		}
 		id = h
 	}
+	if left, err := os.ReadFile(filepath.Join(cfg.clusterDir(), leftMarker)); err == nil {
+		if !cc.Bootstrap && len(cc.Join) == 0 {
+			return nil, fmt.Errorf("this node left its cluster (%s); to join again run it with --join ADDR", strings.TrimSpace(string(left)))
+		}
+		if err := os.RemoveAll(cfg.clusterDir()); err != nil {
+			return nil, err
+		}
+	}
 	httpAddr := cc.HTTPAdvertise
 	if httpAddr == "" {
 		httpAddr = cfg.HTTP.Addr
@@ -42,6 +52,22 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 	}
 	logger.Info("cluster member started", "id", id, "raft", cc.RaftAddr, "http", httpAddr, "bootstrap", cc.Bootstrap, "join", cc.Join)
 	return n, nil
+}
+
+// leftMarker is the file that replaces a node's Raft state once it left
+// its cluster: started again, the node must be told to join (or bootstrap)
+// rather than come back as a member nobody has.
+const leftMarker = "LEFT"
+
+// markLeft replaces the Raft state in dir with the left marker.
+func markLeft(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, leftMarker), []byte("left at "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
 }
 
 // followAssignments gives the engine the partitions the cluster assigns to

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // netns is a network namespace joined to the host by two veth pairs: the
@@ -198,28 +196,8 @@ func TestClusterPartitionedNode(t *testing.T) {
 	tc := startNetnsCluster(t, ns)
 	c := tc.nodes["c"]
 	stream := genShares(300_000, 3000, 59)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	produced := make(chan error, 1)
-	go func() {
-		const chunk = 3_000
-		for i := 0; i < len(stream.lines); i += chunk {
-			var recs []*kgo.Record
-			for _, l := range stream.lines[i:min(i+chunk, len(stream.lines))] {
-				recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
-			}
-			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-				produced <- err
-				return
-			}
-			time.Sleep(250 * time.Millisecond) // about 25 s: until after c is back
-		}
-		produced <- nil
-	}()
+	// About 25 s of shares: until after c is back.
+	produced := produceShares(t, tc.brokers, stream.lines, 3_000, 250*time.Millisecond)
 
 	// c works: it runs partitions and commits.
 	time.Sleep(3 * time.Second)

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -222,6 +225,37 @@ func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 	}
 }
 
+// produceShares writes lines to the shares topic in chunks with a pause
+// after each, spread round robin over the partitions (not by key, so the
+// repartition stage does real work); the channel gets the outcome.
+func produceShares(t *testing.T, brokers []string, lines [][]byte, chunk int, pause time.Duration) <-chan error {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		for i := 0; i < len(lines); i += chunk {
+			var recs []*kgo.Record
+			for _, l := range lines[i:min(i+chunk, len(lines))] {
+				recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
+			}
+			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				done <- err
+				return
+			}
+			time.Sleep(pause)
+		}
+		done <- nil
+	}()
+	return done
+}
+
 func clusterShares() int {
 	if v, err := strconv.Atoi(os.Getenv("NEWSFLOW_CLUSTER_SHARES")); err == nil && v > 0 {
 		return v
@@ -241,37 +275,12 @@ func TestClusterFailover(t *testing.T) {
 	tc := startTestCluster(t)
 	stream := genShares(clusterShares(), 5000, 47)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-
 	var load queryLoad
 	stopLoad := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go load.run(tc, stopLoad, &wg)
-
-	produced := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		const chunk = 10_000
-		for i := 0; i < len(stream.lines); i += chunk {
-			var recs []*kgo.Record
-			for _, l := range stream.lines[i:min(i+chunk, len(stream.lines))] {
-				recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
-			}
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				produced <- err
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		produced <- nil
-	}()
+	produced := produceShares(t, tc.brokers, stream.lines, 10_000, 100*time.Millisecond)
 
 	v, _ := tc.waitView(10*time.Second, "led", func(v clusterView) bool { return v.Leader != "" })
 	leader := v.Leader
@@ -401,28 +410,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	}
 	tc := startTestCluster(t)
 	stream := genShares(300_000, 3000, 53)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	produced := make(chan error, 1)
-	go func() {
-		const chunk = 3_000
-		for i := 0; i < len(stream.lines); i += chunk {
-			var recs []*kgo.Record
-			for _, l := range stream.lines[i:min(i+chunk, len(stream.lines))] {
-				recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
-			}
-			if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-				produced <- err
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		produced <- nil
-	}()
+	produced := produceShares(t, tc.brokers, stream.lines, 3_000, 100*time.Millisecond)
 	for _, id := range tc.ids {
 		tc.nodes[id].stop(t)
 		tc.nodes[id].start()
@@ -434,6 +422,108 @@ func TestClusterRollingRestart(t *testing.T) {
 		t.Fatalf("produce: %v", err)
 	}
 	tc.waitCaughtUp(5 * time.Minute)
+	for _, id := range tc.ids {
+		verifyCounts(t, tc.nodes[id], stream.counts)
+	}
+}
+
+// runCLI runs a newsflow command against a node and returns its output.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binPath, args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestClusterStatusAndLeave: `newsflow status` shows every member and
+// partition; `newsflow leave` makes node c hand its partitions to a and b
+// and stop, losing no event; started again as it was, c refuses to come
+// back as a member nobody has, and with --join it joins again and takes
+// partitions.
+func TestClusterStatusAndLeave(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test skipped in -short mode")
+	}
+	tc := startTestCluster(t)
+	stream := genShares(100_000, 2000, 61)
+	half := len(stream.lines) / 2
+	produced := produceShares(t, tc.brokers, stream.lines[:half], 5_000, 50*time.Millisecond)
+	admin := func(id string) []string {
+		return []string{"--addr", "http://" + tc.nodes[id].addr, "--token", testAdminToken}
+	}
+
+	out, err := runCLI(t, append([]string{"status"}, admin("b")...)...)
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	owned := regexp.MustCompile(`(?m)^(\d+)\s+([abc])\s+\d+\s+true\s`).FindAllStringSubmatch(out, -1)
+	if len(owned) != 8 || !regexp.MustCompile(`(?m)^node b, leader [abc]$`).MatchString(out) ||
+		len(regexp.MustCompile(`(?m)^[abc]\s+\S+\s+up`).FindAllString(out, -1)) != 3 {
+		t.Fatalf("status through b: want node b, a leader, three members up and 8 running partitions:\n%s", out)
+	}
+	out, err = runCLI(t, append([]string{"status", "--json"}, admin("a")...)...)
+	var v clusterView
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || len(v.Members) != 3 || len(v.Partitions) != 8 {
+		t.Fatalf("status --json: %v %+v\n%s", err, v, out)
+	}
+
+	out, err = runCLI(t, append([]string{"leave"}, admin("c")...)...)
+	if err != nil || !strings.Contains(out, `"left":"c"`) {
+		t.Fatalf("leave: %v\n%s", err, out)
+	}
+	c := tc.nodes["c"]
+	select {
+	case err := <-c.waitc:
+		if err != nil {
+			t.Fatalf("c exited with %v after leaving", err)
+		}
+		c.mu.Lock()
+		c.cmd = nil
+		c.mu.Unlock()
+	case <-time.After(30 * time.Second):
+		t.Fatal("c still running 30s after it left")
+	}
+	_, moved := tc.waitView(20*time.Second, "with two members running every partition", func(v clusterView) bool {
+		return len(v.Members) == 2 && v.owns("c") == 0 && v.allRunning()
+	})
+	t.Logf("c left; a and b run every partition %s after it stopped", moved.Round(time.Millisecond))
+	out, err = runCLI(t, append([]string{"status"}, admin("a")...)...)
+	if err != nil || regexp.MustCompile(`(?m)^c\s`).MatchString(out) {
+		t.Fatalf("status after c left: %v\n%s", err, out)
+	}
+
+	// Started again as before but without --join, c refuses.
+	joinArgs := c.args
+	i := slices.Index(c.args, "--join")
+	c.args = slices.Delete(slices.Clone(c.args), i, i+2)
+	c.start()
+	select {
+	case err := <-c.waitc:
+		b, _ := os.ReadFile(c.logf.Name())
+		if err == nil || !strings.Contains(string(b), "left its cluster") || !strings.Contains(string(b), "--join") {
+			t.Fatalf("c started without --join after leaving: %v\n%s", err, b)
+		}
+		c.mu.Lock()
+		c.cmd = nil
+		c.mu.Unlock()
+	case <-time.After(30 * time.Second):
+		t.Fatal("c started without --join after leaving and kept running")
+	}
+	c.args = joinArgs
+	c.start()
+	_, back := tc.waitView(60*time.Second, "with c back, running partitions", func(v clusterView) bool {
+		return len(v.Members) == 3 && v.owns("c") > 0 && v.allRunning()
+	})
+	t.Logf("c joined again and runs partitions %s after its start", back.Round(time.Millisecond))
+
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-produceShares(t, tc.brokers, stream.lines[half:], 5_000, 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitCaughtUp(3 * time.Minute)
 	for _, id := range tc.ids {
 		verifyCounts(t, tc.nodes[id], stream.counts)
 	}

@@ -61,6 +61,7 @@ type node struct {
 	// notify is the crawler once it exists: the cluster's state machine
 	// tells it of sources added or changed through other nodes.
 	notify atomic.Pointer[crawl.Crawler]
+	left   atomic.Bool // the node left its cluster (newsflow leave)
 }
 
 func newLogger(c LoggingConfig) (*slog.Logger, error) {
@@ -179,6 +180,13 @@ func (n *node) close() {
 		if err := n.cluster.Close(); err != nil {
 			n.logger.Error("close cluster member", "err", err)
 		}
+		if n.left.Load() {
+			if err := markLeft(n.cfg.clusterDir()); err != nil {
+				n.logger.Error("remove the Raft state of the cluster the node left", "err", err)
+			} else {
+				n.logger.Info("left the cluster; removed its Raft state", "dir", n.cfg.clusterDir())
+			}
+		}
 	}
 	if n.db != nil {
 		if err := n.db.Close(); err != nil {
@@ -213,7 +221,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
-		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: leave,
+		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() },
 	})
 	if err != nil {
 		return err
