@@ -3,7 +3,10 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -301,6 +304,18 @@ func (n *Node) post(ctx context.Context, addr, path string, body []byte) (int, [
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	return res.StatusCode, b, err
+}
+
+// PeerToken authenticates a node's query requests to the other members
+// (forwarded and fanned-out queries): derived from the cluster secret, the
+// same on every member, and never the secret itself.
+func (n *Node) PeerToken() string { return PeerToken(n.cfg.Secret) }
+
+// PeerToken returns the peer token of the cluster with this secret.
+func PeerToken(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("newsflow peer query"))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // Handle serves the internal API (PathJoin, PathApply, PathIndex) for the

@@ -103,7 +103,7 @@ func TestClusterSearchFansOut(t *testing.T) {
 	ingestFixture(t, a, articleFixture) // waits until a search through a counts every article
 
 	// Each node alone answers from its own partitions.
-	forwarded := []string{query.HeaderForwarded, "test"}
+	forwarded := []string{query.HeaderForwarded, "test", query.HeaderPeer, "peer-token"}
 	onB := 0
 	for id, want := range map[string][]int32{"a": {1, 3}, "b": {0, 2}, "c": {0, 1, 2, 3}} {
 		p := searchPageOf(t, c.node(id), "limit=100", forwarded...)

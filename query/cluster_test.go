@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/cluster"
+	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
 
@@ -23,6 +25,7 @@ func (f *fakeCluster) State() (cluster.State, <-chan struct{}) {
 	return f.state, make(chan struct{})
 }
 func (f *fakeCluster) Leave(context.Context) error { f.calls = append(f.calls, "leave"); return nil }
+func (f *fakeCluster) PeerToken() string           { return "peer-token" }
 func (f *fakeCluster) Handle(path, authorization string, body []byte) (int, []byte) {
 	f.calls = append(f.calls, path+" "+authorization+" "+string(body))
 	if authorization != "Bearer s3cret" {
@@ -91,5 +94,34 @@ func TestClusterAdminAndInternalRoutes(t *testing.T) {
 	}
 	if len(fc.calls) != 2 || !strings.Contains(fc.calls[0], `/internal/v1/cluster/apply Bearer s3cret {"op":"x"}`) {
 		t.Errorf("calls %q", fc.calls)
+	}
+}
+
+// Requests between members carry the cluster's peer token: with it a node
+// answers a fanned-out request from its own partitions and does not rate
+// limit it; a client's copy of the headers without the token is ignored
+// (the node fans out itself) and counts against the client's address.
+func TestPeerHeadersNeedTheToken(t *testing.T) {
+	n := newTestNode(t, withCluster(testCluster()), withQuery(query.Options{PeerTimeout: 200 * time.Millisecond,
+		RateLimits: query.RateLimits{PerIP: 0.001, BurstIP: 3}}))
+	for i := range 10 {
+		r := n.do(t, "GET", "/api/v1/trending?window=1h", nil,
+			query.HeaderForwarded, "a", query.HeaderPeer, "peer-token", "X-Anonymous", "1")
+		if r.status != fasthttp.StatusOK || strings.Contains(string(r.body), `"failed_nodes"`) {
+			t.Fatalf("peer request %d: want a local answer, not limited: %s", i, r)
+		}
+	}
+	r := n.do(t, "GET", "/api/v1/trending?window=1h", nil,
+		query.HeaderForwarded, "a", query.HeaderPeer, "a guess", "X-Anonymous", "1")
+	if r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `"failed_nodes":["a"]`) {
+		t.Fatalf("client request with the peer headers but not the token: want a fan-out that finds a silent: %s", r)
+	}
+	limited := false
+	for range 5 {
+		r := n.do(t, "GET", "/api/v1/trending?window=1h", nil, query.HeaderForwarded, "a", "X-Anonymous", "1")
+		limited = limited || r.status == fasthttp.StatusTooManyRequests
+	}
+	if !limited {
+		t.Fatal("client requests with a forged peer header were not rate limited")
 	}
 }

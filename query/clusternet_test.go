@@ -113,6 +113,7 @@ func (m member) State() (cluster.State, <-chan struct{}) {
 	return m.c.state, m.c.changed
 }
 func (m member) Leave(context.Context) error { return errors.New("not in this test") }
+func (m member) PeerToken() string           { return "peer-token" }
 func (m member) Handle(string, string, []byte) (int, []byte) {
 	return http.StatusNotFound, []byte(`{"error":"not in this test"}`)
 }

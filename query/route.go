@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -26,11 +27,25 @@ import (
 // fanned-out request carries HeaderForwarded and is answered from the
 // receiver's own partitions only.
 
-// Headers of requests between nodes; their value is the sender's id.
+// Headers of requests between nodes. HeaderForwarded and HeaderRouted name
+// the sender and count only with HeaderPeer, the cluster's peer token: a
+// client cannot make a node skip routing, and requests from peers are not
+// rate limited (a busy node's fan-outs would otherwise use up its address's
+// budget on every peer).
 const (
 	HeaderForwarded = "X-Newsflow-Forwarded"
 	HeaderRouted    = "X-Newsflow-Routed"
+	HeaderPeer      = "X-Newsflow-Peer"
 )
+
+// fromPeer reports whether the request carries this cluster's peer token.
+func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
+	if s.deps.Cluster == nil {
+		return false
+	}
+	got := ctx.Request.Header.Peek(HeaderPeer)
+	return len(got) > 0 && subtle.ConstantTimeCompare(got, []byte(s.deps.Cluster.PeerToken())) == 1
+}
 
 // storyPartition is the partition of the story operator's only task.
 const storyPartition = 0
@@ -38,13 +53,13 @@ const storyPartition = 0
 // fansOut reports whether the node answers for the whole cluster: it is in
 // a cluster and the request is not another node's fan-out.
 func (s *Server) fansOut(ctx *fasthttp.RequestCtx) bool {
-	return s.deps.Cluster != nil && len(ctx.Request.Header.Peek(HeaderForwarded)) == 0
+	return s.deps.Cluster != nil && !(len(ctx.Request.Header.Peek(HeaderForwarded)) > 0 && s.fromPeer(ctx))
 }
 
 // routing reports whether a request must go to the owner of its data: the
 // node is in a cluster and no other node sent it.
 func (s *Server) routing(ctx *fasthttp.RequestCtx) bool {
-	return s.fansOut(ctx) && len(ctx.Request.Header.Peek(HeaderRouted)) == 0
+	return s.fansOut(ctx) && !(len(ctx.Request.Header.Peek(HeaderRouted)) > 0 && s.fromPeer(ctx))
 }
 
 // toOwner wraps h: the request is answered by the owner of the partition
@@ -156,6 +171,7 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member) error {
 	req.SetHost(m.HTTPAddr)
 	req.URI().SetScheme("http")
 	req.Header.Set(HeaderRouted, s.deps.Cluster.ID())
+	req.Header.Set(HeaderPeer, s.deps.Cluster.PeerToken())
 	if err := s.peers.DoTimeout(req, resp, s.opts.PeerTimeout); err != nil {
 		return err
 	}
@@ -194,6 +210,7 @@ func (s *Server) peerGet(m cluster.Member, uri, hdr string, from *fasthttp.Reque
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI("http://" + m.HTTPAddr + uri)
 	req.Header.Set(hdr, s.deps.Cluster.ID())
+	req.Header.Set(HeaderPeer, s.deps.Cluster.PeerToken())
 	if from != nil {
 		for _, h := range []string{"Authorization", "Cookie"} {
 			if v := from.Request.Header.Peek(h); len(v) > 0 {

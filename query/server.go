@@ -164,6 +164,9 @@ type Cluster interface {
 	Leave(ctx context.Context) error
 	// Handle answers an internal request (its own secret check).
 	Handle(path, authorization string, body []byte) (int, []byte)
+	// PeerToken authenticates query requests between members
+	// (HeaderPeer); it is the same on every member.
+	PeerToken() string
 }
 
 // Crawler is what the admin API asks of the crawler.

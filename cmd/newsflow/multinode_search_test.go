@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/query"
 )
 
 // searchClusterPage is what the test reads of GET /api/v1/search.
@@ -159,7 +161,7 @@ func TestClusterSearchAndFeedThroughAnyNode(t *testing.T) {
 	seen := map[string]string{}
 	for _, id := range tc.ids {
 		var p searchClusterPage
-		if err := searchClusterGet(tc, id, "/api/v1/search?limit=100", &p, "X-Newsflow-Forwarded", "test"); err != nil {
+		if err := searchClusterGet(tc, id, "/api/v1/search?limit=100", &p, query.HeaderForwarded, "test", query.HeaderPeer, cluster.PeerToken(testClusterSecret)); err != nil {
 			t.Fatal(err)
 		}
 		var notOwned []int32
