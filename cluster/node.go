@@ -450,8 +450,8 @@ func (n *Node) leaderDuties() {
 					failing[string(d.PeerID)] = d.LastContact
 				}
 			case raft.ResumedHeartbeatObservation:
+				// Up again once it has caught up (leaderTick).
 				delete(failing, string(d.PeerID))
-				n.setUp(string(d.PeerID), true)
 			case raft.LeaderObservation:
 				clear(failing)
 			}
@@ -487,8 +487,8 @@ func (n *Node) leaderTick(failing map[string]time.Time) {
 			n.setUp(id, false)
 		}
 	}
-	// A member that is down but not failing any more (for example the
-	// previous leader, now a follower) is up.
+	// A member that is down but not failing any more (it came back, or it
+	// is the previous leader, now a follower) is up once it has caught up.
 	cfgF := n.raft.GetConfiguration()
 	if cfgF.Error() != nil {
 		return
@@ -499,7 +499,7 @@ func (n *Node) leaderTick(failing map[string]time.Time) {
 		switch {
 		case id == n.cfg.ID:
 		case ok && !m.Up:
-			if _, bad := failing[id]; !bad && n.lastContactOK(id) {
+			if _, bad := failing[id]; !bad && n.caughtUp(id) {
 				n.setUp(id, true)
 			}
 		case !ok && !n.recentlyAdded(id):
@@ -522,17 +522,30 @@ func (n *Node) recentlyAdded(id string) bool {
 	return ok && time.Since(at) < 30*time.Second
 }
 
-// lastContactOK asks a member's HTTP API whether it is alive.
-func (n *Node) lastContactOK(id string) bool {
+// caughtUp asks a member's HTTP API how far it has applied the log. A
+// member that comes back is marked up, and so given partitions, only once
+// it has applied everything this leader had applied: Raft resumes its
+// heartbeats to a peer that was away at once but its log replication only
+// after a backoff that grows to seconds, and a member given partitions it
+// cannot yet see would leave them unprocessed (and its sources uncrawled)
+// that long.
+func (n *Node) caughtUp(id string) bool {
 	st, _ := n.fsm.snapshot()
 	m, ok := st.Members[id]
 	if !ok {
 		return false
 	}
+	want := n.fsm.applied.Load()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	status, _, err := n.post(ctx, m.HTTPAddr, PathIndex, nil)
-	return err == nil && status == http.StatusOK
+	status, body, err := n.post(ctx, m.HTTPAddr, PathIndex, nil)
+	if err != nil || status != http.StatusOK {
+		return false
+	}
+	var idx struct {
+		Applied uint64 `json:"applied"`
+	}
+	return json.Unmarshal(body, &idx) == nil && idx.Applied >= want
 }
 
 func (n *Node) setUp(id string, up bool) {

@@ -201,8 +201,12 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 		}
 	}
 	// Bring the follower back first so a quorum survives the leader's death.
+	// Away for 10 s, the leader's log replication to it backs off for
+	// seconds while heartbeats resume at once: the leader must not give it
+	// partitions before it has caught up, or they would run nowhere.
+	time.Sleep(10 * time.Second)
 	follower = startMember(t, follower.id, followerDir, followerAddr, followerRaft, false)
-	waitFor(t, 10*time.Second, "the restarted follower owns partitions again", func() error {
+	waitFor(t, 30*time.Second, "the restarted follower owns partitions again", func() error {
 		cnt, err := owners(leader)
 		if err != nil {
 			return err
@@ -212,6 +216,15 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 		}
 		return nil
 	})
+	seen := waitFor(t, 5*time.Second, "the restarted follower sees its partitions", func() error {
+		if cnt, err := owners(follower); err != nil || cnt[follower.id] < 2 {
+			return fmt.Errorf("%v %v", cnt, err)
+		}
+		return nil
+	})
+	if seen > time.Second {
+		t.Errorf("the restarted follower learned its partitions %s after the leader gave them", seen)
+	}
 	leaderID := leader.id
 	leader.stop()
 	killed := time.Now()
@@ -235,6 +248,8 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 	})
 	t.Logf("leader killed: partitions reassigned %s after the kill", time.Since(killed))
 	// Writes still work with two of three.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	if err := survivor.node.Apply(ctx, Command{Op: OpMetaPut, Collection: "sources", Key: "s1", Value: []byte("x")}); err != nil {
 		t.Fatal(err)
 	}

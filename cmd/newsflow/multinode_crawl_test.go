@@ -94,7 +94,8 @@ func TestClusterCrawlsOncePerInterval(t *testing.T) {
 	// The node comes back and takes partitions again: whichever node has
 	// the source's partition now, the source is still fetched once.
 	tc.nodes[owner].start()
-	tc.waitView(60*time.Second, "rejoined by "+owner, func(v clusterView) bool { return v.owns(owner) > 0 && v.allRunning() })
+	_, back := tc.waitView(60*time.Second, "rejoined by "+owner, func(v clusterView) bool { return v.owns(owner) > 0 && v.allRunning() })
+	t.Logf("%s restarted: runs partitions again after %s", owner, back.Round(time.Millisecond))
 	time.Sleep(5 * interval)
 	end := time.Now()
 
