@@ -290,11 +290,22 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 	}
 	sort.Strings(ids)
 	var wrong []string
+	unavailable := 0
 	for _, id := range ids {
 		var sh struct {
 			Counts map[string]uint64 `json:"counts"`
 		}
-		if err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
+		// In a cluster a routed query answers 503 when the owner does
+		// not answer in time (on a loaded machine, rarely): that is about
+		// availability, which the cluster tests measure on their own;
+		// here only the counts matter, so ask again.
+		err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh)
+		for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), ": 503 "); try++ {
+			unavailable++
+			time.Sleep(200 * time.Millisecond)
+			err = getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range []string{"1h", "24h"} {
@@ -302,6 +313,9 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 				wrong = append(wrong, fmt.Sprintf("%s %s: got %d want %d", id, w, sh.Counts[w], want[id]))
 			}
 		}
+	}
+	if unavailable > 0 {
+		t.Logf("%s: %d of %d count queries answered 503 at first", n.addr, unavailable, len(ids))
 	}
 	if len(wrong) > 0 {
 		t.Fatalf("%d wrong counts, first: %s", len(wrong), strings.Join(wrong[:min(10, len(wrong))], "; "))
