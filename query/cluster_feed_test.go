@@ -195,3 +195,53 @@ func TestClusterFeedReadsInterestFromOwner(t *testing.T) {
 		t.Errorf("history with b down: %s", r)
 	}
 }
+
+// TestClusterFeedTrendingCountsEveryNode: the story owner, a, ranks feeds
+// with the whole cluster's trending: shares of an article in one of b's
+// partitions lift its story in a's feed.
+func TestClusterFeedTrendingCountsEveryNode(t *testing.T) {
+	c := newClusterNet(t, map[string][]int32{"a": {0, 2}, "b": {1, 3}}, withQuery(query.Options{PeerTimeout: time.Second}))
+	a, b := c.node("a"), c.node("b")
+	ingestFixture(t, a, articleFixture)
+	var art string
+	for _, f := range articleFixture {
+		if id := canonID(t, f.url); c.ownerOf(id) == "b" {
+			art = id
+			break
+		}
+	}
+	if art == "" {
+		t.Fatal("no fixture article in b's partitions")
+	}
+	var lines []string
+	for i := range 20 {
+		lines = append(lines, share(fmt.Sprintf("sh-%d", i), art, c.clock.ms(time.Duration(i)*time.Second)))
+	}
+	if r := b.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("shares: %s", r)
+	}
+	eventually(t, 20*time.Second, func() error {
+		var sh struct {
+			Counts map[string]uint64 `json:"counts"`
+		}
+		if r := a.get(t, "/api/v1/articles/"+art+"/shares"); json.Unmarshal(r.body, &sh) != nil || sh.Counts["1h"] != 20 {
+			return fmt.Errorf("shares of %s through a: %s", art, r)
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // a refreshes the cluster's top every second
+	var explained []struct {
+		Trending float64 `json:"trending"`
+	}
+	for _, s := range feedOf(t, a, "X-Anonymous", "1").Stories {
+		var e struct {
+			Trending float64 `json:"trending"`
+		}
+		if json.Unmarshal(s.Explain, &e) == nil && e.Trending > 0 {
+			explained = append(explained, e)
+		}
+	}
+	if len(explained) != 1 || explained[0].Trending != 1 {
+		t.Fatalf("stories with a trending signal in a's feed: %v, want one (the shared article's story, at 1)", explained)
+	}
+}

@@ -1,9 +1,11 @@
 package query
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"github.com/newsflow/newsflow/operators/trending"
 	"slices"
 	"sync"
 	"time"
@@ -48,6 +50,10 @@ type feedCache struct {
 		sync.Mutex
 		at    time.Time
 		score map[string]float64
+		// cluster is the whole cluster's top of the 1h window (in a
+		// cluster, kept by refreshClusterTrend), taken at clusterAt.
+		cluster   *trending.Result
+		clusterAt time.Time
 	}
 }
 
@@ -103,7 +109,13 @@ func (s *Server) storyTrending(now time.Time) map[string]float64 {
 		return c.trendMu.score
 	}
 	score := map[string]float64{}
-	if res, err := s.deps.Trending.Top("1h", "", 100); err == nil {
+	res, err := s.deps.Trending.Top("1h", "", trendTopK)
+	if cl := c.trendMu.cluster; cl != nil && time.Since(c.trendMu.clusterAt) < clusterTrendMaxAge {
+		// In a cluster the shares of articles in other nodes'
+		// partitions count too; a feed never waits for the peers.
+		res, err = *cl, nil
+	}
+	if err == nil {
 		var top float64
 		for _, it := range res.Items {
 			if id, ok := s.deps.Stories.StoryOfArticle(it.ArticleID); ok {
@@ -117,6 +129,44 @@ func (s *Server) storyTrending(now time.Time) map[string]float64 {
 	}
 	c.trendMu.at, c.trendMu.score = now, score
 	return score
+}
+
+// The feed's trending signal is the top trendTopK articles of the 1h
+// window. In a cluster the owner of the story partition (which ranks the
+// feeds) refreshes the whole cluster's top every clusterTrendEvery in the
+// background and uses it while it is younger than clusterTrendMaxAge (its
+// own partitions' top otherwise).
+const (
+	trendTopK          = 100
+	clusterTrendEvery  = time.Second
+	clusterTrendMaxAge = 10 * time.Second
+)
+
+// refreshClusterTrend keeps the cluster's top of the 1h window for the
+// feed while this node owns the story partition, until ctx is done.
+func (s *Server) refreshClusterTrend(ctx context.Context) {
+	t := time.NewTicker(clusterTrendEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, _ := s.deps.Cluster.State()
+		if m, ok := st.Owner(storyPartition); !ok || m.ID != s.deps.Cluster.ID() {
+			continue // feeds are ranked on another node
+		}
+		local, err := s.deps.Trending.Top("1h", "", trendTopK)
+		if err != nil {
+			continue
+		}
+		res, _ := s.clusterTop(local, "1h", "", trendTopK)
+		c := s.feeds
+		c.trendMu.Lock()
+		c.trendMu.cluster, c.trendMu.clusterAt = &res, time.Now()
+		c.trendMu.Unlock()
+	}
 }
 
 // feedFor computes (or reuses) the ranked feed of a reader; reader (nil

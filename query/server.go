@@ -342,6 +342,12 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	s.opts.Logger.Info("serving HTTP", "addr", ln.Addr().String())
+	if s.deps.Cluster != nil && s.deps.Trending != nil && s.deps.Stories != nil {
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.refreshClusterTrend(rctx) }()
+		defer func() { stop(); <-done }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {
