@@ -125,3 +125,15 @@ func TestPeerHeadersNeedTheToken(t *testing.T) {
 		t.Fatal("client requests with a forged peer header were not rate limited")
 	}
 }
+
+// A client's copy of the fan-out header does not travel with a request a
+// node forwards to an owner: the owner, which believes the forwarding
+// node, still asks every node.
+func TestForwardDropsClientPeerHeaders(t *testing.T) {
+	c := newClusterNet(t, map[string][]int32{"a": {0, 2}, "b": {1, 3}}, withQuery(query.Options{PeerTimeout: time.Second}))
+	b := c.node("b")
+	r := b.do(t, "GET", "/api/v1/trending?window=1h&expand=articles", nil, query.HeaderForwarded, "x", "X-Anonymous", "1")
+	if r.status != fasthttp.StatusOK || strings.Contains(string(r.body), `"missing_partitions":[`) {
+		t.Fatalf("expanded trending through b (routed to a) with a client's fan-out header: %s", r)
+	}
+}

@@ -127,7 +127,7 @@ func (s *Server) userProfile(ctx *fasthttp.RequestCtx, u auth.User, at int64) (p
 				return err
 			},
 			func(m cluster.Member, deadline time.Time) error {
-				a := s.peerGet(m, uri, HeaderRouted, ctx, time.Until(deadline))
+				a := s.peerGet(m, uri, HeaderRouted, credentialsOf(ctx), time.Until(deadline))
 				if err := a.failure(); err != nil {
 					return err
 				}

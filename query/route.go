@@ -168,6 +168,10 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member) error {
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseResponse(resp)
 	ctx.Request.CopyTo(req)
+	// A client's own copies of the nodes' headers do not travel.
+	for _, h := range []string{HeaderForwarded, HeaderRouted, HeaderPeer} {
+		req.Header.Del(h)
+	}
 	req.SetHost(m.HTTPAddr)
 	req.URI().SetScheme("http")
 	req.Header.Set(HeaderRouted, s.deps.Cluster.ID())
@@ -200,10 +204,27 @@ func (a peerAnswer) failure() error {
 	return nil
 }
 
+// peerCredentials are a request's Authorization and Cookie headers, copied:
+// a fasthttp request must not be read from several goroutines (Peek
+// writes a buffer of the header).
+type peerCredentials [][2]string
+
+func credentialsOf(ctx *fasthttp.RequestCtx) peerCredentials {
+	if ctx == nil {
+		return nil
+	}
+	var c peerCredentials
+	for _, h := range []string{"Authorization", "Cookie"} {
+		if v := ctx.Request.Header.Peek(h); len(v) > 0 {
+			c = append(c, [2]string{h, string(v)})
+		}
+	}
+	return c
+}
+
 // peerGet sends GET uri (path and query) to member m with header hdr
-// (HeaderForwarded or HeaderRouted) naming this node, and the credentials
-// of from, if set.
-func (s *Server) peerGet(m cluster.Member, uri, hdr string, from *fasthttp.RequestCtx, timeout time.Duration) peerAnswer {
+// (HeaderForwarded or HeaderRouted) naming this node, and creds.
+func (s *Server) peerGet(m cluster.Member, uri, hdr string, creds peerCredentials, timeout time.Duration) peerAnswer {
 	req := fasthttp.AcquireRequest()
 	defer fasthttp.ReleaseRequest(req)
 	resp := fasthttp.AcquireResponse()
@@ -211,12 +232,8 @@ func (s *Server) peerGet(m cluster.Member, uri, hdr string, from *fasthttp.Reque
 	req.SetRequestURI("http://" + m.HTTPAddr + uri)
 	req.Header.Set(hdr, s.deps.Cluster.ID())
 	req.Header.Set(HeaderPeer, s.deps.Cluster.PeerToken())
-	if from != nil {
-		for _, h := range []string{"Authorization", "Cookie"} {
-			if v := from.Request.Header.Peek(h); len(v) > 0 {
-				req.Header.SetBytesV(h, v)
-			}
-		}
+	for _, h := range creds {
+		req.Header.Set(h[0], h[1])
 	}
 	a := peerAnswer{node: m.ID}
 	if a.err = s.peers.DoTimeout(req, resp, timeout); a.err == nil {
@@ -238,10 +255,11 @@ func (s *Server) fanOut(uri string, from *fasthttp.RequestCtx) []peerAnswer {
 		}
 	}
 	out := make([]peerAnswer, len(members))
+	creds := credentialsOf(from)
 	var wg sync.WaitGroup
 	for i, m := range members {
 		wg.Go(func() {
-			out[i] = s.peerGet(m, uri, HeaderForwarded, from, s.opts.PeerTimeout)
+			out[i] = s.peerGet(m, uri, HeaderForwarded, creds, s.opts.PeerTimeout)
 			if out[i].err != nil {
 				s.peerErrors.Inc()
 			}
