@@ -439,6 +439,7 @@ func (n *Node) leaderDuties() {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	failing := map[string]time.Time{} // peer → last contact, while heartbeats fail
+	targets := map[string]uint64{}    // down peer → the index it must apply to be up
 	for {
 		select {
 		case <-n.stop:
@@ -454,17 +455,18 @@ func (n *Node) leaderDuties() {
 				delete(failing, string(d.PeerID))
 			case raft.LeaderObservation:
 				clear(failing)
+				clear(targets)
 			}
 		case <-tick.C:
 			if !n.IsLeader() {
 				continue
 			}
-			n.leaderTick(failing)
+			n.leaderTick(failing, targets)
 		}
 	}
 }
 
-func (n *Node) leaderTick(failing map[string]time.Time) {
+func (n *Node) leaderTick(failing map[string]time.Time, targets map[string]uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, _ := n.fsm.snapshot()
@@ -488,7 +490,9 @@ func (n *Node) leaderTick(failing map[string]time.Time) {
 		}
 	}
 	// A member that is down but not failing any more (it came back, or it
-	// is the previous leader, now a follower) is up once it has caught up.
+	// is the previous leader, now a follower) is up once it has applied
+	// what this leader had applied when it was first seen back (a later
+	// index could keep it down for good while writes keep coming).
 	cfgF := n.raft.GetConfiguration()
 	if cfgF.Error() != nil {
 		return
@@ -499,7 +503,14 @@ func (n *Node) leaderTick(failing map[string]time.Time) {
 		switch {
 		case id == n.cfg.ID:
 		case ok && !m.Up:
-			if _, bad := failing[id]; !bad && n.caughtUp(id) {
+			target, seen := targets[id]
+			switch _, bad := failing[id]; {
+			case bad:
+				delete(targets, id)
+			case !seen:
+				targets[id] = n.fsm.applied.Load()
+			case n.appliedBy(id) >= target:
+				delete(targets, id)
 				n.setUp(id, true)
 			}
 		case !ok && !n.recentlyAdded(id):
@@ -522,30 +533,31 @@ func (n *Node) recentlyAdded(id string) bool {
 	return ok && time.Since(at) < 30*time.Second
 }
 
-// caughtUp asks a member's HTTP API how far it has applied the log. A
-// member that comes back is marked up, and so given partitions, only once
-// it has applied everything this leader had applied: Raft resumes its
-// heartbeats to a peer that was away at once but its log replication only
-// after a backoff that grows to seconds, and a member given partitions it
-// cannot yet see would leave them unprocessed (and its sources uncrawled)
-// that long.
-func (n *Node) caughtUp(id string) bool {
+// appliedBy asks a member's HTTP API how far it has applied the log (0 if
+// it does not answer). A member that comes back is marked up, and so given
+// partitions, only once it has caught up: Raft resumes its heartbeats to a
+// peer that was away at once but its log replication only after a backoff
+// that grows to seconds, and a member given partitions it cannot yet see
+// would leave them unprocessed (and their sources uncrawled) that long.
+func (n *Node) appliedBy(id string) uint64 {
 	st, _ := n.fsm.snapshot()
 	m, ok := st.Members[id]
 	if !ok {
-		return false
+		return 0
 	}
-	want := n.fsm.applied.Load()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	status, body, err := n.post(ctx, m.HTTPAddr, PathIndex, nil)
 	if err != nil || status != http.StatusOK {
-		return false
+		return 0
 	}
 	var idx struct {
 		Applied uint64 `json:"applied"`
 	}
-	return json.Unmarshal(body, &idx) == nil && idx.Applied >= want
+	if json.Unmarshal(body, &idx) != nil {
+		return 0
+	}
+	return idx.Applied
 }
 
 func (n *Node) setUp(id string, up bool) {

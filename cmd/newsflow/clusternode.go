@@ -34,7 +34,12 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 		if !cc.Bootstrap && len(cc.Join) == 0 {
 			return nil, fmt.Errorf("this node left its cluster (%s); to join again run it with --join ADDR", strings.TrimSpace(string(left)))
 		}
+		// A fresh member: no Raft state, and none of the metadata of the
+		// cluster it left (a new log would not replace it).
 		if err := os.RemoveAll(cfg.clusterDir()); err != nil {
+			return nil, err
+		}
+		if err := meta.NewLocal(db).DeleteAll(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -59,15 +64,29 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 // rather than come back as a member nobody has.
 const leftMarker = "LEFT"
 
-// markLeft replaces the Raft state in dir with the left marker.
+// markLeft replaces the Raft state in dir with the left marker: the marker
+// first (written whole, then renamed into place), so that a failure part
+// way never leaves Raft state without it.
 func markLeft(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+	tmp := filepath.Join(dir, leftMarker+".tmp")
+	if err := os.WriteFile(tmp, []byte("left at "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, leftMarker)); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, leftMarker), []byte("left at "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != leftMarker {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // followAssignments gives the engine the partitions the cluster assigns to

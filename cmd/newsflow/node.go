@@ -318,7 +318,9 @@ func (n *node) queryCrawler() query.Crawler {
 // seedSources imports the seed OPML list when the node has no sources yet.
 func (n *node) seedSources(ctx context.Context) error {
 	path := n.cfg.Crawl.SeedOPML
-	if path == "" {
+	if path == "" || (n.cluster != nil && !n.cfg.Cluster.Bootstrap) {
+		// A node that joins a cluster takes the cluster's sources, which
+		// its replica may not have yet.
 		return nil
 	}
 	list, err := n.sources.List(ctx)

@@ -379,6 +379,26 @@ type crawlResult struct {
 	err        error
 }
 
+// claimTimeout bounds a claim (in a cluster, a write through the leader).
+const claimTimeout = 10 * time.Second
+
+// unclaim makes the source due at next again if its latest claim is still
+// the one given.
+func (c *Crawler) unclaim(id, claim string, next time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := c.sources.Update(ctx, id, func(s *Source) error {
+		if s.Crawl.Claim != claim {
+			return ErrNotDue // crawled or claimed since
+		}
+		s.Crawl.NextCrawl, s.Crawl.Claim = next.UTC(), ""
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrNotDue) {
+		c.opts.Logger.Warn("crawl: give back the claim of a crawl cut short", "source", id, "err", err)
+	}
+}
+
 // crawl fetches one source once and records the outcome on it.
 //
 // It first claims the source (see Sources.Claim): a source that another
@@ -387,13 +407,17 @@ type crawlResult struct {
 func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult {
 	res := crawlResult{id: id}
 	now := c.opts.Now()
-	s, err := c.sources.Claim(ctx, id, now, force)
+	cctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	s, err := c.sources.Claim(cctx, id, now, force)
+	cancel()
 	switch {
 	case errors.Is(err, ErrNotDue):
 		res.reschedule, res.next, res.authority = s.Status == StatusActive, s.Crawl.NextCrawl, s.Authority
 		return res
-	case errors.Is(err, meta.ErrConflict):
-		// Updates kept conflicting: try again soon.
+	case ctx.Err() == nil && (errors.Is(err, meta.ErrConflict) || errors.Is(err, context.DeadlineExceeded)):
+		// Updates kept conflicting, or the store did not answer in time
+		// (in a cluster: no leader): try again soon.
+		c.opts.Logger.Warn("crawl: claim source", "source", id, "err", err)
 		res.reschedule, res.next, res.authority = true, now.Add(time.Second), s.Authority
 		return res
 	case err != nil:
@@ -432,8 +456,11 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 		next = c.fetchAndIngest(ctx, &s, &st, &br, &rec, host, now, fail, &gone, &newURL)
 	}
 	if ctx.Err() != nil {
-		// Shutting down: nothing was decided about this source.
-		res.reschedule, res.next = true, s.Crawl.NextCrawl
+		// Shutting down: nothing was decided about this source. Give the
+		// claim back, so that whoever crawls it next does not wait an
+		// interval for a crawl that did not happen.
+		c.unclaim(id, s.Crawl.Claim, now)
+		res.reschedule, res.next = true, now
 		return res
 	}
 	rec.Duration = Duration(c.opts.Now().Sub(now))

@@ -246,3 +246,39 @@ func TestCrawlRealFeedsExactlyOnce(t *testing.T) {
 		t.Fatalf("crawl state not recorded: %+v %v", s.Crawl, err)
 	}
 }
+
+// A crawl cut short by shutdown gives its claim back: the source is due
+// again at once rather than one interval later.
+func TestCrawlCutShortGivesClaimBack(t *testing.T) {
+	h := newCrawlHarness(t, feedfarm.Options{Faults: true, Items: 3}, func(o *Options) { o.IgnoreRobots = true })
+	s := h.add("/fault/slow") // a feed at 1 byte per second
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan crawlResult, 1)
+	start := time.Now()
+	go func() { done <- h.c.crawl(ctx, s.ID, false) }()
+	// Claimed: due one interval from now.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := h.sources.Get(context.Background(), s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Crawl.NextCrawl.After(start.Add(time.Minute)) && got.Crawl.Claim != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source not claimed: %+v", got.Crawl)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	res := <-done
+	got, err := h.sources.Get(context.Background(), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.reschedule || got.Crawl.NextCrawl.After(time.Now()) || got.Crawl.Claim != "" {
+		t.Fatalf("after a crawl cut short: reschedule %v, next crawl in %s, claim %q", res.reschedule,
+			time.Until(got.Crawl.NextCrawl).Round(time.Second), got.Crawl.Claim)
+	}
+}

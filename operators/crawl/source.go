@@ -4,16 +4,20 @@
 package crawl
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/newsflow/newsflow/operators/crawl/opml"
@@ -78,6 +82,9 @@ type CrawlState struct {
 	LastResult        *CrawlRecord `json:"last_result,omitempty"`
 	// Circuit is the breaker state, as JSON owned by the crawler.
 	Circuit json.RawMessage `json:"circuit,omitempty"`
+	// Claim is a random id of the latest claim (Sources.Claim): no two
+	// claims write the same value.
+	Claim string `json:"claim,omitempty"`
 }
 
 // CrawlRecord describes one crawl of a source.
@@ -179,8 +186,11 @@ const Collection = "sources"
 type Sources struct {
 	store meta.Store
 	now   func() time.Time
-	floor time.Duration // the shortest min_interval
-	mu    sync.Mutex    // serialises read-modify-write updates
+	floor atomic.Int64 // the shortest min_interval
+	// mu serialises read-modify-write updates over a store that cannot
+	// compare and swap (or create); with one that can, nothing is held
+	// across a write, which in a cluster may wait for the leader.
+	mu sync.Mutex
 }
 
 // NewSources returns the sources of store.
@@ -188,35 +198,60 @@ func NewSources(store meta.Store, now func() time.Time) *Sources {
 	if now == nil {
 		now = time.Now
 	}
-	return &Sources{store: store, now: now, floor: MinIntervalFloor}
+	ss := &Sources{store: store, now: now}
+	ss.floor.Store(int64(MinIntervalFloor))
+	return ss
 }
 
 // SetMinIntervalFloor sets the shortest min_interval a source added or
 // edited from now on may have (default MinIntervalFloor); lower it only
 // for feeds you own.
-func (ss *Sources) SetMinIntervalFloor(d time.Duration) {
+func (ss *Sources) SetMinIntervalFloor(d time.Duration) { ss.floor.Store(int64(d)) }
+
+// lock takes mu unless the store compares and swaps; the returned func
+// releases what was taken.
+func (ss *Sources) lock() func() {
+	if _, ok := ss.store.(meta.Swapper); ok {
+		return func() {}
+	}
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.floor = d
+	return ss.mu.Unlock
 }
 
 // Add validates and stores a new source; its id derives from its feed URL.
+//
+// With a store that can create atomically (a cluster's), a source that
+// exists is never overwritten, also when another node adds it at the same
+// time or this node's replica does not have it yet.
 func (ss *Sources) Add(ctx context.Context, s Source) (Source, error) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if err := s.validate(ss.floor); err != nil {
+	if err := s.validate(time.Duration(ss.floor.Load())); err != nil {
 		return Source{}, err
 	}
 	s.ID = SourceID(s.FeedURL)
-	if _, ok, err := ss.store.Get(ctx, Collection, s.ID); err != nil {
-		return Source{}, err
-	} else if ok {
-		return Source{}, fmt.Errorf("%w: %s", ErrSourceExists, s.ID)
-	}
+	exists := fmt.Errorf("%w: %s", ErrSourceExists, s.ID)
 	now := ss.now().UTC()
 	s.CreatedAt, s.UpdatedAt = now, now
 	s.Crawl = CrawlState{Interval: s.MinInterval, NextCrawl: now}
-	return s, ss.put(ctx, s)
+	b, err := json.Marshal(s)
+	if err != nil {
+		return Source{}, err
+	}
+	if c, ok := ss.store.(meta.Creator); ok {
+		if err := c.Create(ctx, Collection, s.ID, b); errors.Is(err, meta.ErrExists) {
+			return Source{}, exists
+		} else if err != nil {
+			return Source{}, err
+		}
+		return s, nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, ok, err := ss.store.Get(ctx, Collection, s.ID); err != nil {
+		return Source{}, err
+	} else if ok {
+		return Source{}, exists
+	}
+	return s, ss.store.Put(ctx, Collection, s.ID, b)
 }
 
 // Get returns one source.
@@ -265,8 +300,7 @@ func (ss *Sources) List(ctx context.Context) ([]Source, error) {
 // crawler's bookkeeping, an edit through another node) never overwrite
 // each other.
 func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error) (Source, error) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	defer ss.lock()()
 	sw, _ := ss.store.(meta.Swapper)
 	for attempt := 1; ; attempt++ {
 		old, s, err := ss.get(ctx, id)
@@ -281,7 +315,7 @@ func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error
 		// The floor applies to a new min_interval only: a source added
 		// under a lower floor (another node's, or an earlier config)
 		// stays valid.
-		floor := ss.floor
+		floor := time.Duration(ss.floor.Load())
 		if s.MinInterval == before {
 			floor = 0
 		}
@@ -297,6 +331,15 @@ func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error
 			return s, ss.store.Put(ctx, Collection, id, b)
 		}
 		err = sw.Swap(ctx, Collection, id, old, b)
+		if errors.Is(err, meta.ErrConflict) {
+			// A write that was applied but whose answer was lost (the
+			// leader changed) is sent again and conflicts with itself.
+			// (Another writer's identical value would do no harm; two
+			// claims always differ.)
+			if cur, ok, gerr := ss.store.Get(ctx, Collection, id); gerr == nil && ok && bytes.Equal(cur, b) {
+				return s, nil
+			}
+		}
 		if !errors.Is(err, meta.ErrConflict) || attempt == maxSwapAttempts {
 			return s, err
 		}
@@ -329,26 +372,18 @@ func (ss *Sources) Claim(ctx context.Context, id string, now time.Time, force bo
 			return ErrNotDue
 		}
 		s.Crawl.NextCrawl = now.Add(max(time.Duration(s.Crawl.Interval), time.Duration(s.MinInterval))).UTC()
+		s.Crawl.Claim = strconv.FormatUint(rand.Uint64(), 36)
 		return nil
 	})
 }
 
 // Delete removes a source.
 func (ss *Sources) Delete(ctx context.Context, id string) error {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
+	defer ss.lock()()
 	if _, err := ss.Get(ctx, id); err != nil {
 		return err
 	}
 	return ss.store.Delete(ctx, Collection, id)
-}
-
-func (ss *Sources) put(ctx context.Context, s Source) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return ss.store.Put(ctx, Collection, s.ID, b)
 }
 
 // ImportResult reports an Import.
