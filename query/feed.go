@@ -109,11 +109,14 @@ func (s *Server) storyTrending(now time.Time) map[string]float64 {
 		return c.trendMu.score
 	}
 	score := map[string]float64{}
-	res, err := s.deps.Trending.Top("1h", "", trendTopK)
+	var res trending.Result
+	var err error
 	if cl := c.trendMu.cluster; cl != nil && time.Since(c.trendMu.clusterAt) < clusterTrendMaxAge {
 		// In a cluster the shares of articles in other nodes'
 		// partitions count too; a feed never waits for the peers.
-		res, err = *cl, nil
+		res = *cl
+	} else {
+		res, err = s.deps.Trending.Top("1h", "", trendTopK)
 	}
 	if err == nil {
 		var top float64

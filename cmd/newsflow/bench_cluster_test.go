@@ -6,17 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -187,90 +183,10 @@ func benchMedian(ds []time.Duration) time.Duration {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// benchNode is a `newsflow run` process of a benchmark cluster; unlike
-// nodeProc it works with a *testing.B.
+// benchNode is a `newsflow run` process of a benchmark cluster.
 type benchNode struct {
-	tb      testing.TB
-	id      string
-	args    []string
-	addr    string
-	logPath string
-
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	waitc chan error
-}
-
-// benchFreeAddr returns a loopback address with a port nothing listens on.
-func benchFreeAddr(tb testing.TB) string {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// benchNodeEnv is the nodes' environment: this process's without the
-// benchmarks' own NEWSFLOW_BENCH_* variables (newsflow rejects unknown
-// settings), no crawling, the test admin token and cluster secret.
-func benchNodeEnv() []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "NEWSFLOW_BENCH_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken,
-		"NEWSFLOW_CLUSTER_SECRET="+testClusterSecret)
-}
-
-func (n *benchNode) start() {
-	n.tb.Helper()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		n.tb.Fatal(err)
-	}
-	defer logf.Close()
-	cmd := exec.Command(binPath, n.args...)
-	cmd.Env = benchNodeEnv()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		n.tb.Fatal(err)
-	}
-	n.cmd, n.waitc = cmd, make(chan error, 1)
-	go func() { n.waitc <- cmd.Wait() }()
-}
-
-// kill sends SIGKILL and waits until the process is gone.
-func (n *benchNode) kill() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	<-n.waitc
-	n.cmd = nil
-}
-
-func (n *benchNode) running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cmd != nil
-}
-
-func (n *benchNode) url(path string) string { return "http://" + n.addr + path }
-
-func (n *benchNode) logTail() string {
-	b, _ := os.ReadFile(n.logPath)
-	if len(b) > 3000 {
-		b = b[len(b)-3000:]
-	}
-	return string(b)
+	*nodeProc
+	id string
 }
 
 // benchCluster is a cluster of benchNodes over a kfake broker that the
@@ -294,27 +210,20 @@ func startBenchCluster(b *testing.B, n int) *benchCluster {
 		b.Fatal(err)
 	}
 	bc := &benchCluster{b: b, kafka: k, brokers: k.ListenAddrs()}
-	b.Cleanup(func() {
-		for _, n := range bc.nodes {
-			n.kill()
-		}
-		k.Close()
-	})
+	b.Cleanup(k.Close) // after the nodes' own cleanups kill them
+	env := []string{"NEWSFLOW_CLUSTER_SECRET=" + testClusterSecret}
 	for i := range n {
 		id := string(rune('a' + i))
-		dir := b.TempDir()
-		node := &benchNode{tb: b, id: id, addr: benchFreeAddr(b), logPath: filepath.Join(dir, "node.log")}
-		node.args = []string{"run", "--config", "../../configs/newsflow.yaml", "--data", filepath.Join(dir, "data"),
-			"--http", node.addr, "--log-level", "warn", "--brokers", bc.brokers[0], "--node-id", id, "--raft", benchFreeAddr(b)}
+		args := []string{"--brokers", bc.brokers[0], "--node-id", id, "--raft", freeAddr(b)}
 		if i == 0 {
-			node.args = append(node.args, "--bootstrap")
+			args = append(args, "--bootstrap")
 		} else {
-			node.args = append(node.args, "--join", bc.nodes[0].addr)
+			args = append(args, "--join", bc.nodes[0].addr)
 		}
-		node.start()
+		node := &benchNode{nodeProc: startNodeEnv(b, b.TempDir(), env, args...), id: id}
 		bc.nodes = append(bc.nodes, node)
 		if i == 0 {
-			bc.waitReady(node, time.Minute)
+			node.waitReady(time.Minute)
 		}
 	}
 	bc.waitFormed(2 * time.Minute)
@@ -326,29 +235,9 @@ func (bc *benchCluster) fatalf(format string, args ...any) {
 	bc.b.Helper()
 	var sb strings.Builder
 	for _, n := range bc.nodes {
-		fmt.Fprintf(&sb, "\nnode %s log tail:\n%s", n.id, n.logTail())
+		fmt.Fprintf(&sb, "\nnode %s log tail:\n%s", n.id, n.logTail(3000))
 	}
 	bc.b.Fatalf("%s%s", fmt.Sprintf(format, args...), sb.String())
-}
-
-// waitReady polls the node's /health/ready until it answers 200.
-func (bc *benchCluster) waitReady(n *benchNode, timeout time.Duration) {
-	bc.b.Helper()
-	client := &http.Client{Timeout: 2 * time.Second}
-	for start := time.Now(); time.Since(start) < timeout; time.Sleep(10 * time.Millisecond) {
-		resp, err := client.Get(n.url("/health/ready"))
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if !n.running() {
-			bc.fatalf("node %s is not running", n.id)
-		}
-	}
-	bc.fatalf("node %s not ready after %s", n.id, timeout)
 }
 
 // waitFormed waits until every node's own view shows all the nodes up,
@@ -649,7 +538,7 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 	took := time.Since(start)
 
 	target.start()
-	bc.waitReady(target, 2*time.Minute)
+	target.waitReady(2 * time.Minute)
 	bc.waitFormed(2 * time.Minute)
 	bc.waitCaughtUp(2 * time.Minute)
 	return target.id, took

@@ -57,13 +57,13 @@ func adminPost(url, contentType string, body io.Reader) (*http.Response, error) 
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	return freeAddrOn(t, "127.0.0.1")
 }
 
 // freeAddrOn returns an address of the local IP ip with a free port.
-func freeAddrOn(t *testing.T, ip string) string {
+func freeAddrOn(t testing.TB, ip string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
@@ -76,7 +76,7 @@ func freeAddrOn(t *testing.T, ip string) string {
 
 // nodeProc is a newsflow process the test starts, kills and restarts.
 type nodeProc struct {
-	t     *testing.T
+	t     testing.TB
 	args  []string
 	env   []string // extra environment, after the defaults
 	wrap  []string // runs the node (e.g. ip netns exec NAME), if set
@@ -87,13 +87,13 @@ type nodeProc struct {
 	waitc chan error
 }
 
-func startNode(t *testing.T, dataDir string, extra ...string) *nodeProc {
+func startNode(t testing.TB, dataDir string, extra ...string) *nodeProc {
 	t.Helper()
 	return startNodeEnv(t, dataDir, nil, extra...)
 }
 
 // startNodeEnv is startNode with extra environment variables.
-func startNodeEnv(t *testing.T, dataDir string, env []string, extra ...string) *nodeProc {
+func startNodeEnv(t testing.TB, dataDir string, env []string, extra ...string) *nodeProc {
 	t.Helper()
 	addr := freeAddr(t)
 	return startNodeAt(t, dataDir, env, nil, addr, addr, extra...)
@@ -101,7 +101,7 @@ func startNodeEnv(t *testing.T, dataDir string, env []string, extra ...string) *
 
 // startNodeAt is startNodeEnv for a node that listens on listen and that
 // the test reaches at addr, started through the command wrap if set.
-func startNodeAt(t *testing.T, dataDir string, env, wrap []string, listen, addr string, extra ...string) *nodeProc {
+func startNodeAt(t testing.TB, dataDir string, env, wrap []string, listen, addr string, extra ...string) *nodeProc {
 	t.Helper()
 	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
 	if err != nil {
@@ -115,14 +115,17 @@ func startNodeAt(t *testing.T, dataDir string, env, wrap []string, listen, addr 
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
 			t.Logf("node %s: warnings and errors (last 40, without Raft's own):\n%s", n.addr, logProblems(string(b), 40))
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("node %s: log tail:\n%s", n.addr, b)
+			t.Logf("node %s: log tail:\n%s", n.addr, n.logTail(4000))
 		}
 		logf.Close()
 	})
 	return n
+}
+
+// logTail returns the last limit bytes of the node's log.
+func (n *nodeProc) logTail(limit int) string {
+	b, _ := os.ReadFile(n.logf.Name())
+	return string(b[len(b)-min(len(b), limit):])
 }
 
 // logProblems returns the last warning and error lines of a node's
@@ -209,12 +212,21 @@ func (n *nodeProc) waitCaughtUp(timeout time.Duration) {
 	n.t.Fatalf("node did not catch up within %s", timeout)
 }
 
+// getJSON GETs url with the admin token (admin endpoints need it; others
+// ignore it) and decodes a 200 answer into v.
 func getJSON(url string, v any) error {
+	return getJSONWith(url, v, "Authorization", "Bearer "+testAdminToken)
+}
+
+// getJSONWith is getJSON with the header pairs hdr instead of the token.
+func getJSONWith(url string, v any, hdr ...string) error {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+testAdminToken) // admin endpoints need it; others ignore it
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err

@@ -132,17 +132,7 @@ func startNetnsCluster(t *testing.T, ns *netns) *testCluster {
 	args := append([]string{"--node-id", "c", "--raft", net.JoinHostPort(ns.nsPeer, "7000"), "--join", tc.nodes["a"].addr}, common...)
 	tc.nodes["c"] = startNodeAt(t, t.TempDir(), cEnv, []string{"ip", "netns", "exec", ns.name},
 		net.JoinHostPort("0.0.0.0", port), net.JoinHostPort(ns.nsProbe, port), args...)
-	tc.waitView(60*time.Second, "three members up, every partition running", func(v clusterView) bool {
-		if len(v.Members) != 3 {
-			return false
-		}
-		for _, m := range v.Members {
-			if !m.Up || m.Partitions == 0 {
-				return false
-			}
-		}
-		return v.allRunning()
-	})
+	tc.waitFormed()
 	return tc
 }
 

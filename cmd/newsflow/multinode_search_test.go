@@ -40,26 +40,7 @@ func (p searchClusterPage) ids() []string {
 // searchClusterGet sends GET path to node id with header pairs hdr and
 // decodes a 200 answer into v.
 func searchClusterGet(tc *testCluster, id, path string, v any, hdr ...string) error {
-	req, err := http.NewRequest(http.MethodGet, tc.nodes[id].url(path), nil)
-	if err != nil {
-		return err
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s through %s: %d %s", path, id, resp.StatusCode, b)
-	}
-	return json.Unmarshal(b, v)
+	return getJSONWith(tc.nodes[id].url(path), v, hdr...)
 }
 
 func searchClusterPost(t *testing.T, tc *testCluster, id, path, contentType, body string) []byte {

@@ -53,8 +53,16 @@ func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
 		}
 		tc.nodes[id] = n
 	}
-	tc.waitView(60*time.Second, "three members up, every partition running", func(v clusterView) bool {
-		if len(v.Members) != 3 {
+	tc.waitFormed()
+	return tc
+}
+
+// waitFormed waits until all the nodes are members, up, each owning
+// partitions, and every partition runs.
+func (tc *testCluster) waitFormed() {
+	tc.t.Helper()
+	tc.waitView(60*time.Second, "formed: every member up, every partition running", func(v clusterView) bool {
+		if len(v.Members) != len(tc.ids) {
 			return false
 		}
 		for _, m := range v.Members {
@@ -64,7 +72,6 @@ func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
 		}
 		return v.allRunning()
 	})
-	return tc
 }
 
 type clusterView struct {
