@@ -60,6 +60,16 @@ type Options struct {
 	// AdminToken, if set, is a bearer token that grants the admin role
 	// without an account, for automation (the CLI, monitoring).
 	AdminToken string
+	// IngestToken, if set, is a bearer token for trusted services: it may
+	// write read and share events for any user and ingest articles. It is
+	// separate from the admin token.
+	IngestToken string
+	// CookieSecure marks the session cookie Secure also on plain HTTP
+	// connections (a node behind a TLS-terminating proxy).
+	CookieSecure bool
+	// TrustedOrigins are origins (scheme://host[:port]) besides the node's
+	// own whose pages may send cookie-authenticated state-changing requests.
+	TrustedOrigins []string
 	// RateLimits bound requests per client address and per user (the zero
 	// value: no limits).
 	RateLimits RateLimits

@@ -74,11 +74,14 @@ type WindowConfig struct {
 }
 
 type TrendingConfig struct {
-	Windows          []WindowConfig `yaml:"windows"`
-	Lateness         time.Duration  `yaml:"lateness"`
-	MaxK             int            `yaml:"max_k"`
-	SnapshotInterval time.Duration  `yaml:"snapshot_interval"`
-	MaxFuture        time.Duration  `yaml:"max_future"`
+	Windows []WindowConfig `yaml:"windows"`
+	// Lateness is no longer used: a share counts in every window that
+	// holds its timestamp, whatever its arrival order. A configuration
+	// that still sets it gets a warning.
+	Lateness         time.Duration `yaml:"lateness"`
+	MaxK             int           `yaml:"max_k"`
+	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
+	MaxFuture        time.Duration `yaml:"max_future"`
 }
 
 type ArticlesConfig struct {
@@ -104,7 +107,16 @@ type StoriesConfig struct {
 }
 
 type AuthConfig struct {
-	AdminToken         string        `yaml:"admin_token"`
+	AdminToken string `yaml:"admin_token"`
+	// IngestToken is the bearer token of trusted services that write
+	// events for any user and articles (separate from the admin token).
+	IngestToken string `yaml:"ingest_token"`
+	// CookieSecure marks the session cookie Secure (for deployments behind
+	// TLS); it is always Secure on a TLS connection.
+	CookieSecure bool `yaml:"cookie_secure"`
+	// TrustedOrigins are other origins (scheme://host[:port]) whose pages
+	// may make cookie-authenticated state-changing requests.
+	TrustedOrigins     []string      `yaml:"trusted_origins"`
 	LoginBurstPerIP    int           `yaml:"login_burst_per_ip"`
 	LoginIntervalIP    time.Duration `yaml:"login_interval_per_ip"`
 	LoginBurstPerUser  int           `yaml:"login_burst_per_user"`
@@ -193,7 +205,7 @@ func defaultConfig() Config {
 				{Name: "1h", Size: time.Hour, Buckets: 60},
 				{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
 			},
-			Lateness: 5 * time.Minute, MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
+			MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,
@@ -232,6 +244,9 @@ func loadConfig(path string, environ []string) (Config, error) {
 		}
 		if len(c.Cluster.Join) == 0 {
 			c.Cluster.Join = nil
+		}
+		if len(c.Auth.TrustedOrigins) == 0 {
+			c.Auth.TrustedOrigins = nil
 		}
 	}
 	if err := applyEnv(&c, environ); err != nil {
@@ -369,6 +384,15 @@ func (c Config) validate() error {
 		}
 	}
 	return nil
+}
+
+// warnings lists settings that are accepted but have no effect.
+func (c Config) warnings() []string {
+	var out []string
+	if c.Trending.Lateness != 0 {
+		out = append(out, "trending.lateness is no longer used and is ignored: a share counts in every window that holds its timestamp, in any arrival order")
+	}
+	return out
 }
 
 // clusterDir holds the node's Raft state.

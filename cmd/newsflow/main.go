@@ -192,6 +192,9 @@ func (c *commonFlags) openNode(ctx context.Context) (*node, error) {
 	for _, name := range cfg.unknownEnv {
 		logger.Warn("environment variable names no setting; ignored", "name", name)
 	}
+	for _, w := range cfg.warnings() {
+		logger.Warn(w)
+	}
 	n, err := openNode(ctx, cfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("%w (data dir %s: is another node running on it?)", err, cfg.DataDir)

@@ -150,8 +150,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		return fail(err)
 	}
 	tOpts := trending.OperatorOptions{
-		Counts: trending.Options{Lateness: cfg.Trending.Lateness},
-		MaxK:   cfg.Trending.MaxK, SnapshotInterval: cfg.Trending.SnapshotInterval, MaxFuture: cfg.Trending.MaxFuture,
+		MaxK: cfg.Trending.MaxK, SnapshotInterval: cfg.Trending.SnapshotInterval, MaxFuture: cfg.Trending.MaxFuture,
 	}
 	for _, w := range cfg.Trending.Windows {
 		tOpts.Counts.Windows = append(tOpts.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
@@ -218,6 +217,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, query.Options{
 		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
 		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL, AdminToken: n.cfg.Auth.AdminToken,
+		IngestToken: n.cfg.Auth.IngestToken, CookieSecure: n.cfg.Auth.CookieSecure, TrustedOrigins: n.cfg.Auth.TrustedOrigins,
 		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
