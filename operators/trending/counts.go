@@ -5,34 +5,27 @@
 // # Semantics
 //
 // [Counts] holds the exact share counts of one task (one partition). Its
-// state is a deterministic function of the sequence of [Counts.Add] calls:
-// only event time (the share's timestamp, in ms since the Unix epoch) is
-// used, never the wall clock.
+// state is a deterministic function of the multiset of [Counts.Add] calls
+// and of nothing else: only event time (the share's timestamp, in ms since
+// the Unix epoch) is used, never the wall clock, and once every share has
+// been added the counts do not depend on the order they were added in.
 //
-//   - Shares arrive through sources (the source partitions of the log; see
-//     [Counts.AddFrom]), each in its own log order. A source's watermark is
-//     the largest timestamp applied from it; a share with ts below its
-//     source's watermark minus Lateness is late: it is not applied and Add
-//     returns false. Negative timestamps are dropped the same way. Lateness
-//     is judged per source because the order of one source is the only
-//     order a log guarantees: records of different sources reach a task
-//     interleaved in whatever way reading and repartitioning happened to
-//     interleave them, so one source may run minutes ahead of another.
-//   - The watermark W is the largest timestamp applied from any source.
+//   - The watermark W is the largest timestamp added so far.
 //   - Each window is a ring of Buckets buckets of width Size/Buckets; the
 //     bucket of a share is floor(ts/width). At watermark W a window covers
 //     the buckets [floor(W/width) - (Buckets-1), floor(W/width)]: the 1h
 //     window is "the last 60 one-minute buckets", including the current,
 //     partial one.
-//   - A share is counted in a window iff its bucket is covered when the
-//     share is added (after the share itself has advanced W). It stays
-//     counted until W moves past its bucket, which then expires. A share
-//     that is not late but older than a window's oldest bucket is not
-//     counted in that window (it may still be counted in a longer one).
-//     Since W only grows, a bucket not covered on arrival is not covered at
-//     any later W either, so once every share has been added the counts do
-//     not depend on how the sources were interleaved, only on each
-//     source's own order: a replay gives the same final state.
+//   - A share counts in every window that covers its bucket at the
+//     watermark, whatever order it arrives in: nothing inside a window is
+//     dropped for being late. It stays counted until W moves past its
+//     bucket, which then expires. A share older than a window's oldest
+//     bucket is not counted in that window (it may still be counted in a
+//     longer one); a share older than every window is not applied at all,
+//     and Add reports it (the operator dead-letters it). Since W only
+//     grows, a bucket not covered when a share arrives is not covered at
+//     any later W either, so the final counts are the same for every order
+//     of the same shares, and a replay reproduces them.
 //   - Every share counts in the global family. A share with a category also
 //     counts in that category's family; category "" means "no category", and
 //     queries for category "" answer for the global family.
@@ -47,13 +40,14 @@
 //	'w' | window index (1 byte) | bucket index (uint64 BE) |
 //	    uvarint(len(category)) | category | article id   → uvarint(count)
 //	'm'                                                   → watermark (uint64 BE)
-//	's' | source (uint32 BE)                              → source watermark (uint64 BE)
 //	'c'                                                   → window layout
 //
 // Values are absolute counts written with Set, so re-applying a batch is
 // harmless. Global counts are not stored: [Counts.Load] derives them by
 // summing the categories (category "" included). Expired buckets are
-// removed with one DeleteRange per window. The 'c' key records every
+// removed with one DeleteRange per window. (Keys under 's', per-source
+// watermarks of an earlier lateness rule, are ignored and deleted by the
+// first Flush after Load.) The 'c' key records every
 // window's size and bucket count so that Load refuses state written under a
 // different layout ([ErrLayoutChanged]) instead of misreading it.
 //
@@ -64,13 +58,13 @@
 // in every window, which happens when their last bucket expires. An article
 // is a row [first pair, total per window] in one flat []uint32, and a pair a
 // row [article, category, next pair of the article, total per window], so
-// an Add or an expiry touches one cache line per index. Buckets that can
-// still be written (those within lateness of the watermark) are small
-// open-addressing hash tables from pair index to count; older buckets are
-// compacted into exact-length slices of 8-byte (pair, count) entries, and
-// subtracted from the totals when they expire. A share from a source that
-// lags behind the others may still land in a compacted bucket; it is
-// reopened for the write and compacted again by the next Flush. Buckets hold pairs only: a
+// an Add or an expiry touches one cache line per index. Recent buckets
+// (within CompactAfter of the watermark) are small open-addressing hash
+// tables from pair index to count; older buckets are compacted into
+// exact-length slices of 8-byte (pair, count) entries, and subtracted from
+// the totals when they expire. An older share may still land in a
+// compacted bucket: it is reopened for the write and compacted again by
+// the next Flush. Buckets hold pairs only: a
 // pair knows its article, so expiring a bucket updates the category and the
 // global totals at once, and it is exactly what is persisted. With the
 // default windows this costs about 200 bytes per live article.
@@ -129,15 +123,16 @@ type Options struct {
 	// Windows are the sliding windows to count, addressed by their index in
 	// this slice. Empty means DefaultWindows().
 	Windows []WindowSpec
-	// Lateness is how far behind the watermark a share may be and still be
-	// applied, in whole milliseconds. Zero means 5 minutes; use 1ms to
-	// drop nearly every out-of-order share.
-	Lateness time.Duration
+	// CompactAfter is how far behind the watermark a bucket is compacted
+	// into an exact-length array (in whole milliseconds; zero means 5
+	// minutes). It trades memory for the cost of a share that lands in a
+	// compacted bucket, which is reopened; it never changes a count.
+	CompactAfter time.Duration
 }
 
-// DefaultOptions returns the default windows and a lateness of 5 minutes.
+// DefaultOptions returns the default windows and compaction after 5 minutes.
 func DefaultOptions() Options {
-	return Options{Windows: DefaultWindows(), Lateness: 5 * time.Minute}
+	return Options{Windows: DefaultWindows(), CompactAfter: 5 * time.Minute}
 }
 
 func (o Options) withDefaults() Options {
@@ -145,8 +140,8 @@ func (o Options) withDefaults() Options {
 	if len(o.Windows) == 0 {
 		o.Windows = d.Windows
 	}
-	if o.Lateness == 0 {
-		o.Lateness = d.Lateness
+	if o.CompactAfter == 0 {
+		o.CompactAfter = d.CompactAfter
 	}
 	return o
 }
@@ -154,8 +149,8 @@ func (o Options) withDefaults() Options {
 // Validate reports invalid option values. Zero values are valid: they
 // stand for the defaults.
 func (o Options) Validate() error {
-	if o.Lateness < 0 {
-		return fmt.Errorf("trending: lateness %v is negative", o.Lateness)
+	if o.CompactAfter < 0 {
+		return fmt.Errorf("trending: compact_after %v is negative", o.CompactAfter)
 	}
 	if len(o.Windows) > MaxWindows {
 		return fmt.Errorf("trending: %d windows, at most %d allowed", len(o.Windows), MaxWindows)
@@ -204,17 +199,13 @@ const (
 // Counts is not safe for concurrent use, not even for reads: TopK updates
 // internal candidate sets. The owner must serialize every call.
 type Counts struct {
-	opts     Options
-	nw       int   // len(opts.Windows)
-	lateness int64 // ms
-	win      []window
+	opts         Options
+	nw           int   // len(opts.Windows)
+	compactAfter int64 // ms
+	win          []window
 
 	started bool
 	wm      int64
-	// Per-source watermarks, and the sources whose watermark changed since
-	// the last Flush.
-	srcWM    map[int32]int64
-	srcDirty map[int32]bool
 
 	// Articles, by dense index. arts holds one row of artStride values per
 	// article (layout at artHead). artPos rows have nw entries: [idx*nw + w].
@@ -242,6 +233,7 @@ type Counts struct {
 
 	// Persistence.
 	wroteLayout bool
+	oldSources  bool // Load found per-source watermarks to delete
 	flushedWM   int64
 	flushedAny  bool // flushedWM is valid
 	key, val    []byte
@@ -303,7 +295,7 @@ type window struct {
 	width     int64 // ms
 	n         int64 // buckets
 	hi, lo    int64 // live buckets are [lo, hi]; valid once started
-	wlo       int64 // buckets >= wlo can still be written
+	wlo       int64 // buckets >= wlo are kept open
 	slots     []bucket
 	global    group
 	deletedLo int64 // stored buckets below this are deleted
@@ -328,8 +320,8 @@ type group struct {
 const kPeriodCalls = 64
 
 // bucket is one time bucket of a window, held in ring slot id mod n. It is
-// open (a hash table keyed by pair index) while it can still be written,
-// and closed (a compact slice of entries) after that. An entry is
+// open (a hash table keyed by pair index) while it is recent, and closed
+// (a compact slice of entries) after that. An entry is
 // pair<<32 | dirtyBit? | count; 0 marks an empty hash slot.
 type bucket struct {
 	id          int64
@@ -354,13 +346,11 @@ func NewCounts(opts Options) *Counts {
 	opts = opts.withDefaults()
 	opts.Windows = slices.Clone(opts.Windows)
 	c := &Counts{
-		opts:     opts,
-		nw:       len(opts.Windows),
-		lateness: opts.Lateness.Milliseconds(),
-		artIdx:   make(map[string]uint32),
-		catIdx:   make(map[string]uint32),
-		srcWM:    make(map[int32]int64),
-		srcDirty: make(map[int32]bool),
+		opts:         opts,
+		nw:           len(opts.Windows),
+		compactAfter: opts.CompactAfter.Milliseconds(),
+		artIdx:       make(map[string]uint32),
+		catIdx:       make(map[string]uint32),
 	}
 	c.artStride = artTotal + c.nw
 	c.pairStride = pairTotal + c.nw
@@ -407,42 +397,17 @@ func floorDiv(a, b int64) int64 {
 func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
 
 // Add applies one share of articleID, in category ("" for none), at event
-// time ts (ms), from source 0. It returns false if the share is late (or ts
-// is negative) and was dropped.
+// time ts (ms): it counts in every window that covers its bucket once the
+// watermark has moved to ts (if ts is newer). It returns false, changing
+// nothing, if ts is older than every window at the watermark, or negative.
 func (c *Counts) Add(articleID, category string, ts int64) bool {
-	return c.AddFrom(0, articleID, category, ts)
-}
-
-// AddFrom applies one share that arrived through source src (the log
-// partition it was first written to). Lateness is judged against that
-// source's watermark; see the package documentation.
-func (c *Counts) AddFrom(src int32, articleID, category string, ts int64) bool {
-	if ts < 0 {
-		return false
-	}
-	if sw, ok := c.srcWM[src]; !ok || ts > sw {
-		if ok && ts < sw-c.lateness {
-			return false
-		}
-		c.srcWM[src] = ts
-		c.srcDirty[src] = true
-	} else if ts < sw-c.lateness {
+	if ts < 0 || (c.started && c.tooOld(ts)) {
 		return false
 	}
 	if !c.started {
 		c.start(ts)
 	} else if ts > c.wm {
 		c.advance(ts)
-	}
-	counted := false
-	for w := range c.win {
-		if ts/c.win[w].width >= c.win[w].lo {
-			counted = true
-			break
-		}
-	}
-	if !counted {
-		return true // applied, but older than every window
 	}
 	a := c.internArticle(articleID)
 	p := c.internPair(a, category)
@@ -479,6 +444,29 @@ func (c *Counts) AddFrom(src int32, articleID, category string, ts int64) bool {
 	return true
 }
 
+// TooOld reports whether a share at ts would be older than every window
+// at the current watermark, so that Add would not apply it.
+func (c *Counts) TooOld(ts int64) bool { return ts < 0 || (c.started && c.tooOld(ts)) }
+
+func (c *Counts) tooOld(ts int64) bool {
+	for w := range c.win {
+		if ts/c.win[w].width >= c.win[w].lo {
+			return false
+		}
+	}
+	return true
+}
+
+// Horizon returns the longest window's span: a share older than the
+// watermark minus Horizon is older than every window.
+func (c *Counts) Horizon() time.Duration {
+	var h time.Duration
+	for _, w := range c.opts.Windows {
+		h = max(h, w.Size)
+	}
+	return h
+}
+
 func (c *Counts) start(ts int64) {
 	c.started = true
 	c.wm = ts
@@ -486,12 +474,12 @@ func (c *Counts) start(ts int64) {
 		w := &c.win[i]
 		w.hi = ts / w.width
 		w.lo = w.hi - w.n + 1
-		w.wlo = floorDiv(ts-c.lateness, w.width)
+		w.wlo = floorDiv(ts-c.compactAfter, w.width)
 	}
 }
 
 // advance moves the watermark to ts > c.wm: buckets that leave a window
-// expire, and buckets that fall out of lateness are compacted.
+// expire, and buckets older than CompactAfter are compacted.
 func (c *Counts) advance(ts int64) {
 	c.wm = ts
 	for i := range c.win {
@@ -505,7 +493,7 @@ func (c *Counts) advance(ts int64) {
 			}
 			w.hi, w.lo = hi, lo
 		}
-		if wlo := floorDiv(ts-c.lateness, w.width); wlo > w.wlo {
+		if wlo := floorDiv(ts-c.compactAfter, w.width); wlo > w.wlo {
 			for b := max(w.wlo, w.lo, 0); b < wlo && b <= w.hi; b++ {
 				if s := w.slot(b); s.n > 0 && s.id == b && s.open {
 					s.close()
@@ -754,7 +742,7 @@ func (s *bucket) grow() {
 }
 
 // reopen turns a compacted bucket back into a hash table, keeping each
-// entry's dirty bit, for a share from a lagging source.
+// entry's dirty bit, for an older share.
 func (s *bucket) reopen() {
 	old := s.tab
 	size := 16
@@ -1021,8 +1009,9 @@ var (
 	bucketsHi    = []byte{'w' + 1}
 )
 
-// sourceKeyPrefix starts the keys of per-source watermarks.
-const sourceKeyPrefix byte = 's'
+// oldSourcePrefix starts the keys of the per-source watermarks that an
+// earlier version kept; Flush deletes them.
+const oldSourcePrefix byte = 's'
 
 const layoutVersion = 1
 
@@ -1064,13 +1053,12 @@ func (c *Counts) Flush(wr state.Writer) error {
 		}
 		c.flushedWM, c.flushedAny = c.wm, true
 	}
-	for src := range c.srcDirty {
-		c.key = binary.BigEndian.AppendUint32(append(c.key[:0], sourceKeyPrefix), uint32(src))
-		if err := wr.Set(c.key, binary.BigEndian.AppendUint64(c.val[:0], uint64(c.srcWM[src]))); err != nil {
-			return fmt.Errorf("trending: flush source watermark: %w", err)
+	if c.oldSources {
+		if err := wr.DeleteRange([]byte{oldSourcePrefix}, []byte{oldSourcePrefix + 1}); err != nil {
+			return fmt.Errorf("trending: flush: delete old source watermarks: %w", err)
 		}
+		c.oldSources = false
 	}
-	clear(c.srcDirty)
 	for w := range c.win {
 		win := &c.win[w]
 		if win.lo > 0 && win.lo > win.deletedLo {
@@ -1095,7 +1083,7 @@ func (c *Counts) Flush(wr state.Writer) error {
 				}
 				s.dirty = s.dirty[:0]
 				if s.id < win.wlo {
-					s.close() // reopened for a lagging source
+					s.close() // reopened for an older share
 				}
 			case s.closedDirty:
 				for j, e := range s.tab {
@@ -1154,11 +1142,8 @@ func (c *Counts) Load(r state.Reader) error {
 	}
 	c.start(int64(binary.BigEndian.Uint64(v)))
 	c.flushedWM, c.flushedAny = c.wm, true
-	err = r.Scan([]byte{sourceKeyPrefix}, []byte{sourceKeyPrefix + 1}, func(k, v []byte) error {
-		if len(k) != 5 || len(v) != 8 {
-			return fmt.Errorf("trending: load: bad source watermark %x = %x", k, v)
-		}
-		c.srcWM[int32(binary.BigEndian.Uint32(k[1:]))] = int64(binary.BigEndian.Uint64(v))
+	err = r.Scan([]byte{oldSourcePrefix}, []byte{oldSourcePrefix + 1}, func(k, v []byte) error {
+		c.oldSources = true
 		return nil
 	})
 	if err != nil {

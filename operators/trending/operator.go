@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/dedup"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,8 +55,8 @@ func (o OperatorOptions) withDefaults() OperatorOptions {
 	if len(o.Counts.Windows) == 0 {
 		o.Counts.Windows = d.Counts.Windows
 	}
-	if o.Counts.Lateness == 0 {
-		o.Counts.Lateness = d.Counts.Lateness
+	if o.Counts.CompactAfter == 0 {
+		o.Counts.CompactAfter = d.Counts.CompactAfter
 	}
 	if o.MaxK == 0 {
 		o.MaxK = d.MaxK
@@ -70,15 +71,29 @@ func (o OperatorOptions) withDefaults() OperatorOptions {
 }
 
 // MaxPast is how far an event's timestamp may be behind the time of the log
-// record carrying it: the largest window plus the allowed lateness. Older
-// events could not count in any window.
+// record carrying it (or, over HTTP, the server clock): the part of the
+// largest window that it covers at any watermark, its size less one
+// bucket. An event within MaxPast of the watermark counts in that window.
 func (o OperatorOptions) MaxPast() time.Duration {
+	o = o.withDefaults()
+	var past time.Duration
+	for _, s := range o.Counts.Windows {
+		past = max(past, s.Size-s.Width())
+	}
+	return past
+}
+
+// DedupHorizon is how long event ids are remembered, in event time behind
+// the watermark: the largest window plus MaxFuture (the clock skew an event
+// may have), so an event that could still count is always recognised when
+// it comes again.
+func (o OperatorOptions) DedupHorizon() time.Duration {
 	o = o.withDefaults()
 	var w time.Duration
 	for _, s := range o.Counts.Windows {
 		w = max(w, s.Size)
 	}
-	return w + o.Counts.Lateness
+	return w + o.MaxFuture
 }
 
 // Operator counts shares per article over sliding windows and answers top-K
@@ -89,7 +104,7 @@ type Operator struct {
 	maxPast time.Duration
 	windows map[string]int
 	parts   []atomic.Pointer[partition]
-	late    prometheus.Counter
+	dups    prometheus.Counter
 	parsers fastjson.ParserPool
 }
 
@@ -103,12 +118,12 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 	for i, w := range opts.Counts.Windows {
 		o.windows[w.Name] = i
 	}
-	o.late = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "newsflow_late_records_total", Help: "Shares older than the watermark minus the allowed lateness, dropped.",
+	o.dups = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "newsflow_duplicate_events_total", Help: "Events whose event_id was already applied, dropped.",
 		ConstLabels: prometheus.Labels{"operator": Name},
 	})
 	if reg != nil {
-		if err := reg.Register(o.late); err != nil {
+		if err := reg.Register(o.dups); err != nil {
 			return nil, fmt.Errorf("trending: register metrics: %w", err)
 		}
 	}
@@ -124,7 +139,8 @@ func (o *Operator) Spec() engine.Spec {
 		Name:        Name,
 		Description: "share counts per article over sliding windows, global and per category; top-K",
 		Inputs:      []engine.Input{{Topic: events.TopicShares, Key: "article_id", Route: o.route}},
-		Stores:      []string{"windows: exact per-article share counts per window bucket and category"},
+		Stores: []string{"windows: exact per-article share counts per window bucket and category",
+			"event ids: the shares applied within the dedup horizon, by fingerprint"},
 		Options:     o.opts,
 	}
 }
@@ -146,8 +162,18 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 	if int(tc.Partition) >= len(o.parts) {
 		return nil, fmt.Errorf("trending: partition %d beyond %d", tc.Partition, len(o.parts))
 	}
-	return &task{op: o, p: tc.Partition}, nil
+	return &task{op: o, p: tc.Partition, seen: dedup.New(o.dedupOptions())}, nil
 }
+
+// dedupOptions are the options of each task's set of applied event ids.
+func (o *Operator) dedupOptions() dedup.Options {
+	return dedup.Options{Horizon: o.opts.DedupHorizon(), Prefix: dedupPrefix}
+}
+
+// dedupPrefix starts the event id keys in a task's namespace (the counts
+// use 'c', 'm', 's' and 'w').
+const dedupPrefix = 'e'
+
 
 // partition is the live state of one task, shared with queries.
 type partition struct {
@@ -206,12 +232,16 @@ type task struct {
 	op     *Operator
 	p      int32
 	part   *partition
+	seen   *dedup.Set // owned by the task goroutine
 	parser fastjson.Parser
 }
 
 func (t *task) Restore(r state.Reader) error {
 	c := NewCounts(t.op.opts.Counts)
 	if err := c.Load(r); err != nil {
+		return err
+	}
+	if err := t.seen.Load(r); err != nil {
 		return err
 	}
 	t.part = &partition{counts: c}
@@ -233,18 +263,28 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 			return engine.Invalid("share: %v relative to the record time", err)
 		}
 	}
-	t.part.mu.Lock()
-	ok := t.part.counts.AddFrom(pc.Source(), s.ArticleID, s.Category, s.Timestamp)
-	t.part.mu.Unlock()
-	if !ok {
-		t.op.late.Inc()
+	f := dedup.FingerprintOf(s.EventID)
+	if t.seen.Contains(f) {
+		t.op.dups.Inc()
 		return nil
 	}
+	t.part.mu.Lock()
+	ok := t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
+	wm := t.part.counts.Watermark()
+	t.part.mu.Unlock()
+	if !ok {
+		return engine.Invalid("share: timestamp %s is older than every window (the largest is %s) at the partition's watermark %s",
+			time.UnixMilli(s.Timestamp).UTC().Format(time.RFC3339Nano), t.part.counts.Horizon(), time.UnixMilli(wm).UTC().Format(time.RFC3339Nano))
+	}
+	t.seen.Add(f, s.Timestamp)
 	t.part.version.Add(1)
 	return nil
 }
 
 func (t *task) Flush(w state.Writer) error {
+	if err := t.seen.Flush(w); err != nil {
+		return err
+	}
 	t.part.mu.Lock()
 	defer t.part.mu.Unlock()
 	return t.part.counts.Flush(w)
