@@ -141,7 +141,7 @@ func (o *Operator) Spec() engine.Spec {
 		Inputs:      []engine.Input{{Topic: events.TopicShares, Key: "article_id", Route: o.route}},
 		Stores: []string{"windows: exact per-article share counts per window bucket and category",
 			"event ids: the shares applied within the dedup horizon, by fingerprint"},
-		Options:     o.opts,
+		Options: o.opts,
 	}
 }
 
@@ -173,7 +173,6 @@ func (o *Operator) dedupOptions() dedup.Options {
 // dedupPrefix starts the event id keys in a task's namespace (the counts
 // use 'c', 'm', 's' and 'w').
 const dedupPrefix = 'e'
-
 
 // partition is the live state of one task, shared with queries.
 type partition struct {
