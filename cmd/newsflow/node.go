@@ -381,7 +381,8 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 		return err
 	}
 	ic := cfg.Interest
-	if n.interest, err = interest.New(interest.Options{Alpha: ic.Alpha, DailyDecay: ic.DailyDecay, History: ic.History, DedupWindow: ic.DedupWindow},
+	if n.interest, err = interest.New(interest.Options{Alpha: ic.Alpha, DailyDecay: ic.DailyDecay, History: ic.History, DedupWindow: ic.DedupWindow,
+		DedupHorizon: n.trending.Options().DedupHorizon()},
 		n.engine.Partitions(), n.reg); err != nil {
 		return err
 	}

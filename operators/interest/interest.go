@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/dedup"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -30,11 +31,17 @@ type Options struct {
 	// DedupWindow is how many of the latest distinct (article, session)
 	// pairs are remembered to drop repeated reads (default 1000).
 	DedupWindow int
+	// DedupHorizon is how long, in event time behind the task's newest read,
+	// the event ids of applied reads are remembered (default 24h5m: the
+	// largest trending window plus the accepted clock skew). A read whose
+	// event_id was applied within it changes nothing, and a read older than
+	// it goes to the dead-letter topic.
+	DedupHorizon time.Duration
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
 func DefaultOptions() Options {
-	return Options{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000}
+	return Options{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, DedupHorizon: 24*time.Hour + 5*time.Minute}
 }
 
 // Validate reports invalid option values.
@@ -44,8 +51,8 @@ func (o Options) Validate() error {
 		return errors.New("interest: alpha must be from 0 to 1")
 	case o.DailyDecay < 0 || o.DailyDecay > 1 || math.IsNaN(o.DailyDecay):
 		return errors.New("interest: daily decay must be from 0 to 1")
-	case o.History < 0 || o.DedupWindow < 0:
-		return errors.New("interest: history and dedup window must not be negative")
+	case o.History < 0 || o.DedupWindow < 0 || o.DedupHorizon < 0:
+		return errors.New("interest: history, dedup window and dedup horizon must not be negative")
 	}
 	return nil
 }
@@ -63,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.DedupWindow == 0 {
 		o.DedupWindow = d.DedupWindow
+	}
+	if o.DedupHorizon == 0 {
+		o.DedupHorizon = d.DedupHorizon
 	}
 	return o
 }
@@ -120,6 +130,7 @@ type Operator struct {
 	partitions int32
 	readers    []atomic.Pointer[state.Reader]
 	dropped    prometheus.Counter
+	dups       prometheus.Counter
 }
 
 // New returns the interest operator.
@@ -131,9 +142,15 @@ func New(opts Options, partitions int32, reg prometheus.Registerer) (*Operator, 
 	o.dropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "newsflow_interest_duplicate_reads_total", Help: "Reads dropped as repeats of (user, article, session).",
 	})
+	o.dups = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "newsflow_duplicate_events_total", Help: "Events whose event_id was already applied, dropped.",
+		ConstLabels: prometheus.Labels{"operator": Name},
+	})
 	if reg != nil {
-		if err := reg.Register(o.dropped); err != nil {
-			return nil, fmt.Errorf("interest: register metrics: %w", err)
+		for _, c := range []prometheus.Collector{o.dropped, o.dups} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("interest: register metrics: %w", err)
+			}
 		}
 	}
 	return o, nil
@@ -148,7 +165,7 @@ func (o *Operator) Spec() engine.Spec {
 		Name:        Name,
 		Description: "per-user topic interest (EMA with daily decay), reading history, duplicate reads dropped",
 		Inputs:      []engine.Input{{Topic: TopicReadsEnriched, Key: "user_id"}},
-		Stores:      []string{"profile per user"},
+		Stores:      []string{"profile per user", "event ids: the reads applied within the dedup horizon, by fingerprint"},
 		Options:     o.opts,
 	}
 }
@@ -158,8 +175,13 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 	if int(tc.Partition) >= len(o.readers) {
 		return nil, fmt.Errorf("interest: partition %d beyond %d", tc.Partition, len(o.readers))
 	}
-	return &task{op: o, p: tc.Partition, dirty: map[string]*Profile{}}, nil
+	seen := dedup.New(dedup.Options{Horizon: o.opts.DedupHorizon, Prefix: dedupPrefix})
+	return &task{op: o, p: tc.Partition, dirty: map[string]*Profile{}, seen: seen}, nil
 }
+
+// Keys in a task's namespace: 'u' + user id for profiles, dedupPrefix for
+// the event ids of applied reads.
+const dedupPrefix = 'e'
 
 func profileKey(user string) []byte { return append([]byte("u"), user...) }
 
@@ -180,9 +202,13 @@ type task struct {
 	p     int32
 	r     state.Reader
 	dirty map[string]*Profile
+	seen  *dedup.Set
 }
 
 func (t *task) Restore(r state.Reader) error {
+	if err := t.seen.Load(r); err != nil {
+		return err
+	}
 	t.r = r
 	clear(t.dirty)
 	t.op.readers[t.p].Store(&r)
@@ -196,6 +222,18 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 	}
 	if e.UserID == "" || e.ArticleID == "" {
 		return engine.Invalid("enriched read: missing user_id or article_id")
+	}
+	var f dedup.Fingerprint
+	if e.EventID != "" {
+		f = dedup.FingerprintOf(e.EventID)
+		if t.seen.Contains(f) {
+			t.op.dups.Inc()
+			return nil
+		}
+	}
+	if t.seen.TooOld(e.Timestamp) {
+		return engine.Invalid("read: timestamp %s is older than the dedup horizon (%s) behind the partition's newest read",
+			time.UnixMilli(e.Timestamp).UTC().Format(time.RFC3339Nano), t.op.opts.DedupHorizon)
 	}
 	p, ok := t.dirty[e.UserID]
 	if !ok {
@@ -211,6 +249,9 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 	}
 	if !t.op.apply(p, e) {
 		t.op.dropped.Inc()
+	}
+	if e.EventID != "" {
+		t.seen.Add(f, e.Timestamp)
 	}
 	return nil
 }
@@ -268,6 +309,9 @@ func (o *Operator) apply(p *Profile, e Enriched) bool {
 }
 
 func (t *task) Flush(w state.Writer) error {
+	if err := t.seen.Flush(w); err != nil {
+		return err
+	}
 	for user, p := range t.dirty {
 		v, err := json.Marshal(p)
 		if err != nil {

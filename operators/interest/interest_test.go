@@ -1,11 +1,16 @@
 package interest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/state"
 )
 
 const day = 24 * 60 * 60 * 1000
@@ -83,5 +88,77 @@ func TestHistoryAndDedupBounded(t *testing.T) {
 	}
 	if _, err := New(Options{Alpha: 2}, 1, nil); err == nil {
 		t.Error("alpha 2 accepted")
+	}
+}
+
+// A read whose event_id was applied changes nothing, also after the task
+// restarts from its committed state and in another session; a read older
+// than the dedup horizon goes to the dead-letter topic.
+func TestTaskDropsRepeatedEventIDs(t *testing.T) {
+	o, err := New(Options{}, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ns := db.Namespace("interest/0")
+	var tk engine.Task
+	restart := func() {
+		if tk != nil {
+			tk.Close()
+		}
+		if tk, err = o.NewTask(engine.TaskContext{Partition: 0, Partitions: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Restore(ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit := func() {
+		b := ns.NewBatch()
+		if err := tk.Flush(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	process := func(id, article, session string, ts int64) error {
+		e := enriched(article, session, ts, events.Label{Topic: "science", Confidence: 1})
+		e.EventID = id
+		v, _ := json.Marshal(e)
+		return tk.Process(&engine.ProcessContext{}, &eventlog.Record{Key: []byte("u"), Value: v})
+	}
+	const t0 = 1_780_000_000_000
+	restart()
+	for i, r := range []struct {
+		id, article, session string
+	}{{"r1", "a1", "s1"}, {"r2", "a2", "s1"}, {"r1", "a1", "s1"}, {"r1", "a3", "s2"}} {
+		if err := process(r.id, r.article, r.session, t0+int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit()
+	restart()
+	if err := process("r2", "a4", "s3", t0+10); err != nil {
+		t.Fatal(err)
+	}
+	if err := process("r5", "a5", "s3", t0+11); err != nil {
+		t.Fatal(err)
+	}
+	commit()
+	p, _, err := o.Profile("u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Reads != 3 || len(p.History) != 3 {
+		t.Fatalf("profile after repeated event ids: %d reads, history %+v", p.Reads, p.History)
+	}
+	err = process("r6", "a6", "s3", t0-25*3600_000)
+	if reason, ok := engine.IsInvalid(err); !ok || !strings.Contains(reason, "older than the dedup horizon") {
+		t.Fatalf("a read 25h older than the newest: %v", err)
 	}
 }
