@@ -3,6 +3,7 @@ package query
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,7 +26,12 @@ type storedResponse struct {
 }
 
 // idempotency remembers recent Idempotency-Keys and their responses. The
-// keys are persisted in IdempotencyTopic and reloaded on start.
+// keys are persisted in IdempotencyTopic, which every node reads on start
+// and then follows, so a retry that reaches another node of a cluster finds
+// the key too (once that node has read it: typically within milliseconds,
+// long before a client retries). Two copies of one request sent to two
+// nodes at the same instant can both be appended; the operators' event-id
+// deduplication still applies their events once.
 type idempotency struct {
 	log eventlog.Log
 	ttl time.Duration
@@ -47,44 +53,68 @@ func newIdempotency(l eventlog.Log, ttl time.Duration, now func() time.Time) *id
 	return i
 }
 
-// load reads the keys of the last TTL from the topic.
-func (i *idempotency) load(ctx context.Context) error {
+// load reads the keys of the last TTL from the topic and returns a reader
+// positioned after them, for follow.
+func (i *idempotency) load(ctx context.Context) (eventlog.Reader, error) {
 	if _, err := eventlog.EnsureTopic(ctx, i.log, IdempotencyTopic, 1); err != nil {
-		return err
+		return nil, err
 	}
 	tp := eventlog.TopicPartition{Topic: IdempotencyTopic}
 	from, err := i.log.OffsetForTime(ctx, tp, i.now().Add(-i.ttl).UnixMilli())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	end, err := i.log.Offsets(ctx, tp)
 	if err != nil {
-		return err
-	}
-	if from >= end.End {
-		return nil
+		return nil, err
 	}
 	r, err := i.log.NewReader(map[eventlog.TopicPartition]int64{tp: from})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer r.Close()
-	i.mu.Lock()
-	defer i.mu.Unlock()
 	for next := from; next < end.End; {
 		recs, err := r.Poll(ctx, 10000)
 		if err != nil {
-			return err
+			r.Close()
+			return nil, err
 		}
-		for _, rec := range recs {
-			next = rec.Offset + 1
-			var sr storedResponse
-			if json.Unmarshal(rec.Value, &sr) == nil {
-				i.rememberLocked(string(rec.Key), &sr)
-			}
-		}
+		i.remember(recs)
+		next = recs[len(recs)-1].Offset + 1
 	}
-	return nil
+	return r, nil
+}
+
+// follow remembers the keys other nodes (and this one) append, until ctx
+// is done; it closes r.
+func (i *idempotency) follow(ctx context.Context, r eventlog.Reader) error {
+	defer r.Close()
+	for {
+		recs, err := r.Poll(ctx, 10000)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("follow %s: %w", IdempotencyTopic, err)
+		}
+		i.remember(recs)
+	}
+}
+
+func (i *idempotency) remember(recs []*eventlog.Record) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	for _, rec := range recs {
+		var sr storedResponse
+		if json.Unmarshal(rec.Value, &sr) != nil {
+			continue
+		}
+		key := string(rec.Key)
+		if prev, ok := i.mu.done[key]; ok && prev.At == sr.At {
+			continue // this node's own, remembered when it answered
+		}
+		i.rememberLocked(key, &sr)
+	}
+	i.expireLocked()
 }
 
 // begin returns the stored response for key, or marks key in flight.
@@ -106,20 +136,20 @@ func (i *idempotency) begin(key string) (*storedResponse, error) {
 
 // marker is the record that persists key's response; it is appended in the
 // same call as the request's events.
-func (i *idempotency) marker(key string, status int, body []byte) *eventlog.Record {
-	now := i.now().UnixMilli()
-	v, _ := json.Marshal(storedResponse{Status: status, Body: body, At: now})
-	return &eventlog.Record{Topic: IdempotencyTopic, Partition: 0, Key: []byte(key), Value: v, Timestamp: now}
+func (i *idempotency) marker(key string, status int, body []byte) (*eventlog.Record, *storedResponse) {
+	sr := &storedResponse{Status: status, Body: body, At: i.now().UnixMilli()}
+	v, _ := json.Marshal(sr)
+	return &eventlog.Record{Topic: IdempotencyTopic, Partition: 0, Key: []byte(key), Value: v, Timestamp: sr.At}, sr
 }
 
-// finish records key's response (remember says whether anything was
-// appended; a request that appended nothing can be retried freely).
-func (i *idempotency) finish(key string, status int, body []byte, remember bool) {
+// finish records key's response sr (nil when nothing was appended: a
+// request that appended nothing can be retried freely).
+func (i *idempotency) finish(key string, sr *storedResponse) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	delete(i.mu.inflight, key)
-	if remember {
-		i.rememberLocked(key, &storedResponse{Status: status, Body: body, At: i.now().UnixMilli()})
+	if sr != nil {
+		i.rememberLocked(key, sr)
 	}
 	i.expireLocked()
 }

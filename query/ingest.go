@@ -72,8 +72,11 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	}
 	status, body, recs, rejected := build(ctx, ctx.PostBody(), batch)
 	accepted := len(recs)
+	var stored *storedResponse
 	if key != "" && len(recs) > 0 {
-		recs = append(recs, s.idem.marker(key, status, body))
+		var marker *eventlog.Record
+		marker, stored = s.idem.marker(key, status, body)
+		recs = append(recs, marker)
 	}
 	if len(recs) > 0 {
 		actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -90,7 +93,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		}
 	}
 	if key != "" {
-		s.idem.finish(key, status, body, len(recs) > 0)
+		s.idem.finish(key, stored)
 	}
 	s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(accepted))
 	s.m.ingested.WithLabelValues(kind, "rejected").Add(float64(rejected))

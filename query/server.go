@@ -338,14 +338,24 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
 // is nil) until ctx is done, then stops accepting and waits for in-flight
 // requests.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	if err := s.idem.load(ctx); err != nil {
+	idemReader, err := s.idem.load(ctx)
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
 		}
 		return fmt.Errorf("query: load idempotency keys: %w", err)
 	}
+	// Follow the keys other nodes record (and this one's, harmlessly).
+	fctx, stopFollow := context.WithCancel(ctx)
+	followed := make(chan error, 1)
+	go func() { followed <- s.idem.follow(fctx, idemReader) }()
+	defer func() {
+		stopFollow()
+		if err := <-followed; err != nil {
+			s.opts.Logger.Error("idempotency keys", "err", err)
+		}
+	}()
 	if ln == nil {
-		var err error
 		ln, err = net.Listen("tcp", s.opts.Addr)
 		if err != nil {
 			return fmt.Errorf("query: listen %s: %w", s.opts.Addr, err)
