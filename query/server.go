@@ -347,14 +347,14 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	// Follow the keys other nodes record (and this one's, harmlessly).
 	fctx, stopFollow := context.WithCancel(ctx)
-	followed := make(chan error, 1)
-	go func() { followed <- s.idem.follow(fctx, idemReader) }()
-	defer func() {
-		stopFollow()
-		if err := <-followed; err != nil {
-			s.opts.Logger.Error("idempotency keys", "err", err)
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		if err := s.idem.follow(fctx, idemReader); err != nil {
+			s.opts.Logger.Error("stopped following idempotency keys: retries through other nodes may be applied again", "err", err)
 		}
 	}()
+	defer func() { stopFollow(); <-followed }()
 	if ln == nil {
 		ln, err = net.Listen("tcp", s.opts.Addr)
 		if err != nil {
