@@ -37,9 +37,7 @@ const (
 	benchClusterArticles = 5_000
 	benchFailoverEvents  = 200_000 // shares in the log before the kills
 	benchFailoverKills   = 10      // per BenchmarkClusterFailover op: 5 followers, 5 leaders
-	// benchShareSpan is the event-time span of one generated stream: well
-	// within the trending lateness (5m), so a stream produced after another
-	// is never late against it.
+	// benchShareSpan is the event-time span of one generated stream.
 	benchShareSpan = 2 * time.Minute
 )
 

@@ -250,8 +250,9 @@ type shareStream struct {
 }
 
 // genShares makes n share events over `articles` articles (skewed), with
-// event times rising over the last ~35 minutes and jitter well within the
-// allowed lateness, so every event counts in the 1h and 24h windows.
+// event times rising over the last ~35 minutes (with up to a minute of
+// jitter) and event ids unique to seed, so every event counts once in the
+// 1h and 24h windows.
 func genShares(n, articles int, seed uint64) *shareStream {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	z := rand.NewZipf(rng, 1.1, 1, uint64(articles-1))
@@ -265,8 +266,8 @@ func genShares(n, articles int, seed uint64) *shareStream {
 		ts := base + int64(i)*span/int64(n) + rng.Int64N(60_000)
 		s.counts[id]++
 		s.lines = append(s.lines, fmt.Appendf(nil,
-			`{"event_id":"ev-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
-			i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
+			`{"event_id":"ev-%d-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
+			seed, i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
 	}
 	return s
 }

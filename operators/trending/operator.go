@@ -32,6 +32,10 @@ type OperatorOptions struct {
 	// MaxFuture is how far an event's timestamp may be ahead of the time of
 	// the log record carrying it (default 5m); further is invalid input.
 	MaxFuture time.Duration `json:"max_future"`
+	// NoDedup counts every delivery of an event, as if every event_id were
+	// new. It exists to measure what deduplication costs; a node never
+	// sets it.
+	NoDedup bool `json:"no_dedup,omitempty"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.
@@ -263,7 +267,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		}
 	}
 	f := dedup.FingerprintOf(s.EventID)
-	if t.seen.Contains(f) {
+	if !t.op.opts.NoDedup && t.seen.Contains(f) {
 		t.op.dups.Inc()
 		return nil
 	}
@@ -275,7 +279,9 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		return engine.Invalid("share: timestamp %s is older than every window (the largest is %s) at the partition's watermark %s",
 			time.UnixMilli(s.Timestamp).UTC().Format(time.RFC3339Nano), t.part.counts.Horizon(), time.UnixMilli(wm).UTC().Format(time.RFC3339Nano))
 	}
-	t.seen.Add(f, s.Timestamp)
+	if !t.op.opts.NoDedup {
+		t.seen.Add(f, s.Timestamp)
+	}
 	t.part.version.Add(1)
 	return nil
 }
