@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -411,6 +413,8 @@ func TestClusterSharedAccounts(t *testing.T) {
 // TestClusterRollingRestart: shares keep arriving while each of the three
 // nodes in turn is stopped (SIGTERM) and started again, waiting for every
 // partition to run before the next; no event is lost or counted twice.
+// Then the same events arrive through two different nodes, and a retry
+// with the same Idempotency-Key through a third: they count once.
 func TestClusterRollingRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process cluster test skipped in -short mode")
@@ -428,10 +432,57 @@ func TestClusterRollingRestart(t *testing.T) {
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)
 	}
+	// The same events over HTTP through two different nodes (a client that
+	// retried elsewhere), and a batch with an Idempotency-Key sent through
+	// a and retried through c: each event counts once.
+	twice := genMixedShares(2_000, 200, 10*time.Minute, 0, 54)
+	body := bytes.Join(twice.lines, []byte("\n"))
+	for _, id := range []string{"a", "b"} {
+		postShares(t, tc.nodes[id], body)
+	}
+	keyed := genMixedShares(1_000, 100, 10*time.Minute, 0, 55)
+	first := postShares(t, tc.nodes["a"], bytes.Join(keyed.lines, []byte("\n")), "Idempotency-Key", "rolling-1")
+	time.Sleep(200 * time.Millisecond) // a client's retry comes later still
+	if again := postShares(t, tc.nodes["c"], bytes.Join(keyed.lines, []byte("\n")), "Idempotency-Key", "rolling-1"); again != first+" (replayed)" {
+		t.Fatalf("retry through c: %s, want the first response %s replayed", again, first)
+	}
+	want := maps.Clone(stream.counts)
+	for _, s := range []*shareStream{twice, keyed} {
+		for id, n := range s.counts {
+			want[id] += n
+		}
+	}
 	tc.waitCaughtUp(5 * time.Minute)
 	for _, id := range tc.ids {
-		verifyCounts(t, tc.nodes[id], stream.counts)
+		verifyCounts(t, tc.nodes[id], want)
 	}
+}
+
+// postShares posts an NDJSON batch of shares to a node, expecting 202, and
+// returns the response body, marked " (replayed)" when the node replayed a
+// stored response.
+func postShares(t *testing.T, n *nodeProc, body []byte, hdr ...string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, n.url("/api/v1/events/share/batch"), bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("post shares to %s: %d %s", n.addr, resp.StatusCode, b)
+	}
+	if resp.Header.Get("Idempotent-Replayed") == "true" {
+		return string(b) + " (replayed)"
+	}
+	return string(b)
 }
 
 // runCLI runs a newsflow command against a node and returns its output.
