@@ -182,6 +182,9 @@ const dedupPrefix = 'e'
 type partition struct {
 	mu      sync.RWMutex // guards counts
 	counts  *Counts
+	// seenBytes is the heap of the task's set of applied event ids, as of
+	// its last Flush (the set itself belongs to the task goroutine).
+	seenBytes atomic.Int64
 	version atomic.Uint64 // bumped on every applied share
 	snap    atomic.Pointer[snapshot]
 	snapMu  sync.Mutex // serialises snapshot rebuilds; taken before mu
@@ -290,6 +293,7 @@ func (t *task) Flush(w state.Writer) error {
 	if err := t.seen.Flush(w); err != nil {
 		return err
 	}
+	t.part.seenBytes.Store(int64(t.seen.MemoryBytes()))
 	t.part.mu.Lock()
 	defer t.part.mu.Unlock()
 	return t.part.counts.Flush(w)
@@ -448,13 +452,14 @@ func (o *Operator) Shares(articleID string) (Shares, error) {
 	return out, nil
 }
 
-// MemoryBytes estimates the heap the windows of each running partition hold.
+// MemoryBytes estimates the heap the windows and the remembered event ids of
+// each running partition hold.
 func (o *Operator) MemoryBytes() []int {
 	out := make([]int, len(o.parts))
 	for i := range o.parts {
 		if pt := o.parts[i].Load(); pt != nil {
 			pt.mu.RLock()
-			out[i] = pt.counts.MemoryBytes()
+			out[i] = pt.counts.MemoryBytes() + int(pt.seenBytes.Load())
 			pt.mu.RUnlock()
 		}
 	}
