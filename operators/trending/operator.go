@@ -180,14 +180,14 @@ const dedupPrefix = 'e'
 
 // partition is the live state of one task, shared with queries.
 type partition struct {
-	mu      sync.RWMutex // guards counts
-	counts  *Counts
+	mu     sync.RWMutex // guards counts
+	counts *Counts
 	// seenBytes is the heap of the task's set of applied event ids, as of
 	// its last Flush (the set itself belongs to the task goroutine).
 	seenBytes atomic.Int64
-	version atomic.Uint64 // bumped on every applied share
-	snap    atomic.Pointer[snapshot]
-	snapMu  sync.Mutex // serialises snapshot rebuilds; taken before mu
+	version   atomic.Uint64 // bumped on every applied share
+	snap      atomic.Pointer[snapshot]
+	snapMu    sync.Mutex // serialises snapshot rebuilds; taken before mu
 }
 
 // snapshot is an immutable top-K view of one partition.
