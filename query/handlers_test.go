@@ -101,13 +101,13 @@ func TestTrendingCategory(t *testing.T) {
 
 func TestTrendingWindows(t *testing.T) {
 	n := newTestNode(t)
-	// Oldest first, so that no share is behind its partition's watermark by
-	// more than the allowed lateness when it is applied.
+	// Newest first: a share counts in every window that holds it, in any
+	// arrival order.
 	body := strings.Join([]string{
-		share("w1", "win", n.clock.ms(-2*time.Hour)),
-		share("w2", "win", n.clock.ms(-30*time.Minute)),
-		share("w3", "win", n.clock.ms(-30*time.Minute)),
 		share("w4", "win", n.clock.ms(-10*time.Second)),
+		share("w2", "win", n.clock.ms(-30*time.Minute)),
+		share("w1", "win", n.clock.ms(-2*time.Hour)),
+		share("w3", "win", n.clock.ms(-30*time.Minute)),
 	}, "\n")
 	if r := n.post(t, pathBatch, body); r.status != fasthttp.StatusAccepted {
 		t.Fatalf("%s", r)

@@ -65,7 +65,8 @@ func TestIdempotencyReplay(t *testing.T) {
 	if got := n.appended(t); got != 3 {
 		t.Fatalf("appended %d, want 3", got)
 	}
-	n.waitShares(t, "idem", counts(3, 3, 3))
+	// Three appends of one event_id: it counts once.
+	n.waitShares(t, "idem", counts(1, 1, 1))
 	m := n.metrics(t)
 	if got := m[`newsflow_ingested_events_total{result="accepted",type="share"}`]; got != 3 {
 		t.Fatalf("accepted events metric %v, want 3 (replays are not ingestion)", got)
@@ -93,7 +94,8 @@ func TestIdempotencyBatch(t *testing.T) {
 	if got := n.appended(t); got != 4 {
 		t.Fatalf("appended %d, want 4", got)
 	}
-	n.waitShares(t, "idem-b", counts(4, 4, 4))
+	n.waitShares(t, "idem-b", counts(2, 2, 2)) // b1 and b2, appended twice
+
 }
 
 // TestIdempotencyNothingAppended: a request that appended nothing is not
@@ -160,6 +162,8 @@ func TestIdempotencyRestart(t *testing.T) {
 	n = newTestNode(t, withDir(dir), withClock(clock))
 	wantReplay(t, first, n.post(t, pathShare, single, query.HeaderIdempotencyKey, "single"))
 	wantFresh(t, n.post(t, pathShare, single, query.HeaderIdempotencyKey, "new"), fasthttp.StatusAccepted)
+	wantFresh(t, n.post(t, pathShare, share("r4", "restart", now), query.HeaderIdempotencyKey, "newer"), fasthttp.StatusAccepted)
+	// r1 again (a new key, the same event_id) counts nothing; r4 counts.
 	n.waitShares(t, "restart", counts(4, 4, 4))
 }
 
@@ -194,7 +198,7 @@ func TestIdempotencyTTL(t *testing.T) {
 	if got := n.appended(t); got != 4 {
 		t.Fatalf("appended %d, want 4", got)
 	}
-	n.waitShares(t, "ttl", counts(4, 4, 4))
+	n.waitShares(t, "ttl", counts(1, 1, 1)) // four appends of one event_id
 }
 
 // gateLog wraps the server's log: it can hold or fail the next Append of
@@ -272,7 +276,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 	}
 	wantFresh(t, res.r, fasthttp.StatusAccepted)
 	wantReplay(t, res.r, n.post(t, pathShare, ev, query.HeaderIdempotencyKey, "slow"))
-	n.waitShares(t, "inflight", counts(2, 2, 2))
+	n.waitShares(t, "inflight", counts(1, 1, 1)) // two appends of one event_id
 }
 
 // TestIdempotencyConcurrent sends the same key from many clients at once:
@@ -327,7 +331,7 @@ func TestIngestAppendFailure(t *testing.T) {
 	if got := n.appended(t); got != 2 {
 		t.Fatalf("appended %d, want 2", got)
 	}
-	n.waitShares(t, "fails", counts(2, 2, 2))
+	n.waitShares(t, "fails", counts(1, 1, 1)) // two appends of one event_id
 	m := n.metrics(t)
 	if got := m[`newsflow_http_requests_total{code="503",route="ingest_share"}`]; got != 2 {
 		t.Fatalf("503 metric %v, want 2", got)

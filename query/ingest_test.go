@@ -129,7 +129,7 @@ func TestShareValidation(t *testing.T) {
 		{"future", share("e1", "a1", now+(5*time.Minute).Milliseconds()+1), []string{`"timestamp"`, "in the future", "limit 5m0s"}},
 		{"far future", share("e1", "a1", now+(24*time.Hour).Milliseconds()), []string{`"timestamp"`, "in the future"}},
 		{"future RFC 3339", share("e1", "a1", baseTime.Add(time.Hour).Format(time.RFC3339)), []string{`"timestamp"`, "in the future"}},
-		{"past", share("e1", "a1", now-(24*time.Hour+5*time.Minute).Milliseconds()-1), []string{`"timestamp"`, "in the past", "limit 24h5m0s"}},
+		{"past", share("e1", "a1", now-(23*time.Hour+45*time.Minute).Milliseconds()-1), []string{`"timestamp"`, "in the past", "limit 23h45m0s"}},
 		{"far past", share("e1", "a1", now-(30*24*time.Hour).Milliseconds()), []string{`"timestamp"`, "in the past"}},
 		{"past RFC 3339", share("e1", "a1", baseTime.Add(-25*time.Hour).Format(time.RFC3339)), []string{`"timestamp"`, "in the past"}},
 	}
@@ -162,7 +162,7 @@ func TestShareValidEdgeCases(t *testing.T) {
 	id128 := strings.Repeat("i", 128)
 	cases := []struct{ name, body string }{
 		{"exactly 5m in the future", share("e1", "edge", now+(5*time.Minute).Milliseconds())},
-		{"exactly 24h5m in the past", share("e2", "edge", now-(24*time.Hour+5*time.Minute).Milliseconds())},
+		{"exactly 23h45m in the past", share("e2", "edge", now-(23*time.Hour+45*time.Minute).Milliseconds())},
 		{"RFC 3339", share("e3", "edge", baseTime.Format(time.RFC3339))},
 		{"RFC 3339 with fraction and offset", share("e4", "edge", baseTime.In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano))},
 		{"128-byte ids", share(id128, id128, now, "user_id", id128)},
@@ -378,10 +378,14 @@ func oversizedRequests(limit int, line string) map[string]string {
 func TestBodyTooLarge(t *testing.T) {
 	const limit = 64 << 10
 	n := newTestNode(t, withQuery(query.Options{MaxBodyBytes: limit}))
-	line := share("e-big", "big", n.clock.ms(0)) + "\n"
+	line := share("e-big-00000", "big", n.clock.ms(0)) + "\n"
 
-	// Just under the limit is fine.
-	r := n.post(t, pathBatch, strings.Repeat(line, (limit-1)/len(line)))
+	// Just under the limit is fine (distinct event ids, so each counts).
+	var under strings.Builder
+	for i := range (limit - 1) / len(line) {
+		under.WriteString(share(fmt.Sprintf("e-big-%05d", i), "big", n.clock.ms(0)) + "\n")
+	}
+	r := n.post(t, pathBatch, under.String())
 	if r.status != fasthttp.StatusAccepted {
 		t.Fatalf("batch under the limit: %s", r)
 	}

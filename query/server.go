@@ -47,7 +47,8 @@ type Options struct {
 	// (POST /api/v1/admin/cluster/leave), to stop the process.
 	OnLeave func()
 	// MaxFuture and MaxPast bound an ingested event's timestamp relative to
-	// the server clock (defaults 5m and 24h5m).
+	// the server clock (defaults 5m and 23h45m: the default 24h window less
+	// one bucket, trending.OperatorOptions.MaxPast).
 	MaxFuture time.Duration
 	MaxPast   time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
@@ -85,7 +86,7 @@ func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxFuture: 5 * time.Minute, MaxPast: 24*time.Hour + 5*time.Minute, IdempotencyTTL: 24 * time.Hour,
+		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
 	}
 }
 
