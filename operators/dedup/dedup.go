@@ -43,6 +43,7 @@
 package dedup
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -115,9 +116,9 @@ type Set struct {
 	used  int           // slots holding an id or a tombstone
 	shift uint8         // 64 - log2(len(fps))
 
-	// Persistence: fingerprints added since the last Flush, per bucket;
-	// the next chunk number; buckets below deletedLo are deleted.
-	pending   map[int64][]Fingerprint
+	// Persistence: fingerprints added since the last Flush, with their
+	// buckets; the next chunk number; buckets below deletedLo are deleted.
+	pending   []pendingID
 	chunk     uint64
 	deletedLo int64
 	key, val  []byte
@@ -144,7 +145,11 @@ func (s *Set) reset(size int) {
 	s.tags = make([]uint16, size)
 	s.live, s.used = 0, 0
 	s.shift = uint8(64 - bits.TrailingZeros(uint(size)))
-	s.pending = map[int64][]Fingerprint{}
+}
+
+type pendingID struct {
+	b int64
+	f Fingerprint
 }
 
 // Horizon returns the event time an id is remembered for at least.
@@ -219,7 +224,7 @@ func (s *Set) Add(f Fingerprint, ts int64) bool {
 	}
 	s.fps[at], s.tags[at] = f, uint16(b)
 	s.live++
-	s.pending[b] = append(s.pending[b], f)
+	s.pending = append(s.pending, pendingID{b, f})
 	return true
 }
 
@@ -229,6 +234,7 @@ func (s *Set) advance(hi int64) {
 	lo := hi - s.n + 1
 	if gone := lo - s.lo; gone >= s.n {
 		s.reset(16) // everything expired
+		s.pending = s.pending[:0]
 	} else if gone > 0 && s.live > 0 {
 		// Every remembered bucket is in [s.lo, s.hi], fewer than 2^16
 		// apart, so a tag identifies its bucket; the expired ones are
@@ -240,11 +246,7 @@ func (s *Set) advance(hi int64) {
 				s.live--
 			}
 		}
-		for b := range s.pending {
-			if b < lo {
-				delete(s.pending, b)
-			}
-		}
+		s.pending = slices.DeleteFunc(s.pending, func(p pendingID) bool { return p.b < lo })
 		if len(s.fps) > 64 && s.live*8 < len(s.fps) {
 			s.rehash(s.live) // shrink
 		}
@@ -258,9 +260,8 @@ func (s *Set) rehash(need int) {
 	for size*5 < need*8 { // at most 5/8 full after a rehash
 		size *= 2
 	}
-	oldF, oldT, pending := s.fps, s.tags, s.pending
+	oldF, oldT := s.fps, s.tags
 	s.reset(size)
-	s.pending = pending
 	mask := size - 1
 	for j, f := range oldF {
 		if f <= tomb {
@@ -279,10 +280,7 @@ func (s *Set) rehash(need int) {
 // MemoryBytes estimates the heap bytes the set holds.
 func (s *Set) MemoryBytes() int {
 	n := int(unsafe.Sizeof(*s)) + cap(s.fps)*8 + cap(s.tags)*2 + cap(s.key) + cap(s.val)
-	for _, p := range s.pending {
-		n += cap(p)*8 + 48
-	}
-	return n
+	return n + cap(s.pending)*int(unsafe.Sizeof(pendingID{}))
 }
 
 func (s *Set) chunkKey(b int64, chunk uint64) []byte {
@@ -307,15 +305,12 @@ func (s *Set) Flush(w state.Writer) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	buckets := make([]int64, 0, len(s.pending))
-	for b := range s.pending {
-		buckets = append(buckets, b)
-	}
-	slices.Sort(buckets)
-	for _, b := range buckets {
-		v := s.val[:0]
-		for _, f := range s.pending[b] {
-			v = binary.BigEndian.AppendUint64(v, uint64(f))
+	slices.SortStableFunc(s.pending, func(a, b pendingID) int { return cmp.Compare(a.b, b.b) })
+	for rest := s.pending; len(rest) > 0; {
+		b, v := rest[0].b, s.val[:0]
+		for len(rest) > 0 && rest[0].b == b {
+			v = binary.BigEndian.AppendUint64(v, uint64(rest[0].f))
+			rest = rest[1:]
 		}
 		s.val = v
 		if err := w.Set(s.chunkKey(b, s.chunk), v); err != nil {
@@ -323,9 +318,9 @@ func (s *Set) Flush(w state.Writer) error {
 		}
 	}
 	s.chunk++
-	clear(s.pending)
-	if cap(s.val) > 64<<10 {
-		s.val = nil // a burst's buffer
+	s.pending = s.pending[:0]
+	if cap(s.val) > 64<<10 || cap(s.pending) > 64<<10 {
+		s.val, s.pending = nil, nil // a burst's buffers
 	}
 	return nil
 }

@@ -223,17 +223,13 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 	if e.UserID == "" || e.ArticleID == "" {
 		return engine.Invalid("enriched read: missing user_id or article_id")
 	}
-	var f dedup.Fingerprint
-	if e.EventID != "" {
-		f = dedup.FingerprintOf(e.EventID)
-		if t.seen.Contains(f) {
-			t.op.dups.Inc()
-			return nil
-		}
-	}
 	if t.seen.TooOld(e.Timestamp) {
 		return engine.Invalid("read: timestamp %s is older than the dedup horizon (%s) behind the partition's newest read",
 			time.UnixMilli(e.Timestamp).UTC().Format(time.RFC3339Nano), t.op.opts.DedupHorizon)
+	}
+	if e.EventID != "" && !t.seen.Add(dedup.FingerprintOf(e.EventID), e.Timestamp) {
+		t.op.dups.Inc()
+		return nil
 	}
 	p, ok := t.dirty[e.UserID]
 	if !ok {
@@ -249,9 +245,6 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 	}
 	if !t.op.apply(p, e) {
 		t.op.dropped.Inc()
-	}
-	if e.EventID != "" {
-		t.seen.Add(f, e.Timestamp)
 	}
 	return nil
 }

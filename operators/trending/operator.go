@@ -269,22 +269,22 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 			return engine.Invalid("share: %v relative to the record time", err)
 		}
 	}
-	f := dedup.FingerprintOf(s.EventID)
-	if !t.op.opts.NoDedup && t.seen.Contains(f) {
+	// The counts change only under the lock (queries read them), but only
+	// this goroutine writes them, so it may read them without the lock.
+	if t.part.counts.TooOld(s.Timestamp) {
+		return engine.Invalid("share: timestamp %s is older than every window (the largest is %s) at the partition's watermark %s",
+			time.UnixMilli(s.Timestamp).UTC().Format(time.RFC3339Nano), t.part.counts.Horizon(),
+			time.UnixMilli(t.part.counts.Watermark()).UTC().Format(time.RFC3339Nano))
+	}
+	// The set's horizon covers every window, so it remembers every share
+	// that could still count.
+	if !t.op.opts.NoDedup && !t.seen.Add(dedup.FingerprintOf(s.EventID), s.Timestamp) {
 		t.op.dups.Inc()
 		return nil
 	}
 	t.part.mu.Lock()
-	ok := t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
-	wm := t.part.counts.Watermark()
+	t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
 	t.part.mu.Unlock()
-	if !ok {
-		return engine.Invalid("share: timestamp %s is older than every window (the largest is %s) at the partition's watermark %s",
-			time.UnixMilli(s.Timestamp).UTC().Format(time.RFC3339Nano), t.part.counts.Horizon(), time.UnixMilli(wm).UTC().Format(time.RFC3339Nano))
-	}
-	if !t.op.opts.NoDedup {
-		t.seen.Add(f, s.Timestamp)
-	}
 	t.part.version.Add(1)
 	return nil
 }
