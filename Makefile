@@ -1,7 +1,7 @@
 GO      ?= go
 BIN     := bin/newsflow
 PKGS    := ./...
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: all build run demo test test-go test-e2e test-short test-race bench fuzz lint fmt clean
 
