@@ -111,9 +111,13 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
 	now := s.opts.Now().UnixMilli()
+	w := s.writer(ctx)
 	decode := func(line []byte) (*eventlog.Record, error) {
 		sh, err := events.DecodeShare(p, line)
 		if err != nil {
+			return nil, err
+		}
+		if err := w.mayWrite("share", sh.UserID); err != nil {
 			return nil, err
 		}
 		if err := events.CheckTime(sh.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
@@ -132,8 +136,12 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	if !batch {
 		rec, err := decode(bytes.TrimSpace(body))
 		if err != nil {
+			status := fasthttp.StatusBadRequest
+			if fe := (*errForbidden)(nil); errors.As(err, &fe) {
+				status = fasthttp.StatusForbidden
+			}
 			b, _ := json.Marshal(errorBody{Error: err.Error()})
-			return fasthttp.StatusBadRequest, b, nil, 1
+			return status, b, nil, 1
 		}
 		return fasthttp.StatusAccepted, []byte(`{"accepted":1}`), []*eventlog.Record{rec}, 0
 	}
@@ -188,9 +196,13 @@ func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
 	now := s.opts.Now().UnixMilli()
+	w := s.writer(ctx)
 	decode := func(line []byte) (*eventlog.Record, error) {
 		r, err := events.DecodeRead(p, line)
 		if err != nil {
+			return nil, err
+		}
+		if err := w.mayWrite("read", r.UserID); err != nil {
 			return nil, err
 		}
 		if err := events.CheckTime(r.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {

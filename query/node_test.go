@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 // testAdminToken is the admin token of test nodes.
 const testAdminToken = "test-admin-token"
 
+// testIngestToken is the ingestion token of test nodes.
+const testIngestToken = "test-ingest-token"
+
 // baseTime is the injected "now" of every test node: a fixed instant, so
 // that window buckets and time limits are the same on every run.
 var baseTime = time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -261,6 +264,9 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	qo := o.query
 	qo.Registerer, qo.Gatherer, qo.Now = n.reg, n.reg, n.clock.Now
 	qo.AdminToken = testAdminToken
+	if qo.IngestToken == "" {
+		qo.IngestToken = testIngestToken
+	}
 	if qo.DataDir == "" {
 		qo.DataDir = o.dir
 	}
@@ -381,9 +387,16 @@ func (n *testNode) tryDo(method, uri string, body []byte, hdr ...string) (respon
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	// Admin endpoints are called as the admin unless the test says who.
-	if strings.HasPrefix(uri, "/api/v1/admin/") && len(req.Header.Peek("Authorization")) == 0 && !slices.Contains(hdr, "X-Anonymous") {
-		req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	// Admin endpoints are called as the admin, and reads and articles are
+	// written as a trusted service (the ingestion token), unless the test
+	// says who.
+	if len(req.Header.Peek("Authorization")) == 0 && !slices.Contains(hdr, "X-Anonymous") && len(req.Header.Cookie(query.SessionCookie)) == 0 {
+		switch {
+		case strings.HasPrefix(uri, "/api/v1/admin/"):
+			req.Header.Set("Authorization", "Bearer "+testAdminToken)
+		case strings.HasPrefix(uri, "/api/v1/events/read"), uri == "/api/v1/articles":
+			req.Header.Set("Authorization", "Bearer "+testIngestToken)
+		}
 	}
 	if body != nil {
 		req.SetBody(body)

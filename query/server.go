@@ -239,13 +239,13 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
 	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.handleShare))
 	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
-	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.handleRead))
-	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.handleReadBatch))
+	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.requireReader(s.handleRead)))
+	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.requireReader(s.handleReadBatch)))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
 	r.GET("/api/v1/admin/stats", s.instrument("stats", s.handleStats))
 	if deps.Articles != nil {
-		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.handleArticles))
+		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.handleArticles)))
 	}
 	if deps.Stories != nil {
 		r.GET("/api/v1/stories", s.instrument("stories", s.toOwner(storyOwner, s.handleStories)))
@@ -319,7 +319,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.secure(s.rateLimit(s.guardAdmin(r.Handler))),
+		Handler:            s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler)))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
 		ReadTimeout:        opts.ReadTimeout,
