@@ -90,7 +90,7 @@ func BenchmarkFeed(b *testing.B) {
 				"published_at": now.Add(-time.Duration(float64(40*time.Hour) * float64(stories-i) / float64(stories))).Format(time.RFC3339)})
 			buf.Write(append(line, '\n'))
 		}
-		resp, err := client.Post(n.url("/api/v1/articles?batch=1"), "application/x-ndjson", bytes.NewReader(buf.Bytes()))
+		resp, err := ingestPost(client, n.url("/api/v1/articles?batch=1"), buf.Bytes())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -171,7 +171,7 @@ func BenchmarkFeed(b *testing.B) {
 			buf.Write(append(line, '\n'))
 		}
 	}
-	if resp, err := client.Post(n.url("/api/v1/events/read/batch"), "application/x-ndjson", bytes.NewReader(buf.Bytes())); err != nil || resp.StatusCode != http.StatusAccepted {
+	if resp, err := ingestPost(client, n.url("/api/v1/events/read/batch"), buf.Bytes()); err != nil || resp.StatusCode != http.StatusAccepted {
 		b.Fatalf("reads: %v %v", err, resp)
 	}
 	time.Sleep(3 * time.Second) // let the interest operator apply them
@@ -245,4 +245,15 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return v
+}
+
+// ingestPost posts NDJSON events or articles with the ingestion token.
+func ingestPost(client *http.Client, url string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	req.Header.Set("Authorization", "Bearer "+benchIngestToken)
+	return client.Do(req)
 }

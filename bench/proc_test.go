@@ -76,12 +76,17 @@ func cleanupBinary() {
 // childEnv is the environment of the newsflow subprocesses: this process's
 // without the benchmarks' own NEWSFLOW_BENCH_* variables, which newsflow
 // would reject as unknown settings.
-// benchAdminToken is the admin token benchmark nodes accept.
-const benchAdminToken = "bench-admin-token"
+// benchAdminToken is the admin token benchmark nodes accept, and
+// benchIngestToken their ingestion token (reads for any user, articles).
+const (
+	benchAdminToken  = "bench-admin-token"
+	benchIngestToken = "bench-ingest-token"
+)
 
 func childEnv() []string {
 	// The benchmarks log many users in from one address.
-	env := []string{"NEWSFLOW_AUTH_ADMIN_TOKEN=" + benchAdminToken, "NEWSFLOW_AUTH_LOGIN_BURST_PER_IP=1000000"}
+	env := []string{"NEWSFLOW_AUTH_ADMIN_TOKEN=" + benchAdminToken, "NEWSFLOW_AUTH_INGEST_TOKEN=" + benchIngestToken,
+		"NEWSFLOW_AUTH_LOGIN_BURST_PER_IP=1000000"}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "NEWSFLOW_BENCH_") {
 			env = append(env, kv)

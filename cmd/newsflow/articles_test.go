@@ -105,7 +105,7 @@ func TestProduceArticlesLive(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, dir)
 	n.waitReady(30 * time.Second)
-	out, err := exec.Command(binPath, "produce", "articles", input, "--addr", "http://"+n.addr).CombinedOutput()
+	out, err := exec.Command(binPath, "produce", "articles", input, "--addr", "http://"+n.addr, "--token", testIngestToken).CombinedOutput()
 	if err != nil {
 		t.Fatalf("produce articles: %v\n%s", err, out)
 	}

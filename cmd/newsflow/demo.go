@@ -105,7 +105,11 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	cfg := demoConfig(o, httpLn.Addr().String(), seed, token)
+	ingest, err := randomHex(16) // the simulated readers write reads for many users
+	if err != nil {
+		return err
+	}
+	cfg := demoConfig(o, httpLn.Addr().String(), seed, token, ingest)
 	n, err := openNode(ctx, cfg, logger)
 	if err != nil {
 		return fmt.Errorf("demo: %w (data dir %s: is another node running on it?)", err, cfg.DataDir)
@@ -120,7 +124,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	base := "http://" + nodeAddr
-	client := &nodeClient{base: base, token: token, http: &http.Client{Timeout: 30 * time.Second}}
+	client := &nodeClient{base: base, token: token, ingest: ingest, http: &http.Client{Timeout: 30 * time.Second}}
 	advanced := make(chan struct{}, 1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return n.run(gctx, httpLn) })
@@ -169,12 +173,14 @@ func dialable(a net.Addr) string {
 }
 
 // demoConfig is the default configuration with the demo's addresses, the
-// farm's outlets as seed sources, and an admin token for the traffic.
-func demoConfig(o demoOptions, httpAddr, seedOPML, token string) Config {
+// farm's outlets as seed sources, and an admin token and an ingestion
+// token for the traffic.
+func demoConfig(o demoOptions, httpAddr, seedOPML, token, ingest string) Config {
 	cfg := defaultConfig()
 	cfg.DataDir = o.data
 	cfg.HTTP.Addr = httpAddr
 	cfg.Auth.AdminToken = token
+	cfg.Auth.IngestToken = ingest
 	cfg.Logging.Level = o.logLevel
 	c := &cfg.Crawl
 	c.SeedOPML = seedOPML

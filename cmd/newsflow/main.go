@@ -22,7 +22,7 @@ Usage:
                                             partitions with owner, lag and state size
   newsflow leave    [--addr URL]            the node gives up its partitions and stops
   newsflow topology [flags] [--json]        list operators, stages and topics
-  newsflow produce  shares|articles FILE [--addr]
+  newsflow produce  shares|reads|articles FILE [--addr] [--token]
                                             send NDJSON share events or raw articles to a running node
   newsflow replay   --from-offset N | --from-time T [flags]
                                             rebuild an operator's state from the log (node stopped)

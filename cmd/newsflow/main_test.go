@@ -20,8 +20,12 @@ import (
 	"time"
 )
 
-// testAdminToken is the admin token the test nodes accept.
-const testAdminToken = "test-admin-token"
+// testAdminToken is the admin token the test nodes accept, and
+// testIngestToken their ingestion token (reads for any user, articles).
+const (
+	testAdminToken  = "test-admin-token"
+	testIngestToken = "test-ingest-token"
+)
 
 // binPath is the newsflow binary built once for the process tests.
 var binPath string
@@ -45,6 +49,15 @@ func TestMain(m *testing.M) {
 
 // adminPost posts to an admin endpoint with the test admin token.
 func adminPost(url, contentType string, body io.Reader) (*http.Response, error) {
+	return tokenPost(testAdminToken, url, contentType, body)
+}
+
+// ingestPost posts events or articles with the test ingestion token.
+func ingestPost(url, contentType string, body io.Reader) (*http.Response, error) {
+	return tokenPost(testIngestToken, url, contentType, body)
+}
+
+func tokenPost(token, url, contentType string, body io.Reader) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, url, body)
 	if err != nil {
 		return nil, err
@@ -52,7 +65,7 @@ func adminPost(url, contentType string, body io.Reader) (*http.Response, error) 
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	return http.DefaultClient.Do(req)
 }
 
@@ -151,7 +164,8 @@ func (n *nodeProc) start() {
 	}
 	cmd.Stdout, cmd.Stderr = n.logf, n.logf
 	// These tests are about the stream, not the internet: no crawling.
-	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken), n.env...)
+	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken,
+		"NEWSFLOW_AUTH_INGEST_TOKEN="+testIngestToken), n.env...)
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}

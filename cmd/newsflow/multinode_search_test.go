@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -45,7 +44,7 @@ func searchClusterGet(tc *testCluster, id, path string, v any, hdr ...string) er
 
 func searchClusterPost(t *testing.T, tc *testCluster, id, path, contentType, body string) []byte {
 	t.Helper()
-	resp, err := http.Post(tc.nodes[id].url(path), contentType, strings.NewReader(body))
+	resp, err := ingestPost(tc.nodes[id].url(path), contentType, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

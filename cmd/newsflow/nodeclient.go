@@ -15,9 +15,10 @@ import (
 
 // nodeClient calls a running node's HTTP API: the admin commands (sources,
 // status, leave) and the demo's simulated readers. The token goes with
-// admin requests only.
+// admin requests, the ingestion token (if set) with the others.
 type nodeClient struct {
 	base, token string
+	ingest      string
 	http        *http.Client // default: a client with a 2 minute timeout
 }
 
@@ -47,8 +48,10 @@ func (c *nodeClient) call(ctx context.Context, method, path, contentType string,
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if c.token != "" && strings.HasPrefix(path, "/api/v1/admin/") {
+	if admin := strings.HasPrefix(path, "/api/v1/admin/"); admin && c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	} else if !admin && c.ingest != "" {
+		req.Header.Set("Authorization", "Bearer "+c.ingest)
 	}
 	hc := c.http
 	if hc == nil {

@@ -28,7 +28,7 @@ func TestKcatReadMovesInterestAndFeed(t *testing.T) {
 			"published_at": now.Add(-time.Duration(10-i) * time.Minute).Format(time.RFC3339)})
 		lines = append(lines, string(b))
 	}
-	resp, err := http.Post(n.url("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+	resp, err := ingestPost(n.url("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("articles: %v %v", err, resp)
 	}

@@ -82,9 +82,9 @@ func cmdTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 // Each batch carries an Idempotency-Key, so batches retried after a
 // connection error or a node restart are applied exactly once.
 func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	paths := map[string]string{"shares": "/api/v1/events/share/batch", "articles": "/api/v1/articles"}
+	paths := map[string]string{"shares": "/api/v1/events/share/batch", "reads": "/api/v1/events/read/batch", "articles": "/api/v1/articles"}
 	if len(args) < 2 || paths[args[0]] == "" {
-		return errors.New("usage: newsflow produce shares|articles FILE [--addr URL] [--batch N]")
+		return errors.New("usage: newsflow produce shares|reads|articles FILE [--addr URL] [--batch N] [--token TOKEN]")
 	}
 	kind, file := args[0], args[1]
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
@@ -92,6 +92,8 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
 	batch := fs.Int("batch", 5000, "events per request (default 500 for articles)")
 	retryFor := fs.Duration("retry-for", 5*time.Minute, "how long to keep retrying a batch while the node is unavailable")
+	token := fs.String("token", os.Getenv("NEWSFLOW_INGEST_TOKEN"),
+		"the node's ingestion token (auth.ingest_token), needed for reads and articles (default $NEWSFLOW_INGEST_TOKEN)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return err
 	}
@@ -115,7 +117,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	p := &producer{url: strings.TrimRight(*addr, "/") + paths[kind], runID: hex.EncodeToString(runID[:]),
-		retryFor: *retryFor, client: &http.Client{Timeout: time.Minute}, stderr: stderr}
+		retryFor: *retryFor, token: *token, client: &http.Client{Timeout: time.Minute}, stderr: stderr}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	var buf bytes.Buffer
@@ -150,6 +152,7 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 type producer struct {
 	url                string
+	token              string
 	runID              string
 	retryFor           time.Duration
 	client             *http.Client
@@ -213,6 +216,9 @@ func (p *producer) post(ctx context.Context, key string, body []byte) (int, []by
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	req.Header.Set("Idempotency-Key", key)
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return 0, nil, err

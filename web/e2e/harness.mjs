@@ -17,6 +17,7 @@ export const bin = path.join(root, "bin", "newsflow");
 export const buildDir = path.join(import.meta.dirname, "build");
 export const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 export const adminToken = "e2e-admin-token";
+export const ingestToken = "e2e-ingest-token";
 
 // skipReason says why the browser tests cannot run here, or "" if they can.
 // With NEWSFLOW_E2E_REQUIRED=1 (CI) a missing browser is a failure instead.
@@ -79,6 +80,7 @@ search:
   commit_interval: 300ms
 auth:
   admin_token: ${adminToken}
+  ingest_token: ${ingestToken}
   login_burst_per_ip: 100
   login_burst_per_user: 100
 logging:
@@ -107,7 +109,7 @@ logging:
     async produce(kind, lines) {
       const file = path.join(dir, `${kind}-${Date.now()}.ndjson`);
       await writeFile(file, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
-      await run(bin, ["produce", kind, file, "--addr", url]);
+      await run(bin, ["produce", kind, file, "--addr", url, "--token", ingestToken]);
     },
     async api(p, opts = {}) {
       const res = await fetch(url + p, { ...opts, headers: { Authorization: `Bearer ${adminToken}`, ...(opts.headers || {}) } });
