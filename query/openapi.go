@@ -11,7 +11,9 @@ import (
 // apiOp describes one operation of the API for the OpenAPI document.
 type apiOp struct {
 	method, path, tag, summary string
-	// auth is "", "user" or "admin".
+	// auth is "", "user", "admin", "reader" (the session of the user the
+	// events name, or the ingestion token) or "ingest" (the ingestion token
+	// or an admin).
 	auth string
 	// query lists query parameters as "name:type:description".
 	query []string
@@ -37,12 +39,12 @@ var apiOps = []apiOp{
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
 	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window", ok: 200, okSchema: "Object", errs: []int{400, 429}},
-	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 429, 503}},
 	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read", tag: "events", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/articles", tag: "articles", summary: "Ingest raw articles (one object, or NDJSON with Content-Type application/x-ndjson or ?batch=1)",
-		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/articles", tag: "articles", auth: "ingest", summary: "Ingest raw articles (one object, or NDJSON with Content-Type application/x-ndjson or ?batch=1)",
+		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
 
 	{method: "GET", path: "/api/v1/stories", tag: "stories", summary: "Recent stories ranked by size, authority, freshness and velocity",
 		query: []string{"topic:string:only this topic", "since:string:latest article at or after (RFC 3339 or ms)", "limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page"},
@@ -200,6 +202,12 @@ func openAPIDocument() []byte {
 		case "admin":
 			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
 			o["description"] = "Admin only: an admin session or the configured admin token."
+		case "reader":
+			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
+			o["description"] = "The session of the user each event names, or the ingestion token (auth.ingest_token) of a trusted service."
+		case "ingest":
+			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
+			o["description"] = "The ingestion token (auth.ingest_token), or an admin."
 		}
 		if paths[op.path] == nil {
 			paths[op.path] = map[string]any{}
