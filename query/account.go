@@ -314,24 +314,29 @@ const adminPrefix = "/api/v1/admin/"
 // everything through, as a node without users has no one to ask.
 func (s *Server) guardAdmin(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.deps.Auth == nil || !bytes.HasPrefix(ctx.Path(), []byte(adminPrefix)) {
-			next(ctx)
-			return
-		}
-		if s.adminToken(ctx) {
-			next(ctx)
-			return
-		}
-		u, ok := s.user(ctx)
-		switch {
-		case !ok:
-			writeError(ctx, fasthttp.StatusUnauthorized, "admin endpoint: log in as an admin (session cookie or Authorization: Bearer)")
-		case u.Role != auth.RoleAdmin:
-			writeError(ctx, fasthttp.StatusForbidden, "admin endpoint: "+u.Username+" is not an admin")
-		default:
+		if s.deps.Auth == nil || !bytes.HasPrefix(ctx.Path(), []byte(adminPrefix)) ||
+			s.isAdmin(ctx, "admin endpoint", "log in as an admin (session cookie or Authorization: Bearer)") {
 			next(ctx)
 		}
 	}
+}
+
+// isAdmin reports whether the request carries the admin token or an admin
+// session; if not, it answers 401 (no session: "what: login") or 403.
+func (s *Server) isAdmin(ctx *fasthttp.RequestCtx, what, login string) bool {
+	if s.adminToken(ctx) {
+		return true
+	}
+	u, ok := s.user(ctx)
+	switch {
+	case !ok:
+		writeError(ctx, fasthttp.StatusUnauthorized, what+": "+login)
+	case u.Role != auth.RoleAdmin:
+		writeError(ctx, fasthttp.StatusForbidden, what+": "+u.Username+" is not an admin")
+	default:
+		return true
+	}
+	return false
 }
 
 // secure sets the security headers of every response and gives every

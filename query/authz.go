@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 
-	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 
@@ -81,17 +80,8 @@ func (s *Server) requireReader(h fasthttp.RequestHandler) fasthttp.RequestHandle
 // ingestion token or comes from an admin.
 func (s *Server) requireIngest(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if s.deps.Auth == nil || s.ingestToken(ctx) || s.adminToken(ctx) {
-			h(ctx)
-			return
-		}
-		u, ok := s.user(ctx)
-		switch {
-		case !ok:
-			writeError(ctx, fasthttp.StatusUnauthorized, "article ingestion needs the ingestion token or an admin (Authorization: Bearer)")
-		case u.Role != auth.RoleAdmin:
-			writeError(ctx, fasthttp.StatusForbidden, "article ingestion: "+u.Username+" is not an admin")
-		default:
+		if s.deps.Auth == nil || s.ingestToken(ctx) ||
+			s.isAdmin(ctx, "article ingestion", "send the ingestion token or log in as an admin (Authorization: Bearer)") {
 			h(ctx)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -83,23 +82,7 @@ func TestDuplicateEventsExact(t *testing.T) {
 	n := startNode(t, t.TempDir())
 	n.waitReady(30 * time.Second)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	produce := exec.CommandContext(ctx, binPath, "produce", "shares", file, "--addr", "http://"+n.addr, "--batch", "2000")
-	var out bytes.Buffer
-	produce.Stdout, produce.Stderr = &out, &out
-	if err := produce.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stop, done := make(chan struct{}), make(chan struct{})
-	var kills atomic.Int64
-	go func() { defer close(done); killer(t, n, 3, 2, stop, &kills) }()
-	perr := produce.Wait()
-	close(stop)
-	<-done
-	if perr != nil || !strings.Contains(out.String(), fmt.Sprintf("accepted %d, rejected 0", len(stream.lines))) {
-		t.Fatalf("produce: %v\n%s", perr, out.String())
-	}
+	kills, _ := produceUnderKills(t, n, file, len(stream.lines), 3, 2)
 	n.waitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
@@ -120,7 +103,7 @@ func TestDuplicateEventsExact(t *testing.T) {
 	n.waitReady(60 * time.Second)
 	n.waitCaughtUp(time.Minute)
 	verifyCounts(t, n, stream.counts)
-	t.Logf("%d kills during ingestion; %v repeats dropped", kills.Load(), dups)
+	t.Logf("%d kills during ingestion; %v repeats dropped", kills, dups)
 }
 
 // metricSum sums the samples of n's /metrics whose name and labels start
