@@ -43,7 +43,6 @@
 package dedup
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -119,6 +118,7 @@ type Set struct {
 	// Persistence: fingerprints added since the last Flush, with their
 	// buckets; the next chunk number; buckets below deletedLo are deleted.
 	pending   []pendingID
+	buckets   []int64 // scratch for Flush
 	chunk     uint64
 	deletedLo int64
 	key, val  []byte
@@ -305,12 +305,21 @@ func (s *Set) Flush(w state.Writer) error {
 	if len(s.pending) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(s.pending, func(a, b pendingID) int { return cmp.Compare(a.b, b.b) })
-	for rest := s.pending; len(rest) > 0; {
-		b, v := rest[0].b, s.val[:0]
-		for len(rest) > 0 && rest[0].b == b {
-			v = binary.BigEndian.AppendUint64(v, uint64(rest[0].f))
-			rest = rest[1:]
+	// Ids mostly arrive in time order, so a flush holds few buckets: one
+	// pass over the pending ids per bucket, without sorting them.
+	buckets := s.buckets[:0]
+	for _, p := range s.pending {
+		if len(buckets) == 0 || buckets[len(buckets)-1] != p.b && !slices.Contains(buckets, p.b) {
+			buckets = append(buckets, p.b)
+		}
+	}
+	s.buckets = buckets
+	for _, b := range buckets {
+		v := s.val[:0]
+		for _, p := range s.pending {
+			if p.b == b {
+				v = binary.BigEndian.AppendUint64(v, uint64(p.f))
+			}
 		}
 		s.val = v
 		if err := w.Set(s.chunkKey(b, s.chunk), v); err != nil {
