@@ -6,12 +6,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/operators/crawl/feed"
 )
 
 // denseMix compresses the UCI headlines and the orx365 items onto one time
 // axis on which the whole mix arrives at perMinute articles a minute: the
 // UCI headlines keep their relative times, squeezed into the span, and the
-// unrelated items are spread evenly over it.
+// unrelated items are spread evenly over it. Texts are cleaned as the
+// articles operator cleans them (the orx365 descriptions carry markup).
 func denseMix(docs, extra []labelled, perMinute int) []labelled {
 	n := len(docs) + len(extra)
 	span := int64(n) * int64(time.Minute/time.Millisecond) / int64(perMinute)
@@ -20,13 +23,17 @@ func denseMix(docs, extra []labelled, perMinute int) []labelled {
 		lo, hi = min(lo, d.Time), max(hi, d.Time)
 	}
 	all := make([]labelled, 0, n)
+	clean := func(d labelled) labelled {
+		d.Title, d.Body = feed.Text(d.Title, feed.MaxTitleBytes), feed.Text(d.Body, feed.MaxSummaryBytes)
+		return d
+	}
 	for _, d := range docs {
 		d.Time = lo + (d.Time-lo)*span/max(hi-lo, 1)
-		all = append(all, d)
+		all = append(all, clean(d))
 	}
 	for i, d := range extra {
 		d.Time = lo + span*int64(i)/int64(len(extra))
-		all = append(all, d)
+		all = append(all, clean(d))
 	}
 	slices.SortStableFunc(all, func(a, b labelled) int {
 		switch {
@@ -108,11 +115,12 @@ func TestDenseStreamPurity(t *testing.T) {
 	docs := loadLabelled(t, "uci_dev.ndjson")
 	extra := loadDistractors(t)
 	truth := truthOf(docs)
-	// Measured before any work on purity: P 0.915 / 0.770 / 0.769,
-	// contaminated 27% / 66% / 67%, largest story 906 / 1102 / 1181
-	// articles, every one unrelated (a topic blob of the distractors).
+	// Measured before any work on purity: P 0.913 / 0.754 / 0.751,
+	// contaminated 28% / 62% / 63%, largest story 481 / 482 / 460 articles
+	// (at 10 and 100 a minute a blob of unrelated "Opinion | ..." pieces
+	// about Iran; at 1,000 a real story).
 	floors := map[int]struct{ p, contaminated float64 }{
-		10: {0.89, 0.32}, 100: {0.74, 0.72}, 1000: {0.74, 0.72},
+		10: {0.89, 0.32}, 100: {0.73, 0.68}, 1000: {0.73, 0.68},
 	}
 	for _, density := range []int{10, 100, 1000} {
 		t.Run(fmt.Sprintf("%d-per-minute", density), func(t *testing.T) {
