@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -72,6 +73,10 @@ type Node struct {
 
 	mu    sync.Mutex
 	added map[string]time.Time // voters added recently, not yet members
+
+	// synced is set once the replica has applied what the leader had
+	// applied, since the node started or last lost contact (InSync).
+	synced atomic.Bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -609,4 +614,41 @@ func (n *Node) InContact(lease time.Duration) bool {
 		return time.Since(n.raft.LastContact()) < lease
 	}
 	return false
+}
+
+// InSync reports whether the node is in contact with the leader (within
+// lease) and its replica has caught up with the leader since the node
+// started or last lost contact. A follower that restarted, or comes back
+// after being cut off, hears the leader's heartbeats at once but receives
+// the log only after Raft's replication backoff (seconds): until then its
+// state machine may still give it partitions the cluster has moved, and
+// running them would claim them from their owners and answer queries from
+// an old copy. While not in sync it asks the leader how far the log is
+// applied (at most once a call, 1 s).
+func (n *Node) InSync(lease time.Duration) bool {
+	if !n.InContact(lease) {
+		n.synced.Store(false)
+		return false
+	}
+	if n.IsLeader() || n.synced.Load() {
+		return true
+	}
+	leader := n.leaderHTTP()
+	if leader == "" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	status, body, err := n.post(ctx, leader, PathIndex, nil)
+	if err != nil || status != http.StatusOK {
+		return false
+	}
+	var idx struct {
+		Applied uint64 `json:"applied"`
+	}
+	if json.Unmarshal(body, &idx) != nil || n.fsm.applied.Load() < idx.Applied {
+		return false
+	}
+	n.synced.Store(true)
+	return true
 }

@@ -90,8 +90,9 @@ func markLeft(dir string) error {
 }
 
 // followAssignments gives the engine the partitions the cluster assigns to
-// this node, while the node is in contact with the leader; a node cut off
-// for longer than the lease gives up all of them.
+// this node, while the node is in contact with the leader and its replica
+// has caught up (cluster.Node.InSync); a node cut off for longer than the
+// lease gives up all of them, and takes any again only once in sync.
 func (n *node) followAssignments(ctx context.Context) {
 	lease := n.cfg.Cluster.Lease
 	t := time.NewTicker(lease / 5)
@@ -105,7 +106,7 @@ func (n *node) followAssignments(ctx context.Context) {
 		case st.Partitions != 0 && st.Partitions != n.engine.Partitions():
 			n.logger.Error("the cluster has another partition count than this node; running none",
 				"cluster", st.Partitions, "node", n.engine.Partitions())
-		case n.cluster.InContact(lease):
+		case n.cluster.InSync(lease):
 			owned = st.OwnedBy(n.cluster.ID())
 		}
 		if first || !maps.Equal(owned, last) {
