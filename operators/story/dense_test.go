@@ -2,7 +2,6 @@ package story
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,16 +34,7 @@ func denseMix(docs, extra []labelled, perMinute int) []labelled {
 		d.Time = lo + span*int64(i)/int64(len(extra))
 		all = append(all, clean(d))
 	}
-	slices.SortStableFunc(all, func(a, b labelled) int {
-		switch {
-		case a.Time < b.Time:
-			return -1
-		case a.Time > b.Time:
-			return 1
-		}
-		return 0
-	})
-	return all
+	return byTime(all)
 }
 
 // purity is what a reader of the real stories sees in a mixed stream.
@@ -60,22 +50,9 @@ type purity struct {
 
 func measurePurity(t testing.TB, opts Options, all []labelled, truth map[string]string) purity {
 	t.Helper()
-	b, err := NewBuilder(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred := map[string]string{}
-	for _, d := range all {
-		r, err := b.Apply(Article{ID: d.ID, Title: d.Title, Summary: d.Body, Published: d.Time, SourceID: "s"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pred[d.ID] = r.Story
-	}
+	pred := buildStories(t, opts, all)
 	members := map[string][]string{}
 	for id, s := range pred {
-		s = b.Current(s)
-		pred[id] = s
 		members[s] = append(members[s], id)
 	}
 	p := purity{Scores: Score(truth, pred)}

@@ -2,6 +2,7 @@ package story
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -45,20 +46,18 @@ func withDistractors(t testing.TB, docs []labelled) []labelled {
 	for i := range extra {
 		extra[i].Time = lo + (hi-lo)*int64(i)/int64(len(extra))
 	}
-	all := append(slices.Clone(docs), extra...)
-	slices.SortStableFunc(all, func(a, b labelled) int {
-		switch {
-		case a.Time < b.Time:
-			return -1
-		case a.Time > b.Time:
-			return 1
-		}
-		return 0
-	})
-	return all
+	return byTime(append(slices.Clone(docs), extra...))
 }
 
-func scoreBuilder(t testing.TB, opts Options, docs []labelled, truth map[string]string) Scores {
+// byTime sorts docs by time, stably, and returns them.
+func byTime(docs []labelled) []labelled {
+	slices.SortStableFunc(docs, func(a, b labelled) int { return cmp.Compare(a.Time, b.Time) })
+	return docs
+}
+
+// buildStories runs the story builder over docs in order and returns the
+// story each ended in (merges followed).
+func buildStories(t testing.TB, opts Options, docs []labelled) map[string]string {
 	t.Helper()
 	b, err := NewBuilder(opts)
 	if err != nil {
@@ -75,7 +74,12 @@ func scoreBuilder(t testing.TB, opts Options, docs []labelled, truth map[string]
 	for id, s := range pred {
 		pred[id] = b.Current(s)
 	}
-	return Score(truth, pred)
+	return pred
+}
+
+func scoreBuilder(t testing.TB, opts Options, docs []labelled, truth map[string]string) Scores {
+	t.Helper()
+	return Score(truth, buildStories(t, opts, docs))
 }
 
 // TestQualityWithDistractors scores the UCI stories when 10,851 unrelated
