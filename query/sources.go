@@ -24,6 +24,7 @@ type sourceInput struct {
 	MinInterval *crawl.Duration `json:"min_interval"`
 	MaxInterval *crawl.Duration `json:"max_interval"`
 	Status      *string         `json:"status"`
+	FullText    *string         `json:"full_text"`
 }
 
 func (in *sourceInput) apply(s *crawl.Source, creating bool) error {
@@ -50,6 +51,9 @@ func (in *sourceInput) apply(s *crawl.Source, creating bool) error {
 	}
 	if in.MaxInterval != nil {
 		s.MaxInterval = *in.MaxInterval
+	}
+	if in.FullText != nil {
+		s.FullText = *in.FullText
 	}
 	if in.Status != nil {
 		switch *in.Status {

@@ -50,6 +50,11 @@ func TestSourcesAdminAPI(t *testing.T) {
 		t.Fatalf("patch: %s", r)
 	}
 	wantError(t, n.do(t, fasthttp.MethodPatch, base+"/"+src.ID, []byte(`{"status":"gone"}`)), fasthttp.StatusBadRequest, "set active or paused")
+	r = n.do(t, fasthttp.MethodPatch, base+"/"+src.ID, []byte(`{"full_text":"never"}`))
+	if r.status != 200 || !strings.Contains(string(r.body), `"full_text":"never"`) {
+		t.Fatalf("patch full_text: %s", r)
+	}
+	wantError(t, n.do(t, fasthttp.MethodPatch, base+"/"+src.ID, []byte(`{"full_text":"sometimes"}`)), fasthttp.StatusBadRequest, "want auto, always or never")
 	wantError(t, n.do(t, fasthttp.MethodPatch, base+"/"+src.ID, []byte(`{"feed_url":"https://other/"}`)), fasthttp.StatusBadRequest, "cannot be changed")
 	wantError(t, n.do(t, fasthttp.MethodPatch, base+"/nope", []byte(`{}`)), fasthttp.StatusNotFound, "not found")
 

@@ -152,7 +152,16 @@ type CrawlConfig struct {
 	HostConcurrency   int           `yaml:"host_concurrency"`
 	HostRate          float64       `yaml:"host_rate"`
 	// MinIntervalFloor is the shortest min_interval a source may be given.
-	MinIntervalFloor time.Duration `yaml:"min_interval_floor"`
+	MinIntervalFloor time.Duration  `yaml:"min_interval_floor"`
+	FullText         FullTextConfig `yaml:"full_text"`
+}
+
+// FullTextConfig configures fetching article pages for their full text
+// (see crawl.FullTextOptions).
+type FullTextConfig struct {
+	Enabled     bool `yaml:"enabled"`
+	MinWords    int  `yaml:"min_words"`
+	MaxPerCrawl int  `yaml:"max_per_crawl"`
 }
 
 // ClusterConfig makes the node a member of a cluster (Kafka backend only).
@@ -209,7 +218,7 @@ func defaultConfig() Config {
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,
-			MinIntervalFloor: time.Minute},
+			MinIntervalFloor: time.Minute, FullText: FullTextConfig{Enabled: true, MinWords: 25, MaxPerCrawl: 10}},
 		Articles: ArticlesConfig{MaxContentBytes: 32 << 10},
 		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
 			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
@@ -363,6 +372,9 @@ func (c Config) validate() error {
 	}
 	if c.DataDir == "" {
 		return errors.New("config: data_dir is empty")
+	}
+	if c.Crawl.FullText.MinWords < 0 || c.Crawl.FullText.MaxPerCrawl < 0 {
+		return errors.New("config: crawl.full_text.min_words and max_per_crawl must not be negative")
 	}
 	if c.Crawl.MinIntervalFloor <= 0 {
 		return errors.New("config: crawl.min_interval_floor must be positive")

@@ -286,7 +286,9 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 }
 
 func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {
-	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg}
+	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg,
+		FullText: crawl.FullTextOptions{Disabled: !c.FullText.Enabled, MinWords: c.FullText.MinWords, MaxPerCrawl: c.FullText.MaxPerCrawl,
+			MaxBytes: n.cfg.Articles.MaxContentBytes}}
 	if n.cluster != nil {
 		// A source is crawled by the node that owns its partition.
 		o.Owns = func(id string) bool {

@@ -30,6 +30,8 @@ type Options struct {
 	Breaker polite.BreakerOptions
 	// IgnoreRobots skips robots.txt (for feed farms and tests).
 	IgnoreRobots bool
+	// FullText configures fetching articles' pages for their full text.
+	FullText FullTextOptions
 	// MaxSeen is how many item ids are remembered per source to recognise
 	// items a feed sends again (default 5000).
 	MaxSeen int
@@ -72,6 +74,7 @@ func (o Options) withDefaults() Options {
 	if o.ManualCrawlInterval == 0 {
 		o.ManualCrawlInterval = time.Minute
 	}
+	o.FullText = o.FullText.withDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -86,6 +89,9 @@ func (o Options) withDefaults() Options {
 
 // Validate reports invalid option values.
 func (o Options) Validate() error {
+	if o.FullText.MinWords < 0 || o.FullText.MaxPerCrawl < 0 || o.FullText.MaxBytes < 0 {
+		return errors.New("crawl: full-text limits must not be negative")
+	}
 	if o.MaxSeen < 0 || o.Partitions < 0 || o.ErrorBackoff < 0 || o.MaxErrorBackoff < 0 || o.ReloadInterval < 0 || o.ManualCrawlInterval < 0 {
 		return errors.New("crawl: sizes and durations must not be negative")
 	}
@@ -557,7 +563,9 @@ func (c *Crawler) fetchAndIngest(ctx context.Context, s *Source, st *CrawlState,
 		return fail(fmt.Errorf("parse: %w", perr))
 	}
 	rec.ItemsSeen = len(f.Items)
-	added, err := c.ingest(ctx, s.ID, f.Items)
+	added, err := c.ingest(ctx, s.ID, f.Items, func(fresh []*feed.Item) {
+		c.fillFullText(ctx, c.wantsFullText(s, f.Items, fresh), rec)
+	})
 	rec.ItemsNew = added
 	if err != nil {
 		return fail(fmt.Errorf("append articles: %w", err))
@@ -594,8 +602,9 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // ingest appends the items not seen before and remembers them; it returns
-// how many were new.
-func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item) (int, error) {
+// how many were new. prepare, if not nil, is given the new items before
+// they are written.
+func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item, prepare func([]*feed.Item)) (int, error) {
 	key := []byte(sourceID)
 	raw, _, err := c.seen.Get(key)
 	if err != nil {
@@ -615,12 +624,19 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 	}
 	var recs []*eventlog.Record
 	var fresh []string
+	var freshItems []*feed.Item
 	for i := range items {
 		it := &items[i]
 		if seen[it.ArticleID] {
 			continue
 		}
 		seen[it.ArticleID] = true
+		freshItems = append(freshItems, it)
+	}
+	if prepare != nil && len(freshItems) > 0 {
+		prepare(freshItems)
+	}
+	for _, it := range freshItems {
 		v, err := json.Marshal(it.RawArticle(sourceID))
 		if err != nil {
 			return 0, err
@@ -657,6 +673,7 @@ type crawlMetrics struct {
 	scheduleLag  prometheus.Histogram
 	openCircuits prometheus.Gauge
 	sources      prometheus.Gauge
+	fullText     *prometheus.CounterVec
 }
 
 func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
@@ -674,8 +691,11 @@ func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
 		}),
 		openCircuits: prometheus.NewGauge(prometheus.GaugeOpts{Name: "newsflow_crawl_open_circuits", Help: "Sources whose circuit breaker is open or half-open."}),
 		sources:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "newsflow_crawl_sources", Help: "Sources known to the crawler."}),
+		fullText: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_crawl_fulltext_total", Help: "Article pages fetched for their full text, by outcome (ok, error, no_text, disallowed, skipped).",
+		}, []string{"outcome"}),
 	}
-	for _, col := range []prometheus.Collector{m.fetches, m.bytes, m.itemsNew, m.fetchSeconds, m.scheduleLag, m.openCircuits, m.sources} {
+	for _, col := range []prometheus.Collector{m.fetches, m.bytes, m.itemsNew, m.fetchSeconds, m.scheduleLag, m.openCircuits, m.sources, m.fullText} {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("crawl: register metrics: %w", err)
 		}

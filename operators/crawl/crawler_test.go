@@ -57,6 +57,9 @@ func newCrawlHarness(t *testing.T, farm feedfarm.Options, mutate func(*Options))
 	opts := Options{
 		Fetch:   fetch.Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Timeout: 30 * time.Second},
 		Limiter: polite.LimiterOptions{HostRate: math.Inf(1), HostConcurrency: 16, GlobalConcurrency: 16},
+		// The real feeds' items link to sites this machine must not reach
+		// from a test; the full-text tests turn it on.
+		FullText: FullTextOptions{Disabled: true},
 	}
 	if mutate != nil {
 		mutate(&opts)
@@ -111,8 +114,18 @@ func (h *crawlHarness) crawlAll() map[string]CrawlRecord {
 // raw reads articles.raw and counts records per (source, article id).
 func (h *crawlHarness) raw() map[[2]string]int {
 	h.t.Helper()
-	ctx := context.Background()
 	out := map[[2]string]int{}
+	h.eachRaw(func(rec *eventlog.Record) {
+		src, _ := rec.Header("source_id")
+		out[[2]string{string(src), string(rec.Key)}]++
+	})
+	return out
+}
+
+// eachRaw calls fn with every record of articles.raw.
+func (h *crawlHarness) eachRaw(fn func(*eventlog.Record)) {
+	h.t.Helper()
+	ctx := context.Background()
 	parts, _ := h.log.Partitions(ctx, events.TopicArticlesRaw)
 	for p := int32(0); p < parts; p++ {
 		tp := eventlog.TopicPartition{Topic: events.TopicArticlesRaw, Partition: p}
@@ -130,14 +143,12 @@ func (h *crawlHarness) raw() map[[2]string]int {
 				h.t.Fatal(err)
 			}
 			for _, rec := range recs {
-				src, _ := rec.Header("source_id")
-				out[[2]string{string(src), string(rec.Key)}]++
+				fn(rec)
 				n = rec.Offset + 1
 			}
 		}
 		rd.Close()
 	}
-	return out
 }
 
 func TestCrawlRealFeedsExactlyOnce(t *testing.T) {

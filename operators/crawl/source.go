@@ -31,6 +31,13 @@ const (
 	StatusGone   = "gone"   // the server answered 410; not crawled again
 )
 
+// Full-text modes of a source.
+const (
+	FullTextAuto   = "auto"
+	FullTextAlways = "always"
+	FullTextNever  = "never"
+)
+
 // Duration is a time.Duration that reads and writes JSON as "5m0s".
 type Duration time.Duration
 
@@ -62,6 +69,10 @@ type Source struct {
 	MinInterval Duration `json:"min_interval"`
 	MaxInterval Duration `json:"max_interval"`
 	Status      string   `json:"status"`
+	// FullText says when the crawler fetches an item's page for its full
+	// text: FullTextAuto (the default) when the feed's items carry only a
+	// line, FullTextAlways, or FullTextNever.
+	FullText string `json:"full_text,omitempty"`
 	// StatusReason says why a source is not active, e.g. "410 Gone".
 	StatusReason string    `json:"status_reason,omitempty"`
 	CreatedAt    time.Time `json:"created_at"`
@@ -96,7 +107,12 @@ type CrawlRecord struct {
 	Bytes     int64     `json:"bytes"`
 	ItemsSeen int       `json:"items_seen"`
 	ItemsNew  int       `json:"items_new"`
-	Error     string    `json:"error,omitempty"`
+	// FullText counts the new items whose page was fetched for its full
+	// text, and FullTextFailed those whose page could not be (robots.txt,
+	// an error, no article text): they keep the feed's text.
+	FullText       int    `json:"full_text,omitempty"`
+	FullTextFailed int    `json:"full_text_failed,omitempty"`
+	Error          string `json:"error,omitempty"`
 }
 
 // Defaults and limits of source definitions.
@@ -160,6 +176,13 @@ func (s *Source) validate(floor time.Duration) error {
 		return fmt.Errorf("max_interval %s above %s", time.Duration(s.MaxInterval), MaxIntervalCeiling)
 	case s.MinInterval > s.MaxInterval:
 		return fmt.Errorf("min_interval %s above max_interval %s", time.Duration(s.MinInterval), time.Duration(s.MaxInterval))
+	}
+	switch s.FullText {
+	case "":
+		s.FullText = FullTextAuto
+	case FullTextAuto, FullTextAlways, FullTextNever:
+	default:
+		return fmt.Errorf("full_text %q: want auto, always or never", s.FullText)
 	}
 	switch s.Status {
 	case "":
