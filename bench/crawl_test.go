@@ -32,7 +32,10 @@ import (
 )
 
 // crawlBenchSources is how many sources BenchmarkCrawl crawls unless
-// NEWSFLOW_BENCH_SOURCES says otherwise.
+// NEWSFLOW_BENCH_SOURCES says otherwise. NEWSFLOW_BENCH_FULLTEXT=1 makes
+// the feeds carry one line per item, so that the crawler fetches the pages
+// of new items for their full text (at most 10 per crawl); pages/fetch
+// reports how many it fetched.
 const crawlBenchSources = 10_000
 
 // BenchmarkCrawl measures crawl throughput: sources on an in-process
@@ -120,26 +123,28 @@ func BenchmarkCrawl(b *testing.B) {
 
 // crawlEnv is a crawler over n farm sources, and what it needs.
 type crawlEnv struct {
-	n       int
-	dir     string
-	farm    *feedfarm.Farm
-	srv     *httptest.Server
-	conns   atomic.Int64 // connections the farm accepted
-	log     *embedded.Log
-	db      *state.DB
-	sources *crawl.Sources
-	c       *crawl.Crawler
-	reg     *prometheus.Registry
-	offset  atomic.Int64 // of the crawler's clock from time.Now, in ns
-	cancel  context.CancelFunc
-	done    chan error // Run's result, once started
+	n        int
+	fullText bool // one-line feeds whose items' pages are fetched
+	dir      string
+	farm     *feedfarm.Farm
+	srv      *httptest.Server
+	conns    atomic.Int64 // connections the farm accepted
+	log      *embedded.Log
+	db       *state.DB
+	sources  *crawl.Sources
+	c        *crawl.Crawler
+	reg      *prometheus.Registry
+	offset   atomic.Int64 // of the crawler's clock from time.Now, in ns
+	cancel   context.CancelFunc
+	done     chan error // Run's result, once started
 }
 
 func (e *crawlEnv) now() time.Time { return time.Now().Add(time.Duration(e.offset.Load())) }
 
 func newCrawlEnv(b *testing.B, dir string, n int) *crawlEnv {
 	b.Helper()
-	e := &crawlEnv{n: n, dir: dir, farm: feedfarm.New(feedfarm.Options{Items: 50}), reg: prometheus.NewRegistry()}
+	e := &crawlEnv{n: n, dir: dir, fullText: os.Getenv("NEWSFLOW_BENCH_FULLTEXT") != "", reg: prometheus.NewRegistry()}
+	e.farm = feedfarm.New(feedfarm.Options{Items: 50, OneLine: e.fullText})
 	e.srv = httptest.NewUnstartedServer(e.farm)
 	e.srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -196,6 +201,7 @@ func (e *crawlEnv) close(b *testing.B) {
 // crawlPhase is what one crawl of every source measured.
 type crawlPhase struct {
 	fetches, articles, wireBytes float64
+	pages                        float64 // fetched for full text
 	elapsed, cpu                 time.Duration
 	lagSum, lagMax               time.Duration
 	conns                        int64
@@ -270,6 +276,16 @@ func (e *crawlEnv) phase(b *testing.B, start bool, wantNew int) crawlPhase {
 	runtime.ReadMemStats(&ms)
 	p.allocBytes = ms.TotalAlloc - alloc0
 	p.fetches, p.articles, p.wireBytes = c1.ok-c0.ok, c1.itemsNew-c0.itemsNew, c1.wireBytes-c0.wireBytes
+	p.pages = c1.pages - c0.pages
+	if e.fullText {
+		// Each crawl fetches the pages of its new items, at most the
+		// crawler's default of 10.
+		if want := float64(e.n * min(wantNew, 10)); p.pages != want || c1.pageFailures != c0.pageFailures {
+			b.Fatalf("%.0f pages fetched for full text, %.0f failed; want %.0f and none", p.pages, c1.pageFailures-c0.pageFailures, want)
+		}
+	} else if p.pages != 0 {
+		b.Fatalf("%.0f pages fetched for feeds that carry more than a line", p.pages)
+	}
 
 	// The fetch counter moves just before the crawl is recorded on the
 	// source: give the last few crawls a moment to be recorded. A source
@@ -314,6 +330,7 @@ func (e *crawlEnv) phase(b *testing.B, start bool, wantNew int) crawlPhase {
 type crawlCounters struct {
 	ok, notModified, other float64 // crawls by outcome
 	itemsNew, wireBytes    float64
+	pages, pageFailures    float64 // article pages fetched for full text
 }
 
 // counters reads the crawler's counters.
@@ -345,6 +362,12 @@ func (e *crawlEnv) counters(b *testing.B) crawlCounters {
 				}
 			case "newsflow_crawl_items_new_total":
 				c.itemsNew += v
+			case "newsflow_crawl_fulltext_total":
+				if m.GetLabel()[0].GetValue() == "ok" {
+					c.pages += v
+				} else {
+					c.pageFailures += v
+				}
 			case "newsflow_crawl_bytes_total":
 				c.wireBytes += v
 			}
@@ -382,6 +405,7 @@ func reportCrawl(b *testing.B, runs []crawlPhase) {
 		t.fetches += r.fetches
 		t.articles += r.articles
 		t.wireBytes += r.wireBytes
+		t.pages += r.pages
 		t.elapsed += r.elapsed
 		t.cpu += r.cpu
 		t.lagSum += r.lagSum
@@ -403,6 +427,7 @@ func reportCrawl(b *testing.B, runs []crawlPhase) {
 	b.ReportMetric(t.wireBytes/1024/t.fetches, "wire-KB/fetch")
 	b.ReportMetric(float64(t.allocBytes)/1024/t.fetches, "alloc-KB/fetch")
 	b.ReportMetric(t.peakRSSMB, "peak-rss-MB")
+	b.ReportMetric(t.pages/t.fetches, "pages/fetch")
 	b.ReportMetric(float64(t.dupCrawls)/float64(len(runs)), "dup-crawls")
 	// ns/op is the crawl time per source. (-benchmem's B/op and
 	// allocs/op are per phase, since an op of b.Loop is a phase; see

@@ -9,6 +9,8 @@
 //	/gen/<n>.xml          a generated RSS feed with Items items (default 50)
 //	                      whose content depends only on n and the current
 //	                      generation (see Farm.Advance)
+//	/page/<n>/<k>         the article page of item k of generated feed n
+//	                      (about 3 KB of HTML around 350 words of text)
 //	/news/<n>.xml         the RSS feed of news outlet n (0 to Outlets-1): its
 //	                      newest Items articles about the events of the news
 //	                      world published by the current generation
@@ -57,6 +59,10 @@ type Options struct {
 	Faults bool
 	// Items per generated feed (default 50).
 	Items int
+	// OneLine makes generated feeds carry a one-line summary per item and
+	// link each item to its article page on the farm, /page/<n>/<k>, as
+	// feeds that need their pages fetched for full text do.
+	OneLine bool
 	// Epoch is the publish time of generation 0's newest item (default
 	// 2026-01-01T00:00:00Z); items are an hour apart going back.
 	Epoch time.Time
@@ -178,6 +184,8 @@ func (f *Farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(p, "/files/") && f.opts.Dir != "":
 		f.serveFile(w, r, strings.TrimPrefix(p, "/files/"))
+	case strings.HasPrefix(p, "/page/"):
+		f.servePage(w, r, strings.TrimPrefix(p, "/page/"))
 	case strings.HasPrefix(p, "/gen/"):
 		f.serveGenerated(w, r, strings.TrimSuffix(strings.TrimPrefix(p, "/gen/"), ".xml"))
 	case strings.HasPrefix(p, "/news/"):
@@ -244,12 +252,23 @@ func contentTypeOf(name string) string {
 }
 
 // Generated returns generated feed n at generation g.
-func (f *Farm) Generated(n int, g int64) []byte {
+func (f *Farm) Generated(n int, g int64) []byte { return f.generated(n, g, "") }
+
+// generated returns generated feed n at generation g; with OneLine its
+// items link to their pages on host.
+func (f *Farm) generated(n int, g int64, host string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<rss version="2.0"><channel><title>Generated feed %d</title><link>https://gen.example/%d/</link><description>feed %d</description>`+"\n", n, n, n)
 	for i := 0; i < f.opts.Items; i++ {
 		k := g - int64(i) // item number, newest first
 		pub := f.opts.Epoch.Add(time.Duration(k) * time.Hour)
+		if f.opts.OneLine && host != "" {
+			fmt.Fprintf(&b, `<item><title>Feed %d reports development number %d in a continuing story</title>`+
+				`<link>http://%s/page/%d/%d</link><guid isPermaLink="false">gen-%d-%d</guid>`+
+				`<pubDate>%s</pubDate><description>Officials announced %d new measures.</description></item>`+"\n",
+				n, k, host, n, k, n, k, pub.Format(time.RFC1123Z), k%17)
+			continue
+		}
 		fmt.Fprintf(&b, `<item><title>Feed %d reports development number %d in a continuing story</title>`+
 			`<link>https://gen.example/%d/items/%d?utm_source=rss</link><guid isPermaLink="false">gen-%d-%d</guid>`+
 			`<pubDate>%s</pubDate><description>&lt;p&gt;Item %d of feed %d: officials said on %s that the %d measures would take effect &lt;b&gt;soon&lt;/b&gt;. Analysts expect further changes as the situation develops across the region and markets react.&lt;/p&gt;</description></item>`+"\n",
@@ -266,7 +285,28 @@ func (f *Farm) serveGenerated(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	g := f.generation.Load()
-	serveBytes(w, r, f.Generated(n, g), "application/rss+xml", f.opts.Epoch.Add(time.Duration(g)*time.Hour))
+	serveBytes(w, r, f.generated(n, g, r.Host), "application/rss+xml", f.opts.Epoch.Add(time.Duration(g)*time.Hour))
+}
+
+// servePage serves the article page of item k of generated feed n.
+func (f *Farm) servePage(w http.ResponseWriter, r *http.Request, name string) {
+	var n, k int
+	if _, err := fmt.Sscanf(name, "%d/%d", &n, &k); err != nil || n < 0 {
+		http.NotFound(w, r)
+		return
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Development %d | Feed %d</title></head><body>`+
+		`<header><nav><a href="/">Home</a> <a href="/world">World</a> <a href="/business">Business</a> <a href="/subscribe">Subscribe</a></nav></header>`+
+		`<main><article><h1>Feed %d reports development number %d in a continuing story</h1>`, k, n, n, k)
+	for p := range 8 {
+		fmt.Fprintf(&b, `<p>Paragraph %d of development %d: officials of region %d said on Monday that the %d measures would take effect within weeks, `+
+			`after talks that lasted most of the night. Analysts expect further changes as the situation develops across the region, `+
+			`and markets reacted calmly to the announcement, which had been widely expected since the spring.</p>`, p+1, k, n, k%17)
+	}
+	b.WriteString(`</article></main><aside><h2>Most read</h2><ul><li><a href="/a">Another story</a></li><li><a href="/b">And another</a></li></ul></aside>` +
+		`<footer>© Generated feed farm</footer></body></html>`)
+	serveBytes(w, r, b.Bytes(), "text/html; charset=utf-8", f.opts.Epoch)
 }
 
 func (f *Farm) serveFault(w http.ResponseWriter, r *http.Request, kind string) {

@@ -94,3 +94,26 @@ func TestFarm(t *testing.T) {
 		t.Fatalf("fault served while disabled: %d", resp.StatusCode)
 	}
 }
+
+func TestFarmOneLineFeedsLinkTheirPages(t *testing.T) {
+	f := New(Options{Items: 2, OneLine: true})
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := &http.Client{}
+	_, feed := get(t, c, srv.URL+"/gen/3.xml", nil)
+	link := srv.URL + "/page/3/0"
+	if !strings.Contains(feed, "<link>"+link+"</link>") || !strings.Contains(feed, "<description>Officials announced 0 new measures.</description>") {
+		t.Fatalf("one-line feed: %s", feed)
+	}
+	resp, page := get(t, c, link, nil)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		strings.Count(page, "<p>Paragraph") != 8 || !strings.Contains(page, "development 0") {
+		t.Fatalf("page: %d %s", resp.StatusCode, page)
+	}
+	if resp, _ := get(t, c, srv.URL+"/page/x", nil); resp.StatusCode != 404 {
+		t.Errorf("bad page name: %d", resp.StatusCode)
+	}
+	if plain := string(New(Options{Items: 2}).Generated(3, 0)); strings.Contains(plain, "/page/") || !strings.Contains(plain, "Analysts expect") {
+		t.Errorf("a farm without OneLine serves: %s", plain)
+	}
+}
