@@ -120,3 +120,67 @@ func TestNodeCrawls(t *testing.T) {
 		t.Fatalf("add a URL that fails to fetch: %d", resp.StatusCode)
 	}
 }
+
+// A feed whose items carry one line gets its articles' full text: a word
+// found only on the article pages finds the articles in search, and the
+// crawl record counts the pages.
+func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test skipped in -short mode")
+	}
+	farm := httptest.NewServer(feedfarm.New(feedfarm.Options{Items: 3, OneLine: true}))
+	defer farm.Close()
+	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
+	n.waitReady(30 * time.Second)
+
+	resp, err := adminPost(n.url("/api/v1/admin/sources?discover=false"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/gen/4.xml"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src struct {
+		ID string `json:"id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&src)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("add source: %d", resp.StatusCode)
+	}
+	// "spring" is on the pages only: the feed's titles and lines lack it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var page struct {
+			Hits []struct {
+				ID       string `json:"id"`
+				Title    string `json:"title"`
+				SourceID string `json:"source_id"`
+			} `json:"hits"`
+		}
+		err := getJSON(n.url("/api/v1/search?q=spring"), &page)
+		if err == nil && len(page.Hits) == 3 {
+			for _, h := range page.Hits {
+				if h.SourceID != src.ID || !strings.HasPrefix(h.Title, "Feed 4 reports development number") {
+					t.Errorf("hit %+v", h)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("search for a word of the pages: %v, %d hits %+v", err, len(page.Hits), page.Hits)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var st struct {
+		Crawl struct {
+			LastResult struct {
+				ItemsNew int `json:"items_new"`
+				FullText int `json:"full_text"`
+			} `json:"last_result"`
+		} `json:"crawl"`
+	}
+	if err := getJSON(n.url("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if r := st.Crawl.LastResult; r.ItemsNew != 3 || r.FullText != 3 {
+		t.Errorf("crawl record: %d new items, %d full texts; want 3 and 3", r.ItemsNew, r.FullText)
+	}
+}
