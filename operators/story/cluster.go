@@ -41,6 +41,18 @@ type ClusterOptions struct {
 	Decay float64
 	// TitleWeight multiplies term frequencies of title words (default 2).
 	TitleWeight float64
+	// GenericWeight multiplies the term frequencies of generic words:
+	// headline boilerplate ("live updates", "what we know", "explainer",
+	// "opinion") and common words that say little about an event (default
+	// 0.3; 1 weighs them as any word).
+	GenericWeight float64
+	// MinShared is the least number of words other than generic ones that
+	// an article must share with a story of at most SmallStory articles to
+	// join it (defaults 2 and 3), and that an article's story and another
+	// must share for the article to merge them: one shared name is not
+	// enough to found a story together. A larger story is joined by
+	// similarity to its centroid, which many articles define.
+	MinShared, SmallStory int
 	// MaxTerms caps an article vector to its highest-weighted terms
 	// (default 48); StoryTerms caps a story centroid (default 64).
 	MaxTerms, StoryTerms int
@@ -64,8 +76,9 @@ func DefaultClusterOptions() ClusterOptions {
 		ShortTerms: 10, LongTerms: 150,
 		SmallBoost:  0.15,
 		Decay:       0.1,
-		TitleWeight: 2,
-		MaxTerms:    48, StoryTerms: 64,
+		TitleWeight: 2, GenericWeight: 0.3,
+		MinShared: 2, SmallStory: 3,
+		MaxTerms: 48, StoryTerms: 64,
 		ProbeTerms: 8, ProbeDepth: 50,
 		Window: 72 * time.Hour,
 	}
@@ -92,6 +105,9 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 	setf(&o.Decay, d.Decay)
 	setf(&o.SmallBoost, d.SmallBoost)
 	setf(&o.TitleWeight, d.TitleWeight)
+	setf(&o.GenericWeight, d.GenericWeight)
+	seti(&o.MinShared, d.MinShared)
+	seti(&o.SmallStory, d.SmallStory)
 	seti(&o.ShortTerms, d.ShortTerms)
 	seti(&o.LongTerms, d.LongTerms)
 	seti(&o.MaxTerms, d.MaxTerms)
@@ -114,8 +130,10 @@ func (o ClusterOptions) Validate() error {
 	switch {
 	case o.Decay < 0 || math.IsNaN(o.Decay):
 		return errors.New("story: decay must not be negative")
-	case o.TitleWeight < 0:
-		return errors.New("story: title weight must not be negative")
+	case o.TitleWeight < 0 || o.GenericWeight < 0 || o.GenericWeight > 1 || math.IsNaN(o.GenericWeight):
+		return errors.New("story: title weight must not be negative, generic weight must be from 0 to 1")
+	case o.MinShared < 0 || o.SmallStory < 0:
+		return errors.New("story: min shared and small story must not be negative")
 	case o.ShortTerms < 0 || o.LongTerms < 0 || (o.LongTerms != 0 && o.ShortTerms >= o.LongTerms):
 		return errors.New("story: short terms must be below long terms")
 	case o.MaxTerms < 0 || o.StoryTerms < 0 || o.ProbeTerms < 0 || o.ProbeDepth < 0:
@@ -150,10 +168,11 @@ type centroid struct {
 type Clusterer struct {
 	opts ClusterOptions
 
-	vocab map[string]uint32
-	words []string // id → word
-	df    []uint32 // documents containing each term
-	docs  uint64
+	vocab   map[string]uint32
+	words   []string // id → word
+	generic []bool   // id → generic(word)
+	df      []uint32 // documents containing each term
+	docs    uint64
 
 	open     openSet
 	postings map[uint32][]uint64 // term → story numbers, ascending
@@ -223,11 +242,13 @@ func (c *Clusterer) Vectorize(t Text) Vector {
 	clear(c.tf)
 	c.toks = Tokens(c.toks[:0], t.Title)
 	for _, w := range c.toks {
-		c.tf[c.termID(w)] += c.opts.TitleWeight
+		id := c.termID(w)
+		c.tf[id] += c.opts.TitleWeight * c.wordWeight(id)
 	}
 	c.toks = Tokens(c.toks[:0], t.Body)
 	for _, w := range c.toks {
-		c.tf[c.termID(w)]++
+		id := c.termID(w)
+		c.tf[id] += c.wordWeight(id)
 	}
 	c.docs++
 	v := make(Vector, 0, len(c.tf))
@@ -239,7 +260,13 @@ func (c *Clusterer) Vectorize(t Text) Vector {
 	// Weight in a fixed order so the result does not depend on map order.
 	slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
 	for i := range v {
-		v[i].W = float32((1 + math.Log(float64(v[i].W))) * c.idf(v[i].ID))
+		// Sublinear in the frequency above 1, linear below (a generic word
+		// seen once weighs GenericWeight).
+		tf := float64(v[i].W)
+		if tf > 1 {
+			tf = 1 + math.Log(tf)
+		}
+		v[i].W = float32(tf * c.idf(v[i].ID))
 	}
 	if len(v) > c.opts.MaxTerms {
 		slices.SortFunc(v, byWeightDesc)
@@ -257,6 +284,13 @@ func (c *Clusterer) Vectorize(t Text) Vector {
 		}
 	}
 	return v
+}
+
+func (c *Clusterer) wordWeight(id uint32) float64 {
+	if c.generic[id] {
+		return c.opts.GenericWeight
+	}
+	return 1
 }
 
 func byWeightDesc(a, b term) int {
@@ -286,6 +320,7 @@ func (c *Clusterer) termID(w string) uint32 {
 	id := uint32(len(c.words))
 	c.vocab[w] = id
 	c.words = append(c.words, w)
+	c.generic = append(c.generic, generic(w))
 	c.df = append(c.df, 0)
 	return id
 }
@@ -348,7 +383,7 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 			continue
 		}
 		cs := dot(o.terms, st.terms) / math.Sqrt(o.normSq*st.normSq) * c.decay(o.last, st.last)
-		if cs < merge {
+		if cs < merge || c.sharedWords(o.terms, st.terms) < c.opts.MinShared {
 			continue
 		}
 		// The older story survives, so story ids stay those of the first
@@ -447,10 +482,14 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 				continue
 			}
 			var d float64
-			has := false
+			has, shared := false, 0
 			for _, t := range st.terms {
-				d += float64(c.dense[t.ID]) * float64(t.W)
+				w := c.dense[t.ID]
+				d += float64(w) * float64(t.W)
 				has = has || t.ID == e.ID
+				if w > 0 && !c.generic[t.ID] {
+					shared++
+				}
 			}
 			if !has {
 				dead++
@@ -459,7 +498,7 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 			live++
 			st.seen = c.epoch
 			sim := d / math.Sqrt(st.normSq) * c.decay(now, st.last)
-			if sim < lo {
+			if sim < lo || (st.size <= c.opts.SmallStory && shared < c.opts.MinShared) {
 				continue
 			}
 			c.cands = append(c.cands, candidate{num: num, sim: sim})
@@ -505,6 +544,27 @@ func (c *Clusterer) compact(id uint32) {
 		return
 	}
 	c.postings[id] = slices.Clip(ps[:k])
+}
+
+// sharedWords counts the terms other than generic words that a and b
+// both hold.
+func (c *Clusterer) sharedWords(a, b []term) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i].ID < b[j].ID:
+			i++
+		case a[i].ID > b[j].ID:
+			j++
+		default:
+			if !c.generic[a[i].ID] {
+				n++
+			}
+			i++
+			j++
+		}
+	}
+	return n
 }
 
 func dot(a, b []term) float64 {

@@ -80,16 +80,21 @@ func clusterAll(t testing.TB, docs []labelled, opts ClusterOptions) map[string]s
 	}
 	out := map[string]string{}
 	for id, s := range story {
-		for {
-			n, ok := redirect[s]
-			if !ok {
-				break
-			}
-			s = n
-		}
-		out[id] = fmt.Sprint(s)
+		out[id] = fmt.Sprint(follow(redirect, s))
 	}
 	return out
+}
+
+// follow returns the story that story s was merged into, if any, through
+// a chain of merges.
+func follow(redirect map[uint64]uint64, s uint64) uint64 {
+	for {
+		n, ok := redirect[s]
+		if !ok {
+			return s
+		}
+		s = n
+	}
 }
 
 func truthOf(docs []labelled) map[string]string {
@@ -170,14 +175,7 @@ func TestClustererRestoreContinuesIdentically(t *testing.T) {
 		}
 	}
 	for id, s := range story {
-		for {
-			n, ok := redirect[s]
-			if !ok {
-				break
-			}
-			s = n
-		}
-		if got := fmt.Sprint(s); got != want[id] {
+		if got := fmt.Sprint(follow(redirect, s)); got != want[id] {
 			t.Fatalf("article %s: story %s after restores, %s without", id, got, want[id])
 		}
 	}

@@ -114,6 +114,7 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		w := string(v[n:])
 		c.vocab[w] = id
 		c.words = append(c.words, w)
+		c.generic = append(c.generic, generic(w))
 		c.df = append(c.df, uint32(df))
 		return nil
 	})

@@ -98,3 +98,26 @@ says say said new news update updated video watch report reports via amp vs s t`
 	}
 	return m
 }()
+
+// genericWords are words that say little about which event a text is
+// about: headline boilerplate ("live updates", "what we know", "explainer",
+// "opinion") and common English words whose rarity in short headlines
+// gives them a weight they do not deserve. They are not dropped, since
+// they still separate two texts that are otherwise alike, but weigh less
+// and never count as shared evidence (Clusterer.sharedWords).
+var genericWords = func() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, w := range strings.Fields(`live updates update know explainer explained analysis opinion editorial column
+commentary letter letters podcast newsletter briefing recap roundup factbox timeline latest breaking exclusive
+today tonight yesterday week weekend morning evening thing things way ways need needs want wants
+why how what who where when which`) {
+		m[w] = struct{}{}
+	}
+	return m
+}()
+
+// generic reports whether an index term is a generic word.
+func generic(term string) bool {
+	_, ok := genericWords[term]
+	return ok
+}
