@@ -1,6 +1,7 @@
 package story
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,5 +63,28 @@ func TestSharedWordsSkipsGenericWords(t *testing.T) {
 	}
 	if n := c.sharedWords(a, a); n != 2 {
 		t.Errorf("shared words with itself %d, want 2 (chile, earthquake)", n)
+	}
+}
+
+// Generic words are looked up by index term, so each must be one: a stem
+// (plurals are folded before the lookup).
+func TestGenericWordsAreIndexTerms(t *testing.T) {
+	for w := range genericWords {
+		if stem(w) != w {
+			t.Errorf("generic word %q is not a stem (%q); it would never match", w, stem(w))
+		}
+	}
+	for _, c := range []struct{ text, want string }{
+		{"Live updates", "live update"}, {"Explainer", "explainer"}, {"Things to know", "thing know"},
+	} {
+		toks := Tokens(nil, c.text)
+		if strings.Join(toks, " ") != c.want {
+			t.Errorf("Tokens(%q) = %v, want %q", c.text, toks, c.want)
+		}
+		for _, tk := range toks {
+			if !generic(tk) {
+				t.Errorf("%q in %q is not generic", tk, c.text)
+			}
+		}
 	}
 }

@@ -101,16 +101,17 @@ says say said new news update updated video watch report reports via amp vs s t`
 
 // genericWords are words that say little about which event a text is
 // about: headline boilerplate ("live updates", "what we know", "explainer",
-// "opinion") and common English words whose rarity in short headlines
-// gives them a weight they do not deserve. They are not dropped, since
-// they still separate two texts that are otherwise alike, but weigh less
-// and never count as shared evidence (Clusterer.sharedWords).
+// "opinion") and common words whose rarity in short headlines gives them a
+// weight they do not deserve. They are not dropped, since they still
+// separate two texts that are otherwise alike, but weigh less and never
+// count as shared evidence (Clusterer.sharedWords). Entries are index
+// terms, as Tokens gives them: stemmed ("updates" → "update"), and not stop
+// words ("what", "we", "news" are dropped before).
 var genericWords = func() map[string]struct{} {
 	m := map[string]struct{}{}
-	for _, w := range strings.Fields(`live updates update know explainer explained analysis opinion editorial column
-commentary letter letters podcast newsletter briefing recap roundup factbox timeline latest breaking exclusive
-today tonight yesterday week weekend morning evening thing things way ways need needs want wants
-why how what who where when which`) {
+	for _, w := range strings.Fields(`live update know explainer explained analysis opinion editorial column
+commentary letter podcast newsletter briefing recap roundup factbox timeline latest breaking exclusive
+today tonight yesterday week weekend morning evening thing way need want`) {
 		m[w] = struct{}{}
 	}
 	return m
