@@ -15,10 +15,10 @@ import (
 
 // searchHit is what the cluster search tests compare of a hit.
 type searchHit struct {
-	ID          string    `json:"id"`
-	Score       float64   `json:"score"`
-	PublishedAt time.Time `json:"published_at"`
-	StoryID     string    `json:"story_id"`
+	ID          string  `json:"id"`
+	Score       float64 `json:"score"`
+	PublishedAt int64   `json:"published_at"` // ms
+	StoryID     string  `json:"story_id"`
 }
 
 // clusterSearchPage is the body of GET /api/v1/search.
@@ -33,7 +33,7 @@ type clusterSearchPage struct {
 }
 
 func (h searchHit) String() string {
-	return fmt.Sprintf("%s/%v/%d", h.ID, h.Score, h.PublishedAt.UnixMilli())
+	return fmt.Sprintf("%s/%v/%d", h.ID, h.Score, h.PublishedAt)
 }
 
 func searchPageOf(t testing.TB, n *testNode, query string, hdr ...string) clusterSearchPage {

@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -52,19 +53,46 @@ type Request struct {
 type Hit struct {
 	ID string `json:"id"`
 	// Score is the relevance score (OrderRelevance only; 0 otherwise).
-	Score       float64   `json:"score"`
-	Title       string    `json:"title"`
-	Summary     string    `json:"summary,omitempty"`
-	URL         string    `json:"url,omitempty"`
-	Source      string    `json:"source,omitempty"`
-	SourceID    string    `json:"source_id,omitempty"`
-	StoryID     string    `json:"story_id,omitempty"`
-	Topics      []string  `json:"topics,omitempty"`
+	Score    float64  `json:"score"`
+	Title    string   `json:"title"`
+	Summary  string   `json:"summary,omitempty"`
+	URL      string   `json:"url,omitempty"`
+	Source   string   `json:"source,omitempty"`
+	SourceID string   `json:"source_id,omitempty"`
+	StoryID  string   `json:"story_id,omitempty"`
+	Topics   []string `json:"topics,omitempty"`
+	// PublishedAt is sent as milliseconds since the epoch, the time format
+	// of every other endpoint (see MarshalJSON).
 	PublishedAt time.Time `json:"published_at"`
 	// Highlights maps "title" and "summary", when the query matched them, to
 	// one fragment of HTML: the text escaped, matched words in <mark> tags.
 	// The plain fields above are not escaped.
 	Highlights map[string][]string `json:"highlights,omitempty"`
+}
+
+// hitJSON is Hit on the wire: the published time in ms since the epoch.
+type hitJSON struct {
+	hitAlias
+	PublishedAt int64 `json:"published_at"`
+}
+
+type hitAlias Hit
+
+// MarshalJSON writes the hit with published_at in milliseconds since the
+// epoch, as every endpoint writes times.
+func (h Hit) MarshalJSON() ([]byte, error) {
+	return json.Marshal(hitJSON{hitAlias: hitAlias(h), PublishedAt: h.PublishedAt.UnixMilli()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (h *Hit) UnmarshalJSON(b []byte) error {
+	var j hitJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*h = Hit(j.hitAlias)
+	h.PublishedAt = time.UnixMilli(j.PublishedAt).UTC()
+	return nil
 }
 
 // Result is one page of hits.

@@ -678,3 +678,29 @@ func TestResultJSON(t *testing.T) {
 		t.Errorf("bad cursor in JSON: %v", err)
 	}
 }
+
+// TestHitJSONTimeInMilliseconds: a hit's published_at goes on the wire as
+// milliseconds since the epoch, like every other endpoint's times (the web
+// reader showed "NaN days ago" for an RFC 3339 string), and reads back.
+func TestHitJSONTimeInMilliseconds(t *testing.T) {
+	at := time.Date(2026, 3, 1, 10, 0, 0, 123e6, time.UTC)
+	h := Hit{ID: "a", Title: "t", StoryID: "s", PublishedAt: at}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if ms, ok := m["published_at"].(float64); !ok || int64(ms) != at.UnixMilli() {
+		t.Fatalf("published_at %#v in %s, want %d", m["published_at"], b, at.UnixMilli())
+	}
+	var back Hit
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.PublishedAt.Equal(at) || back.ID != "a" || back.StoryID != "s" {
+		t.Errorf("round trip %+v, want %+v", back, h)
+	}
+}
