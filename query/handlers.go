@@ -1,9 +1,13 @@
 package query
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/operators/trending"
@@ -23,20 +27,39 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 	writeRaw(ctx, fasthttp.StatusOK, []byte(`{"status":"ready"}`))
 }
 
-// handleTrending answers GET /api/v1/trending?window=1m|1h|24h&k=&category=.
+// handleTrending answers GET
+// /api/v1/trending?window=1m|1h|24h&k=&category=&by=article|story.
 func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
 	window := string(args.Peek("window"))
 	if window == "" {
 		window = "1h"
 	}
-	k, err := intArg(ctx, "k", 10, 1, s.deps.Trending.Options().MaxK)
+	maxK := s.deps.Trending.Options().MaxK
+	k, err := intArg(ctx, "k", 10, 1, maxK)
 	if err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
+	byStory := false
+	switch by := string(args.Peek("by")); by {
+	case "", "article":
+	case "story":
+		if s.deps.Stories == nil {
+			writeError(ctx, fasthttp.StatusBadRequest, "by: this node has no story stage; only \"article\" is supported")
+			return
+		}
+		byStory = true
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("by: \"article\" or \"story\", got %q", by))
+		return
+	}
 	category := string(args.Peek("category"))
-	res, err := s.deps.Trending.Top(window, category, k)
+	ask := k
+	if byStory {
+		ask = maxK // the stories are summed from the top articles
+	}
+	res, err := s.deps.Trending.Top(window, category, ask)
 	if errors.Is(err, trending.ErrUnknownWindow) {
 		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": err.Error(), "windows": s.deps.Trending.WindowNames()})
 		return
@@ -47,7 +70,12 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 	}
 	var failed []string
 	if s.fansOut(ctx) {
-		res, failed = s.clusterTop(res, window, category, k)
+		res, failed = s.clusterTop(res, window, category, ask)
+	}
+	if byStory {
+		writeJSON(ctx, fasthttp.StatusOK, storyTrending{Window: res.Window, Category: res.Category, Items: s.trendingStories(res.Items, k),
+			AsOf: res.AsOf, Partial: res.Partial, FailedNodes: failed})
+		return
 	}
 	switch expand := string(args.Peek("expand")); {
 	case expand == "" && len(failed) > 0:
@@ -64,6 +92,75 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf,
 			"missing_partitions": res.Partial, "failed_nodes": failed})
 	}
+}
+
+// storyTrending is the answer of /api/v1/trending?by=story.
+type storyTrending struct {
+	Window      string      `json:"window"`
+	Category    string      `json:"category,omitempty"`
+	Items       []storyItem `json:"items"`
+	AsOf        int64       `json:"as_of"`
+	Partial     []int32     `json:"missing_partitions,omitempty"`
+	FailedNodes []string    `json:"failed_nodes,omitempty"`
+}
+
+// storyItem is one trending story: the shares of its articles summed.
+// An article not in a story yet stands for itself (StoryID empty).
+type storyItem struct {
+	Rank    int    `json:"rank"`
+	StoryID string `json:"story_id,omitempty"`
+	Title   string `json:"title,omitempty"`
+	URL     string `json:"url,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Count   uint64 `json:"count"`
+	// Articles are the story's articles among the trending ones, most
+	// shared first.
+	Articles []trending.Item `json:"articles"`
+}
+
+// trendingStories sums the trending articles' counts by the story each
+// article is in now and returns the k best stories, most shared first
+// (ties by story id). The articles are the top MaxK of the window, so a
+// story counts the shares of those of its articles that are among them:
+// exact unless a story's shares are spread over articles that each rank
+// below MaxK.
+func (s *Server) trendingStories(items []trending.Item, k int) []storyItem {
+	at := map[string]int{}
+	var out []storyItem
+	for _, it := range items {
+		ref := s.articleRef(it.ArticleID)
+		key := "story:" + ref.StoryID
+		if ref.StoryID == "" {
+			key = "article:" + it.ArticleID
+		}
+		i, ok := at[key]
+		if !ok {
+			i = len(out)
+			at[key] = i
+			out = append(out, storyItem{StoryID: ref.StoryID, Title: ref.Title, URL: ref.URL, Source: ref.Source})
+			if ref.StoryID != "" {
+				if st, err := s.deps.Stories.Head(ref.StoryID); err == nil {
+					out[i].Title, out[i].URL, out[i].Source = st.Title, st.URL, cmp.Or(st.Source, st.SourceID)
+				}
+			}
+		}
+		out[i].Count += it.Count
+		out[i].Articles = append(out[i].Articles, it)
+	}
+	slices.SortStableFunc(out, func(a, b storyItem) int {
+		if a.Count != b.Count {
+			return cmp.Compare(b.Count, a.Count)
+		}
+		return strings.Compare(a.StoryID+a.Articles[0].ArticleID, b.StoryID+b.Articles[0].ArticleID)
+	})
+	out = out[:min(k, len(out))]
+	for i := range out {
+		out[i].Rank = i + 1
+	}
+	if out == nil {
+		out = []storyItem{}
+	}
+	return out
 }
 
 // clusterTrending is a trending answer some nodes did not contribute to.

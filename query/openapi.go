@@ -36,7 +36,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
 
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
-		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id"},
+		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
 	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window", ok: 200, okSchema: "Object", errs: []int{400, 429}},
 	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 429, 503}},
@@ -53,7 +53,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/breaking", tag: "stories", summary: "Stories breaking now", ok: 200, okSchema: "StoryPage", errs: []int{429}},
 	{method: "GET", path: "/api/v1/topics", tag: "stories", summary: "Topics of recent stories with story and article counts", ok: 200, okSchema: "Object", errs: []int{429}},
 	{method: "GET", path: "/api/v1/search", tag: "search", summary: "Full-text search over all partitions (title boosted), with filters and highlights. In a cluster the receiving node asks every node and merges; partitions no node answered for are in missing_partitions (partial: true), nodes that did not answer in failed_nodes. next_cursor is a position in the order, valid on any node",
-		query: []string{"q:string:text (empty: newest first)", "topic:string:only this topic", "source:string:only this source id", "from:string:published at or after (RFC 3339 or ms)", "to:string:published before", "limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page"},
+		query: []string{"q:string:text (empty: newest first)", "topic:string:only this topic", "source:string:only this source id", "from:string:published at or after (RFC 3339 or ms)", "to:string:published before", "limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "group:string:story for one result per story, its other hits in also"},
 		ok:    200, okSchema: "SearchPage", errs: []int{400, 429, 503}},
 	{method: "GET", path: "/api/v1/feed", tag: "feed", summary: "The reader's feed (personal with a session, else the non-personal ranking). interest says whether the reader's interest profile ranked it: applied, none (no reads yet) or unavailable (its owner did not answer: ranked with the preferences alone, partial: true, with interest_error, missing_partitions and failed_nodes)",
 		query: []string{"limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "explain:string:1 to include each story's signals"},

@@ -2,7 +2,10 @@ package query
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +40,8 @@ const searchTimeout = 5 * time.Second
 // handleSearch searches the articles of every partition. Parameters: q
 // (text; empty lists the newest), topic, source (source id), from and to
 // (RFC 3339 or ms; from inclusive, to exclusive), limit (1-100, default
-// 20), cursor (from next_cursor).
+// 20), cursor (from next_cursor), group ("story": one result per story,
+// see groupByStory).
 //
 // In a cluster the node that receives the search sends it to every other
 // member (fanOut, with HeaderForwarded: answer from your own partitions),
@@ -54,12 +58,26 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
+	groups := 0 // the number of stories asked for, when grouping
+	switch g := string(ctx.QueryArgs().Peek("group")); g {
+	case "":
+	case "story":
+		groups, r.Limit = r.Limit, min(search.MaxLimit, r.Limit*groupFetch)
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("group: only \"story\" is supported, got %q", g))
+		return
+	}
 	fan := s.fansOut(ctx)
 	var peers []searchPage
 	var failed []peerAnswer
 	done := make(chan struct{})
 	if fan {
-		uri := "/api/v1/search?" + ctx.QueryArgs().String()
+		// The other nodes answer plain hits; this node groups them.
+		args := &fasthttp.Args{}
+		ctx.QueryArgs().CopyTo(args)
+		args.Del("group")
+		args.Set("limit", strconv.Itoa(r.Limit))
+		uri := "/api/v1/search?" + args.String()
 		go func() {
 			defer close(done)
 			peers, failed = gather[searchPage](s, uri, nil)
@@ -121,7 +139,70 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
+	if groups > 0 {
+		writeJSON(ctx, fasthttp.StatusOK, groupByStory(page, groups))
+		return
+	}
 	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+// groupFetch is how many hits a grouped search reads per story asked for.
+const groupFetch = 4
+
+// storyHit is a search result grouped by story: the best hit of the story
+// and the story's other hits on the page, in the search's order.
+type storyHit struct {
+	search.Hit
+	Also []search.Hit `json:"also,omitempty"`
+}
+
+// MarshalJSON writes the hit's fields and also beside them (the embedded
+// Hit's own MarshalJSON would otherwise stand for the whole value).
+func (h storyHit) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(h.Hit)
+	if err != nil || len(h.Also) == 0 {
+		return b, err
+	}
+	also, err := json.Marshal(h.Also)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(b[:len(b)-1], `,"also":`...), also...), '}'), nil
+}
+
+// groupedPage is the response of /api/v1/search?group=story.
+type groupedPage struct {
+	searchPage
+	Hits []storyHit `json:"hits"`
+}
+
+// groupByStory folds the page's hits into at most n results, one per
+// story (an article without a story is its own), each led by the story's
+// first hit in the order. Reading stops before the hit that would start
+// story n+1, and the cursor continues from the last hit read, so no hit
+// is lost between pages; a story already shown can come back on a later
+// page, and a reader folds it under the first (the web reader does).
+func groupByStory(page searchPage, n int) groupedPage {
+	out := groupedPage{searchPage: page, Hits: []storyHit{}}
+	at := map[string]int{}
+	for i, h := range page.Hits {
+		key := h.StoryID
+		if key == "" {
+			key = "article:" + h.ID
+		}
+		if j, ok := at[key]; ok {
+			out.Hits[j].Also = append(out.Hits[j].Also, h)
+			continue
+		}
+		if len(out.Hits) == n {
+			out.Next = search.CursorAfter(page.Order, &page.Hits[i-1])
+			break
+		}
+		at[key] = len(out.Hits)
+		out.Hits = append(out.Hits, storyHit{Hit: h})
+	}
+	out.searchPage.Hits = nil
+	return out
 }
 
 // mergeSearch merges this node's page (nil when it has no partition open)

@@ -437,6 +437,26 @@ var ErrNotFound = errors.New("not found")
 // MaxDetailArticles caps the articles listed by Get.
 const MaxDetailArticles = 1000
 
+// Head returns a story without its articles, from committed state; a
+// story merged into another is answered with the story it is part of now.
+func (o *Operator) Head(id string) (*Story, error) {
+	rp := o.reader.Load()
+	if rp == nil {
+		return nil, ErrNotFound
+	}
+	rec, err := loadRecord(*rp, id)
+	if err != nil {
+		return nil, err
+	}
+	for hops := 0; rec.MergedInto != "" && hops < 64; hops++ {
+		if rec, err = loadRecord(*rp, rec.MergedInto); err != nil {
+			return nil, err
+		}
+	}
+	st := rec.Story
+	return &st, nil
+}
+
 // Get returns a story and its articles, in arrival order, from committed
 // state. A story merged into another is answered with the story it is
 // part of now.

@@ -179,6 +179,10 @@ func cursorAt(o Order, h *Hit) *Cursor {
 	return c
 }
 
+// CursorAfter is the cursor just after h in order o: a search with it
+// continues with the hit that follows h.
+func CursorAfter(o Order, h *Hit) *Cursor { return cursorAt(o, h) }
+
 // compareHits orders a and b in order o: negative if a comes first.
 func compareHits(o Order, a, b *Hit) int {
 	if o == OrderRelevance {
