@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
 	bsearch "github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/highlight"
 	htmlformat "github.com/blevesearch/bleve/v2/search/highlight/format/html"
 	"github.com/blevesearch/bleve/v2/search/highlight/fragmenter/simple"
 	simplehl "github.com/blevesearch/bleve/v2/search/highlight/highlighter/simple"
@@ -588,10 +590,40 @@ type highlighter struct {
 
 func newHighlighter(en analysis.Analyzer, fragmentSize int) *highlighter {
 	return &highlighter{en: en, h: simplehl.NewHighlighter(
-		simple.NewFragmenter(fragmentSize),
+		wordFragmenter{simple.NewFragmenter(fragmentSize)},
 		htmlformat.NewFragmentFormatter("<mark>", "</mark>"),
 		simplehl.DefaultSeparator,
 	)}
+}
+
+// wordFragmenter moves the ends of the inner fragmenter's fragments to word
+// boundaries, so that a fragment neither starts nor ends in the middle of
+// a word (the highlighter marks the cut with "…"). It never moves an end
+// past a matched term inside the fragment.
+type wordFragmenter struct{ inner highlight.Fragmenter }
+
+func (w wordFragmenter) Fragment(orig []byte, ot highlight.TermLocations) []*highlight.Fragment {
+	frags := w.inner.Fragment(orig, ot)
+	const space = " \t\n\r"
+	for _, f := range frags {
+		lo, hi := f.End, f.Start // the matched terms inside the fragment
+		for _, t := range ot {
+			if t.Start >= f.Start && t.End <= f.End {
+				lo, hi = min(lo, t.Start), max(hi, t.End)
+			}
+		}
+		if f.Start > 0 && f.Start < lo && !bytes.ContainsAny(orig[f.Start-1:f.Start], space) {
+			if i := bytes.IndexAny(orig[f.Start:lo], space); i >= 0 {
+				f.Start += i + 1
+			}
+		}
+		if f.End < len(orig) && hi < f.End && !bytes.ContainsAny(orig[f.End:f.End+1], space) {
+			if i := bytes.LastIndexAny(orig[hi:f.End], space); i >= 0 {
+				f.End = hi + i
+			}
+		}
+	}
+	return frags
 }
 
 // highlight returns the highlights of the query terms in title and summary,

@@ -704,3 +704,38 @@ func TestHitJSONTimeInMilliseconds(t *testing.T) {
 		t.Errorf("round trip %+v, want %+v", back, h)
 	}
 }
+
+// TestHighlightFragmentsCutAtWords: a summary longer than the fragment is
+// cut at word boundaries on both sides ("…" marks each cut), whatever the
+// position of the match, and the match stays marked.
+func TestHighlightFragmentsCutAtWords(t *testing.T) {
+	words := strings.Fields(strings.Repeat("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima ", 8))
+	var docs []Doc
+	for i := range 6 {
+		w := slices.Clone(words)
+		w[5+i*15] = "zeppelin"
+		docs = append(docs, Doc{ID: fmt.Sprintf("z%d", i), Title: "Airship news", Summary: strings.Join(w, " "), PublishedAt: at(i)})
+	}
+	ix, _ := newTestIndex(t, docs, Options{FragmentSize: 60})
+	res := mustSearch(t, ix, Request{Query: "zeppelin", Limit: 10})
+	if len(res.Hits) != len(docs) {
+		t.Fatalf("%d hits, want %d", len(res.Hits), len(docs))
+	}
+	known := map[string]bool{"zeppelin": true}
+	for _, w := range words {
+		known[w] = true
+	}
+	for _, h := range res.Hits {
+		frag := h.Highlights["summary"]
+		if len(frag) != 1 || !strings.Contains(frag[0], "<mark>zeppelin</mark>") {
+			t.Fatalf("%s: highlight %q", h.ID, frag)
+		}
+		plain := strings.NewReplacer("<mark>", "", "</mark>", "").Replace(frag[0])
+		plain = strings.Trim(plain, "…")
+		for _, w := range strings.Fields(plain) {
+			if !known[w] {
+				t.Errorf("%s: fragment %q has the cut word %q", h.ID, frag[0], w)
+			}
+		}
+	}
+}
