@@ -284,7 +284,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 	end := min(len(l.items), start+limit)
 	for i := start; i < end; i++ {
 		it := l.items[i]
-		fi := feedItem{Story: l.stories[it.StoryID], Score: it.Explain.Score}
+		fi := feedItem{Story: s.shownBy(l.stories[it.StoryID], it.Shown), Score: it.Explain.Score}
 		if explain {
 			e := it.Explain
 			fi.Explain = &e
@@ -295,6 +295,31 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 		page.Next = encodeFeedCursor(feedCursor{list: l.id, offset: end, last: l.items[end-1].StoryID})
 	}
 	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+// shownBy returns the story as its card shows it through source src's
+// newest article (rank.Item.Shown), or st itself when src is empty or its
+// article cannot be read here.
+func (s *Server) shownBy(st *story.Story, src string) *story.Story {
+	if src == "" || st == nil || s.deps.Stories == nil {
+		return st
+	}
+	d, err := s.deps.Stories.Get(st.ID)
+	if err != nil {
+		return st
+	}
+	var best *story.ArticleRecord
+	for i := range d.Articles {
+		if a := &d.Articles[i]; a.SourceID == src && (best == nil || a.Published > best.Published) {
+			best = a
+		}
+	}
+	if best == nil {
+		return st
+	}
+	c := *st
+	c.Representative, c.Title, c.URL, c.SourceID, c.Source = best.ID, best.Title, best.URL, best.SourceID, best.Source
+	return &c
 }
 
 type feedCursor struct {

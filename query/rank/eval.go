@@ -171,6 +171,7 @@ func Simulate(o SimOptions, opts Options) Evaluation {
 		pers := make([]Candidate, len(items))
 		for i, it := range items {
 			pers[i] = it.Candidate
+			pers[i].SourceID = it.ShownSource() // the outlet the card shows
 		}
 		add(&ev.Personalized, score(pers, clicked))
 		add(&ev.Popularity, score(popular, clicked))

@@ -163,6 +163,19 @@ type Explain struct {
 type Item struct {
 	Candidate
 	Explain Explain
+	// Shown is the source whose article the card shows instead of the
+	// representative's, when the representative's source had reached
+	// MaxPerSource in the top and the story has another source that had
+	// not (empty: the representative).
+	Shown string
+}
+
+// ShownSource is the source whose article the item's card shows.
+func (it *Item) ShownSource() string {
+	if it.Shown != "" {
+		return it.Shown
+	}
+	return it.SourceID
 }
 
 // Rank orders the candidates for a reader at event time now (ms). Stories
@@ -292,9 +305,12 @@ func similarity(a, b *Candidate) float64 {
 }
 
 // rerank applies MMR to the best MMRDepth items and caps stories per
-// source in the first TopN. A story held back by the cap competes again
-// once TopN stories are placed. (With fewer than TopN/MaxPerSource sources
-// the cap cannot hold, and held back stories fill the rest of the top.)
+// source in the first TopN. A story whose representative's source is at
+// the cap is shown by another of its sources below the cap, if it has one
+// (Shown): a high-authority outlet that covers most stories does not lead
+// every card. Otherwise it is held back, and competes again once TopN
+// stories are placed. (With fewer than TopN/MaxPerSource sources the cap
+// cannot hold, and held back stories fill the rest of the top.)
 func rerank(items []Item, o Options) []Item {
 	depth := min(o.MMRDepth, len(items))
 	pool := items[:depth]
@@ -327,13 +343,18 @@ func rerank(items []Item, o Options) []Item {
 			continue
 		}
 		it := pool[best]
-		if capOn && perSource[it.SourceID] >= o.MaxPerSource {
-			held[best] = true
-			continue
+		shownBy := it.SourceID
+		if capOn && perSource[shownBy] >= o.MaxPerSource {
+			i := slices.IndexFunc(it.Sources, func(src string) bool { return perSource[src] < o.MaxPerSource })
+			if i < 0 {
+				held[best] = true
+				continue
+			}
+			shownBy, it.Shown = it.Sources[i], it.Sources[i]
 		}
 		placed[best] = true
 		it.Explain.MMR = bestVal
-		perSource[it.SourceID]++
+		perSource[shownBy]++
 		out = append(out, it)
 		if len(out) >= o.TopN {
 			capOn = false

@@ -3,6 +3,7 @@ package rank
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,8 +27,7 @@ func TestExcludedAndCappedSources(t *testing.T) {
 	var cands []Candidate
 	for i := range 10 {
 		c := cand(fmt.Sprint("big", i), "big", fmt.Sprint("t", i), 0)
-		c.Sources = []string{"big", "a", "b", "c", "d", "e"}
-		c.Authority = 1
+		c.Authority = 1 // reported by big alone, so the cap holds it back
 		cands = append(cands, c)
 	}
 	for i := range 30 {
@@ -53,6 +53,47 @@ func TestExcludedAndCappedSources(t *testing.T) {
 	// Held-back stories come right after the top 20, before weaker ones.
 	if items[20].SourceID != "big" {
 		t.Errorf("item 21 from %s, want a held-back big story", items[20].SourceID)
+	}
+}
+
+// TestCapShowsAnotherSource: when the outlet with the highest authority is
+// the representative of most stories, the cap shows those stories through
+// their other outlets instead of filling the top with one name, and every
+// story stays in the top.
+func TestCapShowsAnotherSource(t *testing.T) {
+	var cands []Candidate
+	for i := range 15 {
+		c := cand(fmt.Sprint("big", i), "big", fmt.Sprint("t", i), 0)
+		c.Sources = []string{"big", fmt.Sprint("o", i%6), fmt.Sprint("p", i%4)}
+		c.Authority = 1
+		cands = append(cands, c)
+	}
+	for i := range 10 {
+		cands = append(cands, cand(fmt.Sprint("s", i), fmt.Sprint("src", i), fmt.Sprint("t", i), 1))
+	}
+	items := Rank(cands, nil, 0, Options{})
+	per := map[string]int{}
+	bigs := 0
+	for _, it := range items[:20] {
+		per[it.ShownSource()]++
+		if strings.HasPrefix(it.StoryID, "big") {
+			bigs++
+			if it.Shown != "" && !slices.Contains(it.Sources, it.Shown) {
+				t.Errorf("%s shown by %s, not one of its sources %v", it.StoryID, it.Shown, it.Sources)
+			}
+		} else if it.Shown != "" {
+			t.Errorf("%s from a single source shown by %s", it.StoryID, it.Shown)
+		}
+	}
+	for src, n := range per {
+		if n > 2 {
+			t.Errorf("%d cards of %s in the top 20: %v", n, src, per)
+		}
+	}
+	// Held back by the cap, only 2 of them would be in the top 20 (MMR
+	// still spreads stories that share a representative).
+	if per["big"] != 2 || bigs < 8 {
+		t.Errorf("top 20 holds %d of the 15 best stories, %d shown by big (want at least 8, and 2)", bigs, per["big"])
 	}
 }
 

@@ -11,7 +11,7 @@ async function api(path, opts = {}) {
   const text = await res.text();
   let body = {};
   try { body = text ? JSON.parse(text) : {}; } catch { body = { error: text }; }
-  if (!res.ok) throw new Error(body.error || `${res.status} ${res.statusText}`);
+  if (!res.ok) throw Object.assign(new Error(body.error || `${res.status} ${res.statusText}`), { status: res.status });
   return body;
 }
 
@@ -23,7 +23,22 @@ const until = (ms) => {
   const m = Math.round((ms - Date.now()) / 60000);
   return m <= 0 ? "now" : m < 120 ? `in ${m} min` : `in ${Math.round(m / 60)} h`;
 };
-const when = (ms) => `<time datetime="${new Date(ms).toISOString()}">${ago(ms)}</time>`;
+// when shows a time as "5 min ago", the exact time on hover; a missing or
+// unreadable time shows nothing rather than "NaN" or "Invalid Date".
+const when = (ms) => {
+  const t = typeof ms === "number" ? ms : Date.parse(ms);
+  if (!Number.isFinite(t) || t <= 0) return "";
+  const d = new Date(t);
+  return `<time datetime="${d.toISOString()}" title="${esc(d.toLocaleString())}">${ago(t)}</time>`;
+};
+// snippet shortens text to about n characters at a word boundary.
+const snippet = (text, n = 240) => {
+  const s = String(text ?? "").trim();
+  if (s.length <= n) return s;
+  const cut = s.slice(0, n + 1), at = cut.lastIndexOf(" ");
+  return `${(at > n / 2 ? cut.slice(0, at) : cut.slice(0, n)).replace(/[\s,;:.\-–—]+$/, "")}…`;
+};
+const meta = (...parts) => parts.filter(Boolean).join(" · ");
 const bytes = (n) => n < 1024 ? `${n} B` : n < 1 << 20 ? `${(n / 1024).toFixed(1)} KiB` : n < 1 << 30 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${(n / (1 << 30)).toFixed(2)} GiB`;
 const plural = (n, w) => `${n} ${w}${n === 1 ? "" : "s"}`;
 
@@ -48,11 +63,11 @@ function card(st) {
   const topics = (st.topics || []).map((t) => `<span class="topic">${esc(t.topic)}</span>`).join(" ");
   return `<article class="card" data-id="${esc(st.id)}">
     <h2><a href="/stories/${enc(st.id)}">${st.breaking ? '<span class="badge">Breaking</span> ' : ""}${esc(st.title)}</a></h2>
-    <p class="meta">${esc(st.source || st.source_id)} · ${when(st.last_seen)} · <span class="sources">${plural(n, "source")}</span>${topics ? " · " + topics : ""}</p>
+    <p class="meta">${meta(outlet(st), when(st.last_seen), `<span class="sources">${plural(n, "source")}</span>`, topics)}</p>
   </article>`;
 }
 
-function scroller(load, render, list, status, empty) {
+function scroller(load, render, list, status, empty, after) {
   let cursor = "", done = false, busy = false;
   const more = async () => {
     if (done || busy) return;
@@ -60,6 +75,7 @@ function scroller(load, render, list, status, empty) {
     try {
       const res = await load(cursor);
       list.insertAdjacentHTML("beforeend", render(res));
+      after?.(res);
       cursor = res.next_cursor || "";
       done = !cursor;
       status.textContent = done ? (list.children.length ? "" : empty) : "";
@@ -79,18 +95,26 @@ async function showFeed(topic) {
 }
 
 async function showStory(id) {
-  const d = await api(`/api/v1/stories/${enc(id)}`);
+  let d;
+  try {
+    d = await api(`/api/v1/stories/${enc(id)}`);
+  } catch (e) {
+    if (e.status !== 404) throw e;
+    page("Story not found", `<h1>Story not found</h1><p>This story is no longer here: stories close a few days after their latest article, and old ones are removed.</p>
+      <p><a href="/">Back to the top stories</a> or <a href="/search">search the articles</a>.</p>`);
+    return;
+  }
   const names = {};
   for (const a of d.articles) names[a.source_id] = a.source || a.source_id;
   page(d.title, `<h1>${d.breaking ? '<span class="badge">Breaking</span> ' : ""}${esc(d.title)}</h1>
     <p class="meta">${plural(d.article_count, "article")} from ${plural(d.sources.length, "source")} · first seen ${when(d.first_seen)} · latest ${when(d.last_seen)}${(d.topics || []).map((t) => ` · <span class="topic">${esc(t.topic)}</span>`).join("")}</p>
     <section aria-labelledby="srcs"><h2 id="srcs">Sources</h2>
-      <ul class="chips">${d.sources.map((s) => `<li>${esc(names[s.source_id] || s.source_id)} <span class="meta">(${s.articles})</span></li>`).join("")}</ul></section>
+      <ul class="chips">${d.sources.map((s) => `<li><a href="/sources/${enc(s.source_id)}">${esc(names[s.source_id] || s.source_id)}</a> <span class="meta">(${s.articles})</span></li>`).join("")}</ul></section>
     <section aria-labelledby="arts"><h2 id="arts">Articles</h2>
     <div id="articles">${d.articles.map((a) => `<article class="card" data-article="${esc(a.id)}">
       <h3><a href="${esc(a.url)}" target="_blank" rel="noopener" data-read="${esc(a.id)}">${esc(a.title)}</a></h3>
-      <p class="meta">${esc(a.source || a.source_id)} · ${when(a.published_at)}</p>
-      ${a.summary ? `<p>${esc(a.summary)}</p>` : ""}
+      <p class="meta">${meta(outlet(a), when(a.published_at))}</p>
+      ${a.summary ? `<p class="summary">${esc(a.summary)}</p>` : ""}
       <button type="button" data-share="${esc(a.id)}" aria-label="Share: ${esc(a.title)}">Share</button>
     </article>`).join("")}</div></section>`);
 }
@@ -119,15 +143,57 @@ async function showSearch(params) {
   for (const k of ["topic", "source"]) if (f[k]) q.set(k, f[k]);
   if (f.from) q.set("from", new Date(f.from + "T00:00:00Z").toISOString());
   if (f.to) q.set("to", new Date(Date.parse(f.to + "T00:00:00Z") + 86400000).toISOString());
-  await scroller(async (c) => {
-    const res = await api(`/api/v1/search?${q}${c ? `&cursor=${enc(c)}` : ""}`);
-    $("total").textContent = plural(res.total, "result") + (res.partial ? " (some partitions did not answer)" : "");
-    return res;
-  }, (res) => res.hits.map((h) => `<article class="card hit">
-    <h2><a href="/stories/${enc(h.story_id)}">${h.highlights?.title?.[0] || esc(h.title)}</a></h2>
-    <p>${h.highlights?.summary?.[0] || esc(h.summary || "")}</p>
-    <p class="meta">${esc(h.source || h.source_id)} · ${when(h.published_at)}${(h.topics || []).map((t) => ` · <span class="topic">${esc(t)}</span>`).join("")}</p></article>`).join(""),
-  $("hits"), $("more"), "No results.");
+  await storyResults(q, $("hits"), $("more"), $("total"));
+}
+
+// storyResults lists the articles a search finds (q: its parameters), one
+// result per story: the server groups each page, and a story that comes
+// back on a later page folds under its first result.
+function storyResults(q, list, status, total) {
+  const shown = new Map();
+  const key = (h) => h.story_id || `article:${h.id}`;
+  const also = (h) => `<li><a href="${esc(h.url)}" target="_blank" rel="noopener" data-read="${esc(h.id)}">${esc(h.title)}</a> <span class="meta">${meta(outlet(h), when(h.published_at))}</span></li>`;
+  const fold = (el, hits) => {
+    const ul = el.querySelector(".also ul");
+    ul.insertAdjacentHTML("beforeend", hits.map(also).join(""));
+    el.querySelector(".also summary").textContent = `${plural(ul.children.length, "more article")} in this story`;
+    el.querySelector(".also").hidden = false;
+  };
+  return scroller(async (c) => {
+    const res = await api(`/api/v1/search?${q}&group=story${c ? `&cursor=${enc(c)}` : ""}`);
+    if (total) total.textContent = plural(res.total, "matching article") + (res.partial ? " (some partitions did not answer)" : "");
+    const fresh = [];
+    for (const h of res.hits) {
+      if (shown.has(key(h))) fold(shown.get(key(h)), [h, ...(h.also || [])]);
+      else fresh.push(h);
+    }
+    return { ...res, hits: fresh };
+  }, (res) => res.hits.map((h) => `<article class="card hit" data-story="${esc(key(h))}">
+    <h2><a href="${h.story_id ? `/stories/${enc(h.story_id)}` : esc(h.url)}">${h.highlights?.title?.[0] || esc(h.title)}</a></h2>
+    <p class="summary">${h.highlights?.summary?.[0] || esc(snippet(h.summary))}</p>
+    <p class="meta">${meta(outlet(h), when(h.published_at), ...(h.topics || []).map((t) => `<span class="topic">${esc(t)}</span>`))}</p>
+    <details class="also" hidden><summary></summary><ul></ul></details></article>`).join(""),
+  list, status, "No results.", (res) => {
+    for (const h of res.hits) {
+      const el = list.querySelector(`[data-story="${CSS.escape(key(h))}"]`);
+      shown.set(key(h), el);
+      if (h.also?.length) fold(el, h.also);
+    }
+  });
+}
+
+// outlet names an article's source, linked to the source's page.
+const outlet = (x) => x.source_id ? `<a class="outlet" href="/sources/${enc(x.source_id)}">${esc(x.source || x.source_id)}</a>` : esc(x.source || "");
+
+// A source's page: its newest articles, one result per story.
+async function showSource(id) {
+  const all = await api("/api/v1/sources").catch(() => ({ sources: [] }));
+  const src = all.sources.find((x) => x.id === id);
+  const name = src?.name || id;
+  page(name, `<h1>${esc(name)}</h1>
+    <p class="meta">${src?.homepage ? `<a href="${esc(src.homepage)}" target="_blank" rel="noopener">${esc(src.homepage)}</a> · ` : ""}newest articles first</p>
+    <p id="total" class="meta" role="status"></p><div id="hits"></div><p id="more" class="meta"></p>`);
+  await storyResults(new URLSearchParams({ source: id, limit: "20" }), $("hits"), $("more"), $("total"));
 }
 
 function showAuth(kind) {
@@ -190,7 +256,7 @@ async function systemPanel() {
   const parts = prog.inputs.filter((i) => i.lag > 0);
   return `<p class="meta">ready: ${prog.ready} · caught up: ${prog.caught_up} · dead letters: <span id="dead">${st.dead_letters ?? esc(st.dead_letters_error)}</span> · uptime ${Math.round(st.uptime_s / 60)} min</p>
     <table><caption>Stages</caption><thead><tr><th scope="col">Stage</th><th scope="col">Records/s</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
-    <tbody>${st.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${s.events_per_s.toFixed(1)}</td><td>${s.committed}</td><td>${s.lag}</td></tr>`).join("")}</tbody></table>
+    <tbody>${st.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${st.rate_window_s > 0 ? s.events_per_s.toFixed(1) : "measuring…"}</td><td>${s.committed}</td><td>${s.lag}</td></tr>`).join("")}</tbody></table>
     <table><caption>Stores on disk</caption><tbody>${Object.entries(st.stores || {}).map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${bytes(v)}</td></tr>`).join("")}</tbody></table>
     ${clusterPanel(cl)}
     <details><summary>Lag per partition (${plural(parts.length, "partition")} behind)</summary>
@@ -198,18 +264,27 @@ async function systemPanel() {
     <tbody>${prog.inputs.map((i) => `<tr><td>${esc(i.stage)}</td><td>${esc(i.topic)}</td><td>${i.partition}</td><td>${i.committed}</td><td>${i.lag}</td></tr>`).join("")}</tbody></table></details>`;
 }
 
+// errorText shows an error's first line, shortened; the whole of it opens
+// on demand (a failing fetch can carry a long multi-line message).
+function errorText(msg) {
+  const first = String(msg).split("\n")[0].trim(), short = snippet(first, 90);
+  return short === String(msg).trim() ? esc(short) : `<details class="err"><summary>${esc(short)}</summary><pre>${esc(msg)}</pre></details>`;
+}
+
 function sourceRow(s) {
   const c = s.crawl || {}, circuit = c.circuit?.state || "closed", paused = s.status === "paused";
-  return `<tr data-source="${esc(s.id)}"><th scope="row"><a href="${esc(s.feed_url)}" rel="noopener">${esc(s.name || s.feed_url)}</a></th>
-    <td>${esc(s.status)}${s.status_reason ? ` (${esc(s.status_reason)})` : ""}</td>
-    <td>${c.last_crawl ? `${when(Date.parse(c.last_crawl))} ${esc(c.last_result?.outcome || "")}` : "never"}</td>
-    <td>${s.status !== "active" ? "–" : c.next_crawl ? until(Date.parse(c.next_crawl)) : "now"}</td>
-    <td>${c.consecutive_errors || 0}${c.last_error ? `: ${esc(c.last_error)}` : ""}</td><td>${esc(circuit)}</td>
+  return `<tr data-source="${esc(s.id)}"><th scope="row"><a href="/sources/${enc(s.id)}">${esc(s.name || s.feed_url)}</a><br><a class="meta feedurl" href="${esc(s.feed_url)}" rel="noopener">${esc(s.feed_url)}</a></th>
+    <td data-label="Status">${esc(s.status)}${s.status_reason ? ` (${esc(s.status_reason)})` : ""}</td>
+    <td data-label="Last crawl">${c.last_crawl ? `${when(Date.parse(c.last_crawl))} ${esc(c.last_result?.outcome || "")}` : "never"}</td>
+    <td data-label="Next crawl">${s.status !== "active" ? "–" : c.next_crawl ? until(Date.parse(c.next_crawl)) : "now"}</td>
+    <td data-label="Errors">${c.consecutive_errors || 0}${c.last_error ? `: ${errorText(c.last_error)}` : ""}</td><td data-label="Circuit">${esc(circuit)}</td>
     <td class="actions"><button type="button" data-act="crawl">Crawl now</button> <button type="button" data-act="${paused ? "resume" : "pause"}">${paused ? "Resume" : "Pause"}</button> <button type="button" data-act="delete">Delete</button></td></tr>`;
 }
 
 async function showAdmin() {
   const [src, sys] = await Promise.all([api("/api/v1/admin/sources"), systemPanel()]);
+  // Rates need two samples: take the second one soon.
+  setTimeout(async () => { if ($("system")) $("system").innerHTML = await systemPanel().catch((e) => `<p class="error">${esc(e.message)}</p>`); }, 1500);
   page("Admin", `<h1>Admin</h1>
     <section aria-labelledby="sys"><h2 id="sys">System</h2><div id="system">${sys}</div></section>
     <section aria-labelledby="srcs"><h2 id="srcs">Sources (${src.sources.length})</h2>
@@ -217,7 +292,7 @@ async function showAdmin() {
       <p role="status" id="addmsg" class="meta"></p>
       <p><a href="/api/v1/admin/sources/export" download="sources.opml">Export OPML</a> ·
       <label>Import OPML <input type="file" id="opml" accept=".opml,.xml,text/xml"></label></p>
-      <div class="scroll"><table><caption class="visually-hidden">Sources and their crawl status</caption><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Last crawl</th><th scope="col">Next crawl</th><th scope="col">Errors</th><th scope="col">Circuit</th><th scope="col">Actions</th></tr></thead>
+      <div><table class="sources"><caption class="visually-hidden">Sources and their crawl status</caption><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Last crawl</th><th scope="col">Next crawl</th><th scope="col">Errors</th><th scope="col">Circuit</th><th scope="col">Actions</th></tr></thead>
       <tbody>${src.sources.map(sourceRow).join("")}</tbody></table></div></section>`);
   $("add").addEventListener("submit", async (e) => {
     e.preventDefault();
@@ -253,7 +328,8 @@ async function showTopics(active) {
   const t = await api("/api/v1/topics").catch(() => ({ topics: [] }));
   const cur = (on) => on ? ' aria-current="page"' : "";
   document.querySelector(".topics").innerHTML = `<a href="/"${cur(!active)}>Top</a>` +
-    t.topics.map((x) => `<a href="/topics/${enc(x.topic)}"${cur(active === x.topic)}>${esc(x.topic)}</a>`).join("");
+    // Alphabetical, so the tabs stay put while their story counts change.
+    t.topics.map((x) => x.topic).sort((a, b) => a.localeCompare(b)).map((x) => `<a href="/topics/${enc(x)}"${cur(active === x)}>${esc(x)}</a>`).join("");
 }
 
 let trendWindow = localStorage.getItem("trendWindow") || "1h";
@@ -261,9 +337,14 @@ async function showTrending() {
   const aside = document.querySelector(".trending");
   let body;
   try {
-    const t = await api(`/api/v1/trending?window=${enc(trendWindow)}&k=10&expand=articles`);
+    // One line per story: the shares of a story's articles count for it.
+    const t = await api(`/api/v1/trending?window=${enc(trendWindow)}&k=10&by=story`);
     body = t.items.length
-      ? `<ol id="trending-list">${t.items.map((i) => `<li data-article="${esc(i.article_id)}">${i.story_id ? `<a href="/stories/${enc(i.story_id)}">${esc(i.title || i.article_id)}</a>` : esc(i.title || i.article_id)} <span class="meta">${plural(i.count, "share")}</span></li>`).join("")}</ol>`
+      ? `<ol id="trending-list">${t.items.map((i) => {
+        const title = esc(i.title || i.articles[0]?.article_id);
+        const link = i.story_id ? `<a href="/stories/${enc(i.story_id)}">${title}</a>` : i.url ? `<a href="${esc(i.url)}" target="_blank" rel="noopener">${title}</a>` : title;
+        return `<li data-story="${esc(i.story_id || "")}">${link} <span class="meta">${plural(i.count, "share")}</span></li>`;
+      }).join("")}</ol>`
       : `<p id="trending-list" class="meta">No shares in the last ${esc(trendWindow)}.</p>`;
   } catch (e) { body = `<p class="error">${esc(e.message)}</p>`; }
   aside.innerHTML = `<h2>Trending</h2><div role="group" aria-label="Window" class="windows">${["1m", "1h", "24h"].map((w) => `<button type="button" data-window="${w}" aria-pressed="${w === trendWindow}">${w}</button>`).join("")}</div>${body}`;
@@ -274,11 +355,13 @@ async function route(focus) {
   const url = new URL(location.href);
   const [, first, second] = url.pathname.split("/");
   selected = -1;
+  document.body.dataset.page = first || "home";
   try {
     await showTopics(first === "topics" ? decodeURIComponent(second) : "");
     if (first === "stories" && second) await showStory(decodeURIComponent(second));
     else if (first === "topics" && second) await showFeed(decodeURIComponent(second));
     else if (first === "search") await showSearch(url.searchParams);
+    else if (first === "sources" && second) await showSource(decodeURIComponent(second));
     else if (first === "login" || first === "register") showAuth(first);
     else if (first === "preferences") await (me ? showPreferences() : go("/login"));
     else if (first === "history") await (me ? showHistory() : go("/login"));
@@ -287,7 +370,10 @@ async function route(focus) {
   } catch (e) {
     page("Error", `<h1>Something went wrong</h1><p class="error" role="alert">${esc(e.message)}</p>`);
   }
-  if (focus) main.focus();
+  if (focus) {
+    window.scrollTo(0, 0);
+    main.focus({ preventScroll: true });
+  }
 }
 
 function go(path) { history.pushState(null, "", path); return route(true); }
