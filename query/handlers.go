@@ -286,7 +286,7 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 	checks := map[string]any{"engine": map[string]any{"ready": s.deps.Engine.Ready(), "lag_by_stage": lag}}
 	if s.deps.Stories != nil {
 		recent, wm := s.deps.Stories.Recent()
-		checks["stories"] = map[string]any{"recent": len(recent), "latest_event": asOf(wm)}
+		checks["stories"] = map[string]any{"recent": len(recent), "latest_event": wm}
 	}
 	if s.deps.Search != nil {
 		res, err := s.deps.Search.Search(context.Background(), search.Request{Limit: 1})

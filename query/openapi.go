@@ -142,7 +142,7 @@ var apiSchemas = map[string]any{
 	"Story": obj(map[string]string{"id": "string", "representative": "string", "title": "string", "url": "string", "source_id": "string",
 		"authority": "number", "article_count": "integer", "sources": "[]object", "first_seen": "integer", "last_seen": "integer",
 		"topics": "[]object", "velocity": "number", "breaking": "boolean", "decay_class": "string", "decay_lambda": "number", "score": "number"}),
-	"StoryPage":   obj(map[string]string{"stories": "[]Story", "as_of": "time", "next_cursor": "string"}),
+	"StoryPage":   obj(map[string]string{"stories": "[]Story", "as_of": "integer", "next_cursor": "string"}),
 	"StoryDetail": obj(map[string]string{"id": "string", "title": "string", "articles": "[]object", "sources": "[]object"}),
 	"SearchPage": obj(map[string]string{"hits": "[]object", "total": "integer", "order": "string", "next_cursor": "string", "partial": "boolean",
 		"missing_partitions": "[]integer", "failed_nodes": "[]string"}),

@@ -76,10 +76,10 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 // storiesPage is the response of the story list endpoints.
 type storiesPage struct {
 	Stories []story.Ranked `json:"stories"`
-	// AsOf is the event time freshness is computed at (absent before the
-	// first article).
-	AsOf *time.Time `json:"as_of,omitempty"`
-	Next string     `json:"next_cursor,omitempty"`
+	// AsOf is the event time freshness is computed at, in ms since the
+	// epoch (absent before the first article).
+	AsOf int64  `json:"as_of,omitempty"`
+	Next string `json:"next_cursor,omitempty"`
 }
 
 // handleStories lists recent stories ranked by the non-personal score.
@@ -110,19 +110,11 @@ func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	page := storiesPage{Stories: res.Stories, AsOf: asOf(res.AsOf)}
+	page := storiesPage{Stories: res.Stories, AsOf: res.AsOf}
 	if res.More {
 		page.Next = encodeStoryCursor(res.Stories[len(res.Stories)-1])
 	}
 	writeJSON(ctx, fasthttp.StatusOK, page)
-}
-
-func asOf(ms int64) *time.Time {
-	if ms == 0 {
-		return nil
-	}
-	t := time.UnixMilli(ms).UTC()
-	return &t
 }
 
 // handleStory answers one story with all its articles and sources.
@@ -147,7 +139,7 @@ func (s *Server) handleStory(ctx *fasthttp.RequestCtx) {
 // handleBreaking lists the stories breaking now.
 func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
 	res := s.deps.Stories.Breaking()
-	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: asOf(res.AsOf)})
+	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: res.AsOf})
 }
 
 // handleTopics lists the topics of recent stories with counts, and every
