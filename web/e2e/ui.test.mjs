@@ -71,6 +71,11 @@ describe("web UI", { skip: skip || false }, () => {
   // checkPage runs axe and saves a screenshot; no serious or critical
   // violations, no script errors, no CSP violations.
   async function checkPage(page, name) {
+    // What a person reads: no broken values anywhere on the page.
+    const text = await page.evaluate(() => document.body.innerText);
+    for (const bad of [/\bNaN\b/, /\bundefined\b/, /Invalid Date/, /\[object Object\]/, /\bnull\b/]) {
+      assert.doesNotMatch(text, bad, `${name}: the page shows ${bad}`);
+    }
     const violations = await axe(page);
     assert.deepEqual(violations, [], `${name}: accessibility violations`);
     assert.deepEqual(page.problems, [], `${name}: script errors or CSP violations`);
@@ -156,7 +161,7 @@ describe("web UI", { skip: skip || false }, () => {
     const page = reader;
     await page.getByRole("link", { name: "newsflow" }).click();
     const quake = page.locator(".card").filter({ hasText: "Lisbon" });
-    await quake.getByRole("link").click();
+    await quake.locator("h2 a").click();
     await page.getByRole("heading", { level: 1, name: /Lisbon/ }).waitFor();
     assert.match(await page.locator("main .meta").first().innerText(), /4 articles from 4 sources/);
     const sources = await page.locator(".chips li").allInnerTexts();
@@ -164,7 +169,7 @@ describe("web UI", { skip: skip || false }, () => {
     assert.equal(await page.locator("#articles .card").count(), 4);
     await checkPage(page, "story-light");
 
-    const first = page.locator("#articles .card").first().getByRole("link");
+    const first = page.locator("#articles .card").first().locator("h3 a");
     const title = await first.innerText();
     const [popup] = await Promise.all([page.waitForEvent("popup"), first.click()]);
     await popup.close();
@@ -209,13 +214,16 @@ describe("web UI", { skip: skip || false }, () => {
     assert.equal(await page.locator(".hit").count(), 3);
     assert.equal(await page.locator(".hit mark").count(), 3, "each match is highlighted");
     assert.equal((await page.locator(".hit mark").first().innerText()).toLowerCase(), "tuesday");
-    assert.match(await page.locator("#total").innerText(), /^3 results/);
+    assert.match(await page.locator("#total").innerText(), /^3 matching articles/);
+    // Each hit says when, in words, with the exact time on hover.
+    for (const meta of await page.locator(".hit .meta").allInnerTexts()) assert.match(meta, /\d+ (min|h) ago|\d+ days ago/, meta);
+    assert.ok(await page.locator(".hit time[title]").count() === 3, "exact time on hover");
     await checkPage(page, "search-light");
 
     await page.locator("#filters").getByLabel("Topic").selectOption("business");
     await page.getByRole("button", { name: "Filter" }).click();
     await page.waitForURL(/topic=business/);
-    await eventually(async () => assert.match(await page.locator("#total").innerText(), /^1 result$/));
+    await eventually(async () => assert.match(await page.locator("#total").innerText(), /^1 matching article$/));
     assert.deepEqual(await page.locator(".hit h2").allInnerTexts(), ["European Central Bank raises interest rates by a quarter point"]);
     assert.equal(await page.locator("#filters").getByLabel("Topic").inputValue(), "business", "the filter stays chosen");
   });
@@ -295,10 +303,12 @@ describe("web UI", { skip: skip || false }, () => {
     await page.locator("#q").press("Enter");
     await eventually(async () => {
       await page.reload();
-      await page.locator("#total").filter({ hasText: /results?/ }).waitFor();
-      assert.equal(await page.locator(".hit").count(), 2);
+      await page.locator("#total").filter({ hasText: /matching articles?/ }).waitFor();
+      // Both articles, one result each or one folded under the other (they
+      // are about the same okapi reserve).
+      assert.equal(await page.locator(".hit").count() + await page.locator(".hit .also li").count(), 2);
     }, 30000, 1000);
-    const titles = await page.locator(".hit h2").allInnerTexts();
+    const titles = [...await page.locator(".hit h2").allInnerTexts(), ...await page.locator(".hit .also li > a").allTextContents()];
     assert.deepEqual(titles.sort(), okapi.items.map((i) => i.title).sort());
     assert.match(await page.locator(".hit .meta").first().innerText(), /Ituri Forest Gazette/);
 
@@ -333,6 +343,97 @@ describe("web UI", { skip: skip || false }, () => {
     await page.context().close();
   });
 
+  test("one result per story in search, a source page, a missing story, fixed topic tabs", async () => {
+    const page = await newPage(browser);
+    // Four articles about the earthquake: one result, the rest folded.
+    await page.goto(node.url + "/search?q=earthquake+lisbon");
+    await page.locator(".hit").first().waitFor();
+    assert.equal(await page.locator(".hit").count(), 1, "one result for one story");
+    const also = page.locator(".hit .also");
+    assert.equal(await also.locator("summary").innerText(), "3 more articles in this story");
+    await also.locator("summary").click();
+    assert.equal(await also.locator("li").count(), 3);
+    for (const li of await also.locator("li").allInnerTexts()) assert.match(li, /(min|h) ago/, li);
+    await checkPage(page, "search-grouped-light");
+
+    // Outlet names lead to the outlet's page: its articles only.
+    await page.locator(".hit .meta a.outlet").first().click();
+    await page.waitForURL(/\/sources\//);
+    await page.getByRole("heading", { level: 1, name: /^(wire|daily|tv|post)$/ }).waitFor();
+    const outlet = (await page.locator("h1").innerText()).trim();
+    assert.ok(["wire", "daily", "tv", "post"].includes(outlet), `source page ${outlet}`);
+    await page.locator(".hit").first().waitFor();
+    const want = fixture.filter((a) => a.source === outlet);
+    const shown = (await page.locator(".hit h2").allInnerTexts()).length + (await page.locator(".hit .also li").count());
+    assert.equal(shown, want.length, `${outlet} has ${want.length} articles`);
+    for (const m of await page.locator(".hit > .meta").allInnerTexts()) assert.match(m, new RegExp(`^${outlet} ·`));
+    await checkPage(page, "source-light");
+
+    // A story that is not there says so and leads back.
+    await page.goto(node.url + "/stories/no-such-story");
+    await page.getByRole("heading", { level: 1, name: "Story not found" }).waitFor();
+    await page.getByRole("link", { name: "Back to the top stories" }).click();
+    await page.locator(".card").first().waitFor();
+
+    // Topic tabs: alphabetical, the same on every load.
+    const tabs = async () => (await page.locator("nav.topics a").allInnerTexts()).slice(1);
+    const first = await tabs();
+    assert.ok(first.length >= 3, `topic tabs ${first}`);
+    assert.deepEqual(first, [...first].sort((a, b) => a.localeCompare(b)));
+    await page.reload();
+    await page.locator(".card").first().waitFor();
+    assert.deepEqual(await tabs(), first);
+    await page.context().close();
+  });
+
+  test("trending lists each story once, its articles' shares summed", async () => {
+    const page = await newPage(browser);
+    await page.goto(node.url + "/");
+    const list = page.locator("#trending-list");
+    await list.waitFor();
+    const ids = Object.fromEntries((await node.api("/api/v1/search?q=&limit=100")).hits.map((h) => [h.url, h.id]));
+    const quake = fixture.filter((a) => a.event === "quake").map((a) => ids[a.url]);
+    assert.equal(quake.filter(Boolean).length, 4);
+    // 3 shares on each of the four articles: 12 for the story, more than
+    // any other story has had in this run.
+    await node.produce("shares", quake.flatMap((id, k) => [0, 1, 2].map((i) => ({
+      event_id: `quake-${k}-${i}`, article_id: id, user_id: `q${k}${i}`, share_type: "link", timestamp: Date.now(),
+    }))));
+    await eventually(async () => {
+      const items = await list.locator("li").allInnerTexts();
+      assert.match(items[0] ?? "", /Lisbon.*12 shares/, items.join(" | "));
+      assert.equal(items.filter((t) => /Lisbon|Portugal/.test(t)).length, 1, `one line for the story: ${items.join(" | ")}`);
+    }, 20000, 500);
+    const stories = await list.locator("li").evaluateAll((lis) => lis.map((li) => li.dataset.story));
+    assert.equal(new Set(stories).size, stories.length, "distinct stories");
+    await page.context().close();
+  });
+
+  test("the admin console fits a phone and a desktop with every action visible", async () => {
+    for (const viewport of [{ width: 390, height: 844 }, { width: 1280, height: 800 }]) {
+      const page = await newPage(browser, { viewport });
+      await page.goto(node.url + "/login");
+      await page.getByLabel("Username").fill(node.admin.username);
+      await page.getByLabel("Password").fill(node.admin.password);
+      await page.getByRole("button", { name: "Log in" }).click();
+      await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).waitFor();
+      assert.equal(await page.evaluate(() => window.scrollY), 0, "after logging in the page starts at the top");
+      await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).click();
+      const row = page.locator("tr[data-source]").first();
+      await row.waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
+      assert.equal(overflow, false, `${viewport.width} px: no horizontal scrolling`);
+      for (const name of ["Crawl now", /^(Pause|Resume)$/, "Delete"]) {
+        const b = await row.getByRole("button", { name }).boundingBox();
+        assert.ok(b && b.x >= 0 && b.x + b.width <= viewport.width && b.width > 30, `${viewport.width} px: ${name} fully visible (${JSON.stringify(b)})`);
+      }
+      // Rates appear without waiting for the 5 s refresh.
+      await eventually(async () => assert.doesNotMatch(await page.locator("#system table").first().innerText(), /measuring/), 10000, 250);
+      await checkPage(page, `admin-${viewport.width < 800 ? "mobile" : "desktop"}-light`);
+      await page.context().close();
+    }
+  });
+
   test("main pages in the dark theme: accessible, screenshots", async () => {
     const page = await newPage(browser, { colorScheme: "dark" });
     await page.goto(node.url + "/");
@@ -341,7 +442,7 @@ describe("web UI", { skip: skip || false }, () => {
     const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     assert.equal(bg, "rgb(18, 19, 22)");
     await checkPage(page, "feed-dark");
-    await page.locator(".card").filter({ hasText: "Lisbon" }).getByRole("link").click();
+    await page.locator(".card").filter({ hasText: "Lisbon" }).locator("h2 a").click();
     await page.getByRole("heading", { level: 1, name: /Lisbon/ }).waitFor();
     await checkPage(page, "story-dark");
     await page.goto(node.url + "/search?q=earthquake");
@@ -368,7 +469,9 @@ describe("web UI", { skip: skip || false }, () => {
     await page.locator(".card").first().waitFor();
     const main = await page.locator("main").boundingBox(), aside = await page.locator("aside.trending").boundingBox();
     assert.ok(main.width > 300 && aside.width > 300, "both columns take the full width");
-    assert.ok(aside.y < main.y, "trending comes first on a phone");
+    assert.ok(main.y < aside.y, "the page's content comes before trending on a phone");
+    const firstCard = await page.locator(".card").first().boundingBox();
+    assert.ok(firstCard.y + firstCard.height <= 844, `the first story is on the first screen (at ${firstCard.y})`);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
     assert.equal(overflow, false, "no horizontal scrolling");
     await checkPage(page, "feed-mobile-light");

@@ -255,13 +255,13 @@ async function systemPanel() {
   const [st, prog, cl] = await Promise.all([api("/api/v1/admin/stats"), api("/api/v1/admin/progress"), api("/api/v1/admin/cluster").catch(() => null)]);
   const parts = prog.inputs.filter((i) => i.lag > 0);
   return `<p class="meta">ready: ${prog.ready} · caught up: ${prog.caught_up} · dead letters: <span id="dead">${st.dead_letters ?? esc(st.dead_letters_error)}</span> · uptime ${Math.round(st.uptime_s / 60)} min</p>
-    <table><caption>Stages</caption><thead><tr><th scope="col">Stage</th><th scope="col">Records/s</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
-    <tbody>${st.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${st.rate_window_s > 0 ? s.events_per_s.toFixed(1) : "measuring…"}</td><td>${s.committed}</td><td>${s.lag}</td></tr>`).join("")}</tbody></table>
+    <div class="scroll" tabindex="0" role="region" aria-label="Stages"><table><caption>Stages</caption><thead><tr><th scope="col">Stage</th><th scope="col">Records/s</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
+    <tbody>${st.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${st.rate_window_s > 0 ? s.events_per_s.toFixed(1) : "measuring…"}</td><td>${s.committed}</td><td>${s.lag}</td></tr>`).join("")}</tbody></table></div>
     <table><caption>Stores on disk</caption><tbody>${Object.entries(st.stores || {}).map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${bytes(v)}</td></tr>`).join("")}</tbody></table>
-    ${clusterPanel(cl)}
+    ${cl ? `<div class="scroll" tabindex="0" role="region" aria-label="Cluster">${clusterPanel(cl)}</div>` : ""}
     <details><summary>Lag per partition (${plural(parts.length, "partition")} behind)</summary>
-    <table><thead><tr><th scope="col">Stage</th><th scope="col">Topic</th><th scope="col">Partition</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
-    <tbody>${prog.inputs.map((i) => `<tr><td>${esc(i.stage)}</td><td>${esc(i.topic)}</td><td>${i.partition}</td><td>${i.committed}</td><td>${i.lag}</td></tr>`).join("")}</tbody></table></details>`;
+    <div class="scroll" tabindex="0" role="region" aria-label="Lag per partition"><table><thead><tr><th scope="col">Stage</th><th scope="col">Topic</th><th scope="col">Partition</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
+    <tbody>${prog.inputs.map((i) => `<tr><td>${esc(i.stage)}</td><td>${esc(i.topic)}</td><td>${i.partition}</td><td>${i.committed}</td><td>${i.lag}</td></tr>`).join("")}</tbody></table></div></details>`;
 }
 
 // errorText shows an error's first line, shortened; the whole of it opens
