@@ -444,17 +444,11 @@ func (o *Operator) Head(id string) (*Story, error) {
 	if rp == nil {
 		return nil, ErrNotFound
 	}
-	rec, err := loadRecord(*rp, id)
+	rec, err := loadCurrent(*rp, id)
 	if err != nil {
 		return nil, err
 	}
-	for hops := 0; rec.MergedInto != "" && hops < 64; hops++ {
-		if rec, err = loadRecord(*rp, rec.MergedInto); err != nil {
-			return nil, err
-		}
-	}
-	st := rec.Story
-	return &st, nil
+	return &rec.Story, nil
 }
 
 // Get returns a story and its articles, in arrival order, from committed
@@ -466,14 +460,9 @@ func (o *Operator) Get(id string) (*Detail, error) {
 		return nil, ErrNotFound
 	}
 	r := *rp
-	rec, err := loadRecord(r, id)
+	rec, err := loadCurrent(r, id)
 	if err != nil {
 		return nil, err
-	}
-	for hops := 0; rec.MergedInto != "" && hops < 64; hops++ {
-		if rec, err = loadRecord(r, rec.MergedInto); err != nil {
-			return nil, err
-		}
 	}
 	d := &Detail{Story: rec.Story, Articles: []ArticleRecord{}}
 	nums := []uint64{rec.Num}
@@ -609,6 +598,21 @@ func (o *Operator) Resolve(id string) string {
 		id = rec.MergedInto
 	}
 	return id
+}
+
+// loadCurrent loads story id, following merges to the story it is part of
+// now.
+func loadCurrent(r state.Reader, id string) (*storyRecord, error) {
+	rec, err := loadRecord(r, id)
+	if err != nil {
+		return nil, err
+	}
+	for hops := 0; rec.MergedInto != "" && hops < 64; hops++ {
+		if rec, err = loadRecord(r, rec.MergedInto); err != nil {
+			return nil, err
+		}
+	}
+	return rec, nil
 }
 
 func loadRecord(r state.Reader, id string) (*storyRecord, error) {
