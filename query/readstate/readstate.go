@@ -1,0 +1,310 @@
+// Package readstate keeps what each reader has read and starred: the one
+// model the web reader and the client APIs share.
+//
+// Read state is kept as decisions, newest first wins:
+//   - a mark on one article (read or unread), and
+//   - a watermark on a scope (every article, one source, one topic or one
+//     story): the articles of the scope published at or before it are read.
+//
+// An article is read when its newest applicable decision says so: an
+// article mark newer than every watermark that covers the article decides;
+// otherwise the article is read if a watermark covers it. Marking a story
+// read sets the story's watermark at its latest article, so an article
+// that joins the story later comes back unread. Counting the unread
+// articles of a story needs only the story's head (first and latest
+// article time, articles per source) unless a watermark falls inside the
+// story's span, when its articles are read one by one.
+//
+// The state lives in the node's metadata store (replicated in a cluster):
+// the collection "reads/<user>" holds article marks under "a:<article>"
+// and watermarks under "w:<scope>"; "stars/<user>" holds starred articles
+// with what is needed to list them after they leave the story view.
+package readstate
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+// Scope kinds of a watermark.
+const (
+	ScopeAll    = "all"
+	ScopeSource = "source"
+	ScopeTopic  = "topic"
+	ScopeStory  = "story"
+)
+
+// Scope names the articles a watermark covers: every article (Kind
+// ScopeAll), or those of one source, topic or story (Value).
+type Scope struct {
+	Kind  string `json:"kind"`
+	Value string `json:"value,omitempty"`
+}
+
+// ErrBadScope is returned for a scope that is not one of the kinds, or
+// lacks its value.
+var ErrBadScope = errors.New("readstate: bad scope")
+
+func (s Scope) key() (string, error) {
+	switch s.Kind {
+	case ScopeAll:
+		return "w:" + ScopeAll, nil
+	case ScopeSource, ScopeTopic, ScopeStory:
+		if s.Value == "" {
+			return "", fmt.Errorf("%w: %s needs a value", ErrBadScope, s.Kind)
+		}
+		return "w:" + s.Kind + ":" + s.Value, nil
+	}
+	return "", fmt.Errorf("%w: kind %q (want all, source, topic or story)", ErrBadScope, s.Kind)
+}
+
+// Article is what the state records of an article a reader marks or
+// stars.
+type Article struct {
+	ID       string `json:"id"`
+	StoryID  string `json:"story_id,omitempty"`
+	SourceID string `json:"source_id,omitempty"`
+	Source   string `json:"source,omitempty"`
+	Title    string `json:"title,omitempty"`
+	URL      string `json:"url,omitempty"`
+	// Published is in ms since the epoch.
+	Published int64 `json:"published_at"`
+}
+
+// ArticleOf is the readstate view of a story stage article.
+func ArticleOf(a story.Article, storyID string) Article {
+	return Article{ID: a.ID, StoryID: storyID, SourceID: a.SourceID, Source: a.Source, Title: a.Title, URL: a.URL, Published: a.Published}
+}
+
+// mark is an article's read decision, stored under "a:<article>".
+type mark struct {
+	Read bool `json:"read"`
+	// At orders decisions (ns since the epoch).
+	At        int64  `json:"at"`
+	Story     string `json:"story,omitempty"`
+	Source    string `json:"source,omitempty"`
+	Published int64  `json:"published"`
+}
+
+// watermark is a scope's decision, stored under "w:<scope>".
+type watermark struct {
+	// Before: articles published at or before it (ms) are read.
+	Before int64 `json:"before"`
+	At     int64 `json:"at"`
+}
+
+// Star is a starred article.
+type Star struct {
+	Article
+	// StarredAt is in ms since the epoch.
+	StarredAt int64 `json:"starred_at"`
+}
+
+// Store keeps the read state of every user. It is safe for concurrent use
+// (the metadata store is); two writes for one user at once both land, the
+// later one deciding where they overlap.
+type Store struct {
+	meta meta.Store
+	now  func() time.Time
+	// last keeps decision times strictly increasing within the process
+	// (clock steps and two writes in one nanosecond tick).
+	last lastTick
+}
+
+// New returns a store over m; now is the clock (time.Now when nil).
+func New(m meta.Store, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{meta: m, now: now}
+}
+
+func readsOf(user string) string { return "reads/" + user }
+func starsOf(user string) string { return "stars/" + user }
+
+// MarkArticles records that user read (or did not read) the articles.
+func (s *Store) MarkArticles(ctx context.Context, user string, read bool, arts ...Article) error {
+	for _, a := range arts {
+		if a.ID == "" {
+			return errors.New("readstate: article without id")
+		}
+		b, err := json.Marshal(mark{Read: read, At: s.last.next(s.now()), Story: a.StoryID, Source: a.SourceID, Published: a.Published})
+		if err != nil {
+			return err
+		}
+		if err := s.meta.Put(ctx, readsOf(user), "a:"+a.ID, b); err != nil {
+			return fmt.Errorf("readstate: mark %s: %w", a.ID, err)
+		}
+	}
+	return nil
+}
+
+// MarkScope records that every article of the scope published at or
+// before before (ms) is read. For the whole reading list it also drops
+// the article marks it supersedes, which keeps the state small.
+func (s *Store) MarkScope(ctx context.Context, user string, sc Scope, before int64) error {
+	k, err := sc.key()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(watermark{Before: before, At: s.last.next(s.now())})
+	if err != nil {
+		return err
+	}
+	if err := s.meta.Put(ctx, readsOf(user), k, b); err != nil {
+		return fmt.Errorf("readstate: mark %s read: %w", k, err)
+	}
+	if sc.Kind != ScopeAll {
+		return nil
+	}
+	var stale []string
+	err = s.meta.Scan(ctx, readsOf(user), func(key string, v []byte) error {
+		switch {
+		case strings.HasPrefix(key, "a:"):
+			var m mark
+			if json.Unmarshal(v, &m) == nil && m.Published <= before {
+				stale = append(stale, key)
+			}
+		case strings.HasPrefix(key, "w:") && key != k:
+			var w watermark
+			if json.Unmarshal(v, &w) == nil && w.Before <= before {
+				stale = append(stale, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, key := range stale {
+		if err := s.meta.Delete(ctx, readsOf(user), key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClearScope removes a scope's watermark (a story marked unread again).
+func (s *Store) ClearScope(ctx context.Context, user string, sc Scope) error {
+	k, err := sc.key()
+	if err != nil {
+		return err
+	}
+	return s.meta.Delete(ctx, readsOf(user), k)
+}
+
+// SetStar stars or unstars an article.
+func (s *Store) SetStar(ctx context.Context, user string, a Article, starred bool) (Star, error) {
+	if a.ID == "" {
+		return Star{}, errors.New("readstate: article without id")
+	}
+	if !starred {
+		return Star{Article: a}, s.meta.Delete(ctx, starsOf(user), a.ID)
+	}
+	if raw, ok, err := s.meta.Get(ctx, starsOf(user), a.ID); err != nil {
+		return Star{}, err
+	} else if ok {
+		var st Star
+		if json.Unmarshal(raw, &st) == nil {
+			return st, nil // starring twice keeps the first time
+		}
+	}
+	st := Star{Article: a, StarredAt: s.now().UnixMilli()}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return Star{}, err
+	}
+	return st, s.meta.Put(ctx, starsOf(user), a.ID, b)
+}
+
+// Stars lists user's starred articles, the most recently starred first.
+func (s *Store) Stars(ctx context.Context, user string) ([]Star, error) {
+	var out []Star
+	err := s.meta.Scan(ctx, starsOf(user), func(_ string, v []byte) error {
+		var st Star
+		if err := json.Unmarshal(v, &st); err != nil {
+			return err
+		}
+		out = append(out, st)
+		return nil
+	})
+	slices.SortFunc(out, func(a, b Star) int {
+		if c := cmp.Compare(b.StarredAt, a.StarredAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, err
+}
+
+// DeleteUser removes everything kept for user.
+func (s *Store) DeleteUser(ctx context.Context, user string) error {
+	for _, coll := range []string{readsOf(user), starsOf(user)} {
+		var keys []string
+		if err := s.meta.Scan(ctx, coll, func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := s.meta.Delete(ctx, coll, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Load reads user's state for answering one request.
+func (s *Store) Load(ctx context.Context, user string) (*State, error) {
+	st := &State{marks: map[string]mark{}, byStory: map[string][]string{}, scopes: map[string]watermark{}, starred: map[string]bool{}}
+	err := s.meta.Scan(ctx, readsOf(user), func(k string, v []byte) error {
+		switch {
+		case strings.HasPrefix(k, "a:"):
+			var m mark
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("readstate: %s: %w", k, err)
+			}
+			id := k[2:]
+			st.marks[id] = m
+			st.byStory[m.Story] = append(st.byStory[m.Story], id)
+		case strings.HasPrefix(k, "w:"):
+			var w watermark
+			if err := json.Unmarshal(v, &w); err != nil {
+				return fmt.Errorf("readstate: %s: %w", k, err)
+			}
+			st.scopes[k[2:]] = w
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = s.meta.Scan(ctx, starsOf(user), func(k string, _ []byte) error { st.starred[k] = true; return nil })
+	return st, err
+}
+
+// lastTick hands out strictly increasing decision times.
+type lastTick struct {
+	mu   sync.Mutex
+	last int64
+}
+
+func (l *lastTick) next(now time.Time) int64 {
+	t := now.UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t <= l.last {
+		t = l.last + 1
+	}
+	l.last = t
+	return t
+}

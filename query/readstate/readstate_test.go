@@ -1,0 +1,215 @@
+package readstate
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/meta"
+)
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.UnixMilli(1_700_000_000_000)
+	return New(meta.NewLocal(db), func() time.Time { now = now.Add(time.Millisecond); return now })
+}
+
+// fixture is a story of three articles from two sources:
+// a1 (src A, t=100), a2 (src B, t=200), a3 (src A, t=300).
+func fixture() (*story.Story, *story.Detail) {
+	arts := []story.ArticleRecord{
+		{Article: story.Article{ID: "a1", SourceID: "A", Published: 100}},
+		{Article: story.Article{ID: "a2", SourceID: "B", Published: 200}},
+		{Article: story.Article{ID: "a3", SourceID: "A", Published: 300}},
+	}
+	st := story.Story{ID: "s1", Articles: 3, FirstSeen: 100, LastSeen: 300,
+		Sources: []story.SourceCount{{SourceID: "A", Articles: 2}, {SourceID: "B", Articles: 1}},
+		Topics:  []story.Label{{Topic: "science", Confidence: 1}}}
+	return &st, &story.Detail{Story: st, Articles: arts}
+}
+
+func art(d *story.Detail, id string) Article {
+	for _, a := range d.Articles {
+		if a.ID == id {
+			return ArticleOf(a.Article, d.ID)
+		}
+	}
+	panic(id)
+}
+
+// unread counts both ways: from the head where it can, and article by
+// article, which must agree.
+func unread(t *testing.T, s *Store, st *story.Story, d *story.Detail) (int, map[string]int) {
+	t.Helper()
+	state, err := s.Load(context.Background(), "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, per, err := state.Unread(st, func() (*story.Detail, error) { return d, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := map[string]int{}
+	for _, a := range d.Articles {
+		if !state.Read(st, a.ID, a.SourceID, a.Published) {
+			exact[a.SourceID]++
+		}
+	}
+	if !maps.Equal(per, exact) {
+		t.Fatalf("per-source unread %v, article by article %v", per, exact)
+	}
+	return n, per
+}
+
+func TestUnreadFollowsMarks(t *testing.T) {
+	ctx := context.Background()
+	st, d := fixture()
+	s := newStore(t)
+	if n, _ := unread(t, s, st, d); n != 3 {
+		t.Fatalf("fresh user: %d unread, want 3", n)
+	}
+	if err := s.MarkArticles(ctx, "u", true, art(d, "a2")); err != nil {
+		t.Fatal(err)
+	}
+	if n, per := unread(t, s, st, d); n != 2 || per["B"] != 0 || per["A"] != 2 {
+		t.Fatalf("after reading a2: %d %v", n, per)
+	}
+	// The story marked read at its latest article: nothing unread...
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, st.LastSeen); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := unread(t, s, st, d); n != 0 {
+		t.Fatalf("story read: %d unread", n)
+	}
+	// ...until an article joins it.
+	st2, d2 := fixture()
+	d2.Articles = append(d2.Articles, story.ArticleRecord{Article: story.Article{ID: "a4", SourceID: "B", Published: 400}})
+	st2.Articles, st2.LastSeen, st2.Sources[1].Articles = 4, 400, 2
+	d2.Story = *st2
+	if n, per := unread(t, s, st2, d2); n != 1 || per["B"] != 1 {
+		t.Fatalf("new article after the story was read: %d %v, want 1 from B", n, per)
+	}
+	// An article marked unread after the watermark is unread again.
+	if err := s.MarkArticles(ctx, "u", false, art(d, "a1")); err != nil {
+		t.Fatal(err)
+	}
+	if n, per := unread(t, s, st, d); n != 1 || per["A"] != 1 {
+		t.Fatalf("a1 kept unread: %d %v", n, per)
+	}
+	// A newer watermark decides over the older article mark.
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeTopic, Value: "science"}, 300); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := unread(t, s, st, d); n != 0 {
+		t.Fatalf("topic read after a1 was kept unread: %d unread", n)
+	}
+}
+
+func TestWatermarkInsideStory(t *testing.T) {
+	ctx := context.Background()
+	st, d := fixture()
+	s := newStore(t)
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 200); err != nil {
+		t.Fatal(err)
+	}
+	if n, per := unread(t, s, st, d); n != 1 || per["A"] != 1 {
+		t.Fatalf("everything up to t=200 read: %d %v, want a3 only", n, per)
+	}
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeSource, Value: "A"}, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := unread(t, s, st, d); n != 0 {
+		t.Fatalf("source A read too: %d unread", n)
+	}
+	if err := s.ClearScope(ctx, "u", Scope{Kind: ScopeSource, Value: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := unread(t, s, st, d); n != 1 {
+		t.Fatalf("source watermark cleared: %d unread, want 1", n)
+	}
+}
+
+func TestMarkAllDropsSupersededMarks(t *testing.T) {
+	ctx := context.Background()
+	_, d := fixture()
+	s := newStore(t)
+	if err := s.MarkArticles(ctx, "u", true, art(d, "a1"), art(d, "a3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, 300); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 250); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	if err := s.meta.Scan(ctx, readsOf("u"), func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	// a1 (t=100) is covered by the new watermark; a3 (t=300) and the
+	// story's watermark (300) are not.
+	want := []string{"a:a3", "w:all", "w:story:s1"}
+	if len(keys) != len(want) {
+		t.Fatalf("kept %v, want %v", keys, want)
+	}
+	for i := range keys {
+		if keys[i] != want[i] {
+			t.Fatalf("kept %v, want %v", keys, want)
+		}
+	}
+}
+
+func TestStars(t *testing.T) {
+	ctx := context.Background()
+	_, d := fixture()
+	s := newStore(t)
+	first, err := s.SetStar(ctx, "u", art(d, "a1"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetStar(ctx, "u", art(d, "a2"), true); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.SetStar(ctx, "u", art(d, "a1"), true)
+	if err != nil || again.StarredAt != first.StarredAt {
+		t.Fatalf("starring twice: %v, time %d then %d", err, first.StarredAt, again.StarredAt)
+	}
+	stars, err := s.Stars(ctx, "u")
+	if err != nil || len(stars) != 2 || stars[0].ID != "a2" || stars[1].ID != "a1" || stars[1].StoryID != "s1" {
+		t.Fatalf("stars %+v %v, want a2 then a1", stars, err)
+	}
+	if other, _ := s.Stars(ctx, "v"); len(other) != 0 {
+		t.Fatalf("another user sees %d stars", len(other))
+	}
+	if _, err := s.SetStar(ctx, "u", art(d, "a2"), false); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load(ctx, "u")
+	if err != nil || !st.Starred("a1") || st.Starred("a2") {
+		t.Fatalf("after unstarring a2: a1 %v a2 %v (%v)", st.Starred("a1"), st.Starred("a2"), err)
+	}
+	if err := s.DeleteUser(ctx, "u"); err != nil {
+		t.Fatal(err)
+	}
+	if stars, _ := s.Stars(ctx, "u"); len(stars) != 0 {
+		t.Fatalf("deleted user keeps %d stars", len(stars))
+	}
+}
+
+func TestBadScope(t *testing.T) {
+	s := newStore(t)
+	for _, sc := range []Scope{{Kind: "everything"}, {Kind: ScopeTopic}, {}} {
+		if err := s.MarkScope(context.Background(), "u", sc, 1); !errors.Is(err, ErrBadScope) {
+			t.Errorf("scope %+v: %v, want ErrBadScope", sc, err)
+		}
+	}
+}
