@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,18 +53,69 @@ type outline struct {
 // MaxBytes bounds an OPML document.
 const MaxBytes = 16 << 20
 
-// ErrNoFeeds is returned for a well-formed document without any feed.
+// ErrNoFeeds is what the *Error for a well-formed document without any
+// feed wraps.
 var ErrNoFeeds = errors.New("opml: no outline with an xmlUrl")
 
+// Error is a document that cannot be read as a subscription list: it says
+// what is wrong and, where known, where.
+type Error struct {
+	// File names the document (ParseFile sets it); empty for Parse.
+	File string
+	// Line is the line of the problem, 0 when the decoder gives none.
+	Line int
+	// Msg says what is wrong, e.g. "empty file" or "not an OPML document:
+	// the root element is <html>, want <opml>".
+	Msg string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+// Error implements error: "feeds.opml:3: msg" when the file and line are
+// known, "opml: line 3: msg" for a document without a name.
+func (e *Error) Error() string {
+	switch {
+	case e.File != "" && e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.File != "":
+		return e.File + ": " + e.Msg
+	case e.Line > 0:
+		return fmt.Sprintf("opml: line %d: %s", e.Line, e.Msg)
+	}
+	return "opml: " + e.Msg
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// ParseFile is Parse of the named file; its errors name the file.
+func ParseFile(name string) ([]Entry, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	es, err := Parse(f)
+	if pe := (*Error)(nil); errors.As(err, &pe) {
+		pe.File = name
+	}
+	return es, err
+}
+
 // Parse reads a subscription list. Outlines without xmlUrl are folders.
-// Duplicate feed URLs keep their first entry.
+// Duplicate feed URLs keep their first entry. A document that is empty,
+// not XML, truncated or not OPML is an *Error saying so (with its line
+// where the XML decoder gives one).
 func Parse(r io.Reader) ([]Entry, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("opml: read: %w", err)
+		return nil, &Error{Msg: "read: " + err.Error(), Err: err}
 	}
 	if len(b) > MaxBytes {
-		return nil, fmt.Errorf("opml: document larger than %d bytes", MaxBytes)
+		return nil, &Error{Msg: fmt.Sprintf("document larger than %d bytes", MaxBytes)}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, &Error{Msg: "empty file"}
 	}
 	var doc document
 	dec := xml.NewDecoder(bytes.NewReader(b))
@@ -75,7 +127,7 @@ func Parse(r io.Reader) ([]Entry, error) {
 		return nil, fmt.Errorf("unsupported charset %q", label)
 	}
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("opml: %w", err)
+		return nil, decodeError(dec, b, err)
 	}
 	var out []Entry
 	seen := map[string]bool{}
@@ -98,7 +150,7 @@ func Parse(r io.Reader) ([]Entry, error) {
 			if o.Authority != "" {
 				a, err := strconv.ParseFloat(o.Authority, 64)
 				if err != nil || a < 0 || a > 1 {
-					return fmt.Errorf("opml: feed %s: authority %q is not a number from 0 to 1", e.FeedURL, o.Authority)
+					return &Error{Msg: fmt.Sprintf("feed %s: authority %q is not a number from 0 to 1", e.FeedURL, o.Authority)}
 				}
 				e.Authority = a
 			}
@@ -116,7 +168,7 @@ func Parse(r io.Reader) ([]Entry, error) {
 		return nil, err
 	}
 	if len(out) == 0 {
-		return nil, ErrNoFeeds
+		return nil, &Error{Msg: "no outline with an xmlUrl: the document lists no feed", Err: ErrNoFeeds}
 	}
 	return out, nil
 }
@@ -162,6 +214,31 @@ func Write(w io.Writer, title string, entries []Entry) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// decodeError explains why dec could not decode the document b.
+func decodeError(dec *xml.Decoder, b []byte, err error) error {
+	var se *xml.SyntaxError
+	var ue xml.UnmarshalError
+	line, _ := dec.InputPos()
+	switch {
+	case errors.As(err, &se) && se.Msg == "unexpected EOF":
+		return &Error{Line: se.Line, Msg: "XML syntax error: unexpected end of file (is the file truncated?)", Err: err}
+	case errors.As(err, &se):
+		return &Error{Line: se.Line, Msg: "XML syntax error: " + se.Msg, Err: err}
+	case errors.Is(err, io.EOF):
+		// No element at all: text, JSON, a lone XML declaration.
+		const show = 40
+		begin := strings.TrimSpace(strings.ToValidUTF8(string(b[:min(len(b), show)]), "?"))
+		if len(b) > show {
+			begin += "..."
+		}
+		return &Error{Msg: fmt.Sprintf("not an OPML document: no XML element (the file begins %q)", begin), Err: err}
+	case errors.As(err, &ue) && strings.HasPrefix(string(ue), "expected element type <opml>"):
+		root := strings.TrimPrefix(string(ue), "expected element type <opml> but have ")
+		return &Error{Line: line, Msg: fmt.Sprintf("not an OPML document: the root element is %s, want <opml>", root), Err: err}
+	}
+	return &Error{Line: line, Msg: err.Error(), Err: err}
 }
 
 func firstNonEmpty(s ...string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,6 +84,44 @@ func TestParseErrors(t *testing.T) {
 	}
 	if _, err := Parse(strings.NewReader(`<opml><body></body></opml>`)); !errors.Is(err, ErrNoFeeds) {
 		t.Errorf("empty body: %v", err)
+	}
+}
+
+// A broken file says what is wrong with it and where: its name, and the
+// line where the XML decoder gives one (never a bare "EOF").
+func TestParseFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, in, want string }{
+		{"empty.opml", "", "empty.opml: empty file"},
+		{"blank.opml", " \n\t\n", "blank.opml: empty file"},
+		{"text.opml", "not xml at all", `text.opml: not an OPML document: no XML element (the file begins "not xml at all")`},
+		{"json.opml", `{"feeds":["https://x.example/rss"]}`, `json.opml: not an OPML document: no XML element (the file begins "{\"feeds\":[\"https://x.example/rss\"]}")`},
+		{"page.opml", "<!doctype html>\n<html><body>hi</body></html>", "page.opml:2: not an OPML document: the root element is <html>, want <opml>"},
+		{"feed.opml", "<?xml version=\"1.0\"?>\n<rss version=\"2.0\"><channel/></rss>", "feed.opml:2: not an OPML document: the root element is <rss>, want <opml>"},
+		{"cut.opml", "<opml version=\"2.0\">\n<body>\n<outline text=\"A\" xmlUrl=\"https://a.exa", "cut.opml:3: XML syntax error: unexpected end of file (is the file truncated?)"},
+		{"cut2.opml", "<opml version=\"2.0\">\n<body>\n<outline text=\"A\" xmlUrl=\"https://a.example/rss\"/>\n", "cut2.opml:4: XML syntax error: unexpected end of file (is the file truncated?)"},
+		{"bad.opml", "<opml><body>\n<outline xmlUrl=\"https://x\" authority=\"high\"/></body></opml>", `bad.opml: feed https://x: authority "high" is not a number from 0 to 1`},
+		{"none.opml", "<opml><body><outline text=\"x\"/></body></opml>", "none.opml: no outline with an xmlUrl"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ParseFile(path)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseFile(%s) = %v, want an error containing %q", c.name, err, c.want)
+		}
+		if err != nil && strings.HasSuffix(err.Error(), ": EOF") {
+			t.Errorf("ParseFile(%s) = %v: a bare EOF", c.name, err)
+		}
+	}
+	// Without a file name the error still says what and where.
+	_, err := Parse(strings.NewReader("<opml>\n<body>\n<outline xmlUrl=\"https://x"))
+	if err == nil || !strings.HasPrefix(err.Error(), "opml: line 3: XML syntax error") {
+		t.Errorf("Parse of a truncated document: %v", err)
+	}
+	if _, err := ParseFile(filepath.Join(dir, "missing.opml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ParseFile of a missing file: %v", err)
 	}
 }
 
