@@ -221,6 +221,8 @@ type feedItem struct {
 	*story.Story
 	Score   float64       `json:"score"`
 	Explain *rank.Explain `json:"explain,omitempty"`
+	// Unread counts the story's unread articles (a logged-in reader).
+	Unread *int `json:"unread,omitempty"`
 }
 
 type feedPage struct {
@@ -280,11 +282,30 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
+	rs, err := s.readerState(ctx)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	hide := rs != nil && hideRead(ctx)
 	page := feedPage{Stories: []feedItem{}, Partial: fi.interestGap != nil, feedInterest: fi}
-	end := min(len(l.items), start+limit)
-	for i := start; i < end; i++ {
-		it := l.items[i]
+	end := start
+	// With hide_read, read stories are skipped (at most maxHiddenScan
+	// looked at for one page).
+	for ; end < len(l.items) && len(page.Stories) < limit && end-start < maxHiddenScan; end++ {
+		it := l.items[end]
 		fi := feedItem{Story: s.shownBy(l.stories[it.StoryID], it.Shown), Score: it.Explain.Score}
+		if rs != nil {
+			n, _, err := s.unreadIn(rs, l.stories[it.StoryID])
+			if err != nil {
+				writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+				return
+			}
+			if hide && n == 0 {
+				continue
+			}
+			fi.Unread = &n
+		}
 		if explain {
 			e := it.Explain
 			fi.Explain = &e

@@ -23,6 +23,7 @@ import (
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query/auth"
+	"github.com/newsflow/newsflow/query/readstate"
 	"github.com/newsflow/newsflow/query/rank"
 	"github.com/newsflow/newsflow/query/web"
 	"github.com/prometheus/client_golang/prometheus"
@@ -197,6 +198,7 @@ type Server struct {
 	m       *httpMetrics
 
 	feeds   *feedCache
+	reads   *readstate.Store // nil without accounts
 	rates   rateMeter
 	sizes   storeSizes
 	openapi []byte
@@ -226,6 +228,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	s.peerErrors = s.m.peerErrs
 	s.peers = &fasthttp.Client{Name: "newsflow-peer", MaxConnsPerHost: 64, ReadTimeout: opts.PeerTimeout, WriteTimeout: opts.PeerTimeout}
 	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
+	if deps.Auth != nil {
+		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
+	}
 	r := router.New()
 	s.router, s.openapi = r, openAPIDocument()
 	r.GET("/api/v1/openapi.json", s.instrument("openapi", s.handleOpenAPI))
@@ -277,6 +282,18 @@ func New(deps Deps, opts Options) (*Server, error) {
 			history = s.toOwner(storyOwner, history)
 		}
 		r.GET("/api/v1/history", s.instrument("history", history))
+		if deps.Stories != nil {
+			// Read state needs the story view: at the story owner.
+			me := func(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.RequestHandler {
+				return s.toOwner(storyOwner, s.requireUser(h))
+			}
+			r.GET("/api/v1/me/unread", s.instrument("unread", me(s.handleUnread)))
+			r.POST("/api/v1/me/read", s.instrument("mark_read", me(s.handleMark)))
+			r.POST("/api/v1/me/read/all", s.instrument("mark_all_read", me(s.handleMarkAll)))
+			r.GET("/api/v1/me/starred", s.instrument("starred", me(s.handleStarred)))
+			r.PUT("/api/v1/me/starred/{id}", s.instrument("star", me(s.handleStar)))
+			r.DELETE("/api/v1/me/starred/{id}", s.instrument("unstar", me(s.handleStar)))
+		}
 		if deps.Interest != nil {
 			r.GET("/api/v1/me/interest", s.instrument("my_interest", s.toOwner(s.userPartition, s.requireUser(s.handleMyInterest))))
 		}

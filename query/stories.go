@@ -75,7 +75,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 
 // storiesPage is the response of the story list endpoints.
 type storiesPage struct {
-	Stories []story.Ranked `json:"stories"`
+	Stories []rankedItem `json:"stories"`
 	// AsOf is the event time freshness is computed at, in ms since the
 	// epoch (absent before the first article).
 	AsOf int64  `json:"as_of,omitempty"`
@@ -105,16 +105,60 @@ func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	res, err := s.deps.Stories.List(q)
+	rs, err := s.readerState(ctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	page := storiesPage{Stories: res.Stories, AsOf: res.AsOf}
-	if res.More {
-		page.Next = encodeStoryCursor(res.Stories[len(res.Stories)-1])
+	hide := rs != nil && hideRead(ctx)
+	page := storiesPage{Stories: []rankedItem{}}
+	// With hide_read, read stories are left out: list on until the page
+	// is full or a bounded number of stories has been looked at.
+	want := q.Limit
+	for looked := 0; ; {
+		res, err := s.deps.Stories.List(q)
+		if err != nil {
+			writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+			return
+		}
+		page.AsOf = res.AsOf
+		for _, r := range res.Stories {
+			it := rankedItem{Ranked: r}
+			if rs != nil {
+				n, _, err := s.unreadIn(rs, r.Story)
+				if err != nil {
+					writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+					return
+				}
+				it.Unread = &n
+			}
+			if !hide || *it.Unread > 0 {
+				page.Stories = append(page.Stories, it)
+			}
+		}
+		looked += len(res.Stories)
+		page.Next = ""
+		if res.More {
+			q.After = &res.Stories[len(res.Stories)-1]
+			page.Next = encodeStoryCursor(*q.After)
+		}
+		if !hide || !res.More || len(page.Stories) >= want || looked >= maxHiddenScan {
+			break
+		}
+		q.Limit = want - len(page.Stories)
 	}
 	writeJSON(ctx, fasthttp.StatusOK, page)
+}
+
+// maxHiddenScan bounds the stories one page looks at to leave read ones
+// out (hide_read): a page may come back short, with a next_cursor.
+const maxHiddenScan = 500
+
+// rankedItem is a listed story with, for a logged-in reader, its unread
+// article count.
+type rankedItem struct {
+	story.Ranked
+	Unread *int `json:"unread,omitempty"`
 }
 
 // handleStory answers one story with all its articles and sources.
@@ -133,13 +177,22 @@ func (s *Server) handleStory(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, d)
+	rs, err := s.readerState(ctx)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, withReadState(d, rs))
 }
 
 // handleBreaking lists the stories breaking now.
 func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
 	res := s.deps.Stories.Breaking()
-	writeJSON(ctx, fasthttp.StatusOK, storiesPage{Stories: res.Stories, AsOf: res.AsOf})
+	page := storiesPage{Stories: make([]rankedItem, len(res.Stories)), AsOf: res.AsOf}
+	for i, r := range res.Stories {
+		page.Stories[i].Ranked = r
+	}
+	writeJSON(ctx, fasthttp.StatusOK, page)
 }
 
 // handleTopics lists the topics of recent stories with counts, and every

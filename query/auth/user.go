@@ -561,3 +561,7 @@ func (s *Store) putJSON(ctx context.Context, collection, key string, v any) erro
 	}
 	return nil
 }
+
+// Meta returns the metadata store the accounts are kept in (other
+// per-user state is kept beside them).
+func (s *Store) Meta() meta.Store { return s.meta }
