@@ -48,6 +48,11 @@ type Options struct {
 	// Partitions is the partition count articles.raw is created with when
 	// missing (default 8).
 	Partitions int32
+	// SummaryInterval is how often Run logs one line (at Info) summing up
+	// the crawls since the previous one, when there were any (default 1m).
+	// Each crawl is logged at Debug; a source that starts failing or
+	// recovers gets a line of its own (at most a few per round).
+	SummaryInterval time.Duration
 	// Owns reports whether this node crawls a source; nil means all.
 	Owns       func(sourceID string) bool
 	Logger     *slog.Logger
@@ -74,6 +79,9 @@ func (o Options) withDefaults() Options {
 	if o.ManualCrawlInterval == 0 {
 		o.ManualCrawlInterval = time.Minute
 	}
+	if o.SummaryInterval == 0 {
+		o.SummaryInterval = time.Minute
+	}
 	o.FullText = o.FullText.withDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -92,7 +100,7 @@ func (o Options) Validate() error {
 	if o.FullText.MinWords < 0 || o.FullText.MaxPerCrawl < 0 || o.FullText.MaxBytes < 0 {
 		return errors.New("crawl: full-text limits must not be negative")
 	}
-	if o.MaxSeen < 0 || o.Partitions < 0 || o.ErrorBackoff < 0 || o.MaxErrorBackoff < 0 || o.ReloadInterval < 0 || o.ManualCrawlInterval < 0 {
+	if o.MaxSeen < 0 || o.Partitions < 0 || o.ErrorBackoff < 0 || o.MaxErrorBackoff < 0 || o.ReloadInterval < 0 || o.ManualCrawlInterval < 0 || o.SummaryInterval < 0 {
 		return errors.New("crawl: sizes and durations must not be negative")
 	}
 	if err := o.Fetch.Validate(); err != nil {
@@ -123,6 +131,7 @@ type Crawler struct {
 	limiter *polite.Limiter
 	robots  *polite.Robots
 	m       *crawlMetrics
+	round   *roundLog
 	kick    chan struct{} // buffered-1: the source list changed
 	notify  chan struct{} // buffered-1: sources in mu.changed changed
 
@@ -151,7 +160,7 @@ func New(sources *Sources, l eventlog.Log, db *state.DB, opts Options) (*Crawler
 		return nil, err
 	}
 	c := &Crawler{opts: opts, sources: sources, log: l, seen: db.Namespace("crawl/seen"), fetcher: f, limiter: lim,
-		kick: make(chan struct{}, 1), notify: make(chan struct{}, 1)}
+		round: newRoundLog(opts.Now()), kick: make(chan struct{}, 1), notify: make(chan struct{}, 1)}
 	c.mu.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6e6577))
 	c.mu.lastManual = map[string]time.Time{}
 	c.mu.crawling = map[string]bool{}
@@ -239,12 +248,17 @@ func (c *Crawler) Run(ctx context.Context) error {
 			return
 		}
 		open := 0
+		owned := map[string]bool{}
 		for _, s := range list {
 			var br polite.BreakerState
 			if len(s.Crawl.Circuit) > 0 && json.Unmarshal(s.Crawl.Circuit, &br) == nil && br.State != polite.Closed {
 				open++
 			}
-			if s.Status != StatusActive || queued[s.ID] || c.isCrawling(s.ID) || (c.opts.Owns != nil && !c.opts.Owns(s.ID)) {
+			if s.Status != StatusActive || (c.opts.Owns != nil && !c.opts.Owns(s.ID)) {
+				continue
+			}
+			owned[s.ID] = true
+			if queued[s.ID] || c.isCrawling(s.ID) {
 				continue
 			}
 			queued[s.ID] = true
@@ -252,10 +266,13 @@ func (c *Crawler) Run(ctx context.Context) error {
 		}
 		c.m.sources.Set(float64(len(list)))
 		c.m.openCircuits.Set(float64(open))
+		c.round.setSources(owned)
 	}
 	reload()
 	reloadTick := time.NewTicker(c.opts.ReloadInterval)
 	defer reloadTick.Stop()
+	summaryTick := time.NewTicker(c.opts.SummaryInterval)
+	defer summaryTick.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -318,6 +335,8 @@ func (c *Crawler) Run(ctx context.Context) error {
 			}
 		case <-reloadTick.C:
 			reload()
+		case <-summaryTick.C:
+			c.round.flush(c.opts.Logger, c.opts.Now())
 		case <-timer.C:
 		}
 	}
@@ -491,10 +510,29 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 		c.opts.Logger.Error("crawl: record crawl", "source", id, "err", err)
 	}
 	res.record, res.next, res.reschedule = rec, next, gone == "" && err == nil
-	if rec.Outcome == "error" {
-		c.opts.Logger.Warn("crawl failed", "source", id, "url", s.FeedURL, "err", rec.Error, "errors", st.ConsecutiveErrors)
-	}
+	c.logCrawl(&s, rec, st.ConsecutiveErrors)
 	return res
+}
+
+// logCrawl logs one crawl at Debug, and on a line of its own at Warn or
+// Info when the source started failing or recovered with it (a few per
+// round; Run's summary counts the rest). s is the source as claimed,
+// before the crawl; consecutive are its consecutive errors after it.
+func (c *Crawler) logCrawl(s *Source, rec CrawlRecord, consecutive int) {
+	l := c.opts.Logger
+	ctx := context.Background()
+	if l.Enabled(ctx, slog.LevelDebug) {
+		l.LogAttrs(ctx, slog.LevelDebug, "crawl", slog.String("source", s.ID), slog.String("url", s.FeedURL), slog.String("outcome", rec.Outcome),
+			slog.String("err", rec.Error), slog.Int("items_new", rec.ItemsNew), slog.Int("errors", consecutive), slog.Duration("duration", time.Duration(rec.Duration)))
+	}
+	switch tr, show := c.round.record(s.ID, s.Crawl.ConsecutiveErrors, rec); {
+	case !show:
+	case tr == startedFailing:
+		l.Warn("crawl: source failing; retrying with backoff", "source", s.ID, "name", s.Name, "url", s.FeedURL, "err", rec.Error,
+			"reason", ClassifyFailure(rec.Error).Hint)
+	case tr == recovered:
+		l.Info("crawl: source recovered", "source", s.ID, "name", s.Name, "after_errors", s.Crawl.ConsecutiveErrors)
+	}
 }
 
 // fetchAndIngest does the network part of a crawl and returns the next
