@@ -204,6 +204,95 @@ describe("web UI", { skip: skip || false }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.id), "q");
   });
 
+  test("unread counts follow what the reader opens and marks; stars, follows, hide read, keyboard", async () => {
+    const page = reader;
+    const unread = () => page.evaluate(async () => (await fetch("/api/v1/me/unread")).json());
+    const tab = (topic) => page.locator(`.topics a[data-topic="${topic}"] .count`);
+    await page.getByRole("link", { name: "newsflow" }).click();
+    await page.locator(".card").first().waitFor();
+    const before = await unread();
+    assert.equal(before.total.articles, fixture.length - 1, "the article opened in the story test is read");
+    await eventually(async () => assert.equal(await tab("").innerText(), String(before.total.articles)));
+
+    // Opening an article on the story page: the page's and the tabs' counts drop.
+    await page.locator(".card").filter({ hasText: "Lisbon" }).locator("h2 a").click();
+    await page.getByRole("heading", { level: 1, name: /Lisbon/ }).waitFor();
+    assert.equal(await page.locator("#story-unread").innerText(), "3 of 4 articles unread");
+    const unreadArticle = page.locator("#articles .card:not(.read)").first();
+    const [popup] = await Promise.all([page.waitForEvent("popup"), unreadArticle.locator("h3 a").click()]);
+    await popup.close();
+    await eventually(async () => assert.equal(await page.locator("#story-unread").innerText(), "2 of 4 articles unread"));
+    await eventually(async () => assert.equal(await tab("").innerText(), String(before.total.articles - 1)));
+    assert.equal(await page.locator("#articles .card.read").count(), 2);
+    await checkPage(page, "story-read-light");
+    await page.getByRole("button", { name: "Mark story read" }).click();
+    await eventually(async () => assert.equal(await page.locator("#story-unread").innerText(), "0 of 4 articles unread"));
+    await eventually(async () => assert.equal(await tab("").innerText(), String(before.total.articles - 3)));
+
+    // The feed shows it read; "Hide read" leaves it out.
+    await page.getByRole("link", { name: "newsflow" }).click();
+    const quake = page.locator(".card").filter({ hasText: "Lisbon" });
+    await quake.waitFor();
+    assert.match(await quake.getAttribute("class"), /\bread\b/);
+    assert.match(await quake.locator(".meta").innerText(), /· read/);
+    await page.getByLabel("Hide read").check();
+    await eventually(async () => assert.equal(await page.locator(".card").filter({ hasText: "Lisbon" }).count(), 0));
+    assert.equal(await page.locator(".card").count(), 4);
+    await checkPage(page, "feed-hide-read-light");
+    await page.getByLabel("Hide read").uncheck();
+    await page.locator(".card").filter({ hasText: "Lisbon" }).waitFor();
+
+    // Keyboard: m marks the selected story read, a marks it and those above.
+    await page.locator("body").click({ position: { x: 5, y: 300 } });
+    await page.keyboard.press("j");
+    const firstCard = page.locator(".card.selected");
+    const wasRead = /\bread\b/.test(await firstCard.getAttribute("class"));
+    await page.keyboard.press("m");
+    await eventually(async () => assert.equal(/\bread\b/.test(await page.locator(".card").first().getAttribute("class")), !wasRead));
+    await page.keyboard.press("j");
+    await page.keyboard.press("j");
+    await page.keyboard.press("a");
+    await eventually(async () => assert.equal(await page.locator(".card").nth(0).locator("[data-mark]").innerText(), "Mark unread"));
+    for (const i of [0, 1, 2]) assert.match(await page.locator(".card").nth(i).getAttribute("class"), /\bread\b/, `card ${i} read`);
+
+    // Stars: from a card, listed on the Starred page, removed there.
+    const phone = page.locator(".card").filter({ hasText: "Phone X" });
+    await phone.getByRole("button", { name: /^Star:/ }).click();
+    await eventually(async () => assert.equal(await phone.getByRole("button", { name: /^Star:/ }).getAttribute("aria-pressed"), "true"));
+    await page.locator(".account").getByRole("link", { name: "Starred" }).click();
+    await page.getByRole("heading", { level: 1, name: "Starred" }).waitFor();
+    assert.equal(await page.locator("#starred .card").count(), 1);
+    assert.match(await page.locator("#starred .card h2").innerText(), /Phone X/);
+    assert.match(await page.locator("#starred .card .meta").innerText(), /starred \d+ min ago/);
+    await checkPage(page, "starred-light");
+    await page.locator("#starred").getByRole("button", { name: /^Star:/ }).click();
+    await page.reload();
+    await page.getByText("Nothing starred yet.").waitFor();
+
+    // A source's page: its unread count and a follow button.
+    await page.goto(node.url + "/sources/daily");
+    await page.getByRole("heading", { level: 1, name: "daily" }).waitFor();
+    const daily = (await unread()).sources.find((x) => x.source_id === "daily")?.articles ?? 0;
+    await eventually(async () => assert.equal(await page.locator("[data-unread-source]").innerText(), `${daily} unread`));
+    await page.getByRole("button", { name: "Follow" }).click();
+    await page.getByRole("button", { name: "Following ✓" }).waitFor();
+    assert.ok((await page.evaluate(async () => (await fetch("/api/v1/preferences")).json())).preferred_sources.includes("daily"));
+    await page.getByRole("button", { name: "Mark all as read" }).click();
+    await eventually(async () => assert.equal(await page.locator("[data-unread-source]").innerText(), "0 unread"));
+    await page.getByRole("button", { name: "Following ✓" }).click();
+    await page.getByRole("button", { name: "Follow" }).waitFor();
+    assert.ok(!(await page.evaluate(async () => (await fetch("/api/v1/preferences")).json())).preferred_sources.includes("daily"));
+
+    // Everything read with A: no counts left.
+    await page.getByRole("link", { name: "newsflow" }).click();
+    await page.locator(".card").first().waitFor();
+    await page.locator("body").click({ position: { x: 5, y: 300 } });
+    await page.keyboard.press("A");
+    await eventually(async () => assert.equal((await unread()).total.articles, 0));
+    await eventually(async () => assert.equal(await tab("").innerText(), ""));
+    assert.equal(await page.locator(".card:not(.read)").count(), 0);
+  });
+
   test("search shows highlights and a topic filter narrows it", async () => {
     const page = reader;
     await page.locator("#q").fill("tuesday");

@@ -47,7 +47,7 @@ let me = null;
 async function loadMe() {
   try { me = await api("/api/v1/me"); } catch { me = null; }
   document.querySelector(".account").innerHTML = me
-    ? `<a href="/preferences">${esc(me.username)}</a><a href="/history">History</a>${me.role === "admin" ? '<a href="/admin">Admin</a>' : ""}<button type="button" id="logout">Log out</button>`
+    ? `<a href="/preferences">${esc(me.username)}</a><a href="/starred">Starred</a><a href="/history">History</a>${me.role === "admin" ? '<a href="/admin">Admin</a>' : ""}<button type="button" id="logout">Log out</button>`
     : '<a href="/login">Log in</a><a href="/register">Register</a>';
   $("logout")?.addEventListener("click", async () => { await api("/api/v1/auth/logout", { method: "POST" }); await loadMe(); go("/"); });
 }
@@ -61,11 +61,74 @@ function page(title, body) {
 function card(st) {
   const n = st.sources?.length || 1;
   const topics = (st.topics || []).map((t) => `<span class="topic">${esc(t.topic)}</span>`).join(" ");
-  return `<article class="card" data-id="${esc(st.id)}">
+  const read = st.unread === 0;
+  return `<article class="card${read ? " read" : ""}" data-id="${esc(st.id)}">
     <h2><a href="/stories/${enc(st.id)}">${st.breaking ? '<span class="badge">Breaking</span> ' : ""}${esc(st.title)}</a></h2>
-    <p class="meta">${meta(outlet(st), when(st.last_seen), `<span class="sources">${plural(n, "source")}</span>`, topics)}</p>
+    <p class="meta">${meta(outlet(st), when(st.last_seen), `<span class="sources">${plural(n, "source")}</span>`, unreadLabel(st.unread), topics)}</p>
+    ${me && typeof st.unread === "number" ? `<div class="actions">
+      <button type="button" data-mark="${esc(st.id)}">${read ? "Mark unread" : "Mark read"}</button>
+      <button type="button" data-mark-above="${esc(st.id)}" title="Mark this story and every story above it read">Read to here</button>
+      ${starButton(st.representative, st.title)}</div>` : ""}
   </article>`;
 }
+
+// Read state of a logged-in reader: unread counts, marks and stars.
+let starred = new Set();
+let hideRead = localStorage.getItem("hideRead") === "1";
+const unreadLabel = (n) => typeof n !== "number" ? "" : n ? `<span class="unread">${n} unread</span>` : "read";
+const starButton = (id, title) => `<button type="button" class="star" data-star="${esc(id)}" aria-pressed="${starred.has(id)}" aria-label="Star: ${esc(title)}">${starred.has(id) ? "★" : "☆"} Star</button>`;
+
+async function loadStarred() {
+  starred = new Set(me ? (await api("/api/v1/me/starred").catch(() => ({ articles: [] }))).articles.map((a) => a.id) : []);
+}
+
+// refreshUnread puts the reader's unread counts on the topic tabs and on
+// whatever shows a source's count.
+async function refreshUnread() {
+  if (!me) return;
+  const u = await api("/api/v1/me/unread").catch(() => null);
+  if (!u) return;
+  const topics = new Map(u.topics.map((t) => [t.topic, t.articles]));
+  for (const a of document.querySelectorAll(".topics a[data-topic]")) {
+    const n = a.dataset.topic ? topics.get(a.dataset.topic) || 0 : u.total.articles;
+    let c = a.querySelector(".count");
+    if (!c) { c = document.createElement("span"); c.className = "count"; a.append(" ", c); }
+    c.textContent = n ? String(n) : "";
+    c.title = `${n} unread`;
+  }
+  const sources = new Map(u.sources.map((x) => [x.source_id, x.articles]));
+  for (const el of document.querySelectorAll("[data-unread-source]")) el.textContent = `${sources.get(el.dataset.unreadSource) || 0} unread`;
+}
+
+async function markStories(ids, read) {
+  await api("/api/v1/me/read", { method: "POST", body: JSON.stringify({ stories: ids, read }) });
+  for (const id of ids) {
+    const c = main.querySelector(`.card[data-id="${CSS.escape(id)}"]`);
+    if (!c) continue;
+    c.classList.toggle("read", read);
+    c.querySelector("[data-mark]").textContent = read ? "Mark unread" : "Mark read";
+    const u = c.querySelector(".unread");
+    if (read && u) u.replaceWith("read");
+  }
+  await refreshUnread();
+}
+
+// toolbar offers, on a list of stories, marking it all read (scope: the
+// topic or source it shows, or everything) and hiding read stories.
+const toolbar = (scope, follow, hiding = true) => me ? `<div class="toolbar">
+  <button type="button" data-mark-all='${esc(JSON.stringify(scope))}'>Mark all as read</button>
+  ${hiding ? `<label><input type="checkbox" id="hide-read"${hideRead ? " checked" : ""}> Hide read</label>` : ""}
+  ${follow ? `<button type="button" data-follow="${esc(follow[0])}" data-value="${esc(follow[1])}">${follow[2] ? "Following ✓" : "Follow"}</button>` : ""}</div>` : "";
+
+// follow adds or removes a topic or source in the reader's preferences.
+async function follow(kind, value) {
+  const p = await api("/api/v1/preferences"), key = kind === "topic" ? "topics" : "preferred_sources";
+  const on = !p[key].includes(value);
+  p[key] = on ? [...p[key], value] : p[key].filter((x) => x !== value);
+  await api("/api/v1/preferences", { method: "PUT", body: JSON.stringify(p) });
+  return on;
+}
+const following = async (kind, value) => me ? (await api("/api/v1/preferences").catch(() => ({ topics: [], preferred_sources: [] })))[kind === "topic" ? "topics" : "preferred_sources"].includes(value) : false;
 
 function scroller(load, render, list, status, empty, after) {
   let cursor = "", done = false, busy = false;
@@ -89,8 +152,10 @@ function scroller(load, render, list, status, empty, after) {
 }
 
 async function showFeed(topic) {
-  page(topic, `<h1 class="${topic ? "" : "visually-hidden"}">${topic ? esc(topic) : "Top stories"}</h1><div id="cards"></div><p id="more" class="meta">Loading…</p>`);
-  const base = topic ? `/api/v1/stories?topic=${enc(topic)}&limit=20` : "/api/v1/feed?limit=20";
+  const follows = topic && await following("topic", topic);
+  page(topic, `<h1 class="${topic ? "" : "visually-hidden"}">${topic ? esc(topic) : "Top stories"}</h1>
+    ${toolbar(topic ? { topic } : {}, topic && ["topic", topic, follows])}<div id="cards"></div><p id="more" class="meta">Loading…</p>`);
+  const base = (topic ? `/api/v1/stories?topic=${enc(topic)}&limit=20` : "/api/v1/feed?limit=20") + (me && hideRead ? "&hide_read=1" : "");
   await scroller((c) => api(base + (c ? `&cursor=${enc(c)}` : "")), (r) => r.stories.map(card).join(""), $("cards"), $("more"), "No stories yet.");
 }
 
@@ -108,15 +173,28 @@ async function showStory(id) {
   for (const a of d.articles) names[a.source_id] = a.source || a.source_id;
   page(d.title, `<h1>${d.breaking ? '<span class="badge">Breaking</span> ' : ""}${esc(d.title)}</h1>
     <p class="meta">${plural(d.article_count, "article")} from ${plural(d.sources.length, "source")} · first seen ${when(d.first_seen)} · latest ${when(d.last_seen)}${(d.topics || []).map((t) => ` · <span class="topic">${esc(t.topic)}</span>`).join("")}</p>
+    ${typeof d.unread === "number" ? `<p class="toolbar"><span id="story-unread" role="status">${d.unread} of ${plural(d.articles.length, "article")} unread</span>
+      <button type="button" data-mark-story="${esc(d.id)}">${d.unread ? "Mark story read" : "Mark story unread"}</button></p>` : ""}
     <section aria-labelledby="srcs"><h2 id="srcs">Sources</h2>
       <ul class="chips">${d.sources.map((s) => `<li><a href="/sources/${enc(s.source_id)}">${esc(names[s.source_id] || s.source_id)}</a> <span class="meta">(${s.articles})</span></li>`).join("")}</ul></section>
     <section aria-labelledby="arts"><h2 id="arts">Articles</h2>
-    <div id="articles">${d.articles.map((a) => `<article class="card" data-article="${esc(a.id)}">
+    <div id="articles">${d.articles.map((a) => `<article class="card${a.read ? " read" : ""}" data-article="${esc(a.id)}">
       <h3><a href="${esc(a.url)}" target="_blank" rel="noopener" data-read="${esc(a.id)}">${esc(a.title)}</a></h3>
       <p class="meta">${meta(outlet(a), when(a.published_at))}</p>
       ${a.summary ? `<p class="summary">${esc(a.summary)}</p>` : ""}
-      <button type="button" data-share="${esc(a.id)}" aria-label="Share: ${esc(a.title)}">Share</button>
+      <div class="actions"><button type="button" data-share="${esc(a.id)}" aria-label="Share: ${esc(a.title)}">Share</button>${me ? starButton(a.id, a.title) : ""}</div>
     </article>`).join("")}</div></section>`);
+}
+
+// Starred articles, the most recently starred first.
+async function showStarred() {
+  const s = await api("/api/v1/me/starred");
+  page("Starred", `<h1>Starred</h1>` + (s.articles.length
+    ? `<div id="starred">${s.articles.map((a) => `<article class="card" data-article="${esc(a.id)}">
+      <h2><a href="${esc(a.url)}" target="_blank" rel="noopener" data-read="${esc(a.id)}">${esc(a.title || a.id)}</a></h2>
+      <p class="meta">${meta(outlet(a), when(a.published_at), a.story_id ? `<a href="/stories/${enc(a.story_id)}">the story</a>` : "", `starred ${when(a.starred_at)}`)}</p>
+      <div class="actions">${starButton(a.id, a.title || a.id)}</div></article>`).join("")}</div>`
+    : "<p>Nothing starred yet. Star an article from a story page, or a story from its card.</p>"));
 }
 
 // Search with highlights, filters and more results on scroll.
@@ -190,8 +268,10 @@ async function showSource(id) {
   const all = await api("/api/v1/sources").catch(() => ({ sources: [] }));
   const src = all.sources.find((x) => x.id === id);
   const name = src?.name || id;
+  const follows = await following("source", id);
   page(name, `<h1>${esc(name)}</h1>
-    <p class="meta">${src?.homepage ? `<a href="${esc(src.homepage)}" target="_blank" rel="noopener">${esc(src.homepage)}</a> · ` : ""}newest articles first</p>
+    <p class="meta">${meta(src?.homepage ? `<a href="${esc(src.homepage)}" target="_blank" rel="noopener">${esc(src.homepage)}</a>` : "", me ? `<span data-unread-source="${esc(id)}"></span>` : "", "newest articles first")}</p>
+    ${toolbar({ source: id }, ["source", id, follows], false)}
     <p id="total" class="meta" role="status"></p><div id="hits"></div><p id="more" class="meta"></p>`);
   await storyResults(new URLSearchParams({ source: id, limit: "20" }), $("hits"), $("more"), $("total"));
 }
@@ -327,9 +407,9 @@ async function showAdmin() {
 async function showTopics(active) {
   const t = await api("/api/v1/topics").catch(() => ({ topics: [] }));
   const cur = (on) => on ? ' aria-current="page"' : "";
-  document.querySelector(".topics").innerHTML = `<a href="/"${cur(!active)}>Top</a>` +
+  document.querySelector(".topics").innerHTML = `<a href="/" data-topic=""${cur(!active)}>Top</a>` +
     // Alphabetical, so the tabs stay put while their story counts change.
-    t.topics.map((x) => x.topic).sort((a, b) => a.localeCompare(b)).map((x) => `<a href="/topics/${enc(x)}"${cur(active === x)}>${esc(x)}</a>`).join("");
+    t.topics.map((x) => x.topic).sort((a, b) => a.localeCompare(b)).map((x) => `<a href="/topics/${enc(x)}" data-topic="${esc(x)}"${cur(active === x)}>${esc(x)}</a>`).join("");
 }
 
 let trendWindow = localStorage.getItem("trendWindow") || "1h";
@@ -357,6 +437,7 @@ async function route(focus) {
   selected = -1;
   document.body.dataset.page = first || "home";
   try {
+    await loadStarred();
     await showTopics(first === "topics" ? decodeURIComponent(second) : "");
     if (first === "stories" && second) await showStory(decodeURIComponent(second));
     else if (first === "topics" && second) await showFeed(decodeURIComponent(second));
@@ -365,11 +446,13 @@ async function route(focus) {
     else if (first === "login" || first === "register") showAuth(first);
     else if (first === "preferences") await (me ? showPreferences() : go("/login"));
     else if (first === "history") await (me ? showHistory() : go("/login"));
+    else if (first === "starred") await (me ? showStarred() : go("/login"));
     else if (first === "admin") await (me ? showAdmin() : go("/login"));
     else await showFeed("");
   } catch (e) {
     page("Error", `<h1>Something went wrong</h1><p class="error" role="alert">${esc(e.message)}</p>`);
   }
+  refreshUnread();
   if (focus) {
     window.scrollTo(0, 0);
     main.focus({ preventScroll: true });
@@ -383,7 +466,12 @@ const sessionId = crypto.randomUUID();
 document.addEventListener("click", (e) => {
   const a = e.target.closest("a");
   if (a?.dataset.read) {
-    if (me) navigator.sendBeacon("/api/v1/events/read", new Blob([JSON.stringify({ event_id: crypto.randomUUID(), user_id: me.id, article_id: a.dataset.read, session_id: sessionId, timestamp: Date.now() })], { type: "application/json" }));
+    if (me) {
+      navigator.sendBeacon("/api/v1/events/read", new Blob([JSON.stringify({ event_id: crypto.randomUUID(), user_id: me.id, article_id: a.dataset.read, session_id: sessionId, timestamp: Date.now() })], { type: "application/json" }));
+      // Opened is read: the counts follow.
+      fetch("/api/v1/me/read", { method: "POST", keepalive: true, credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ articles: [a.dataset.read] }) })
+        .then(() => { a.closest(".card")?.classList.add("read"); return showStoryUnread(); }).then(refreshUnread, () => {});
+    }
     return;
   }
   if (a && a.origin === location.origin && !a.target && !a.hasAttribute("download") && !a.pathname.startsWith("/api/")) {
@@ -397,8 +485,60 @@ document.addEventListener("click", (e) => {
     api("/api/v1/events/share", { method: "POST", body: JSON.stringify({ event_id: crypto.randomUUID(), article_id: share.dataset.share, user_id: me?.id || "anonymous", share_type: "web", timestamp: Date.now() }) })
       .then(() => { share.textContent = "Shared"; setTimeout(showTrending, 500); }, (err) => { share.textContent = err.message; share.disabled = false; });
   }
+  readAction(e.target).catch((err) => {
+    const m = main.querySelector(".toolbar") || main;
+    m.insertAdjacentHTML("beforeend", `<p class="error" role="alert">${esc(err.message)}</p>`);
+  });
   const w = e.target.closest("[data-window]");
   if (w) { trendWindow = w.dataset.window; localStorage.setItem("trendWindow", trendWindow); showTrending(); }
+});
+
+// readAction handles the read-state buttons of cards, story pages and
+// list toolbars.
+async function readAction(target) {
+  const b = target.closest("button");
+  if (!b || !me) return;
+  if (b.dataset.mark) await markStories([b.dataset.mark], !b.closest(".card").classList.contains("read"));
+  else if (b.dataset.markAbove) {
+    const cards = [...main.querySelectorAll(".card[data-id]")];
+    await markStories(cards.slice(0, cards.indexOf(b.closest(".card")) + 1).map((c) => c.dataset.id), true);
+  } else if (b.dataset.markStory) {
+    const read = b.textContent === "Mark story read";
+    await api("/api/v1/me/read", { method: "POST", body: JSON.stringify({ stories: [b.dataset.markStory], read }) });
+    main.querySelectorAll("#articles .card").forEach((c) => c.classList.toggle("read", read));
+    b.textContent = read ? "Mark story unread" : "Mark story read";
+    await showStoryUnread();
+    await refreshUnread();
+  } else if (b.dataset.markAll) {
+    await api("/api/v1/me/read/all", { method: "POST", body: b.dataset.markAll });
+    await route(false);
+  } else if (b.dataset.star) {
+    const on = b.getAttribute("aria-pressed") !== "true", id = b.dataset.star;
+    await api(`/api/v1/me/starred/${enc(id)}`, { method: on ? "PUT" : "DELETE" });
+    on ? starred.add(id) : starred.delete(id);
+    for (const s of document.querySelectorAll(`[data-star="${CSS.escape(id)}"]`)) {
+      s.setAttribute("aria-pressed", String(on));
+      s.firstChild.textContent = on ? "★ Star" : "☆ Star";
+    }
+  } else if (b.dataset.follow) {
+    const on = await follow(b.dataset.follow, b.dataset.value);
+    b.textContent = on ? "Following ✓" : "Follow";
+  }
+}
+
+// showStoryUnread refreshes a story page's "n of m unread" line.
+async function showStoryUnread() {
+  const el = $("story-unread"), id = main.querySelector("[data-mark-story]")?.dataset.markStory;
+  if (!el || !id) return;
+  const d = await api(`/api/v1/stories/${enc(id)}`);
+  el.textContent = `${d.unread} of ${plural(d.articles.length, "article")} unread`;
+}
+
+document.addEventListener("change", (e) => {
+  if (e.target.id !== "hide-read") return;
+  hideRead = e.target.checked;
+  localStorage.setItem("hideRead", hideRead ? "1" : "0");
+  route(false);
 });
 
 document.querySelector(".search").addEventListener("submit", (e) => { e.preventDefault(); go(`/search?q=${enc($("q").value)}`); });
@@ -430,6 +570,16 @@ document.addEventListener("keydown", (e) => {
     cards[selected].querySelector("a")?.focus();
   } else if (e.key === "o" && cards[selected]) {
     cards[selected].querySelector("a")?.click();
+  } else if (e.key === "m" && cards[selected]) {
+    cards[selected].querySelector("[data-mark]")?.click();
+  } else if (e.key === "a" && cards[selected]) {
+    cards[selected].querySelector("[data-mark-above]")?.click();
+  } else if (e.key === "s" && cards[selected]) {
+    cards[selected].querySelector("[data-star]")?.click();
+  } else if (e.key === "A") {
+    main.querySelector("[data-mark-all]")?.click();
+  } else if (e.key === "h" && $("hide-read")) {
+    $("hide-read").click();
   } else if (e.key === "/") {
     e.preventDefault();
     $("q").focus();
