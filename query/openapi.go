@@ -34,6 +34,12 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/health/detailed", tag: "health", summary: "Readiness, lag per stage, story and search views", ok: 200, okSchema: "Object", errs: []int{503}},
 	{method: "GET", path: "/metrics", tag: "health", summary: "Prometheus metrics (text format)", ok: 200},
 	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
+	{method: "GET", path: "/api/v1/setup", tag: "meta", summary: "First-run status for the web page: whether an admin exists, sources and why they fail, whether articles arrived, and what to do next. No secrets",
+		ok: 200, okSchema: "SetupStatus", errs: []int{429}},
+	{method: "POST", path: "/api/v1/setup/admin", tag: "account", summary: "Create the first admin account with the one-time setup token the node printed at start, and log in. The token dies with it, and when any admin exists; limited like login",
+		body: "SetupAdmin", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 429}},
+	{method: "POST", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Create an account with a role (user or admin; newsflow user add against a running node)",
+		body: "NewUser", ok: 201, okSchema: "User", errs: []int{400, 401, 403, 409}},
 
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
@@ -161,6 +167,16 @@ var apiSchemas = map[string]any{
 	"Preferences": obj(map[string]string{"topics": "[]string", "preferred_sources": "[]string", "excluded_sources": "[]string", "updated_at": "time"}),
 	"Source": obj(map[string]string{"id": "string", "feed_url": "string", "homepage": "string", "name": "string", "category": "string",
 		"authority": "number", "paused": "boolean"}),
+
+	"SetupAdmin": obj(map[string]string{"token": "string", "username": "string", "password": "string"}, "token", "username", "password"),
+	"NewUser":    obj(map[string]string{"username": "string", "password": "string", "role": "string"}, "username", "password"),
+	"SetupStatus": obj(map[string]string{"accounts": "boolean", "admin_exists": "boolean", "setup_token_active": "boolean", "ready": "boolean",
+		"sources": "SetupSources", "articles": "SetupArticles", "done": "boolean", "next_steps": "[]SetupStep", "as_of": "integer"}),
+	"SetupSources": obj(map[string]string{"total": "integer", "active": "integer", "crawled": "integer", "ok": "integer", "failing": "integer",
+		"reasons": "[]SetupReason"}),
+	"SetupReason":   obj(map[string]string{"reason": "string", "message": "string", "sources": "integer"}),
+	"SetupArticles": obj(map[string]string{"received": "integer", "any": "boolean", "stories": "integer"}),
+	"SetupStep":     obj(map[string]string{"id": "string", "text": "string", "command": "string", "path": "string"}, "id", "text"),
 }
 
 // openAPIDocument builds the OpenAPI 3.1 description of the API.

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -80,6 +81,10 @@ type Options struct {
 	// DataDir, if set, is the node's data directory, whose stores the
 	// admin stats measure.
 	DataDir string
+	// SetupToken, if set, is a one-time token (NewSetupToken) with which
+	// POST /api/v1/setup/admin creates the first admin account while none
+	// exists; the node prints its SetupURL at start.
+	SetupToken string
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -209,6 +214,9 @@ type Server struct {
 
 	peers      *fasthttp.Client // requests to other cluster nodes
 	peerErrors prometheus.Counter
+
+	setup     *setupGate   // the one-time setup token (setup.go)
+	adminSeen atomic.Int64 // when an admin was last seen to exist (unix ns)
 }
 
 // New returns a server; call Run to serve.
@@ -220,7 +228,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		return nil, errors.New("query: log, engine and trending are required")
 	}
 	opts = opts.withDefaults()
-	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}, feeds: newFeedCache()}
+	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}, feeds: newFeedCache(), setup: newSetupGate(opts.SetupToken)}
 	var err error
 	if s.m, err = newHTTPMetrics(opts.Registerer); err != nil {
 		return nil, err
@@ -237,6 +245,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.GET("/health/live", s.instrument("live", s.handleLive))
 	r.GET("/health/ready", s.instrument("ready", s.handleReady))
 	r.GET("/health/detailed", s.instrument("health_detailed", s.handleHealthDetailed))
+	r.GET("/api/v1/setup", s.instrument("setup", s.handleSetup))
 	if opts.Gatherer != nil {
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
 	}
@@ -272,6 +281,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.POST("/api/v1/auth/register", s.instrument("register", s.handleRegister))
 		r.POST("/api/v1/auth/login", s.instrument("login", s.handleLogin))
 		r.POST("/api/v1/auth/logout", s.instrument("logout", s.handleLogout))
+		r.POST("/api/v1/setup/admin", s.instrument("setup_admin", s.handleSetupAdmin))
+		r.POST("/api/v1/admin/users", s.instrument("users_add", s.handleAddUser))
 		r.GET("/api/v1/me", s.instrument("me", s.requireUser(s.handleMe)))
 		r.GET("/api/v1/preferences", s.instrument("preferences_get", s.requireUser(s.handleGetPreferences)))
 		r.PUT("/api/v1/preferences", s.instrument("preferences_put", s.requireUser(s.handlePutPreferences)))
