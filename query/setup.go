@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/query/auth"
@@ -125,8 +124,8 @@ type SetupReason struct {
 
 // SetupArticles says whether articles have arrived.
 type SetupArticles struct {
-	// Received counts the raw articles ever appended to articles.raw (by
-	// the crawler or ingestion).
+	// Received counts the raw articles articles.raw holds (appended by the
+	// crawler or ingestion, less what retention removed).
 	Received int64 `json:"received"`
 	Any      bool  `json:"any"`
 	// Stories is how many recent stories the node shows; absent in a
@@ -182,7 +181,7 @@ func (s *Server) setupStatus(ctx context.Context) (SetupStatus, error) {
 		}
 		st.Sources = summarizeSources(list)
 	}
-	n, err := s.received(ctx)
+	n, err := topicRecords(ctx, s.deps.Log, events.TopicArticlesRaw)
 	if err != nil {
 		return st, fmt.Errorf("read offsets: %w", err)
 	}
@@ -230,27 +229,6 @@ func summarizeSources(list []crawl.Source) SetupSources {
 		return cmp.Or(cmp.Compare(b.Sources, a.Sources), cmp.Compare(a.Reason, b.Reason))
 	})
 	return out
-}
-
-// received counts the records ever appended to articles.raw (0 while the
-// topic does not exist).
-func (s *Server) received(ctx context.Context) (int64, error) {
-	parts, err := s.partitions(events.TopicArticlesRaw)
-	if errors.Is(err, eventlog.ErrUnknownTopic) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for p := range parts {
-		o, err := s.deps.Log.Offsets(ctx, eventlog.TopicPartition{Topic: events.TopicArticlesRaw, Partition: p})
-		if err != nil {
-			return 0, err
-		}
-		n += o.End
-	}
-	return n, nil
 }
 
 // offline reports whether the reasons say the machine cannot reach the
