@@ -8,7 +8,9 @@
 // did not change is dropped, an item with an edited title or summary becomes
 // the article's next version. Text is stripped of markup, repaired to valid
 // UTF-8 and truncated; items without a usable URL or title are dead-lettered
-// with the reason.
+// with the reason. An optional image_url (the lead image) must be an
+// absolute http or https URL; it is carried on, and an image that changes
+// makes a new version like edited text.
 package article
 
 import (
@@ -198,6 +200,11 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		h.WriteString(s)
 		h.Write([]byte{0})
 	}
+	if a.ImageURL != "" {
+		// Only when set: articles without an image hash as they did
+		// before images were carried, so their repeats stay unchanged.
+		h.WriteString(a.ImageURL)
+	}
 	sum := h.Sum64()
 	prev, err := t.lookup(a.ID)
 	if err != nil {
@@ -272,6 +279,11 @@ func (o *Operator) Clean(value []byte, recordTime int64) (events.Article, error)
 		return a, errors.New("missing title")
 	}
 	a.Author = feed.Text(raw.Author, 256)
+	if raw.ImageURL != "" {
+		if a.ImageURL, err = feed.ImageURL(raw.ImageURL, nil); err != nil {
+			return a, fmt.Errorf("image_url: %w", err)
+		}
+	}
 	a.SourceID = feed.Text(raw.SourceID, 256)
 	a.Authority = DefaultAuthority
 	if a.FetchedAt, err = parseTime(raw.FetchedAt); err != nil {

@@ -75,15 +75,41 @@ func TestClean(t *testing.T) {
 	}
 }
 
+// TestCleanImage: image_url is optional, kept as an absolute http(s) URL,
+// and refused with the reason otherwise.
+func TestCleanImage(t *testing.T) {
+	o := newOp(t, Options{})
+	a, err := o.Clean([]byte(`{"url":"https://x.example/a","title":"t","image_url":" HTTPS://CDN.Example/i/a.jpg?w=600#top "}`), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ImageURL != "https://cdn.example/i/a.jpg?w=600" {
+		t.Errorf("image_url %q", a.ImageURL)
+	}
+	if a, err = o.Clean([]byte(`{"url":"https://x.example/a","title":"t"}`), 1); err != nil || a.ImageURL != "" {
+		t.Errorf("no image: %q, %v", a.ImageURL, err)
+	}
+	for _, bad := range []string{"javascript:alert(1)", "/relative.jpg", "data:image/png;base64,AAAA", "ftp://x.example/a.jpg", "https://", "https://x.example/" + strings.Repeat("a", 5000)} {
+		in, _ := json.Marshal(map[string]string{"url": "https://x.example/a", "title": "t", "image_url": bad})
+		if _, err := o.Clean(in, 1); err == nil || !strings.Contains(err.Error(), "image_url") {
+			t.Errorf("image_url %.40q: error %v", bad, err)
+		}
+	}
+}
+
 func FuzzClean(f *testing.F) {
 	f.Add([]byte(`{"url":"https://x.example/a","title":"<b>t</b>","summary":"s","published_at":"2026-03-01T10:00:00Z"}`))
 	f.Add([]byte(`{"url":"http://[::1]:80/x?utm_source=1","title":"\xff"}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"url":"https://x.example/a","title":"t","image_url":"//cdn.example/a.jpg"}`))
 	o := newOp(f, Options{MaxTitleBytes: 64, MaxSummaryBytes: 64, MaxContentBytes: 64})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, err := o.Clean(in, 1)
 		if err != nil {
 			return
+		}
+		if a.ImageURL != "" && !strings.HasPrefix(a.ImageURL, "http://") && !strings.HasPrefix(a.ImageURL, "https://") {
+			t.Fatalf("image_url %q", a.ImageURL)
 		}
 		if a.Title == "" || a.ID != canon.ArticleID(a.URL) {
 			t.Fatalf("accepted %+v", a)

@@ -1,5 +1,13 @@
 package events
 
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/valyala/fastjson"
+)
+
 // Topics of the article pipeline.
 const (
 	// TopicArticles carries deduplicated, classified articles from the
@@ -39,11 +47,61 @@ type Article struct {
 	Summary   string  `json:"summary,omitempty"`
 	Content   string  `json:"content,omitempty"`
 	Author    string  `json:"author,omitempty"`
-	Topics    []Label `json:"topics,omitempty"`
+	// ImageURL is the lead image of the raw article (absolute http or
+	// https), or "": optional, absent from records written before it
+	// existed. Readers never load it directly: the node serves it through
+	// its image proxy.
+	ImageURL string  `json:"image_url,omitempty"`
+	Topics   []Label `json:"topics,omitempty"`
 	// PublishedAt and FetchedAt are ms since the epoch; PublishedAt is the
 	// event time of the article.
 	PublishedAt int64 `json:"published_at"`
 	FetchedAt   int64 `json:"fetched_at,omitempty"`
 	// Version is 1 for the first version and grows with each edit.
 	Version int `json:"version"`
+}
+
+// MaxArticleTopics bounds the topics ArticleTopics returns: the classifier
+// keeps fewer (max_labels in configs/topics.yaml).
+const MaxArticleTopics = 8
+
+// ArticleTopics reads the id and the topic names of an article record
+// (TopicArticles, TopicArticlesIndexed) and nothing else of it. The topics
+// come in the article's order (best first), each once, at most
+// MaxArticleTopics; a topic name must be a valid category (as a share's).
+// p is reused between calls and must not be shared between goroutines.
+func ArticleTopics(p *fastjson.Parser, data []byte) (id string, topics []string, err error) {
+	v, err := p.ParseBytes(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("malformed JSON: %w", err)
+	}
+	o, err := v.Object()
+	if err != nil {
+		return "", nil, errors.New("article is not a JSON object")
+	}
+	if id, err = str(o, "id", MaxIDBytes, true); err != nil {
+		return "", nil, err
+	}
+	tv := o.Get("topics")
+	if tv == nil || tv.Type() == fastjson.TypeNull {
+		return id, nil, nil
+	}
+	labels, err := tv.Array()
+	if err != nil {
+		return "", nil, &FieldError{"topics", "must be an array of labels"}
+	}
+	for i, l := range labels {
+		lo, err := l.Object()
+		if err != nil {
+			return "", nil, &FieldError{fmt.Sprintf("topics[%d]", i), "must be an object"}
+		}
+		name, err := str(lo, "topic", MaxLabelBytes, true)
+		if err != nil {
+			return "", nil, fmt.Errorf("topics[%d]: %w", i, err)
+		}
+		if len(topics) < MaxArticleTopics && !slices.Contains(topics, name) {
+			topics = append(topics, name)
+		}
+	}
+	return id, topics, nil
 }

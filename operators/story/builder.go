@@ -26,7 +26,9 @@ type Article struct {
 	Authority float64 `json:"authority"`
 	Title     string  `json:"title"`
 	Summary   string  `json:"summary,omitempty"`
-	Topics    []Label `json:"topics,omitempty"`
+	// ImageURL is the article's lead image at its outlet, or "".
+	ImageURL string  `json:"image_url,omitempty"`
+	Topics   []Label `json:"topics,omitempty"`
 	// Published is the event time in ms since the epoch.
 	Published int64 `json:"published_at"`
 	// Version counts edits of the article; 1 for the first version.
@@ -152,7 +154,15 @@ type Story struct {
 	SourceID       string  `json:"source_id"`
 	Source         string  `json:"source,omitempty"`
 	Authority      float64 `json:"authority"`
-	repPublished   int64
+	// Image is the proxy path of the story's lead image (ImagePath): its
+	// representative's image, else the first image among its articles;
+	// absent when none of them has one.
+	Image        string `json:"image,omitempty"`
+	repPublished int64
+	repImage     string // the representative's image URL
+	firstImage   string // the image URL of the earliest article with one
+	// firstImageNum is the article number of firstImage.
+	firstImageNum uint64
 
 	Articles int `json:"article_count"`
 	// Sources counts articles per source, most first.
@@ -219,6 +229,8 @@ type ArticleRecord struct {
 	Num         uint64 `json:"num"`
 	Story       uint64 `json:"story"`
 	DuplicateOf string `json:"duplicate_of,omitempty"`
+	// Image is the proxy path of the article's image (ImagePath), or "".
+	Image string `json:"image,omitempty"`
 }
 
 // Builder turns a sequence of articles into stories. It is deterministic
@@ -287,8 +299,17 @@ func (b *Builder) Apply(a Article) (Result, error) {
 		if st == nil {
 			return Result{}, fmt.Errorf("story: internal error: story %d of article %s is not in memory", num, a.ID)
 		}
+		first, firstNum := st.firstImage, st.firstImageNum
 		if st.Representative == a.ID {
-			st.Title, st.URL = a.Title, a.URL
+			st.Title, st.URL, st.repImage = a.Title, a.URL, a.ImageURL
+			b.dirtyStories[num] = st
+		}
+		if st.firstImage != "" && st.firstImageNum == as.num {
+			st.firstImage = "" // the edit may have changed or dropped it
+		}
+		st.noteImage(a.ImageURL, as.num)
+		st.setImage()
+		if st.firstImage != first || st.firstImageNum != firstNum {
 			b.dirtyStories[num] = st
 		}
 		// Near-copies are compared with the latest text.
@@ -296,7 +317,7 @@ func (b *Builder) Apply(a Article) (Result, error) {
 		b.nd.Remove(as.num, as.doc.FP)
 		b.nd.Add(as.num, doc.FP)
 		as.doc = doc
-		b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: as.num, Story: as.story})
+		b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: as.num, Story: as.story, Image: ImagePath(a.ImageURL)})
 		return Result{Story: st.ID, StoryNum: num, Update: true}, nil
 	}
 	doc := b.det.Doc(a.Title, a.Summary)
@@ -322,17 +343,17 @@ func (b *Builder) Apply(a Article) (Result, error) {
 	if st == nil {
 		return res, fmt.Errorf("story: internal error: story %d of article %s is not in memory", num, a.ID)
 	}
-	b.addToStory(st, a)
+	an := b.nextArt
+	b.nextArt++
+	b.addToStory(st, a, an)
 	b.dirtyStories[num] = st
 	res.Story, res.StoryNum = st.ID, num
 
-	an := b.nextArt
-	b.nextArt++
 	b.articles[a.ID] = &articleState{num: an, story: num, doc: doc, t: a.Published}
 	b.byNum[an] = a.ID
 	b.nd.Add(an, doc.FP)
 	heap.Push(&b.expiry, lastEntry{last: a.Published, num: an})
-	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf})
+	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf, Image: ImagePath(a.ImageURL)})
 	return res, nil
 }
 
@@ -390,7 +411,12 @@ func (b *Builder) merge(into, from uint64) {
 	if better(src.Authority, src.repPublished, src.Representative, dst.Authority, dst.repPublished, dst.Representative) {
 		dst.Representative, dst.Title, dst.URL = src.Representative, src.Title, src.URL
 		dst.SourceID, dst.Source, dst.Authority, dst.repPublished = src.SourceID, src.Source, src.Authority, src.repPublished
+		dst.repImage = src.repImage
 	}
+	if src.firstImage != "" {
+		dst.noteImage(src.firstImage, src.firstImageNum)
+	}
+	dst.setImage()
 	b.refresh(dst, dst.LastSeen)
 	b.dirtyStories[from] = src
 	b.dirtyStories[into] = dst
@@ -421,7 +447,8 @@ func addSource(st *Story, src string, n int) {
 	st.Sources = append(st.Sources, SourceCount{SourceID: src, Articles: n})
 }
 
-func (b *Builder) addToStory(st *Story, a Article) {
+// addToStory adds article a, numbered num, to story st.
+func (b *Builder) addToStory(st *Story, a Article, num uint64) {
 	st.Articles++
 	addSource(st, a.SourceID, 1)
 	st.FirstSeen = min(st.FirstSeen, a.Published)
@@ -432,7 +459,10 @@ func (b *Builder) addToStory(st *Story, a Article) {
 	if better(a.Authority, a.Published, a.ID, st.Authority, st.repPublished, st.Representative) {
 		st.Representative, st.Title, st.URL = a.ID, a.Title, a.URL
 		st.SourceID, st.Source, st.Authority, st.repPublished = a.SourceID, a.Source, a.Authority, a.Published
+		st.repImage = a.ImageURL
 	}
+	st.noteImage(a.ImageURL, num)
+	st.setImage()
 	i, _ := slices.BinarySearchFunc(st.recent, a.Published, func(r recentArticle, t int64) int { return cmp.Compare(r.t, t+1) })
 	st.recent = slices.Insert(st.recent, i, recentArticle{t: a.Published, src: a.SourceID})
 	b.refresh(st, st.LastSeen)

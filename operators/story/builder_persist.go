@@ -20,6 +20,7 @@ import (
 //	s <story num:8>             storyRecord (JSON)
 //	i <story id>                story num (8 bytes)
 //	k <story num:8> <num:8>     article id: a story's articles, in arrival order
+//	g <image id>                image URL: every image of an article (ImageID), for the proxy
 var (
 	prefixCluster  = []byte("c")
 	keyBuilderMeta = []byte("m")
@@ -28,10 +29,14 @@ var (
 // storyRecord is a Story with the fields the builder needs to continue.
 type storyRecord struct {
 	Story
-	Num          uint64             `json:"num"`
-	RepPublished int64              `json:"rep_published"`
-	TopicSum     map[string]float64 `json:"topic_sum,omitempty"`
-	Recent       []recentJSON       `json:"recent,omitempty"`
+	Num          uint64 `json:"num"`
+	RepPublished int64  `json:"rep_published"`
+	RepImage     string `json:"rep_image,omitempty"`
+	FirstImage   string `json:"first_image,omitempty"`
+	// FirstImageNum is the article number of FirstImage.
+	FirstImageNum uint64             `json:"first_image_num,omitempty"`
+	TopicSum      map[string]float64 `json:"topic_sum,omitempty"`
+	Recent        []recentJSON       `json:"recent,omitempty"`
 }
 
 type recentJSON struct {
@@ -46,6 +51,7 @@ func storyNumKey(num uint64) []byte {
 	return u64([]byte("s"), num)
 }
 func storyIDKey(id string) []byte { return append([]byte("i"), id...) }
+func imageKey(id string) []byte   { return append([]byte("g"), id...) }
 
 // Persist stages every change since the last Persist into w.
 func (b *Builder) Persist(w state.Writer) error {
@@ -66,6 +72,11 @@ func (b *Builder) Persist(w state.Writer) error {
 		if err := w.Set(articleKey(ar.ID), v); err != nil {
 			return err
 		}
+		if ar.ImageURL != "" {
+			if err := w.Set(imageKey(ImageID(ar.ImageURL)), []byte(ar.ImageURL)); err != nil {
+				return err
+			}
+		}
 		if ar.Version > 1 {
 			continue // an edit: indexes are unchanged
 		}
@@ -79,7 +90,8 @@ func (b *Builder) Persist(w state.Writer) error {
 	b.dirtyArticles = b.dirtyArticles[:0]
 	for _, num := range slices.Sorted(maps.Keys(b.dirtyStories)) {
 		st := b.dirtyStories[num]
-		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, TopicSum: st.topicSum}
+		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, TopicSum: st.topicSum,
+			RepImage: st.repImage, FirstImage: st.firstImage, FirstImageNum: st.firstImageNum}
 		for _, r := range st.recent {
 			rec.Recent = append(rec.Recent, recentJSON{T: r.t, Src: r.src})
 		}
@@ -180,6 +192,7 @@ func (b *Builder) loadStory(r state.Reader, num uint64) (uint64, error) {
 		if rec.MergedInto == "" {
 			st := rec.Story
 			st.repPublished, st.topicSum = rec.RepPublished, rec.TopicSum
+			st.repImage, st.firstImage, st.firstImageNum = rec.RepImage, rec.FirstImage, rec.FirstImageNum
 			if st.topicSum == nil {
 				st.topicSum = map[string]float64{}
 			}

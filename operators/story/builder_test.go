@@ -179,6 +179,9 @@ func testBuilderRestore(t *testing.T, docs []labelled) {
 		for i, d := range docs {
 			a := Article{ID: d.ID, SourceID: fmt.Sprint(i % 7), Authority: float64(i%5) / 5, Title: d.Title, Published: d.Time, Version: 1,
 				Topics: []Label{{Topic: fmt.Sprint("t", i%3), Confidence: 0.5}}}
+			if i%3 == 0 {
+				a.ImageURL = fmt.Sprintf("https://img.example/%d.jpg", i)
+			}
 			out = append(out, mustApply(t, b, a))
 			if i%50 == 49 { // an edit of an earlier article
 				e := Article{ID: docs[i-3].ID, SourceID: "e", Title: docs[i-3].Title + " (updated)", Published: d.Time, Version: 2}

@@ -167,6 +167,7 @@ type storyInput struct {
 	Authority   float64        `json:"authority"`
 	Title       string         `json:"title"`
 	Summary     string         `json:"summary"`
+	ImageURL    string         `json:"image_url"`
 	Topics      []events.Label `json:"topics"`
 	PublishedAt int64          `json:"published_at"`
 	Version     int            `json:"version"`
@@ -181,7 +182,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		return engine.Invalid("article: missing id or title")
 	}
 	sa := Article{ID: a.ID, URL: a.URL, SourceID: a.SourceID, Source: a.Source, Authority: a.Authority,
-		Title: a.Title, Summary: a.Summary, Published: a.PublishedAt, Version: a.Version}
+		Title: a.Title, Summary: a.Summary, ImageURL: a.ImageURL, Published: a.PublishedAt, Version: a.Version}
 	sa.Topics = a.Topics
 	res, err := t.b.Apply(sa)
 	if err != nil {
@@ -248,7 +249,7 @@ func (t *task) Close() error { return nil }
 func (st *Story) public() Story {
 	c := Story{
 		ID: st.ID, Representative: st.Representative, Title: st.Title, URL: st.URL,
-		SourceID: st.SourceID, Source: st.Source, Authority: st.Authority,
+		SourceID: st.SourceID, Source: st.Source, Authority: st.Authority, Image: st.Image,
 		Articles: st.Articles, Sources: slices.Clone(st.Sources), FirstSeen: st.FirstSeen, LastSeen: st.LastSeen,
 		Topics: slices.Clone(st.Topics), Velocity: st.Velocity, Breaking: st.Breaking, BreakingAt: st.BreakingAt,
 		DecayClass: st.DecayClass, Lambda: st.Lambda, MergedFrom: slices.Clone(st.MergedFrom), MergedInto: st.MergedInto,
@@ -580,6 +581,20 @@ func (o *Operator) Article(id string) (ArticleRecord, string, bool) {
 		return ArticleRecord{}, "", false
 	}
 	return ar, o.Resolve(rec.ID), true
+}
+
+// ImageURL returns the URL of the image with id (ImageID) when an article
+// the story stage applied had that image, from committed state.
+func (o *Operator) ImageURL(id string) (string, bool) {
+	rp := o.reader.Load()
+	if rp == nil || !ValidImageID(id) {
+		return "", false
+	}
+	v, ok, err := (*rp).Get(imageKey(id))
+	if err != nil || !ok {
+		return "", false
+	}
+	return string(v), true
 }
 
 // Resolve returns the id of the story that story id is part of now: id

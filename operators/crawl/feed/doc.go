@@ -54,6 +54,16 @@
 //     at a rune boundary and never inside a tag.
 //   - Author: the item's authors (in Atom, the feed's when the entry has
 //     none), as plain text.
+//   - ImageURL: the lead image, from the first source that has one:
+//     media:content of an image medium or type (the widest), media:thumbnail
+//     (also of a video's media:content), image enclosures, gofeed's item
+//     image (iTunes image, JSON Feed image or banner_image), the first <img>
+//     of the content, then of the description (data-src when src is a data:
+//     placeholder). URLs resolve against the item's link; only http(s)
+//     counts; images stated smaller than MinImageSide (tracking pixels),
+//     SVGs and icons, and URLs that look like icons, avatars, logos, share
+//     buttons, emoji or counters are passed over. "" when none is left.
+//     ImageURL validates the same URLs for ingestion.
 //   - PublishedAt: the published time, else the updated time, else the fetch
 //     time. Times more than MaxFutureSkew after the fetch time become the
 //     fetch time; times before 1970 count as missing. UpdatedAt is the

@@ -72,6 +72,10 @@ func checkFeed(t testing.TB, f *Feed) {
 			t.Fatalf("item %d: author of %d bytes", i, len(it.Author))
 		case len(it.GUID) > MaxGUIDBytes:
 			t.Fatalf("item %d: GUID of %d bytes", i, len(it.GUID))
+		case it.ImageURL != "" && !strings.HasPrefix(it.ImageURL, "http://") && !strings.HasPrefix(it.ImageURL, "https://"):
+			t.Fatalf("item %d: image %q is not http(s)", i, it.ImageURL)
+		case len(it.ImageURL) > MaxURLBytes || !utf8.ValidString(it.ImageURL):
+			t.Fatalf("item %d: image URL of %d bytes", i, len(it.ImageURL))
 		case it.PublishedAt.Location() != time.UTC:
 			t.Fatalf("item %d: PublishedAt not UTC", i)
 		}

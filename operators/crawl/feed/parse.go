@@ -131,7 +131,10 @@ type Item struct {
 	// Content is HTML (or JSON Feed content_text), at most MaxContentBytes.
 	Content string
 	// Author is plain text, or "".
-	Author      string
+	Author string
+	// ImageURL is the item's lead image (see leadImage), an absolute http
+	// or https URL, or "".
+	ImageURL    string
 	PublishedAt time.Time
 	// UpdatedAt is zero when the feed gives no update time.
 	UpdatedAt time.Time
@@ -149,6 +152,7 @@ func (it *Item) RawArticle(sourceID string) events.RawArticle {
 		Summary:     it.Summary,
 		Content:     it.Content,
 		Author:      it.Author,
+		ImageURL:    it.ImageURL,
 		PublishedAt: it.PublishedAt.UTC().Format(time.RFC3339Nano),
 		FetchedAt:   it.FetchedAt.UTC().Format(time.RFC3339Nano),
 	}
@@ -300,8 +304,8 @@ func parseXMLOnce(b []byte, format Format) (*document, error) {
 			return nil, err
 		}
 		doc.ttl = rf.TTL
-		// The image scan parses every description as HTML, for a field
-		// articles do not carry.
+		// gofeed's image scan takes any first <img>; leadImage scans the
+		// HTML itself, passing over pixels and icons.
 		doc.feed, err = (&gofeed.DefaultRSSTranslator{DisableContentImageScan: true}).Translate(rf)
 	case FormatAtom:
 		var af *atom.Feed
@@ -415,6 +419,7 @@ func buildItem(gi *gofeed.Item, feedAuthors []*gofeed.Person, feedURL *url.URL, 
 		authors = feedAuthors
 	}
 	it.Author = validUTF8(authorText(authors))
+	it.ImageURL = leadImage(gi, itemBase(gi, feedURL, u))
 
 	published := validTime(gi.PublishedParsed)
 	updated := validTime(gi.UpdatedParsed)
@@ -462,6 +467,22 @@ func itemURL(gi *gofeed.Item, feedURL *url.URL) (string, SkipReason) {
 		return "", SkipBadURL
 	}
 	return "", SkipNoLink
+}
+
+// itemBase returns the URL relative image URLs of an item resolve against:
+// its link as written (canonical URLs may lose a trailing slash), resolved
+// against the feed URL, else its canonical URL.
+func itemBase(gi *gofeed.Item, feedURL *url.URL, canonical string) *url.URL {
+	if l, err := url.Parse(strings.TrimSpace(gi.Link)); err == nil && gi.Link != "" {
+		if feedURL != nil {
+			l = feedURL.ResolveReference(l)
+		}
+		if l.IsAbs() && (l.Scheme == "http" || l.Scheme == "https") && l.Host != "" {
+			return l
+		}
+	}
+	u, _ := url.Parse(canonical)
+	return u
 }
 
 // isAbsHTTP reports whether s is an absolute http or https URL.
