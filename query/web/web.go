@@ -43,8 +43,14 @@ func newAsset(name string, b []byte) asset {
 	if a.contentType == "" {
 		a.contentType = "application/octet-stream"
 	}
-	if name == "index.html" {
+	switch name {
+	case "index.html":
 		a.contentType, a.cacheControl = "text/html; charset=utf-8", "no-cache"
+	case "sw.js":
+		// A new service worker must reach browsers at once.
+		a.cacheControl = "no-cache"
+	case "manifest.webmanifest":
+		a.contentType = "application/manifest+json"
 	}
 	sum := sha256.Sum256(b)
 	a.etag = `"` + hex.EncodeToString(sum[:12]) + `"`

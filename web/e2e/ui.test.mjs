@@ -231,7 +231,7 @@ describe("web UI", { skip: skip || false }, () => {
 
     // The feed shows it read; "Hide read" leaves it out.
     await page.getByRole("link", { name: "newsflow" }).click();
-    const quake = page.locator(".card").filter({ hasText: "Lisbon" });
+    const quake = page.locator(".card[data-id]").filter({ hasText: "Lisbon" });
     await quake.waitFor();
     assert.match(await quake.getAttribute("class"), /\bread\b/);
     assert.match(await quake.locator(".meta").innerText(), /· read/);
@@ -252,7 +252,7 @@ describe("web UI", { skip: skip || false }, () => {
     await page.keyboard.press("j");
     await page.keyboard.press("j");
     await page.keyboard.press("a");
-    await eventually(async () => assert.equal(await page.locator(".card").nth(0).locator("[data-mark]").innerText(), "Mark unread"));
+    await eventually(async () => assert.equal(await page.locator(".card").nth(2).locator("[data-mark]").innerText(), "Mark unread"));
     for (const i of [0, 1, 2]) assert.match(await page.locator(".card").nth(i).getAttribute("class"), /\bread\b/, `card ${i} read`);
 
     // Stars: from a card, listed on the Starred page, removed there.
@@ -495,6 +495,45 @@ describe("web UI", { skip: skip || false }, () => {
     }, 20000, 500);
     const stories = await list.locator("li").evaluateAll((lis) => lis.map((li) => li.dataset.story));
     assert.equal(new Set(stories).size, stories.length, "distinct stories");
+    await page.context().close();
+  });
+
+  test("installable: a manifest with icons, a service worker, the shell and saved stories offline", async () => {
+    const page = await newPage(browser);
+    await page.goto(node.url + "/");
+    await page.locator(".card").first().waitFor();
+    const manifest = await page.evaluate(async () => {
+      const r = await fetch(document.querySelector('link[rel="manifest"]').href);
+      const body = await r.json();
+      const icons = await Promise.all(body.icons.map(async (i) => {
+        const ir = await fetch(i.src);
+        return { sizes: i.sizes, status: ir.status, type: ir.headers.get("content-type"), bytes: (await ir.arrayBuffer()).byteLength };
+      }));
+      return { type: r.headers.get("content-type"), body, icons };
+    });
+    assert.equal(manifest.type, "application/manifest+json");
+    assert.equal(manifest.body.display, "standalone");
+    assert.equal(manifest.body.start_url, "/");
+    for (const size of ["192x192", "512x512"]) {
+      const icon = manifest.icons.find((i) => i.sizes === size);
+      assert.ok(icon && icon.status === 200 && icon.type === "image/png" && icon.bytes > 100, `${size} icon: ${JSON.stringify(icon)}`);
+    }
+    await page.evaluate(() => navigator.serviceWorker.ready);
+    await page.reload();
+    await page.locator(".card").first().waitFor();
+    assert.ok(await page.evaluate(() => !!navigator.serviceWorker.controller), "the service worker controls the page");
+    const titles = await page.locator(".card h2").allInnerTexts();
+    assert.equal(await page.locator(".offline").isVisible(), false);
+
+    // Offline: the shell and the stories read before, and it says so.
+    await page.context().setOffline(true);
+    await page.reload();
+    await page.locator(".offline").waitFor({ state: "visible" });
+    await page.locator(".card").first().waitFor();
+    assert.deepEqual(await page.locator(".card h2").allInnerTexts(), titles);
+    await checkPage(page, "offline-light");
+    await page.context().setOffline(false);
+    await page.locator(".offline").waitFor({ state: "hidden" });
     await page.context().close();
   });
 

@@ -7,7 +7,12 @@ const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "
 const enc = encodeURIComponent;
 
 async function api(path, opts = {}) {
-  const res = await fetch(path, { credentials: "same-origin", ...opts, headers: { "Content-Type": "application/json", ...(opts.headers || {}) } });
+  let res;
+  try {
+    res = await fetch(path, { credentials: "same-origin", ...opts, headers: { "Content-Type": "application/json", ...(opts.headers || {}) } });
+  } catch {
+    throw Object.assign(new Error(navigator.onLine ? "The node did not answer: is it running?" : "Not available offline."), { status: 0 });
+  }
   const text = await res.text();
   let body = {};
   try { body = text ? JSON.parse(text) : {}; } catch { body = { error: text }; }
@@ -49,7 +54,13 @@ async function loadMe() {
   document.querySelector(".account").innerHTML = me
     ? `<a href="/preferences">${esc(me.username)}</a><a href="/starred">Starred</a><a href="/history">History</a>${me.role === "admin" ? '<a href="/admin">Admin</a>' : ""}<button type="button" id="logout">Log out</button>`
     : '<a href="/login">Log in</a><a href="/register">Register</a>';
-  $("logout")?.addEventListener("click", async () => { await api("/api/v1/auth/logout", { method: "POST" }); await loadMe(); go("/"); });
+  $("logout")?.addEventListener("click", async () => {
+    await api("/api/v1/auth/logout", { method: "POST" });
+    // What was saved for offline reading is this reader's: drop it.
+    await globalThis.caches?.delete("newsflow-api");
+    await loadMe();
+    go("/");
+  });
 }
 
 function page(title, body) {
@@ -589,6 +600,14 @@ document.addEventListener("keydown", (e) => {
 });
 
 window.addEventListener("popstate", () => route(true));
+
+// Offline: the service worker serves the shell and the lists read before.
+const offline = document.querySelector(".offline");
+const syncOnline = () => { offline.hidden = navigator.onLine; };
+window.addEventListener("online", () => { syncOnline(); route(false); });
+window.addEventListener("offline", syncOnline);
+syncOnline();
+navigator.serviceWorker?.register("/sw.js").catch(() => {});
 await loadMe();
 await route(false);
 await showTrending();
