@@ -85,6 +85,9 @@ type Options struct {
 	// POST /api/v1/setup/admin creates the first admin account while none
 	// exists; the node prints its SetupURL at start.
 	SetupToken string
+	// Images configures the image proxy (GET /api/v1/image/{id}); its
+	// cache defaults to <DataDir>/image-cache.
+	Images ImageOptions
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -101,6 +104,9 @@ func (o Options) Validate() error {
 	if o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
 		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 {
 		return errors.New("query: sizes and durations must not be negative")
+	}
+	if err := o.Images.Validate(); err != nil {
+		return err
 	}
 	return o.Rank.Validate()
 }
@@ -217,6 +223,8 @@ type Server struct {
 
 	setup     *setupGate   // the one-time setup token (setup.go)
 	adminSeen atomic.Int64 // when an admin was last seen to exist (unix ns)
+
+	images *imageProxy // the image proxy (image.go); nil without the story API
 }
 
 // New returns a server; call Run to serve.
@@ -267,6 +275,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/breaking", s.instrument("breaking", s.toOwner(storyOwner, s.handleBreaking)))
 		r.GET("/api/v1/topics", s.instrument("topics", s.toOwner(storyOwner, s.handleTopics)))
 		r.GET("/api/v1/feed", s.instrument("feed", s.toOwner(storyOwner, s.handleFeed)))
+		if s.images, err = newImageProxy(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
+			return nil, err
+		}
+		r.GET(story.ImagePathPrefix+"{id}", s.instrument("image", s.handleImage))
 	}
 	if deps.Search != nil {
 		r.GET("/api/v1/search", s.instrument("search", s.handleSearch))
@@ -367,6 +379,7 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
 // is nil) until ctx is done, then stops accepting and waits for in-flight
 // requests.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	defer s.images.close()
 	idemReader, err := s.idem.load(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
