@@ -87,3 +87,39 @@ func FuzzDecodeShare(f *testing.F) {
 		}
 	})
 }
+
+func TestArticleTopics(t *testing.T) {
+	var p fastjson.Parser
+	content := strings.Repeat("long text ", 2000) // articles are larger than events
+	id, topics, err := ArticleTopics(&p, []byte(`{"id":"a1","title":"T","content":"`+content+`","topics":[{"topic":"science","confidence":0.7},{"topic":"tech","confidence":0.3},{"topic":"science","confidence":0.1}]}`))
+	if err != nil || id != "a1" || strings.Join(topics, ",") != "science,tech" {
+		t.Fatalf("got %q %v %v", id, topics, err)
+	}
+	for _, in := range []string{`{"id":"a2"}`, `{"id":"a2","topics":null}`, `{"id":"a2","topics":[]}`} {
+		if id, topics, err := ArticleTopics(&p, []byte(in)); err != nil || id != "a2" || len(topics) != 0 {
+			t.Errorf("%s: %q %v %v", in, id, topics, err)
+		}
+	}
+	bad := []struct{ in, want string }{
+		{`{"id":`, "malformed JSON"},
+		{`"a1"`, "not a JSON object"},
+		{`{"topics":[]}`, `"id": missing`},
+		{`{"id":"a1","topics":{"topic":"x"}}`, `"topics": must be an array`},
+		{`{"id":"a1","topics":["science"]}`, `"topics[0]": must be an object`},
+		{`{"id":"a1","topics":[{"confidence":1}]}`, `topics[0]: field "topic": missing`},
+		{`{"id":"a1","topics":[{"topic":"sci\u0000ence"}]}`, "control characters"},
+		{`{"id":"a1","topics":[{"topic":"` + strings.Repeat("x", 65) + `"}]}`, "longer than 64 bytes"},
+	}
+	for _, c := range bad {
+		if _, _, err := ArticleTopics(&p, []byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ArticleTopics(%.60s) = %v, want error containing %q", c.in, err, c.want)
+		}
+	}
+	var many []string
+	for i := range MaxArticleTopics + 3 {
+		many = append(many, `{"topic":"t`+strings.Repeat("x", i)+`"}`)
+	}
+	if _, topics, err := ArticleTopics(&p, []byte(`{"id":"a1","topics":[`+strings.Join(many, ",")+`]}`)); err != nil || len(topics) != MaxArticleTopics {
+		t.Fatalf("%d topics, %v", len(topics), err)
+	}
+}

@@ -29,6 +29,12 @@
 //   - Every share counts in the global family. A share with a category also
 //     counts in that category's family; category "" means "no category", and
 //     queries for category "" answer for the global family.
+//   - [Counts.AddToCategory] counts a share in one category's family only:
+//     for a share Add already counted globally (under no category) that
+//     also counts under other categories (its article's topics), so that
+//     it counts once globally and once in each of them. The same window
+//     rules apply to it: the final counts depend only on the multiset of
+//     Add and AddToCategory calls.
 //   - Counts are exact. Per partition, an article may be shared at most
 //     2^31-1 times within one bucket and 2^32-1 times within one window.
 //
@@ -42,9 +48,12 @@
 //	'm'                                                   → watermark (uint64 BE)
 //	'c'                                                   → window layout
 //
-// Values are absolute counts written with Set, so re-applying a batch is
-// harmless. Global counts are not stored: [Counts.Load] derives them by
-// summing the categories (category "" included). Expired buckets are
+// A count made by AddToCategory is stored with a NUL byte before its
+// category (in the length too): no category begins with one (Add and
+// AddToCategory refuse such categories). Values are absolute counts
+// written with Set, so re-applying a batch is harmless. Global counts are
+// not stored: [Counts.Load] derives them by summing the categories
+// (category "" included), without the AddToCategory counts. Expired buckets are
 // removed with one DeleteRange per window. (Keys under 's', per-source
 // watermarks of an earlier lateness rule, are ignored and deleted by the
 // first Flush after Load.) The 'c' key records every
@@ -66,7 +75,10 @@
 // compacted bucket: it is reopened for the write and compacted again by
 // the next Flush. Buckets hold pairs only: a
 // pair knows its article, so expiring a bucket updates the category and the
-// global totals at once, and it is exactly what is persisted. With the
+// global totals at once, and it is exactly what is persisted. A bucket keys
+// the AddToCategory counts of a pair apart from its Add counts (the pair
+// index with bit 31 set, [categoryOnly]): both are in the pair's totals,
+// only the Add counts in its article's. With the
 // default windows this costs about 200 bytes per live article.
 //
 // Top-K does not scan all articles. Every window × group (global, or one
@@ -191,6 +203,12 @@ const (
 	noID      = math.MaxUint32 // end of a pair chain
 	dirtyBit  = 1 << 31        // in a bucket entry: changed since the last Flush
 	countMask = dirtyBit - 1   // in a bucket entry: the count
+	// categoryOnly, in the key of a bucket entry (its high half), marks the
+	// AddToCategory counts of the pair in the other bits. Pair indexes stay
+	// below it: 2^31 pairs would take far more memory than a task has.
+	categoryOnly = 1 << 31
+	// categoryOnlyMark starts the stored category of an AddToCategory cell.
+	categoryOnlyMark = 0
 )
 
 // Counts holds exact sliding-window share counts for one task. See the
@@ -399,9 +417,24 @@ func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
 // Add applies one share of articleID, in category ("" for none), at event
 // time ts (ms): it counts in every window that covers its bucket once the
 // watermark has moved to ts (if ts is newer). It returns false, changing
-// nothing, if ts is older than every window at the watermark, or negative.
+// nothing, if ts is older than every window at the watermark, or negative,
+// or if category begins with a NUL byte.
 func (c *Counts) Add(articleID, category string, ts int64) bool {
-	if ts < 0 || (c.started && c.tooOld(ts)) {
+	return c.add(articleID, category, ts, false)
+}
+
+// AddToCategory applies one share of articleID at ts to category's family
+// only, not to the global family, with the window rules of Add: for a
+// share that Add counted globally (under no category) and that counts
+// under category too (one of its article's topics). It returns false,
+// changing nothing, for category "" (the global family) and where Add
+// would.
+func (c *Counts) AddToCategory(articleID, category string, ts int64) bool {
+	return category != "" && c.add(articleID, category, ts, true)
+}
+
+func (c *Counts) add(articleID, category string, ts int64, only bool) bool {
+	if ts < 0 || (c.started && c.tooOld(ts)) || (category != "" && category[0] == categoryOnlyMark) {
 		return false
 	}
 	if !c.started {
@@ -411,6 +444,10 @@ func (c *Counts) Add(articleID, category string, ts int64) bool {
 	}
 	a := c.internArticle(articleID)
 	p := c.internPair(a, category)
+	key := p
+	if only {
+		key |= categoryOnly
+	}
 	nw := c.nw
 	arow, prow := c.artRow(a), c.pairRow(p)
 	ci := int(prow[pairCat])
@@ -427,13 +464,16 @@ func (c *Counts) Add(articleID, category string, ts int64) bool {
 		} else if !s.open {
 			s.reopen()
 		}
-		if s.inc(p) {
-			s.dirty = append(s.dirty, p)
+		if s.inc(key) {
+			s.dirty = append(s.dirty, key)
 		}
 		t := prow[pairTotal+w] + 1
 		prow[pairTotal+w] = t
 		if t == gs[w].tau {
 			addCand(&gs[w], c.pairPos, p, nw, w)
+		}
+		if only {
+			continue
 		}
 		t = arow[artTotal+w] + 1
 		arow[artTotal+w] = t
@@ -521,10 +561,13 @@ func (c *Counts) expire(w int, s *bucket) {
 	}
 }
 
-// sub subtracts cnt from pair p's totals in window w and releases the pair,
-// its article and its category when nothing counts them any more.
-func (c *Counts) sub(w int, p, cnt uint32) {
+// sub subtracts cnt from the totals in window w of the pair of bucket key
+// (and of its article, unless the key marks AddToCategory counts) and
+// releases the pair, its article and its category when nothing counts
+// them any more.
+func (c *Counts) sub(w int, key, cnt uint32) {
 	nw := c.nw
+	p := key &^ categoryOnly
 	prow := c.pairRow(p)
 	old := prow[pairTotal+w]
 	nv := old - cnt
@@ -534,15 +577,19 @@ func (c *Counts) sub(w int, p, cnt uint32) {
 	}
 	a := prow[pairArt]
 	arow := c.artRow(a)
-	oldA := arow[artTotal+w]
-	nvA := oldA - cnt
-	arow[artTotal+w] = nvA
-	if g := &c.win[w].global; nvA < g.tau && oldA >= g.tau {
-		dropCand(g, c.artPos, a, nw, w)
+	if key&categoryOnly == 0 {
+		oldA := arow[artTotal+w]
+		nvA := oldA - cnt
+		arow[artTotal+w] = nvA
+		if g := &c.win[w].global; nvA < g.tau && oldA >= g.tau {
+			dropCand(g, c.artPos, a, nw, w)
+		}
 	}
 	if nv == 0 && allZero(prow[pairTotal:]) {
 		c.freePair(p)
-		if nvA == 0 && allZero(arow[artTotal:]) {
+		// The article's totals are the Add counts of its pairs: zero
+		// once it has none.
+		if arow[artHead] == noID {
 			c.freeArticle(a)
 		}
 	}
@@ -684,8 +731,9 @@ func hashIdx(p uint32, mask int) int {
 	return int(h^h>>15) & mask
 }
 
-// inc adds one to pair p's count in open bucket s and marks it dirty. It
-// reports whether the entry was clean before.
+// inc adds one to the count of key (a pair, maybe with categoryOnly) in
+// open bucket s and marks it dirty. It reports whether the entry was clean
+// before.
 func (s *bucket) inc(p uint32) bool {
 	if (s.n+1)*4 > len(s.tab)*3 {
 		s.grow()
@@ -705,8 +753,8 @@ func (s *bucket) inc(p uint32) bool {
 	}
 }
 
-// put stores entry e (pair in the high half) in open bucket s, which must
-// not hold the pair yet.
+// put stores entry e (its key in the high half) in open bucket s, which
+// must not hold the key yet.
 func (s *bucket) put(e uint64) {
 	if (s.n+1)*4 > len(s.tab)*3 {
 		s.grow()
@@ -720,7 +768,7 @@ func (s *bucket) put(e uint64) {
 	s.n++
 }
 
-// find returns the position of pair p in open bucket s, which must hold it.
+// find returns the position of key p in open bucket s, which must hold it.
 func (s *bucket) find(p uint32) int {
 	mask := len(s.tab) - 1
 	i := hashIdx(p, mask)
@@ -1103,18 +1151,29 @@ func (c *Counts) Flush(wr state.Writer) error {
 }
 
 func (c *Counts) writeCell(wr state.Writer, w int, b int64, e uint64) error {
-	row := c.pairRow(uint32(e >> 32))
-	cat := c.catName[row[pairCat]]
-	k := bucketKey(c.key, w, b)
-	k = binary.AppendUvarint(k, uint64(len(cat)))
-	k = append(k, cat...)
-	k = append(k, c.artID[row[pairArt]]...)
+	k := c.cellKey(c.key, w, b, uint32(e>>32))
 	c.key = k
 	c.val = binary.AppendUvarint(c.val[:0], uint64(uint32(e)&countMask))
 	if err := wr.Set(k, c.val); err != nil {
 		return fmt.Errorf("trending: flush window %d bucket %d: %w", w, b, err)
 	}
 	return nil
+}
+
+// cellKey appends to buf[:0] the stored key of the cell of bucket b of
+// window w for bucket key (see Persistence in the package documentation).
+func (c *Counts) cellKey(buf []byte, w int, b int64, key uint32) []byte {
+	row := c.pairRow(key &^ categoryOnly)
+	cat := c.catName[row[pairCat]]
+	k := bucketKey(buf, w, b)
+	if key&categoryOnly != 0 {
+		k = binary.AppendUvarint(k, uint64(len(cat)+1))
+		k = append(k, categoryOnlyMark)
+	} else {
+		k = binary.AppendUvarint(k, uint64(len(cat)))
+	}
+	k = append(k, cat...)
+	return append(k, c.artID[row[pairArt]]...)
 }
 
 // Load replaces the contents of c with the committed state in r, as written
@@ -1186,13 +1245,23 @@ func (c *Counts) loadCell(k, v []byte) error {
 	if sz != len(v) || cnt == 0 || cnt > countMask || len(art) == 0 {
 		return fmt.Errorf("count %x: %w", v, errBadCell)
 	}
+	only := len(cat) > 0 && cat[0] == categoryOnlyMark
+	if only {
+		if cat = cat[1:]; len(cat) == 0 {
+			return fmt.Errorf("category-only cell without a category: %w", errBadCell)
+		}
+	}
 	a := c.internArticle(string(art))
 	p := c.internPair(a, string(cat))
+	key := p
+	if only {
+		key |= categoryOnly
+	}
 	s := win.slot(b)
 	if s.n == 0 {
 		s.id, s.open = b, b >= win.wlo
 	}
-	e := uint64(p)<<32 | cnt
+	e := uint64(key)<<32 | cnt
 	if s.open {
 		s.put(e)
 	} else {
@@ -1200,6 +1269,8 @@ func (c *Counts) loadCell(k, v []byte) error {
 		s.n++
 	}
 	c.pairRow(p)[pairTotal+w] += uint32(cnt)
-	c.artRow(a)[artTotal+w] += uint32(cnt)
+	if !only {
+		c.artRow(a)[artTotal+w] += uint32(cnt)
+	}
 	return nil
 }

@@ -28,6 +28,7 @@ type refEvent struct {
 	art, cat string
 	ts       int64
 	counted  []bool // per window: bucket was live when the share was added
+	only     bool   // in cat's family only (AddToCategory)
 }
 
 func newRef(opts Options) *refModel {
@@ -43,7 +44,11 @@ func (r *refModel) span(w int) (width, lo, hi int64) {
 
 // add applies a share unless it is older than every window at the
 // watermark (or negative).
-func (r *refModel) add(art, cat string, ts int64) bool {
+func (r *refModel) add(art, cat string, ts int64) bool { return r.apply(art, cat, ts, false) }
+
+// apply adds a share to cat's family and, unless only (AddToCategory),
+// to the global one.
+func (r *refModel) apply(art, cat string, ts int64, only bool) bool {
 	if ts < 0 {
 		return false
 	}
@@ -60,7 +65,7 @@ func (r *refModel) add(art, cat string, ts int64) bool {
 	if !r.started || ts > r.wm {
 		r.started, r.wm = true, ts
 	}
-	ev := refEvent{art: art, cat: cat, ts: ts, counted: make([]bool, len(r.opts.Windows))}
+	ev := refEvent{art: art, cat: cat, ts: ts, counted: make([]bool, len(r.opts.Windows)), only: only}
 	for w := range r.opts.Windows {
 		width, lo, hi := r.span(w)
 		b := floorDiv(ts, width)
@@ -78,7 +83,7 @@ func (r *refModel) counts(w int, cat string) map[string]uint64 {
 	}
 	width, lo, _ := r.span(w)
 	for _, ev := range r.events {
-		if ev.counted[w] && floorDiv(ev.ts, width) >= lo && (cat == "" || ev.cat == cat) {
+		if ev.counted[w] && floorDiv(ev.ts, width) >= lo && ((cat == "" && !ev.only) || (cat != "" && ev.cat == cat)) {
 			m[ev.art]++
 		}
 	}
@@ -242,6 +247,9 @@ func (c *Counts) checkInvariants() error {
 	nw := c.nw
 	v := c.flat()
 	pairSum := make([]uint32, len(v.pairTotal))
+	// Article totals are the Add counts of their pairs, not the
+	// AddToCategory ones.
+	artSum := make([]uint32, len(v.artTotal))
 	for w := range c.win {
 		win := &c.win[w]
 		for i := range win.slots {
@@ -270,7 +278,12 @@ func (c *Counts) checkInvariants() error {
 				if e&dirtyBit != 0 {
 					dirty++
 				}
-				pairSum[int(e>>32)*nw+w] += uint32(e) & countMask
+				key := uint32(e >> 32)
+				p := key &^ categoryOnly
+				pairSum[int(p)*nw+w] += uint32(e) & countMask
+				if key&categoryOnly == 0 {
+					artSum[int(v.pairArt[p])*nw+w] += uint32(e) & countMask
+				}
 			}
 			if n != s.n {
 				return fmt.Errorf("window %d bucket %d: %d entries, n=%d", w, s.id, n, s.n)
@@ -286,7 +299,6 @@ func (c *Counts) checkInvariants() error {
 	if !slices.Equal(pairSum, v.pairTotal) {
 		return errors.New("pair totals differ from the sum of buckets")
 	}
-	artSum := make([]uint32, len(v.artTotal))
 	freePair := map[uint32]bool{}
 	for _, p := range c.pairFree {
 		freePair[p] = true
@@ -303,18 +315,15 @@ func (c *Counts) checkInvariants() error {
 			return fmt.Errorf("live pair %d has no counts", p)
 		}
 		catLive[v.pairCat[p]]++
-		for w := range nw {
-			artSum[int(v.pairArt[p])*nw+w] += v.pairTotal[p*nw+w]
-		}
 	}
 	if !slices.Equal(artSum, v.artTotal) {
-		return errors.New("article totals differ from the sum of their pairs")
+		return errors.New("article totals differ from the sum of their pairs' Add counts")
 	}
 	if len(c.artIdx) != len(c.artID)-len(c.artFree) {
 		return fmt.Errorf("%d interned ids, %d slots, %d free", len(c.artIdx), len(c.artID), len(c.artFree))
 	}
 	for id, a := range c.artIdx {
-		if c.artID[a] != id || allZero(v.artTotal[int(a)*nw:int(a)*nw+nw]) {
+		if c.artID[a] != id || v.artHead[a] == noID {
 			return fmt.Errorf("article %q (%d) is interned but has no counts", id, a)
 		}
 		for p := v.artHead[a]; p != noID; p = v.pairNext[p] {
@@ -483,13 +492,7 @@ func (c *Counts) dump() map[string]uint64 {
 				if e == 0 {
 					continue
 				}
-				p := uint32(e >> 32)
-				row := c.pairRow(p)
-				cat := c.catName[row[pairCat]]
-				k := bucketKey(nil, w, s.id)
-				k = binary.AppendUvarint(k, uint64(len(cat)))
-				k = append(append(k, cat...), c.artID[row[pairArt]]...)
-				m[string(k)] = uint64(uint32(e) & countMask)
+				m[string(c.cellKey(nil, w, s.id, uint32(e>>32)))] = uint64(uint32(e) & countMask)
 			}
 		}
 	}
@@ -573,6 +576,87 @@ func flush(t *testing.T, c *Counts, ns state.Namespace) int {
 	return n
 }
 
+// countOp is one Add, or one AddToCategory when only is set.
+type countOp struct {
+	art, cat string
+	ts       int64
+	only     bool
+}
+
+func (o countOp) apply(c *Counts) bool {
+	if o.only {
+		return c.AddToCategory(o.art, o.cat, o.ts)
+	}
+	return c.Add(o.art, o.cat, o.ts)
+}
+
+// durable drives counts the way a task does: it commits them to ns at
+// random points, checking the store against memory and sometimes going on
+// from a reload, and crashes at others, going on from the committed state
+// with the operations since the commit applied again.
+type durable struct {
+	t        *testing.T
+	ns       state.Namespace
+	opts     Options
+	s        *stream
+	rng      *rand.Rand
+	cur      *Counts
+	pending  []countOp // applied to cur since its last commit
+	restarts int
+}
+
+func newDurable(t *testing.T, opts Options, s *stream, rng *rand.Rand) *durable {
+	_, ns := openNS(t)
+	return &durable{t: t, ns: ns, opts: opts, s: s, rng: rng, cur: NewCounts(opts)}
+}
+
+// apply applies o, then maybe commits or crashes.
+func (d *durable) apply(o countOp) bool {
+	d.t.Helper()
+	ok := o.apply(d.cur)
+	d.pending = append(d.pending, o)
+	if d.rng.IntN(40) == 0 {
+		d.commit()
+	}
+	if d.rng.IntN(400) == 0 { // crash: lose everything since the commit
+		d.cur = load(d.t, d.opts, d.ns)
+		for _, o := range d.pending {
+			o.apply(d.cur)
+		}
+		d.restarts++
+	}
+	return ok
+}
+
+// commit flushes and checks that the store holds exactly what memory
+// does; one time in three it goes on from a reload, which must answer
+// alike.
+func (d *durable) commit() {
+	d.t.Helper()
+	flush(d.t, d.cur, d.ns)
+	d.pending = d.pending[:0]
+	if got, want := stored(d.t, d.ns), d.cur.dump(); !mapsEqual(got, want) {
+		d.t.Fatalf("store holds %d cells, memory %d", len(got), len(want))
+	}
+	if d.rng.IntN(3) != 0 {
+		return
+	}
+	loaded := load(d.t, d.opts, d.ns)
+	sameState(d.t, d.cur, loaded, d.s)
+	if err := loaded.checkInvariants(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.cur = loaded
+	d.restarts++
+}
+
+// final commits and returns the counts loaded from the store.
+func (d *durable) final() *Counts {
+	d.t.Helper()
+	flush(d.t, d.cur, d.ns)
+	return load(d.t, d.opts, d.ns)
+}
+
 func load(t *testing.T, opts Options, ns state.Namespace) *Counts {
 	t.Helper()
 	c := NewCounts(opts)
@@ -590,59 +674,28 @@ func TestFlushLoadRoundTrip(t *testing.T) {
 	for name, opts := range testOptions {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("%s/seed=%d", name, seed), func(t *testing.T) {
-				_, ns := openNS(t)
 				s := streamFor(name, seed+100)
-				rng := rand.New(rand.NewPCG(seed, 7))
-				cur, never, r := NewCounts(opts), NewCounts(opts), newRef(opts)
-				type share struct {
-					art, cat string
-					ts       int64
-				}
-				var pending []share // applied to cur since its last commit
-				steps, restarts := 4000, 0
+				d := newDurable(t, opts, s, rand.New(rand.NewPCG(seed, 7)))
+				never, r := NewCounts(opts), newRef(opts)
+				steps := 4000
 				if testing.Short() {
 					steps = 2000
 				}
 				for i := range steps {
 					a, cat, ts := s.next()
 					want := r.add(a, cat, ts)
-					if cur.Add(a, cat, ts) != want || never.Add(a, cat, ts) != want {
+					if d.apply(countOp{a, cat, ts, false}) != want || never.Add(a, cat, ts) != want {
 						t.Fatalf("step %d: Add disagrees with the reference", i)
 					}
-					pending = append(pending, share{a, cat, ts})
-					if rng.IntN(40) == 0 {
-						flush(t, cur, ns)
-						pending = pending[:0]
-						if got, want := stored(t, ns), cur.dump(); !mapsEqual(got, want) {
-							t.Fatalf("step %d: store holds %d cells, memory %d", i, len(got), len(want))
-						}
-						if rng.IntN(3) == 0 {
-							loaded := load(t, opts, ns)
-							sameState(t, cur, loaded, s)
-							if err := loaded.checkInvariants(); err != nil {
-								t.Fatal(err)
-							}
-							cur = loaded
-							restarts++
-						}
-					}
-					if rng.IntN(400) == 0 { // crash: lose everything since the commit
-						cur = load(t, opts, ns)
-						for _, sh := range pending {
-							cur.Add(sh.art, sh.cat, sh.ts)
-						}
-						restarts++
-					}
 					if i%150 == 0 {
-						sameState(t, cur, never, s)
-						checkAgainstRef(t, cur, r, s)
+						sameState(t, d.cur, never, s)
+						checkAgainstRef(t, d.cur, r, s)
 					}
 				}
-				flush(t, cur, ns)
-				final := load(t, opts, ns)
+				final := d.final()
 				sameState(t, final, never, s)
 				checkAgainstRef(t, final, r, s)
-				if restarts == 0 {
+				if d.restarts == 0 {
 					t.Error("no restart exercised")
 				}
 			})

@@ -36,11 +36,21 @@ type OperatorOptions struct {
 	// new. It exists to measure what deduplication costs; a node never
 	// sets it.
 	NoDedup bool `json:"no_dedup,omitempty"`
+	// ParkFor is how long (in event time behind the task's watermark) a
+	// share without a category waits for its article's topics when the
+	// task has not seen the article yet (default 10m); it counts globally
+	// at once. See topics.go.
+	ParkFor time.Duration `json:"park_for"`
+	// MaxParked bounds the (article, time) pairs of shares waiting for
+	// their article per task (default 100000); beyond it a share of an
+	// unknown article counts without topics.
+	MaxParked int `json:"max_parked"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.
 func DefaultOperatorOptions() OperatorOptions {
-	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute}
+	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
+		ParkFor: 10 * time.Minute, MaxParked: 100_000}
 }
 
 // Validate reports invalid option values.
@@ -48,8 +58,8 @@ func (o OperatorOptions) Validate() error {
 	if err := o.Counts.Validate(); err != nil {
 		return err
 	}
-	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 {
-		return errors.New("trending: max_k, snapshot_interval and max_future must not be negative")
+	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 {
+		return errors.New("trending: max_k, snapshot_interval, max_future, park_for and max_parked must not be negative")
 	}
 	return nil
 }
@@ -70,6 +80,12 @@ func (o OperatorOptions) withDefaults() OperatorOptions {
 	}
 	if o.MaxFuture == 0 {
 		o.MaxFuture = d.MaxFuture
+	}
+	if o.ParkFor == 0 {
+		o.ParkFor = d.ParkFor
+	}
+	if o.MaxParked == 0 {
+		o.MaxParked = d.MaxParked
 	}
 	return o
 }
@@ -109,8 +125,25 @@ type Operator struct {
 	windows map[string]int
 	parts   []atomic.Pointer[partition]
 	dups    prometheus.Counter
-	parsers fastjson.ParserPool
+	// untagged counts the shares without a category by what their
+	// article's topics did (topicOutcomes).
+	untagged *prometheus.CounterVec
+	parsers  fastjson.ParserPool
+	// grain (ms) divides every bucket width: waiting shares are kept per
+	// time rounded down to it, which keeps their buckets.
+	grain int64
 }
+
+// Outcomes of a share without a category (the label of
+// newsflow_trending_uncategorized_shares_total).
+const (
+	outcomeTopics   = "topics"    // counted under its article's topics at once
+	outcomeNoTopics = "no_topics" // its article has none
+	outcomeWaiting  = "waiting"   // its article was not known yet
+	outcomeLate     = "late"      // counted under the topics when the article came
+	outcomeExpired  = "expired"   // the article did not come within ParkFor
+	outcomeFull     = "full"      // MaxParked shares waited already
+)
 
 // New returns the operator for an engine with the given partition count.
 func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Operator, error) {
@@ -122,16 +155,34 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 	for i, w := range opts.Counts.Windows {
 		o.windows[w.Name] = i
 	}
+	for _, w := range opts.Counts.Windows {
+		o.grain = gcd(o.grain, w.Width().Milliseconds())
+	}
 	o.dups = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "newsflow_duplicate_events_total", Help: "Events whose event_id was already applied, dropped.",
 		ConstLabels: prometheus.Labels{"operator": Name},
 	})
+	o.untagged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "newsflow_trending_uncategorized_shares_total",
+		Help: "Shares without a category, by outcome: topics (counted under their article's topics), no_topics (the article has none), " +
+			"waiting (the article was not known yet), late (counted under the topics when the article came), " +
+			"expired (the article did not come within park_for), full (too many shares waiting).",
+	}, []string{"outcome"})
 	if reg != nil {
-		if err := reg.Register(o.dups); err != nil {
-			return nil, fmt.Errorf("trending: register metrics: %w", err)
+		for _, c := range []prometheus.Collector{o.dups, o.untagged} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("trending: register metrics: %w", err)
+			}
 		}
 	}
 	return o, nil
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // Options returns the options in force.
@@ -141,10 +192,15 @@ func (o *Operator) Options() OperatorOptions { return o.opts }
 func (o *Operator) Spec() engine.Spec {
 	return engine.Spec{
 		Name:        Name,
-		Description: "share counts per article over sliding windows, global and per category; top-K",
-		Inputs:      []engine.Input{{Topic: events.TopicShares, Key: "article_id", Route: o.route}},
+		Description: "share counts per article over sliding windows, global and per category (a share without one: its article's topics); top-K",
+		Inputs: []engine.Input{
+			{Topic: events.TopicShares, Key: "article_id", Route: o.route},
+			{Topic: events.TopicArticlesIndexed, Key: "article id"},
+		},
 		Stores: []string{"windows: exact per-article share counts per window bucket and category",
-			"event ids: the shares applied within the dedup horizon, by fingerprint"},
+			"event ids: the shares applied within the dedup horizon, by fingerprint",
+			"article topics: the topic names of every article",
+			"waiting shares: shares without a category whose article was not known yet, per article and time"},
 		Options: o.opts,
 	}
 }
@@ -238,7 +294,8 @@ type task struct {
 	op     *Operator
 	p      int32
 	part   *partition
-	seen   *dedup.Set // owned by the task goroutine
+	seen   *dedup.Set     // owned by the task goroutine
+	join   *articleTopics // owned by the task goroutine
 	parser fastjson.Parser
 }
 
@@ -250,6 +307,10 @@ func (t *task) Restore(r state.Reader) error {
 	if err := t.seen.Load(r); err != nil {
 		return err
 	}
+	t.join = newArticleTopics(r)
+	if err := t.join.load(); err != nil {
+		return err
+	}
 	t.part = &partition{counts: c}
 	t.part.rebuild(t.op)
 	t.op.parts[t.p].Store(t.part)
@@ -257,6 +318,9 @@ func (t *task) Restore(r state.Reader) error {
 }
 
 func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
+	if rec.Topic == events.TopicArticlesIndexed {
+		return t.processArticle(rec)
+	}
 	s, err := events.DecodeShare(&t.parser, rec.Value)
 	if err != nil {
 		return engine.Invalid("share: %v", err)
@@ -282,15 +346,89 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		t.op.dups.Inc()
 		return nil
 	}
+	// A share without a category counts under its article's topics too
+	// (topics.go).
+	var topics []string
+	known := true
+	if s.Category == "" {
+		if topics, known, err = t.join.lookup(s.ArticleID); err != nil {
+			return err
+		}
+	}
 	t.part.mu.Lock()
 	t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
+	for _, tp := range topics {
+		t.part.counts.AddToCategory(s.ArticleID, tp, s.Timestamp)
+	}
+	wm := t.part.counts.Watermark()
 	t.part.mu.Unlock()
 	t.part.version.Add(1)
+	// Waiting shares are kept per time rounded down to the grain, which
+	// divides every bucket width: the same buckets, fewer entries.
+	limit, at := wm-t.op.opts.ParkFor.Milliseconds(), s.Timestamp-s.Timestamp%t.op.grain
+	switch {
+	case s.Category != "":
+	case !known && at < limit:
+		t.op.untagged.WithLabelValues(outcomeExpired).Inc()
+	case !known && t.join.park(s.ArticleID, at, t.op.opts.MaxParked):
+		t.op.untagged.WithLabelValues(outcomeWaiting).Inc()
+	case !known:
+		t.op.untagged.WithLabelValues(outcomeFull).Inc()
+	case len(topics) == 0:
+		t.op.untagged.WithLabelValues(outcomeNoTopics).Inc()
+	default:
+		t.op.untagged.WithLabelValues(outcomeTopics).Inc()
+	}
+	if n := t.join.expire(limit); n > 0 {
+		t.op.untagged.WithLabelValues(outcomeExpired).Add(float64(n))
+	}
+	return nil
+}
+
+// processArticle records an article's topics and counts the shares that
+// waited for it under them.
+func (t *task) processArticle(rec *eventlog.Record) error {
+	id, topics, err := events.ArticleTopics(&t.parser, rec.Value)
+	if err != nil {
+		return engine.Invalid("indexed article: %v", err)
+	}
+	t.join.set(id, topics)
+	ws := t.join.unpark(id)
+	if len(ws) == 0 {
+		return nil
+	}
+	late, expired, none := 0, 0, 0
+	t.part.mu.Lock()
+	limit := t.part.counts.Watermark() - t.op.opts.ParkFor.Milliseconds()
+	for _, w := range ws {
+		switch {
+		case w.ts < limit:
+			expired += int(w.n)
+			continue
+		case len(topics) == 0:
+			none += int(w.n)
+			continue
+		}
+		late += int(w.n)
+		for range w.n {
+			for _, tp := range topics {
+				t.part.counts.AddToCategory(id, tp, w.ts)
+			}
+		}
+	}
+	t.part.mu.Unlock()
+	t.part.version.Add(1)
+	t.op.untagged.WithLabelValues(outcomeLate).Add(float64(late))
+	t.op.untagged.WithLabelValues(outcomeExpired).Add(float64(expired))
+	t.op.untagged.WithLabelValues(outcomeNoTopics).Add(float64(none))
 	return nil
 }
 
 func (t *task) Flush(w state.Writer) error {
 	if err := t.seen.Flush(w); err != nil {
+		return err
+	}
+	if err := t.join.flush(w); err != nil {
 		return err
 	}
 	t.part.seenBytes.Store(int64(t.seen.MemoryBytes()))

@@ -1,0 +1,269 @@
+package trending
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// A share without a category counts under its article's topics.
+//
+// Where: in the trending task itself. The stories task writes every article
+// to articles.indexed partitioned by murmur2 of its id over the engine's
+// partition count, and the trending task routes shares by the same key, so
+// task p of both meets every share and the article it names, on whatever
+// node runs partition p. The task reads articles.indexed as a second input
+// and keeps each article's topic names in its own state, so the topics, the
+// counts they feed and the input offsets are committed in one batch (and in
+// a cluster travel in one changelog transaction): a crash, a restore on
+// another node or a replay applies every share and every article exactly
+// once. Filling the category in at ingestion instead would miss the shares
+// other producers write to the log, and would need the topics on the node
+// the request reached (they live on the owner of the article's partition).
+//
+// How: the share counts globally under no category (Add) and, with
+// AddToCategory, once in each of its article's topics; a share with a
+// category counts under that category only, as before. A share whose
+// article the task has not seen yet counts globally at once and waits
+// ("parked") for the article: when the article arrives, the shares that
+// waited for it no longer than ParkFor of event time behind the task's
+// watermark are added to its topics (each in every window that still
+// covers its time). Since the watermark only grows, the counts do not
+// depend on whether the article or the share came first, as long as the
+// article comes within ParkFor; after that the share stays without a
+// category. The parked shares are task state like the counts.
+//
+// Limits: the two inputs are not read in one order, so a replay may see an
+// article that first came more than ParkFor after its share in time (and
+// count the share under its topics), or the other way round; the topics
+// are those of the article when the share is applied (an edit that changes
+// them does not move the shares counted before); an article's topics are
+// kept for good (about 50 bytes per article in the task's store), and a
+// replay from a time or offset after an article was indexed does not see
+// it again, so shares of older articles then count without topics (replay
+// trending from the start of articles.indexed); at most MaxParked distinct
+// (article, time) pairs wait per task, later ones count without topics.
+
+// State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e'):
+//
+//	'a' | article id → topic names (JSON array; [] for an article without topics)
+//	'p' | article id → waiting shares: (uvarint ts, uvarint count)...
+const (
+	topicsPrefix = 'a'
+	parkedPrefix = 'p'
+)
+
+// topicCacheSize bounds the article topics a task keeps in memory besides
+// the store; shares concentrate on few articles.
+const topicCacheSize = 1 << 16
+
+// waiting is a number of shares of one article at one event time.
+type waiting struct {
+	ts int64
+	n  uint32
+}
+
+// articleTopics is a task's join state. It belongs to the task goroutine.
+type articleTopics struct {
+	r       state.Reader
+	pending map[string][]string // set since the last Flush
+	cache   map[string][]string // looked up or set; cleared when full
+
+	parked  map[string][]waiting // by article
+	entries int                  // total entries in parked
+	expiry  parkHeap             // (ts, article) of parked entries, oldest first
+	changed map[string]bool      // parked lists changed since the last Flush
+}
+
+func newArticleTopics(r state.Reader) *articleTopics {
+	return &articleTopics{r: r, pending: map[string][]string{}, cache: map[string][]string{},
+		parked: map[string][]waiting{}, changed: map[string]bool{}}
+}
+
+func topicsKey(id string) []byte { return append([]byte{topicsPrefix}, id...) }
+func parkedKey(id string) []byte { return append([]byte{parkedPrefix}, id...) }
+
+// load reads the waiting shares from committed state.
+func (j *articleTopics) load() error {
+	err := j.r.Scan([]byte{parkedPrefix}, []byte{parkedPrefix + 1}, func(k, v []byte) error {
+		id := string(k[1:])
+		var ws []waiting
+		for len(v) > 0 {
+			ts, n1 := binary.Uvarint(v)
+			if n1 <= 0 {
+				return fmt.Errorf("trending: corrupt waiting shares of %q", id)
+			}
+			n, n2 := binary.Uvarint(v[n1:])
+			if n2 <= 0 || n == 0 || n > countMask {
+				return fmt.Errorf("trending: corrupt waiting shares of %q", id)
+			}
+			v = v[n1+n2:]
+			ws = append(ws, waiting{int64(ts), uint32(n)})
+			j.expiry = append(j.expiry, parkRef{int64(ts), id})
+		}
+		j.parked[id] = ws
+		j.entries += len(ws)
+		return nil
+	})
+	heap.Init(&j.expiry)
+	return err
+}
+
+// set records an article's topics.
+func (j *articleTopics) set(id string, topics []string) {
+	if topics == nil {
+		topics = []string{}
+	}
+	j.pending[id] = topics
+	j.remember(id, topics)
+}
+
+func (j *articleTopics) remember(id string, topics []string) {
+	if len(j.cache) >= topicCacheSize {
+		clear(j.cache)
+	}
+	j.cache[id] = topics
+}
+
+// lookup returns an article's topics; ok is false for an article the task
+// has not seen.
+func (j *articleTopics) lookup(id string) (topics []string, ok bool, err error) {
+	if t, ok := j.pending[id]; ok {
+		return t, true, nil
+	}
+	if t, ok := j.cache[id]; ok {
+		return t, true, nil
+	}
+	if _, waits := j.parked[id]; waits {
+		return nil, false, nil
+	}
+	v, ok, err := j.r.Get(topicsKey(id))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if err := json.Unmarshal(v, &topics); err != nil {
+		return nil, false, fmt.Errorf("trending: corrupt topics of %q: %w", id, err)
+	}
+	j.remember(id, topics)
+	return topics, true, nil
+}
+
+// park records a share of an unknown article at ts. It returns false, and
+// records nothing, when max entries wait already and this share would
+// need a new one.
+func (j *articleTopics) park(id string, ts int64, max int) bool {
+	ws := j.parked[id]
+	for i := range ws {
+		if ws[i].ts == ts && ws[i].n < countMask {
+			ws[i].n++
+			j.changed[id] = true
+			return true
+		}
+	}
+	if j.entries >= max {
+		return false
+	}
+	j.parked[id] = append(ws, waiting{ts, 1})
+	j.entries++
+	j.changed[id] = true
+	heap.Push(&j.expiry, parkRef{ts, id})
+	return true
+}
+
+// unpark removes and returns the shares waiting for an article.
+func (j *articleTopics) unpark(id string) []waiting {
+	ws, ok := j.parked[id]
+	if !ok {
+		return nil
+	}
+	delete(j.parked, id)
+	j.entries -= len(ws)
+	j.changed[id] = true
+	return ws
+}
+
+// expire drops the waiting shares older than limit and returns how many
+// shares it dropped.
+func (j *articleTopics) expire(limit int64) int {
+	dropped := 0
+	for len(j.expiry) > 0 && j.expiry[0].ts < limit {
+		ref := heap.Pop(&j.expiry).(parkRef)
+		ws := j.parked[ref.id]
+		for i, w := range ws {
+			if w.ts == ref.ts {
+				dropped += int(w.n)
+				ws = append(ws[:i], ws[i+1:]...)
+				j.entries--
+				j.changed[ref.id] = true
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(j.parked, ref.id)
+		} else {
+			j.parked[ref.id] = ws
+		}
+	}
+	return dropped
+}
+
+// flush stages the topics set and the waiting shares changed since the
+// last flush.
+func (j *articleTopics) flush(w state.Writer) error {
+	for id, t := range j.pending {
+		v, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		if err := w.Set(topicsKey(id), v); err != nil {
+			return fmt.Errorf("trending: flush topics: %w", err)
+		}
+	}
+	clear(j.pending)
+	var buf []byte
+	for id := range j.changed {
+		ws, ok := j.parked[id]
+		if !ok {
+			if err := w.Delete(parkedKey(id)); err != nil {
+				return fmt.Errorf("trending: flush waiting shares: %w", err)
+			}
+			continue
+		}
+		buf = buf[:0]
+		for _, x := range ws {
+			buf = binary.AppendUvarint(binary.AppendUvarint(buf, uint64(x.ts)), uint64(x.n))
+		}
+		if err := w.Set(parkedKey(id), buf); err != nil {
+			return fmt.Errorf("trending: flush waiting shares: %w", err)
+		}
+	}
+	clear(j.changed)
+	return nil
+}
+
+// parkRef names one waiting entry; parkHeap orders them by time.
+type parkRef struct {
+	ts int64
+	id string
+}
+
+type parkHeap []parkRef
+
+func (h parkHeap) Len() int { return len(h) }
+func (h parkHeap) Less(a, b int) bool {
+	if h[a].ts != h[b].ts {
+		return h[a].ts < h[b].ts
+	}
+	return h[a].id < h[b].id
+}
+func (h parkHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *parkHeap) Push(x any)   { *h = append(*h, x.(parkRef)) }
+func (h *parkHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
