@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/operators/crawl/fetch"
 	"github.com/newsflow/newsflow/operators/crawl/opml"
 	"github.com/valyala/fasthttp"
 )
@@ -142,16 +144,37 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	if s.deps.Crawler != nil && string(ctx.QueryArgs().Peek("discover")) != "false" {
-		// The URL may be a web page: find its feed. A URL that cannot be
-		// fetched now is kept as given; the crawler records its errors.
-		// Unless given, the name is the feed's title.
+	var warning string
+	switch {
+	case string(ctx.QueryArgs().Peek("discover")) == "false":
+	case s.deps.Crawler == nil:
+		warning = "crawling is disabled on this node: the URL was not checked and the source is not crawled here"
+	default:
+		// The URL may be a web page: find its feed. A URL that cannot
+		// work is refused: a page that is no feed and names none, or an
+		// address the crawler's SSRF guard refuses (with the node's
+		// crawl.allow_private and allow_cidrs). One that cannot be
+		// fetched now is kept as given, with a warning; the crawler
+		// retries and records its errors. Unless given, the name is the
+		// feed's title.
 		r, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
 		switch {
 		case errors.Is(err, crawl.ErrNoFeed):
-			writeError(ctx, fasthttp.StatusBadRequest, "feed discovery: "+err.Error())
+			writeJSON(ctx, fasthttp.StatusBadRequest, addSourceError{Reason: "no_feed",
+				Error: "feed discovery: " + err.Error() + " (neither a feed nor a page that links to one)"})
 			return
-		case err == nil:
+		case errors.Is(err, fetch.ErrBlockedAddress):
+			writeJSON(ctx, fasthttp.StatusBadRequest, addSourceError{Reason: "blocked_address",
+				Error: fmt.Sprintf("%s cannot be crawled: %s is a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
+					"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
+					src.FeedURL, blockedAddress(err))})
+			return
+		case err != nil:
+			if inner := errors.Unwrap(err); inner != nil {
+				err = inner // without Resolve's "fetch URL: "
+			}
+			warning = fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", src.FeedURL, err)
+		default:
 			src.FeedURL = r.FeedURL
 			if src.Homepage == "" {
 				src.Homepage = r.Homepage
@@ -168,7 +191,32 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 	}
 	s.kickCrawler()
 	ctx.Response.Header.Set("Location", "/api/v1/admin/sources/"+added.ID)
-	writeJSON(ctx, fasthttp.StatusCreated, added)
+	writeJSON(ctx, fasthttp.StatusCreated, addedSource{added, warning})
+}
+
+// addedSource is the answer to adding a source: the source, and what
+// could not be checked.
+type addedSource struct {
+	crawl.Source
+	Warning string `json:"warning,omitempty"`
+}
+
+// addSourceError is the answer to a source that cannot work: the reason
+// as a word (no_feed, blocked_address) and as a sentence.
+type addSourceError struct {
+	Error  string `json:"error"`
+	Reason string `json:"reason"`
+}
+
+// blockedAddress is the address the SSRF guard refused in err.
+func blockedAddress(err error) string {
+	addr := "its address"
+	for e := err; e != nil && e != fetch.ErrBlockedAddress; e = errors.Unwrap(e) {
+		if msg := e.Error(); strings.HasPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") {
+			addr = strings.TrimPrefix(msg, fetch.ErrBlockedAddress.Error()+" ")
+		}
+	}
+	return addr
 }
 
 func sourceID(ctx *fasthttp.RequestCtx) (string, bool) {

@@ -2,10 +2,19 @@ package query_test
 
 import (
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/operators/crawl/fetch"
 	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/query"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
@@ -102,4 +111,101 @@ func TestSourcesAdminAPI(t *testing.T) {
 		t.Fatalf("delete: %s", r)
 	}
 	wantError(t, n.get(t, base+"/"+src.ID), fasthttp.StatusNotFound, "not found")
+}
+
+// sourcesNode is the handler of a test node's server again, with a
+// crawler (fetch options fo) behind its source admin API, for the checks
+// made when a source is added.
+func sourcesNode(t *testing.T, fo fetch.Options) fasthttp.RequestHandler {
+	t.Helper()
+	n := newTestNode(t)
+	cr, err := crawl.New(n.sources, n.log, n.db, crawl.Options{Partitions: n.eng.Partitions(), Fetch: fo, Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := query.New(query.Deps{Log: n.log, Engine: n.eng, Trending: n.op, Sources: n.sources, Crawler: cr},
+		query.Options{AdminToken: testAdminToken, Now: n.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv.Handler()
+}
+
+// addSource posts a source to handler h and returns the status and the
+// decoded answer.
+func addSource(t *testing.T, h fasthttp.RequestHandler, query, body string) (int, map[string]any) {
+	t.Helper()
+	var req fasthttp.Request
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetRequestURI("/api/v1/admin/sources" + query)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	req.SetBodyString(body)
+	var ctx fasthttp.RequestCtx
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
+	h(&ctx)
+	var v map[string]any
+	if err := json.Unmarshal(ctx.Response.Body(), &v); err != nil {
+		t.Fatalf("answer %d: %v", ctx.Response.StatusCode(), err)
+	}
+	return ctx.Response.StatusCode(), v
+}
+
+// A source that cannot work is refused with its reason: an address the
+// crawler's SSRF guard refuses (unless the node's configuration allows
+// it, as the demo's and the tests' local feed servers need), a page that
+// is no feed and links to none, a document that is no feed. One that
+// cannot be fetched now is added with a warning.
+func TestAddSourceChecks(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<!doctype html><html><head><title>A blog</title></head><body><p>No feed here.</p></body></html>`)
+	})
+	mux.HandleFunc("/text", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "just some text, not a feed\n")
+	})
+	mux.HandleFunc("/news.xml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		io.WriteString(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>Local News</title><link>http://local.example/</link>`+
+			`<item><title>One</title><link>http://local.example/1</link></item></channel></rss>`)
+	})
+	farm := httptest.NewServer(mux)
+	defer farm.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/news.xml" // nothing listens there
+	ln.Close()
+
+	// The guard as a default node has it: loopback is refused.
+	guarded := sourcesNode(t, fetch.Options{})
+	status, v := addSource(t, guarded, "", `{"feed_url":"`+farm.URL+`/news.xml"}`)
+	if msg, _ := v["error"].(string); status != http.StatusBadRequest || v["reason"] != "blocked_address" ||
+		!strings.Contains(msg, "127.0.0.1") || !strings.Contains(msg, "crawl.allow_cidrs") {
+		t.Fatalf("add a loopback feed on a guarded node: %d %v", status, v)
+	}
+
+	// A node configured to crawl the loopback feed server.
+	open := sourcesNode(t, fetch.Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	for _, path := range []string{"/page", "/text"} {
+		status, v := addSource(t, open, "", `{"feed_url":"`+farm.URL+path+`"}`)
+		if msg, _ := v["error"].(string); status != http.StatusBadRequest || v["reason"] != "no_feed" || !strings.Contains(msg, "not a feed") {
+			t.Fatalf("add %s: %d %v", path, status, v)
+		}
+	}
+	status, v = addSource(t, open, "", `{"feed_url":"`+farm.URL+`/news.xml"}`)
+	if status != http.StatusCreated || v["name"] != "Local News" || v["warning"] != nil {
+		t.Fatalf("add a feed: %d %v", status, v)
+	}
+	status, v = addSource(t, open, "", `{"feed_url":"`+down+`"}`)
+	if w, _ := v["warning"].(string); status != http.StatusCreated || !strings.Contains(w, "cannot be fetched now") {
+		t.Fatalf("add a feed that is down: %d %v", status, v)
+	}
+	// ?discover=false takes the URL as given, unchecked.
+	status, v = addSource(t, guarded, "?discover=false", `{"feed_url":"`+farm.URL+`/page"}`)
+	if status != http.StatusCreated || v["warning"] != nil {
+		t.Fatalf("add unchecked: %d %v", status, v)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/trending"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -82,6 +83,15 @@ type TrendingConfig struct {
 	MaxK             int           `yaml:"max_k"`
 	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
 	MaxFuture        time.Duration `yaml:"max_future"`
+}
+
+// operatorOptions are the trending operator's options.
+func (c TrendingConfig) operatorOptions() trending.OperatorOptions {
+	o := trending.OperatorOptions{MaxK: c.MaxK, SnapshotInterval: c.SnapshotInterval, MaxFuture: c.MaxFuture}
+	for _, w := range c.Windows {
+		o.Counts.Windows = append(o.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
+	}
+	return o
 }
 
 type ArticlesConfig struct {

@@ -18,16 +18,21 @@ Usage:
   newsflow run      [flags] [--bootstrap | --join ADDRS] [--node-id ID] [--raft ADDR]
                                             run a node (embedded log unless --brokers);
                                             --bootstrap/--join make it a cluster member
-  newsflow status   [--addr URL]            a node's view of the cluster: nodes, leader,
-                                            partitions with owner, lag and state size
+  newsflow status   [--addr URL] [--json]   a node's status: alone, its stages and partitions with lag,
+                                            stores and dead letters; in a cluster, the nodes, the leader
+                                            and every partition with owner, lag and state size
   newsflow leave    [--addr URL]            the node gives up its partitions and stops
-  newsflow topology [flags] [--json]        list operators, stages and topics
-  newsflow produce  shares|reads|articles FILE [--addr] [--token]
-                                            send NDJSON share events or raw articles to a running node
-  newsflow replay   --from-offset N | --from-time T [flags]
-                                            rebuild an operator's state from the log (node stopped)
-  newsflow sources  import FILE | export [--addr URL]
-                                            manage a running node's sources (OPML)
+  newsflow topology [flags] [--json]        list the operators, stages and topics a node with this
+                                            configuration runs (as its /api/v1/admin/topology)
+  newsflow produce  shares|reads|articles FILE [--addr URL] [--token T] [--retry-for D]
+                                            send NDJSON share events or raw articles to a running node;
+                                            while it cannot be reached, retry for --retry-for (30s), then fail
+  newsflow replay   --from-offset N | --from-time T [--operator NAMES] [flags]
+                                            rebuild operators' state from the log (node stopped)
+  newsflow sources  add URL | import FILE | export [--addr URL]
+                                            manage a running node's sources (OPML); add checks that URL
+                                            is a feed, or a page naming one, that the crawler may fetch
+                                            (--no-discover: take it as given; --name, --category)
   newsflow feedfarm [DIR] [--addr ADDR] [--faults]
                                             serve feed files, generated feeds and faults over HTTP
   newsflow demo     [--http ADDR] [--data DIR] [--farm ADDR] [--users N] [--rate R]
@@ -46,6 +51,12 @@ Common flags (after the command):
   --brokers LIST    comma-separated Kafka brokers; selects the kafka log backend
   --partitions N    partitions per topic (log.partitions)
   --log-level LVL   debug, info, warn or error (logging.level)
+
+Commands that call a running node (status, leave, sources) take --addr (default
+http://127.0.0.1:8080) and --token: the node's admin token (its auth.admin_token,
+e.g. NEWSFLOW_AUTH_ADMIN_TOKEN=... when it starts) or an admin account's session
+token; --token defaults to $NEWSFLOW_ADMIN_TOKEN. produce takes --token for the
+ingestion token (auth.ingest_token; default $NEWSFLOW_INGEST_TOKEN).
 
 Environment variables NEWSFLOW_<SECTION>_<FIELD> (e.g. NEWSFLOW_HTTP_ADDR)
 override the file; flags override both.

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -34,9 +36,55 @@ type statusError struct {
 	status string // e.g. "404 Not Found"
 	msg    string
 	body   []byte
+	hint   string // for a 401: which token the node wants and how to give it
 }
 
-func (e *statusError) Error() string { return e.msg }
+func (e *statusError) Error() string { return e.msg + e.hintLine() }
+
+// hintLine is the hint on a line of its own, or "".
+func (e *statusError) hintLine() string {
+	if e.hint == "" {
+		return ""
+	}
+	return "\nhint: " + e.hint
+}
+
+// authHint explains a 401 answer to a request for path: which token the
+// node wants and how to give it. sent says whether the request carried one.
+func authHint(path string, sent bool) string {
+	const admin = "the node's admin token (auth.admin_token in its configuration, or NEWSFLOW_AUTH_ADMIN_TOKEN in its environment) " +
+		"or the session token of an admin account (newsflow user add --admin NAME on the stopped node, then POST /api/v1/auth/login)"
+	switch {
+	case strings.HasPrefix(path, "/api/v1/events/"):
+		const ingest = "the node's ingestion token (auth.ingest_token in its configuration, or NEWSFLOW_AUTH_INGEST_TOKEN in its environment); " +
+			"an admin token (NEWSFLOW_ADMIN_TOKEN) does not stand for users"
+		if sent {
+			return "the node refused the token given with --token or NEWSFLOW_INGEST_TOKEN: events for any user need " + ingest
+		}
+		return "events for any user need a token: pass --token TOKEN or set NEWSFLOW_INGEST_TOKEN, with " + ingest
+	case strings.HasPrefix(path, "/api/v1/articles"):
+		if sent {
+			return "the node refused the token given with --token, NEWSFLOW_INGEST_TOKEN or NEWSFLOW_ADMIN_TOKEN: articles need the node's " +
+				"ingestion token (auth.ingest_token) or " + admin
+		}
+		return "articles need a token: pass --token TOKEN, or set NEWSFLOW_INGEST_TOKEN or NEWSFLOW_ADMIN_TOKEN, with the node's " +
+			"ingestion token (auth.ingest_token) or " + admin
+	case sent:
+		return "the node refused the token given with --token or NEWSFLOW_ADMIN_TOKEN: it must be " + admin
+	}
+	return "this needs an admin and no token was given: pass --token TOKEN or set NEWSFLOW_ADMIN_TOKEN, with " + admin
+}
+
+// errorText is the "error" of a JSON error answer, else the answer itself.
+func errorText(b []byte) string {
+	var v struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(b, &v) == nil && v.Error != "" {
+		return v.Error
+	}
+	return string(bytes.TrimSpace(b))
+}
 
 // call sends a request and returns the answer's body; an answer outside 2xx
 // is a *statusError that carries its body.
@@ -48,10 +96,12 @@ func (c *nodeClient) call(ctx context.Context, method, path, contentType string,
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if admin := strings.HasPrefix(path, "/api/v1/admin/"); admin && c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	} else if !admin && c.ingest != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ingest)
+	tok := c.ingest
+	if strings.HasPrefix(path, "/api/v1/admin/") {
+		tok = c.token
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
 	}
 	hc := c.http
 	if hc == nil {
@@ -59,7 +109,10 @@ func (c *nodeClient) call(ctx context.Context, method, path, contentType string,
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, unreachable(c.base, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -67,10 +120,22 @@ func (c *nodeClient) call(ctx context.Context, method, path, contentType string,
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, &statusError{code: resp.StatusCode, status: resp.Status, body: b,
-			msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))}
+		se := &statusError{code: resp.StatusCode, status: resp.Status, body: b,
+			msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, errorText(b))}
+		if resp.StatusCode == http.StatusUnauthorized {
+			se.hint = authHint(path, tok != "")
+		}
+		return nil, se
 	}
 	return b, nil
+}
+
+// unreachable explains a request that got no answer from the node at base.
+func unreachable(base string, err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err // without the method and URL
+	}
+	return fmt.Errorf("cannot reach the node at %s: %w (is it running? give its address with --addr)", base, err)
 }
 
 // do is call that decodes a JSON answer into out (when not nil).

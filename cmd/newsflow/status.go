@@ -7,9 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 func adminFlags(name string, args []string, stderr io.Writer) (c *nodeClient, asJSON bool, err error) {
@@ -28,7 +31,8 @@ func adminFlags(name string, args []string, stderr io.Writer) (c *nodeClient, as
 }
 
 // cmdStatus prints a node's view of its cluster: members, the leader and
-// every partition with its owner, epoch, lag and state size.
+// every partition with its owner, epoch, lag and state size. A node that
+// is no cluster member gets singleStatus.
 func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	c, asJSON, err := adminFlags("status", args, stderr)
 	if err != nil {
@@ -36,7 +40,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	b, err := c.call(ctx, http.MethodGet, "/api/v1/admin/cluster", "", nil)
 	if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusNotFound {
-		return errors.New("status: the node is not a cluster member")
+		return singleStatus(ctx, c, asJSON, stdout)
 	}
 	if err != nil {
 		return fmt.Errorf("status: %w", err)
@@ -95,6 +99,83 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(v.Unreachable) > 0 {
 		fmt.Fprintf(stdout, "\nnot answering: %s\n", strings.Join(v.Unreachable, ", "))
 	}
+	return nil
+}
+
+// singleStatus prints the status of a node that runs alone: readiness,
+// lag per stage and per partition, dead letters and store sizes.
+func singleStatus(ctx context.Context, c *nodeClient, asJSON bool, stdout io.Writer) error {
+	stats, err := c.call(ctx, http.MethodGet, "/api/v1/admin/stats", "", nil)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	progress, err := c.call(ctx, http.MethodGet, "/api/v1/admin/progress", "", nil)
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"node": c.base, "cluster": false,
+			"stats": json.RawMessage(stats), "progress": json.RawMessage(progress)})
+	}
+	var st struct {
+		UptimeS     int64  `json:"uptime_s"`
+		Ready       bool   `json:"ready"`
+		DeadLetters int64  `json:"dead_letters"`
+		DeadTopic   string `json:"dead_letter_topic"`
+		Stages      []struct {
+			Stage     string `json:"stage"`
+			Committed int64  `json:"committed"`
+			Lag       int64  `json:"lag"`
+		} `json:"stages"`
+		Stores map[string]uint64 `json:"stores"`
+	}
+	var pr struct {
+		CaughtUp bool `json:"caught_up"`
+		Inputs   []struct {
+			Partition int32 `json:"partition"`
+			Lag       int64 `json:"lag"`
+		} `json:"inputs"`
+	}
+	if err := json.Unmarshal(stats, &st); err != nil {
+		return fmt.Errorf("status: stats: %w", err)
+	}
+	if err := json.Unmarshal(progress, &pr); err != nil {
+		return fmt.Errorf("status: progress: %w", err)
+	}
+	state := []string{"restoring state", "catching up"}
+	if st.Ready {
+		state[0] = "ready"
+	}
+	if pr.CaughtUp {
+		state[1] = "caught up"
+	}
+	fmt.Fprintf(stdout, "node %s: a single node (not a cluster member), %s, up %s\n\n",
+		c.base, strings.Join(state, ", "), time.Duration(st.UptimeS)*time.Second)
+	w := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "STAGE\tCOMMITTED\tLAG")
+	for _, s := range st.Stages {
+		fmt.Fprintf(w, "%s\t%d\t%d\n", s.Stage, s.Committed, s.Lag)
+	}
+	w.Flush()
+	lags := map[int32]int64{}
+	for _, in := range pr.Inputs {
+		lags[in.Partition] += in.Lag
+	}
+	fmt.Fprintln(stdout)
+	w = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "PARTITION\tLAG")
+	for _, p := range slices.Sorted(maps.Keys(lags)) {
+		fmt.Fprintf(w, "%d\t%d\n", p, lags[p])
+	}
+	w.Flush()
+	fmt.Fprintln(stdout)
+	w = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "STORE\tSIZE")
+	for _, name := range slices.Sorted(maps.Keys(st.Stores)) {
+		fmt.Fprintf(w, "%s\t%s\n", name, humanBytes(st.Stores[name]))
+	}
+	w.Flush()
+	fmt.Fprintf(stdout, "\ndead letters: %d in %s\n", st.DeadLetters, st.DeadTopic)
 	return nil
 }
 

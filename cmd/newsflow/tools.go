@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -11,8 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func setScalarString(dst *[]string, v string) error {
@@ -39,23 +43,10 @@ func cmdTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	cfg, err := cf.load()
+	stages, err := cf.topology()
 	if err != nil {
 		return err
 	}
-	// The topology is static: no log or state is opened.
-	e, err := engine.New(nil, nil, engine.Options{Partitions: cfg.Log.Partitions, DeadLetterTopic: cfg.Engine.DeadLetterTopic})
-	if err != nil {
-		return err
-	}
-	op, err := trending.New(trending.OperatorOptions{}, e.Partitions(), nil)
-	if err != nil {
-		return err
-	}
-	if err := e.Register(op); err != nil {
-		return err
-	}
-	stages := e.Topology()
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -78,30 +69,74 @@ func cmdTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
+// topology is the topology a node with the flags' configuration runs (the
+// same stages as its /api/v1/admin/topology), without opening a log or
+// state: the operators are only registered, never run.
+func (c *commonFlags) topology() ([]engine.Stage, error) {
+	cfg, err := c.load()
+	if err != nil {
+		return nil, err
+	}
+	e, err := engine.New(nil, nil, engine.Options{Partitions: cfg.Log.Partitions, DeadLetterTopic: cfg.Engine.DeadLetterTopic})
+	if err != nil {
+		return nil, err
+	}
+	n := &node{cfg: cfg, logger: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry(), engine: e}
+	if err := n.registerOperators(cfg); err != nil {
+		return nil, err
+	}
+	return e.Topology(), nil
+}
+
+// registerOperators registers every operator of a node on n.engine:
+// trending, then the article pipeline (registerArticlePipeline).
+func (n *node) registerOperators(cfg Config) error {
+	var err error
+	if n.trending, err = trending.New(cfg.Trending.operatorOptions(), n.engine.Partitions(), n.reg); err != nil {
+		return err
+	}
+	if err := n.engine.Register(n.trending); err != nil {
+		return err
+	}
+	return n.registerArticlePipeline(cfg)
+}
+
+// produceRetryFor is how long newsflow produce keeps retrying while the
+// node cannot be reached or is unavailable, unless --retry-for says.
+const produceRetryFor = 30 * time.Second
+
 // cmdProduce sends an NDJSON file of events to a running node in batches.
 // Each batch carries an Idempotency-Key, so batches retried after a
 // connection error or a node restart are applied exactly once.
 func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	paths := map[string]string{"shares": "/api/v1/events/share/batch", "reads": "/api/v1/events/read/batch", "articles": "/api/v1/articles"}
 	if len(args) < 2 || paths[args[0]] == "" {
-		return errors.New("usage: newsflow produce shares|reads|articles FILE [--addr URL] [--batch N] [--token TOKEN]")
+		return errors.New("usage: newsflow produce shares|reads|articles FILE [--addr URL] [--batch N] [--token TOKEN] [--retry-for D]")
 	}
 	kind, file := args[0], args[1]
 	fs := flag.NewFlagSet("produce", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "http://127.0.0.1:8080", "base URL of a running node")
 	batch := fs.Int("batch", 5000, "events per request (default 500 for articles)")
-	retryFor := fs.Duration("retry-for", 5*time.Minute, "how long to keep retrying a batch while the node is unavailable")
+	retryFor := fs.Duration("retry-for", produceRetryFor,
+		"how long to keep retrying while the node cannot be reached or is unavailable before giving up (exit status 1)")
 	token := fs.String("token", os.Getenv("NEWSFLOW_INGEST_TOKEN"),
-		"the node's ingestion token (auth.ingest_token), needed for reads and articles (default $NEWSFLOW_INGEST_TOKEN)")
+		"the node's ingestion token (auth.ingest_token), needed for reads; articles take it or an admin token "+
+			"(default $NEWSFLOW_INGEST_TOKEN, for articles else $NEWSFLOW_ADMIN_TOKEN)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return err
 	}
 	if *batch <= 0 {
 		return errors.New("--batch must be positive")
 	}
+	if *retryFor < 0 {
+		return errors.New("--retry-for must not be negative")
+	}
 	if kind == "articles" && !flagSet(fs, "batch") {
 		*batch = 500
+	}
+	if kind == "articles" && *token == "" {
+		*token = os.Getenv("NEWSFLOW_ADMIN_TOKEN")
 	}
 	var in io.Reader = os.Stdin
 	if file != "-" {
@@ -116,7 +151,8 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := rand.Read(runID[:]); err != nil {
 		return err
 	}
-	p := &producer{url: strings.TrimRight(*addr, "/") + paths[kind], runID: hex.EncodeToString(runID[:]),
+	base := strings.TrimRight(*addr, "/")
+	p := &producer{base: base, path: paths[kind], runID: hex.EncodeToString(runID[:]),
 		retryFor: *retryFor, token: *token, client: &http.Client{Timeout: time.Minute}, stderr: stderr}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -150,67 +186,102 @@ func cmdProduce(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// producer sends the batches of newsflow produce. While the node cannot
+// be reached or is unavailable it retries, and says so on stderr: at the
+// first failure, every report interval after, and when the node answers
+// again; after retryFor without an answer it gives up.
 type producer struct {
-	url                string
+	base, path         string // the node and the batch endpoint
 	token              string
 	runID              string
 	retryFor           time.Duration
+	report             time.Duration // between "still" lines; default 5s
 	client             *http.Client
 	stderr             io.Writer
 	seq                int
 	accepted, rejected int
+
+	down     time.Time // when the node stopped answering; zero while it answers
+	reported time.Time // the last line about it
 }
 
 func (p *producer) send(ctx context.Context, body []byte, firstLine int) error {
 	p.seq++
 	key := fmt.Sprintf("produce-%s-%d", p.runID, p.seq)
-	deadline := time.Now().Add(p.retryFor)
 	backoff := 100 * time.Millisecond
 	for {
 		status, resp, err := p.post(ctx, key, body)
-		if err == nil && status != http.StatusServiceUnavailable && status != http.StatusConflict && status < 500 {
-			var res struct {
-				Accepted int    `json:"accepted"`
-				Rejected int    `json:"rejected"`
-				Error    string `json:"error"`
-				Errors   []struct {
-					Line  int    `json:"line"`
-					Error string `json:"error"`
-				} `json:"errors"`
-			}
-			if jerr := json.Unmarshal(resp, &res); jerr != nil {
-				return fmt.Errorf("batch at line %d: status %d: %s", firstLine, status, resp)
-			}
-			if res.Error != "" {
-				return fmt.Errorf("batch at line %d: %s", firstLine, res.Error)
-			}
-			p.accepted += res.Accepted
-			p.rejected += res.Rejected
-			for _, e := range res.Errors {
-				fmt.Fprintf(p.stderr, "line %d: %s\n", firstLine+e.Line-1, e.Error)
-			}
-			return nil
-		}
-		if err == nil {
-			err = fmt.Errorf("status %d: %s", status, bytes.TrimSpace(resp))
-		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("batch at line %d: giving up: %w", firstLine, err)
+		if err == nil && status != http.StatusServiceUnavailable && status != http.StatusConflict && status < 500 {
+			p.answered()
+			return p.result(status, resp, firstLine)
+		}
+		problem := fmt.Sprintf("the node at %s answered %d %s: %s", p.base, status, http.StatusText(status), errorText(resp))
+		if err != nil {
+			problem = unreachable(p.base, err).Error()
+		}
+		now := time.Now()
+		switch {
+		case p.down.IsZero():
+			p.down, p.reported = now, now
+			fmt.Fprintf(p.stderr, "produce: %s; retrying for up to %s (--retry-for)\n", problem, p.retryFor)
+		case now.Sub(p.down) >= p.retryFor:
+			return fmt.Errorf("giving up after %s (--retry-for; the batch at line %d is not sent, %d events before it were accepted): %s",
+				now.Sub(p.down).Round(time.Second), firstLine, p.accepted, problem)
+		case now.Sub(p.reported) >= cmp.Or(p.report, 5*time.Second):
+			p.reported = now
+			fmt.Fprintf(p.stderr, "produce: still retrying (%s left): %s\n", (p.retryFor - now.Sub(p.down)).Round(time.Second), problem)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(backoff):
+		case <-time.After(min(backoff, max(0, p.retryFor-now.Sub(p.down)))):
 		}
 		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
+// answered notes that the node answered, after an outage if there was one.
+func (p *producer) answered() {
+	if !p.down.IsZero() {
+		fmt.Fprintf(p.stderr, "produce: the node at %s answers again after %s\n", p.base, time.Since(p.down).Round(100*time.Millisecond))
+		p.down = time.Time{}
+	}
+}
+
+// result takes the node's answer to a batch: counts, or an error.
+func (p *producer) result(status int, resp []byte, firstLine int) error {
+	if status == http.StatusUnauthorized {
+		return fmt.Errorf("batch at line %d: %d %s: %s\nhint: %s", firstLine, status, http.StatusText(status), errorText(resp),
+			authHint(p.path, p.token != ""))
+	}
+	var res struct {
+		Accepted int    `json:"accepted"`
+		Rejected int    `json:"rejected"`
+		Error    string `json:"error"`
+		Errors   []struct {
+			Line  int    `json:"line"`
+			Error string `json:"error"`
+		} `json:"errors"`
+	}
+	if jerr := json.Unmarshal(resp, &res); jerr != nil {
+		return fmt.Errorf("batch at line %d: status %d: %s", firstLine, status, resp)
+	}
+	if res.Error != "" {
+		return fmt.Errorf("batch at line %d: %s", firstLine, res.Error)
+	}
+	p.accepted += res.Accepted
+	p.rejected += res.Rejected
+	for _, e := range res.Errors {
+		fmt.Fprintf(p.stderr, "line %d: %s\n", firstLine+e.Line-1, e.Error)
+	}
+	return nil
+}
+
 func (p *producer) post(ctx context.Context, key string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+p.path, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -261,16 +332,16 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return l.OffsetForTime(ctx, tp, t.UnixMilli())
 		}
 	}
+	ops := splitList(*op)
+	if err := checkOperators(cf, ops); err != nil {
+		return err
+	}
 	n, err := cf.openNode(ctx)
 	if err != nil {
 		return err
 	}
 	defer n.close()
 	start := time.Now()
-	ops := splitList(*op)
-	if len(ops) == 0 {
-		return errors.New("replay: --operator names no operator")
-	}
 	for _, name := range ops {
 		if err := n.engine.Replay(ctx, name, func(tp eventlog.TopicPartition) (int64, error) { return from(ctx, n.log, tp) }); err != nil {
 			return err
@@ -310,6 +381,30 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return nil
 		}
 	}
+}
+
+// checkOperators returns an error naming the node's operators unless
+// every name in ops is one of them.
+func checkOperators(cf commonFlags, ops []string) error {
+	stages, err := cf.topology()
+	if err != nil {
+		return err
+	}
+	var valid []string
+	for _, s := range stages {
+		if s.Kind == "operator" {
+			valid = append(valid, s.Name)
+		}
+	}
+	if len(ops) == 0 {
+		return fmt.Errorf("replay: --operator names no operator; the operators are %s", strings.Join(valid, ", "))
+	}
+	for _, name := range ops {
+		if !slices.Contains(valid, name) {
+			return fmt.Errorf("replay: --operator %q: no such operator; the operators are %s", name, strings.Join(valid, ", "))
+		}
+	}
+	return nil
 }
 
 // flagSet reports whether the flag was given on the command line.
