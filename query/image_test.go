@@ -259,3 +259,29 @@ func TestStoryImage(t *testing.T) {
 		t.Fatalf("story image: %d %q, %d bytes", r.status, r.header["Content-Type"], len(r.body))
 	}
 }
+
+// TestClusterImageProxy: a node that does not own the story partition
+// looks the image up at the owner, then fetches and caches it itself; a
+// client cannot ask for the lookup (resolve=1 is for peers).
+func TestClusterImageProxy(t *testing.T) {
+	o := newImageOrigin(t)
+	c := newClusterNet(t, map[string][]int32{"a": {0, 2}, "b": {1, 3}},
+		withQuery(query.Options{PeerTimeout: 2 * time.Second, Images: query.ImageOptions{Fetch: loopback}}))
+	a, b := c.node("a"), c.node("b")
+	imageArticles(t, a, o.url("/photo/k.png"))
+	path := story.ImagePath(o.url("/photo/k.png"))
+	for i, n := range []*testNode{b, b, a} {
+		r := n.get(t, path)
+		if r.status != fasthttp.StatusOK || !bytes.Equal(r.body, pngBytes(2000, 'k')) {
+			t.Fatalf("request %d: %d, %d bytes", i, r.status, len(r.body))
+		}
+	}
+	// b fetched once and then answered from its cache; a fetched once.
+	if h := o.hits("/photo/k.png"); h != 2 {
+		t.Errorf("origin asked %d times, want 2 (once per node)", h)
+	}
+	if r := b.get(t, path+"?resolve=1"); r.status != fasthttp.StatusOK || r.header["Content-Type"] != "image/png" {
+		t.Errorf("a client's resolve=1: %d %q %s", r.status, r.header["Content-Type"], r.body)
+	}
+	wantError(t, b.get(t, story.ImagePath(o.url("/photo/never.png"))), fasthttp.StatusNotFound, "no article has image")
+}

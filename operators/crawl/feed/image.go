@@ -62,6 +62,9 @@ func ImageURL(raw string, base *url.URL) (string, error) {
 	if len(s) > MaxURLBytes {
 		return "", errImageLong
 	}
+	if _, err := url.Parse(s); err != nil {
+		return "", errors.New("not a URL") // a host or port that does not parse back
+	}
 	return s, nil
 }
 

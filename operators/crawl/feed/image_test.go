@@ -141,3 +141,26 @@ func TestNotALeadImage(t *testing.T) {
 		}
 	}
 }
+
+// FuzzImageURL: what ImageURL accepts is an absolute http(s) URL within
+// the size limit that it accepts again unchanged (the articles operator
+// validates the crawler's image URLs with it).
+func FuzzImageURL(f *testing.F) {
+	for _, s := range []string{"https://cdn.example.com/a.jpg", "//cdn.example.com/a b.jpg?x=%41#f", "../img/ä.png", "javascript:x", "http://[::1]:80/a.gif", "HTTP://User@Host/%zz"} {
+		f.Add(s)
+	}
+	base := mustURL("https://news.example.com/a/b/page.html")
+	f.Fuzz(func(t *testing.T, raw string) {
+		out, err := ImageURL(raw, base)
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(out, "http://") && !strings.HasPrefix(out, "https://") || len(out) > MaxURLBytes {
+			t.Fatalf("ImageURL(%q) = %q", raw, out)
+		}
+		again, err := ImageURL(out, nil)
+		if err != nil || again != out {
+			t.Fatalf("ImageURL(%q) = %q, then %q, %v", raw, out, again, err)
+		}
+	})
+}
