@@ -274,13 +274,13 @@ describe("web UI", { skip: skip || false }, () => {
     await page.getByRole("heading", { level: 1, name: "daily" }).waitFor();
     const daily = (await unread()).sources.find((x) => x.source_id === "daily")?.articles ?? 0;
     await eventually(async () => assert.equal(await page.locator("[data-unread-source]").innerText(), `${daily} unread`));
-    await page.getByRole("button", { name: "Follow" }).click();
+    await page.getByRole("button", { name: "Follow", exact: true }).click();
     await page.getByRole("button", { name: "Following ✓" }).waitFor();
     assert.ok((await page.evaluate(async () => (await fetch("/api/v1/preferences")).json())).preferred_sources.includes("daily"));
     await page.getByRole("button", { name: "Mark all as read" }).click();
     await eventually(async () => assert.equal(await page.locator("[data-unread-source]").innerText(), "0 unread"));
     await page.getByRole("button", { name: "Following ✓" }).click();
-    await page.getByRole("button", { name: "Follow" }).waitFor();
+    await page.getByRole("button", { name: "Follow", exact: true }).waitFor();
     assert.ok(!(await page.evaluate(async () => (await fetch("/api/v1/preferences")).json())).preferred_sources.includes("daily"));
 
     // Everything read with A: no counts left.
@@ -589,6 +589,46 @@ describe("web UI", { skip: skip || false }, () => {
     await page.locator("tr[data-source]").waitFor();
     assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "light");
     await page.context().close();
+  });
+
+  test("every page state, light and dark, desktop and phone: readable, accessible, screenshots", async () => {
+    const quakeStory = (await node.api("/api/v1/search?q=lisbon+earthquake&limit=1")).hits[0].story_id;
+    const topic = (await node.api("/api/v1/topics")).topics.map((t) => t.topic).sort()[0];
+    const anonymous = [["login", "/login", "#auth"], ["register", "/register", "#auth"], ["home-anonymous", "/", ".card"]];
+    const states = [
+      ["home", "/", ".card"], ["topic", `/topics/${encodeURIComponent(topic)}`, ".card"],
+      ["story", `/stories/${encodeURIComponent(quakeStory)}`, "#articles .card"], ["search", "/search?q=earthquake", ".hit"],
+      ["source", "/sources/daily", ".hit"], ["starred", "/starred", "main h1"], ["history", "/history", "main h1"],
+      ["preferences", "/preferences", "#prefs"], ["admin", "/admin", "tr[data-source]"], ["not-found", "/stories/no-such-story", "main h1"],
+    ];
+    for (const colorScheme of ["light", "dark"]) {
+      for (const [device, viewport] of [["desktop", { width: 1280, height: 900 }], ["phone", { width: 390, height: 844 }]]) {
+        const page = await newPage(browser, { colorScheme, viewport });
+        const visit = async (name, url, ready) => {
+          await page.goto(node.url + url);
+          await page.locator(ready).first().waitFor();
+          await page.locator("#trending-list, aside.trending .error").first().waitFor({ state: "attached" });
+          if (device === "phone") {
+            assert.equal(await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth), false, `${name}: no horizontal scrolling on a phone`);
+          }
+          await checkPage(page, `${name}-${colorScheme}-${device}`);
+        };
+        for (const s of anonymous) await visit(...s);
+        await page.goto(node.url + "/login");
+        await page.getByLabel("Username").fill(node.admin.username);
+        await page.getByLabel("Password").fill(node.admin.password);
+        await page.getByRole("button", { name: "Log in" }).click();
+        await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).waitFor();
+        for (const s of states) await visit(...s);
+        await page.goto(node.url + "/");
+        await page.locator(".card").first().waitFor();
+        await page.locator("body").click({ position: { x: 5, y: 5 } });
+        await page.keyboard.press("?");
+        await page.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor();
+        await checkPage(page, `help-${colorScheme}-${device}`);
+        await page.context().close();
+      }
+    }
   });
 
   test("a narrow screen stacks the layout", async () => {
