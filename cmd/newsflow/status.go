@@ -187,6 +187,9 @@ func cmdLeave(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	b, err := c.call(ctx, http.MethodPost, "/api/v1/admin/cluster/leave", "", nil)
+	if se := (*statusError)(nil); errors.As(err, &se) && se.code == http.StatusNotFound {
+		return errors.New("leave: the node is not a cluster member: there is nothing to leave (stop it with SIGTERM or Ctrl-C)")
+	}
 	if err != nil {
 		return fmt.Errorf("leave: %w", err)
 	}

@@ -10,8 +10,9 @@ import (
 )
 
 // newsflow status works against a node that is no cluster member: it
-// lists its stages, partitions and stores. Without the admin token it
-// says that one is needed and how to give it.
+// lists its stages, partitions and stores (and leave says there is no
+// cluster to leave). Without the admin token it says that one is needed
+// and how to give it.
 func TestStatusSingleNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test skipped in -short mode")
@@ -41,6 +42,10 @@ func TestStatusSingleNode(t *testing.T) {
 	}
 	if out, _, err := status(nil, "--token", testAdminToken, "--json"); err != nil || !strings.Contains(out, `"cluster":false`) {
 		t.Errorf("status --json: %v\n%s", err, out)
+	}
+	out2, err := exec.Command(binPath, "leave", "--addr", "http://"+n.addr, "--token", testAdminToken).CombinedOutput()
+	if err == nil || !strings.Contains(string(out2), "not a cluster member") {
+		t.Errorf("leave a single node: %v\n%s", err, out2)
 	}
 	_, errOut, err = status([]string{"NEWSFLOW_ADMIN_TOKEN="})
 	if err == nil {
