@@ -149,15 +149,11 @@ func (s *Server) adminExists(ctx context.Context) (bool, error) {
 	if t := s.adminSeen.Load(); t != 0 && time.Since(time.Unix(0, t)) < adminCacheFor {
 		return true, nil
 	}
-	users, err := s.deps.Auth.ListUsers(ctx)
-	if err != nil {
-		return false, err
-	}
-	if slices.ContainsFunc(users, func(u auth.User) bool { return u.Role == auth.RoleAdmin }) {
+	ok, err := s.deps.Auth.HasAdmin(ctx)
+	if ok {
 		s.adminSeen.Store(time.Now().UnixNano())
-		return true, nil
 	}
-	return false, nil
+	return ok, err
 }
 
 // setupStatus gathers the setup status.
@@ -167,7 +163,7 @@ func (s *Server) setupStatus(ctx context.Context) (SetupStatus, error) {
 	if st.Accounts {
 		var err error
 		if st.AdminExists, err = s.adminExists(ctx); err != nil {
-			return st, fmt.Errorf("list users: %w", err)
+			return st, err
 		}
 		if st.AdminExists {
 			s.setup.close()
@@ -252,12 +248,14 @@ func setupSteps(st SetupStatus) []SetupStep {
 		}
 	}
 	src := st.Sources
+	// Offline: no crawled source fetched, most for want of a network.
+	isOffline := src.Failing > 0 && src.OK == 0 && offline(src.Reasons[0])
 	switch {
 	case src.Total == 0:
 		steps = append(steps, SetupStep{ID: "add_source",
 			Text:    "Add a source: as an admin in the admin console, or import a list of feeds (OPML) into the running node.",
 			Command: "newsflow sources import FILE.opml", Path: "/admin"})
-	case src.Failing > 0 && src.Failing == src.Active && len(src.Reasons) > 0 && offline(src.Reasons[0]):
+	case isOffline:
 		steps = append(steps, SetupStep{ID: "offline",
 			Text:    fmt.Sprintf("No source can be fetched: %s Connect the machine to the internet, or run the demo, which needs none.", upperFirstStr(src.Reasons[0].Message)),
 			Command: "make demo"})
@@ -271,7 +269,7 @@ func setupSteps(st SetupStatus) []SetupStep {
 			Text: "Every source is paused or gone: resume one or add a source in the admin console.", Path: "/admin"})
 	}
 	if !st.Articles.Any {
-		if src.Active > 0 && src.Failing < src.Active {
+		if src.Active > 0 && src.Failing < src.Active && !isOffline {
 			steps = append(steps, SetupStep{ID: "wait",
 				Text: "Sources are crawled within a minute of being added; stories appear as their articles arrive."})
 		}
@@ -329,7 +327,7 @@ func (s *Server) handleSetupAdmin(ctx *fasthttp.RequestCtx) {
 	defer g.creating.Unlock()
 	switch {
 	case !g.open():
-		writeError(ctx, fasthttp.StatusForbidden, "no setup token is active on this node: it was used, an admin exists, or the node started with one; log in as an admin")
+		writeError(ctx, fasthttp.StatusForbidden, "no setup token is active on this node: it was used, or an admin exists; log in as an admin (with no admin, restart the node for a new setup link)")
 		return
 	case req.Token == "" || !g.matches(req.Token):
 		writeError(ctx, fasthttp.StatusForbidden, "wrong setup token: use the one-time link the node printed when it started")
@@ -337,7 +335,7 @@ func (s *Server) handleSetupAdmin(ctx *fasthttp.RequestCtx) {
 	}
 	bg := context.Background()
 	if exists, err := s.adminExists(bg); err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, "list users: "+err.Error())
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	} else if exists {
 		g.close()

@@ -161,16 +161,7 @@ Stories appear within seconds and gain sources as outlets are crawled; press Ctr
 
 // dialable is the address to reach a listener at: its own, or loopback's
 // when it listens on every interface.
-func dialable(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
+func dialable(a net.Addr) string { return dialableAddr(a.String()) }
 
 // demoConfig is the default configuration with the demo's addresses, the
 // farm's outlets as seed sources, and an admin token and an ingestion

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -212,6 +213,17 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("ensure topic %s: %w", topic, err)
 		}
 	}
+	setupToken, err := n.setupToken(ctx)
+	if err != nil {
+		return err
+	}
+	ownLn := ln == nil && setupToken != ""
+	if ownLn {
+		// Listen here, so that the setup link names the address served.
+		if ln, err = net.Listen("tcp", n.cfg.HTTP.Addr); err != nil {
+			return fmt.Errorf("query: listen %s: %w", n.cfg.HTTP.Addr, err)
+		}
+	}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
 		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
 		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, query.Options{
@@ -221,10 +233,16 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
-		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() },
+		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() }, SetupToken: setupToken,
 	})
 	if err != nil {
+		if ownLn {
+			ln.Close()
+		}
 		return err
+	}
+	if setupToken != "" {
+		n.announceSetup(os.Stderr, "http://"+dialable(ln.Addr()), setupToken)
 	}
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
@@ -283,6 +301,30 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		n.logger.Error("engine did not stop within 30s")
 	}
 	return err
+}
+
+// setupToken returns a new one-time setup token when no account has the
+// admin role, else "".
+func (n *node) setupToken(ctx context.Context) (string, error) {
+	if ok, err := n.auth.HasAdmin(ctx); ok || err != nil {
+		return "", err
+	}
+	return query.NewSetupToken()
+}
+
+// announceSetup tells, once at start, where to create the first admin: in
+// the log, and on w (standard error) for whoever started the node.
+func (n *node) announceSetup(w io.Writer, base, token string) {
+	url := query.SetupURL(base, token)
+	n.logger.Warn("no admin account exists yet: create the first one at the one-time setup URL (valid until an admin exists or the node stops)", "url", url)
+	fmt.Fprintf(w, `
+newsflow: no admin account exists yet. Create the first one here (the link works once, until the node stops):
+
+    %s
+
+  or from a shell:  newsflow user add --admin --setup-token %s NAME
+
+`, url, token)
 }
 
 func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {

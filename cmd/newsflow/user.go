@@ -2,25 +2,34 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
+	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/query/auth"
 )
 
-const userUsage = `usage: newsflow user add [--admin] [--password-file FILE] [flags] NAME
+const userUsage = `usage: newsflow user add [--admin] [--password-file FILE] [--setup-token T] [--token T] [--addr URL] [flags] NAME
        newsflow user hash [--password-file FILE] [flags]
        newsflow user import [flags] FILE
 
 add creates an account in a stopped node's data directory. The password is
 read from --password-file, or else from the first line of standard input;
-it never appears on the command line.
+it never appears on the command line. While the node runs (it holds the
+data directory), add asks it instead: the first admin with --setup-token
+(the token of the one-time setup link the node printed at start), any
+account with an admin token (--token, $NEWSFLOW_ADMIN_TOKEN or
+auth.admin_token).
 
 hash prints the stored form of a password (for import files).
 
@@ -44,6 +53,9 @@ func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	cf.register(fs)
 	admin := fs.Bool("admin", false, "give the account the admin role")
 	pwFile := fs.String("password-file", "", "file whose first line is the password")
+	setupToken := fs.String("setup-token", "", "a running node's one-time setup token (creates the first admin)")
+	var nc nodeClient
+	nc.register(fs)
 	// Flags may follow the name.
 	var name string
 	rest := args[1:]
@@ -98,8 +110,15 @@ func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stdout, h)
 		return nil
 	}
+	if *setupToken != "" && role != auth.RoleAdmin {
+		return errors.New("user add: --setup-token creates the first admin only: add --admin")
+	}
 	n, err := cf.openNode(ctx)
 	if err != nil {
+		// A running node holds the data directory: ask it.
+		if added, rerr := addThroughNode(ctx, fs, &cf, &nc, *setupToken, auth.User{Username: name, Role: role}, password, stdout); added || rerr != nil {
+			return rerr
+		}
 		return err
 	}
 	defer n.close()
@@ -109,6 +128,73 @@ func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fmt.Fprintf(stdout, "added %s (%s, id %s)\n", u.Username, u.Role, u.ID)
 	return nil
+}
+
+// addThroughNode creates the account through the node that runs on the
+// configured data directory, when one answers at its address (--addr, or
+// http.addr of the configuration): with the setup token, or an admin
+// token. It reports false and no error when no node answers; when one
+// does but no token was given, the error says what to do.
+func addThroughNode(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, nc *nodeClient, setupToken string, want auth.User, password string, stdout io.Writer) (bool, error) {
+	cfg, err := cf.load()
+	if err != nil {
+		return false, nil
+	}
+	addrSet := false
+	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
+	if !addrSet {
+		nc.base = "http://" + dialableAddr(cfg.HTTP.Addr)
+	}
+	nc.token = cmp.Or(nc.token, cfg.Auth.AdminToken)
+	nc.http = &http.Client{Timeout: 30 * time.Second}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var st query.SetupStatus
+	if err := nc.do(pctx, http.MethodGet, "/api/v1/setup", "", nil, &st); err != nil {
+		return false, nil // no node there, or not one that knows setup
+	}
+	running := fmt.Sprintf("a node is running on data directory %s and answers at %s", cfg.DataDir, nc.base)
+	var u auth.User
+	switch {
+	case setupToken != "":
+		body, _ := json.Marshal(map[string]string{"token": setupToken, "username": want.Username, "password": password})
+		var sess struct {
+			User auth.User `json:"user"`
+		}
+		if err := nc.do(ctx, http.MethodPost, "/api/v1/setup/admin", "application/json", body, &sess); err != nil {
+			return false, fmt.Errorf("user add: %s; creating the first admin with the setup token: %w", running, err)
+		}
+		u = sess.User
+	case nc.token != "":
+		body, _ := json.Marshal(map[string]string{"username": want.Username, "password": password, "role": string(want.Role)})
+		if err := nc.do(ctx, http.MethodPost, "/api/v1/admin/users", "application/json", body, &u); err != nil {
+			return false, fmt.Errorf("user add: %s; adding the account with the admin token: %w", running, err)
+		}
+	case !st.AdminExists && st.SetupTokenActive:
+		return false, fmt.Errorf("user add: %s. No admin exists yet: open the one-time setup link the node printed when it started "+
+			"(%s/setup?token=...), or pass its token: newsflow user add --admin --setup-token TOKEN %s", running, nc.base, want.Username)
+	case !st.AdminExists:
+		return false, fmt.Errorf("user add: %s. No admin exists yet and its setup link is spent: restart the node for a new one, "+
+			"or stop it and run this command again", running)
+	default:
+		return false, fmt.Errorf("user add: %s. Pass an admin token (--token, $NEWSFLOW_ADMIN_TOKEN or auth.admin_token) "+
+			"to add the account through it, or stop the node and run this command again", running)
+	}
+	fmt.Fprintf(stdout, "added %s (%s, id %s) through the node at %s\n", u.Username, u.Role, u.ID, nc.base)
+	return true, nil
+}
+
+// dialableAddr is the address to reach a listen address at: loopback for
+// an unspecified or empty host.
+func dialableAddr(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // cmdUserImport creates accounts from an NDJSON file of hashed passwords.

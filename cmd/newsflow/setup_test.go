@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A node started without an admin prints a one-time setup URL once; while
+// it runs, newsflow user add creates the first admin through it with that
+// token, explains what to do without one, and adds more accounts with the
+// admin token.
+func TestUserAddAgainstRunningNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a node process")
+	}
+	dir := t.TempDir()
+	n := startNode(t, dir)
+	n.waitReady(30 * time.Second)
+	var token string
+	re := regexp.MustCompile(`http://` + regexp.QuoteMeta(n.addr) + `/setup\?token=([A-Za-z0-9_-]{20,})`)
+	for deadline := time.Now().Add(10 * time.Second); token == ""; {
+		b, _ := os.ReadFile(n.logf.Name())
+		if m := re.FindAllStringSubmatch(string(b), -1); len(m) > 0 {
+			if len(m) != 2 || m[0][1] != m[1][1] { // the log line and the banner
+				t.Fatalf("setup URL printed %d times (want once in the log, once on stderr):\n%s", len(m), b)
+			}
+			token = m[0][1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no setup URL printed:\n%s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	add := func(args ...string) (string, error) {
+		var stdout, stderr lockedBuffer
+		args = append([]string{"add", "--config", "../../configs/newsflow.yaml", "--data", dir, "--http", n.addr}, args...)
+		err := cmdUser(context.Background(), args, strings.NewReader("a good long password\n"), &stdout, &stderr)
+		return stdout.String(), err
+	}
+	setup := func() (st struct {
+		AdminExists      bool `json:"admin_exists"`
+		SetupTokenActive bool `json:"setup_token_active"`
+	}) {
+		resp, err := http.Get(n.url("/api/v1/setup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET /api/v1/setup: %d %v", resp.StatusCode, err)
+		}
+		return st
+	}
+	if st := setup(); st.AdminExists || !st.SetupTokenActive {
+		t.Fatalf("before: %+v", st)
+	}
+
+	// Without a token: what to do, naming the setup URL.
+	if _, err := add("--admin", "root"); err == nil || !strings.Contains(err.Error(), "/setup?token=") || !strings.Contains(err.Error(), "--setup-token") {
+		t.Fatalf("user add without a token: %v", err)
+	}
+	if _, err := add("--admin", "--setup-token", "wrong", "root"); err == nil || !strings.Contains(err.Error(), "wrong setup token") {
+		t.Fatalf("user add with a wrong token: %v", err)
+	}
+	out, err := add("--admin", "--setup-token", token, "root")
+	if err != nil || !strings.Contains(out, "added root (admin") {
+		t.Fatalf("user add with the setup token: %q %v", out, err)
+	}
+	if st := setup(); !st.AdminExists || st.SetupTokenActive {
+		t.Fatalf("after: %+v", st)
+	}
+	if _, err := add("--admin", "--setup-token", token, "second"); err == nil || !strings.Contains(err.Error(), "no setup token is active") {
+		t.Fatalf("the setup token again: %v", err)
+	}
+	if _, err := add("bob"); err == nil || !strings.Contains(err.Error(), "admin token") {
+		t.Fatalf("user add without an admin token: %v", err)
+	}
+	if out, err := add("--token", testAdminToken, "bob"); err != nil || !strings.Contains(out, "added bob (user") {
+		t.Fatalf("user add with the admin token: %q %v", out, err)
+	}
+}
