@@ -89,7 +89,9 @@ func (c *commonFlags) topology() ([]engine.Stage, error) {
 }
 
 // registerOperators registers every operator of a node on n.engine:
-// trending, then the article pipeline (registerArticlePipeline).
+// trending, then the article pipeline (registerArticlePipeline). openNode
+// registers the same (TestTopologyIsTheNodes checks that the listing and
+// a running node agree).
 func (n *node) registerOperators(cfg Config) error {
 	var err error
 	if n.trending, err = trending.New(cfg.Trending.operatorOptions(), n.engine.Partitions(), n.reg); err != nil {
