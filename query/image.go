@@ -376,7 +376,7 @@ func (s *Server) serveImage(ctx *fasthttp.RequestCtx, img cachedImage) {
 	h.Set("ETag", img.etag)
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(s.images.opts.MaxAge.Seconds())))
 	// Nothing in an image may run or load anything, whatever it holds.
-	h.Set("Content-Security-Policy", "default-src 'none'; sandbox")
+	h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'; sandbox")
 	if inm := ctx.Request.Header.Peek("If-None-Match"); len(inm) > 0 && etagMatches(string(inm), img.etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		return
