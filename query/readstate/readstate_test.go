@@ -12,7 +12,7 @@ import (
 	"github.com/newsflow/newsflow/state/meta"
 )
 
-func newStore(t *testing.T) *Store {
+func newStore(t testing.TB) *Store {
 	t.Helper()
 	db, err := state.Open(t.TempDir(), state.Options{})
 	if err != nil {

@@ -1,0 +1,68 @@
+package readstate
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/newsflow/newsflow/operators/story"
+)
+
+// BenchmarkUnreadCounts counts a reader's unread articles over 20,000
+// stories of 5 articles (the story view at about 100,000 articles a day)
+// with 1,000 article marks, 100 read stories and everything read up to the
+// middle of the day: what /api/v1/me/unread does per request, less the
+// reads of the stories a watermark cuts through (counted in
+// detail_loads).
+func BenchmarkUnreadCounts(b *testing.B) {
+	ctx := context.Background()
+	s := newStore(b)
+	const stories, per = 20000, 5
+	heads := make([]*story.Story, stories)
+	details := make(map[string]*story.Detail, stories)
+	for i := range heads {
+		first := int64(i) * 4000 // one story every 4 s over a day
+		st := &story.Story{ID: fmt.Sprintf("s%d", i), Articles: per, FirstSeen: first, LastSeen: first + 600_000,
+			Sources: []story.SourceCount{{SourceID: fmt.Sprintf("src%d", i%50), Articles: per}},
+			Topics:  []story.Label{{Topic: fmt.Sprintf("t%d", i%12)}}}
+		d := &story.Detail{Story: *st}
+		for k := range per {
+			d.Articles = append(d.Articles, story.ArticleRecord{Article: story.Article{ID: fmt.Sprintf("a%d-%d", i, k), SourceID: st.Sources[0].SourceID, Published: first + int64(k)*150_000}})
+		}
+		heads[i], details[st.ID] = st, d
+	}
+	for i := 0; i < 1000; i++ {
+		d := details[fmt.Sprintf("s%d", i*19)]
+		if err := s.MarkArticles(ctx, "u", true, ArticleOf(d.Articles[0].Article, d.ID)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: fmt.Sprintf("s%d", i*7)}, heads[i*7].LastSeen); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, int64(stories/2)*4000); err != nil {
+		b.Fatal(err)
+	}
+	loads := 0
+	b.ResetTimer()
+	for b.Loop() {
+		st, err := s.Load(ctx, "u")
+		if err != nil {
+			b.Fatal(err)
+		}
+		total := 0
+		for _, h := range heads {
+			n, _, err := st.Unread(h, func() (*story.Detail, error) { loads++; return details[h.ID], nil })
+			if err != nil {
+				b.Fatal(err)
+			}
+			total += n
+		}
+		if total == 0 || total >= stories*per {
+			b.Fatalf("%d unread", total)
+		}
+	}
+	b.ReportMetric(float64(loads)/float64(b.N), "detail_loads/op")
+}
