@@ -95,7 +95,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer httpLn.Close()
 
-	farm := feedfarm.New(feedfarm.Options{Now: time.Now})
+	// The feeds link each article to its page on the farm, so that a click
+	// in the reader opens it without the internet.
+	farm := feedfarm.New(feedfarm.Options{Now: time.Now, ArticlePages: true})
 	farmAddr, nodeAddr := dialable(farmLn.Addr()), dialable(httpLn.Addr())
 	seed, entries, err := writeDemoSources(farm, "http://"+farmAddr, o.data)
 	if err != nil {

@@ -21,6 +21,7 @@ func cmdFeedfarm(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	faults := fs.Bool("faults", false, "serve /fault/<kind> endpoints")
 	items := fs.Int("items", 50, "items per generated feed")
 	advance := fs.Duration("advance", 0, "add a new item to every generated feed this often (0: never)")
+	pages := fs.Bool("article-pages", true, "link news articles to their pages on the farm (/article/...), not to their outlets' .example sites")
 	var dir string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		dir, args = args[0], args[1:]
@@ -33,12 +34,15 @@ func cmdFeedfarm(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return fmt.Errorf("feedfarm: %s is not a directory", dir)
 		}
 	}
-	farm := feedfarm.New(feedfarm.Options{Dir: dir, Faults: *faults, Items: *items})
+	farm := feedfarm.New(feedfarm.Options{Dir: dir, Faults: *faults, Items: *items, ArticlePages: *pages})
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("feedfarm: listen: %w", err)
 	}
 	fmt.Fprintf(stdout, "feedfarm serving on http://%s (files: /files/..., generated: /gen/N.xml, news: /news/N.xml", ln.Addr())
+	if *pages {
+		fmt.Fprint(stdout, ", article pages: /article/...")
+	}
 	if *faults {
 		fmt.Fprintf(stdout, ", faults: /fault/{%s}", strings.Join(feedfarm.Faults, ","))
 	}

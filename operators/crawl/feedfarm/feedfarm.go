@@ -16,6 +16,10 @@
 //	                      world published by the current generation
 //	/news/sources.opml    the outlets' feeds as OPML, with absolute URLs on
 //	                      the host of the request
+//	/article/<domain>/... with ArticlePages, the page of a news article
+//	                      (title, outlet, date, text) at its outlet's link
+//	                      moved onto the farm; /article/<domain>/ lists
+//	                      the outlet's newest articles
 //	/fault/<kind>         misbehaviour, when faults are enabled; Faults lists
 //	                      the kinds
 //
@@ -79,6 +83,13 @@ type Options struct {
 	Base, PerGeneration int
 	// Spacing is the time between the events of generation 0 (default 4m).
 	Spacing time.Duration
+	// ArticlePages makes the news feeds link each article to a readable
+	// page on the farm, <farm>/article/<domain>/<topic>/<slug>-<event>,
+	// instead of https://<domain>/<topic>/<slug>-<event> on an outlet
+	// site that does not exist, so that a reader can open it offline.
+	// Article ids derive from the links: they change with the option and
+	// with the farm's address.
+	ArticlePages bool
 	// Now is the clock the time of each generation is read from: by New
 	// for generation 0, by Advance for the next ones. When nil, generation
 	// g is at Epoch + g·PerGeneration·Spacing.
@@ -190,6 +201,8 @@ func (f *Farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveGenerated(w, r, strings.TrimSuffix(strings.TrimPrefix(p, "/gen/"), ".xml"))
 	case strings.HasPrefix(p, "/news/"):
 		f.serveNews(w, r, strings.TrimPrefix(p, "/news/"))
+	case strings.HasPrefix(p, "/article/") && f.opts.ArticlePages:
+		f.serveArticle(w, r, strings.TrimPrefix(p, "/article/"))
 	case strings.HasPrefix(p, "/fault/") && f.opts.Faults:
 		f.serveFault(w, r, strings.TrimPrefix(p, "/fault/"))
 	default:

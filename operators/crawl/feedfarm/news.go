@@ -334,19 +334,24 @@ type rssGUID struct {
 }
 
 // NewsFeed returns the RSS feed of outlet n at generation g: its newest
-// Items articles.
-func (f *Farm) NewsFeed(n int, g int64) ([]byte, error) {
+// Items articles, linked to their outlet's site.
+func (f *Farm) NewsFeed(n int, g int64) ([]byte, error) { return f.newsFeed(n, g, "") }
+
+// newsFeed returns the RSS feed of outlet n at generation g; with a base
+// URL (Options.ArticlePages) its links point at the farm's article pages
+// under base.
+func (f *Farm) newsFeed(n int, g int64, base string) ([]byte, error) {
 	if n < 0 || n >= f.opts.Outlets {
 		return nil, fmt.Errorf("feedfarm: no outlet %d", n)
 	}
 	out := f.Outlet(n)
 	doc := rssDoc{Version: "2.0", Channel: rssChannel{
-		Title: out.Name, Link: "https://" + out.Domain + "/", Description: "News from " + out.Name, Language: "en",
+		Title: out.Name, Link: pageURL(base, "https://"+out.Domain+"/"), Description: "News from " + out.Name, Language: "en",
 		LastBuildDate: f.times(g)[g].Format(time.RFC1123Z),
 	}}
 	for _, a := range f.Articles(n, g, f.opts.Items) {
 		doc.Channel.Items = append(doc.Channel.Items, rssItem{
-			Title: a.Title, Link: a.Link, GUID: rssGUID{IsPermaLink: "false", Value: a.GUID},
+			Title: a.Title, Link: pageURL(base, a.Link), GUID: rssGUID{IsPermaLink: "false", Value: a.GUID},
 			PubDate: a.Published.Format(time.RFC1123Z), Category: a.Topic, Description: a.Summary,
 		})
 	}
@@ -362,14 +367,19 @@ func (f *Farm) NewsFeed(n int, g int64) ([]byte, error) {
 }
 
 // NewsOPML returns the list of the outlets' feeds, whose URLs start with
-// base (e.g. "http://127.0.0.1:8090").
+// base (e.g. "http://127.0.0.1:8090"); with Options.ArticlePages their
+// homepages are the outlets' pages on the farm.
 func (f *Farm) NewsOPML(base string) ([]byte, error) {
 	base = strings.TrimSuffix(base, "/")
 	entries := make([]opml.Entry, f.opts.Outlets)
 	for n := range entries {
 		out := f.Outlet(n)
+		home := "https://" + out.Domain + "/"
+		if f.opts.ArticlePages {
+			home = pageURL(base, home)
+		}
 		entries[n] = opml.Entry{Title: out.Name, FeedURL: base + "/news/" + strconv.Itoa(n) + ".xml",
-			Homepage: "https://" + out.Domain + "/", Category: "news", Authority: out.Authority}
+			Homepage: home, Category: "news", Authority: out.Authority}
 	}
 	var b bytes.Buffer
 	if err := opml.Write(&b, "News world", entries); err != nil {
@@ -381,11 +391,7 @@ func (f *Farm) NewsOPML(base string) ([]byte, error) {
 func (f *Farm) serveNews(w http.ResponseWriter, r *http.Request, name string) {
 	g := f.generation.Load()
 	if name == "sources.opml" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		b, err := f.NewsOPML(scheme + "://" + r.Host)
+		b, err := f.NewsOPML(baseURL(r))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -399,12 +405,24 @@ func (f *Farm) serveNews(w http.ResponseWriter, r *http.Request, name string) {
 		http.NotFound(w, r)
 		return
 	}
-	b, err := f.NewsFeed(n, g)
+	base := ""
+	if f.opts.ArticlePages {
+		base = baseURL(r)
+	}
+	b, err := f.newsFeed(n, g, base)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	serveBytes(w, r, b, "application/rss+xml; charset=utf-8", f.times(g)[g])
+}
+
+// baseURL is the farm's own URL as the request reached it.
+func baseURL(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
 }
 
 // rng is SplitMix64: small, fast, and the same on every platform and Go
