@@ -59,7 +59,7 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 	if byStory {
 		ask = maxK // the stories are summed from the top articles
 	}
-	res, err := s.deps.Trending.Top(window, category, ask)
+	res, failed, err := s.trendingTop(window, category, ask, s.fansOut(ctx))
 	if errors.Is(err, trending.ErrUnknownWindow) {
 		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": err.Error(), "windows": s.deps.Trending.WindowNames()})
 		return
@@ -68,13 +68,8 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	var failed []string
-	if s.fansOut(ctx) {
-		res, failed = s.clusterTop(res, window, category, ask)
-	}
 	if byStory {
-		writeJSON(ctx, fasthttp.StatusOK, storyTrending{Window: res.Window, Category: res.Category, Items: s.trendingStories(res.Items, k),
-			AsOf: res.AsOf, Partial: res.Partial, FailedNodes: failed})
+		writeJSON(ctx, fasthttp.StatusOK, s.storyAnswer(res, failed, k))
 		return
 	}
 	switch expand := string(args.Peek("expand")); {
@@ -92,6 +87,25 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf,
 			"missing_partitions": res.Partial, "failed_nodes": failed})
 	}
+}
+
+// trendingTop returns the top k articles of window and category from this
+// node's partitions, merged with every other node's when fanOut (and the
+// nodes that did not answer).
+func (s *Server) trendingTop(window, category string, k int, fanOut bool) (trending.Result, []string, error) {
+	res, err := s.deps.Trending.Top(window, category, k)
+	if err != nil || !fanOut {
+		return res, nil, err
+	}
+	res, failed := s.clusterTop(res, window, category, k)
+	return res, failed, nil
+}
+
+// storyAnswer is the by=story answer over a top of articles: the k best
+// stories.
+func (s *Server) storyAnswer(res trending.Result, failed []string, k int) storyTrending {
+	return storyTrending{Window: res.Window, Category: res.Category, Items: s.trendingStories(res.Items, k),
+		AsOf: res.AsOf, Partial: res.Partial, FailedNodes: failed}
 }
 
 // storyTrending is the answer of /api/v1/trending?by=story.

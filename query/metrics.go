@@ -14,6 +14,7 @@ type httpMetrics struct {
 	latency  *prometheus.HistogramVec
 	ingested *prometheus.CounterVec
 	peerErrs prometheus.Counter
+	streams  prometheus.Gauge
 }
 
 func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
@@ -31,8 +32,11 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 		peerErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "newsflow_peer_request_errors_total", Help: "Requests to other cluster nodes (routed or fanned-out queries) that failed or timed out.",
 		}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "newsflow_http_streams_open", Help: "Open server-sent event streams (GET /api/v1/stream).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.latency, m.ingested, m.peerErrs} {
+	for _, c := range []prometheus.Collector{m.requests, m.latency, m.ingested, m.peerErrs, m.streams} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("query: register metrics: %w", err)
 		}

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,6 +89,13 @@ type Options struct {
 	// Images configures the image proxy (GET /api/v1/image/{id}); its
 	// cache defaults to <DataDir>/image-cache.
 	Images ImageOptions
+	// MaxStreams bounds the open /api/v1/stream connections (default
+	// 1000); more are answered 503. StreamInterval is how often the
+	// streams' state is computed (default 2s), StreamHeartbeat how often
+	// an idle stream gets a comment (default 15s). See stream.go.
+	MaxStreams      int
+	StreamInterval  time.Duration
+	StreamHeartbeat time.Duration
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -96,13 +104,15 @@ func DefaultOptions() Options {
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
+		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 	}
 }
 
 // Validate reports invalid option values.
 func (o Options) Validate() error {
 	if o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
-		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 {
+		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 ||
+		o.MaxStreams < 0 || o.StreamInterval < 0 || o.StreamHeartbeat < 0 {
 		return errors.New("query: sizes and durations must not be negative")
 	}
 	if err := o.Images.Validate(); err != nil {
@@ -140,6 +150,9 @@ func (o Options) withDefaults() Options {
 	if o.IdempotencyTTL == 0 {
 		o.IdempotencyTTL = d.IdempotencyTTL
 	}
+	o.MaxStreams = cmp.Or(o.MaxStreams, d.MaxStreams)
+	o.StreamInterval = cmp.Or(o.StreamInterval, d.StreamInterval)
+	o.StreamHeartbeat = cmp.Or(o.StreamHeartbeat, d.StreamHeartbeat)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -225,6 +238,8 @@ type Server struct {
 	adminSeen atomic.Int64 // when an admin was last seen to exist (unix ns)
 
 	images *imageProxy // the image proxy (image.go); nil without the story API
+
+	stream *streamHub // GET /api/v1/stream (stream.go); nil without the story API
 }
 
 // New returns a server; call Run to serve.
@@ -275,6 +290,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/breaking", s.instrument("breaking", s.toOwner(storyOwner, s.handleBreaking)))
 		r.GET("/api/v1/topics", s.instrument("topics", s.toOwner(storyOwner, s.handleTopics)))
 		r.GET("/api/v1/feed", s.instrument("feed", s.toOwner(storyOwner, s.handleFeed)))
+		s.stream = newStreamHub(streamSource{trending: s.streamTrending, breaking: s.streamBreaking}, opts, s.m.streams)
+		r.GET("/api/v1/stream", s.instrument("stream", s.handleStream))
 		if s.images, err = newImageProxy(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
 			return nil, err
 		}
@@ -410,6 +427,12 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(done); s.refreshClusterTrend(rctx) }()
 		defer func() { stop(); <-done }()
 	}
+	if s.stream != nil {
+		hctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.stream.run(hctx) }()
+		defer func() { stop(); <-done }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	select {
@@ -417,6 +440,9 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Streams last until they are told to end: end them first, so that
+	// the server can drain.
+	s.stream.close()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.srv.ShutdownWithContext(sctx); err != nil {
