@@ -223,6 +223,8 @@ type feedItem struct {
 	Explain *rank.Explain `json:"explain,omitempty"`
 	// Unread counts the story's unread articles (a logged-in reader).
 	Unread *int `json:"unread,omitempty"`
+	// Coverage lists other outlets' headlines of the story.
+	Coverage []coverageItem `json:"coverage,omitempty"`
 }
 
 type feedPage struct {
@@ -310,6 +312,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 			e := it.Explain
 			fi.Explain = &e
 		}
+		fi.Coverage = s.coverage(l.stories[it.StoryID], fi.SourceID)
 		page.Stories = append(page.Stories, fi)
 	}
 	if end < len(l.items) && end > start {
@@ -340,6 +343,9 @@ func (s *Server) shownBy(st *story.Story, src string) *story.Story {
 	}
 	c := *st
 	c.Representative, c.Title, c.URL, c.SourceID, c.Source = best.ID, best.Title, best.URL, best.SourceID, best.Source
+	if best.Image != "" {
+		c.Image = best.Image
+	}
 	return &c
 }
 

@@ -223,6 +223,7 @@ type Server struct {
 
 	feeds   *feedCache
 	reads   *readstate.Store // nil without accounts
+	covers  coverageCache
 	rates   rateMeter
 	sizes   storeSizes
 	openapi []byte

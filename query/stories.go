@@ -133,6 +133,7 @@ func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
 				it.Unread = &n
 			}
 			if !hide || *it.Unread > 0 {
+				it.Coverage = s.coverage(r.Story, r.SourceID)
 				page.Stories = append(page.Stories, it)
 			}
 		}
@@ -159,6 +160,8 @@ const maxHiddenScan = 500
 type rankedItem struct {
 	story.Ranked
 	Unread *int `json:"unread,omitempty"`
+	// Coverage lists other outlets' headlines of the story.
+	Coverage []coverageItem `json:"coverage,omitempty"`
 }
 
 // handleStory answers one story with all its articles and sources.

@@ -108,6 +108,10 @@ describe("web UI", { skip: skip || false }, () => {
     const quake = cards.filter({ hasText: "Lisbon" });
     assert.equal(await quake.count(), 1);
     assert.match(await quake.locator(".sources").innerText(), /^4 sources$/);
+    // Full coverage: the other three outlets' headlines under the card.
+    const others = await quake.locator(".coverage li").allInnerTexts();
+    assert.equal(others.length, 3, others.join(" | "));
+    for (const li of others) assert.match(li, /(Lisbon|Portugal).*(min|h) ago/, li);
     assert.match(await cards.filter({ hasText: "panda" }).locator(".sources").innerText(), /^1 source$/);
     await checkPage(page, "feed-light");
     await page.context().close();
@@ -234,7 +238,7 @@ describe("web UI", { skip: skip || false }, () => {
     const quake = page.locator(".card[data-id]").filter({ hasText: "Lisbon" });
     await quake.waitFor();
     assert.match(await quake.getAttribute("class"), /\bread\b/);
-    assert.match(await quake.locator(".meta").innerText(), /· read/);
+    assert.match(await quake.locator(":scope > .meta").innerText(), /· read/);
     await page.getByLabel("Hide read").check();
     await eventually(async () => assert.equal(await page.locator(".card").filter({ hasText: "Lisbon" }).count(), 0));
     assert.equal(await page.locator(".card").count(), 4);

@@ -74,14 +74,20 @@ function card(st) {
   const topics = (st.topics || []).map((t) => `<span class="topic">${esc(t.topic)}</span>`).join(" ");
   const read = st.unread === 0;
   return `<article class="card${read ? " read" : ""}" data-id="${esc(st.id)}">
-    <h2><a href="/stories/${enc(st.id)}">${st.breaking ? '<span class="badge">Breaking</span> ' : ""}${esc(st.title)}</a></h2>
+    ${thumb(st.image)}<h2><a href="/stories/${enc(st.id)}">${st.breaking ? '<span class="badge">Breaking</span> ' : ""}${esc(st.title)}</a></h2>
     <p class="meta">${meta(outlet(st), when(st.last_seen), `<span class="sources">${plural(n, "source")}</span>`, unreadLabel(st.unread), topics)}</p>
+    ${st.coverage?.length ? `<ul class="coverage" aria-label="More coverage">${st.coverage.map((c) => `<li><a href="${esc(c.url)}" target="_blank" rel="noopener" data-read="${esc(c.id)}">${esc(c.title)}</a> <span class="meta">${meta(outlet(c), when(c.published_at))}</span></li>`).join("")}</ul>` : ""}
     ${me && typeof st.unread === "number" ? `<div class="actions">
       <button type="button" data-mark="${esc(st.id)}">${read ? "Mark unread" : "Mark read"}</button>
       <button type="button" data-mark-above="${esc(st.id)}" title="Mark this story and every story above it read">Read to here</button>
       ${starButton(st.representative, st.title)}</div>` : ""}
   </article>`;
 }
+
+// thumb shows a lead image through the node's image proxy (readers never
+// contact outlets); an image that fails to load is removed.
+const thumb = (src) => src ? `<img class="thumb" src="${esc(src)}" alt="" loading="lazy" width="120" height="80">` : "";
+document.addEventListener("error", (e) => { if (e.target.matches?.("img.thumb")) e.target.remove(); }, true);
 
 // Read state of a logged-in reader: unread counts, marks and stars.
 let starred = new Set();
@@ -190,7 +196,7 @@ async function showStory(id) {
       <ul class="chips">${d.sources.map((s) => `<li><a href="/sources/${enc(s.source_id)}">${esc(names[s.source_id] || s.source_id)}</a> <span class="meta">(${s.articles})</span></li>`).join("")}</ul></section>
     <section aria-labelledby="arts"><h2 id="arts">Articles</h2>
     <div id="articles">${d.articles.map((a) => `<article class="card${a.read ? " read" : ""}" data-article="${esc(a.id)}">
-      <h3><a href="${esc(a.url)}" target="_blank" rel="noopener" data-read="${esc(a.id)}">${esc(a.title)}</a></h3>
+      ${thumb(a.image)}      <h3><a href="${esc(a.url)}" target="_blank" rel="noopener" data-read="${esc(a.id)}">${esc(a.title)}</a></h3>
       <p class="meta">${meta(outlet(a), when(a.published_at))}</p>
       ${a.summary ? `<p class="summary">${esc(a.summary)}</p>` : ""}
       <div class="actions"><button type="button" data-share="${esc(a.id)}" aria-label="Share: ${esc(a.title)}">Share</button>${me ? starButton(a.id, a.title) : ""}</div>
