@@ -150,19 +150,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	if err != nil {
 		return fail(err)
 	}
-	tOpts := trending.OperatorOptions{
-		MaxK: cfg.Trending.MaxK, SnapshotInterval: cfg.Trending.SnapshotInterval, MaxFuture: cfg.Trending.MaxFuture,
-	}
-	for _, w := range cfg.Trending.Windows {
-		tOpts.Counts.Windows = append(tOpts.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
-	}
-	if n.trending, err = trending.New(tOpts, n.engine.Partitions(), n.reg); err != nil {
-		return fail(err)
-	}
-	if err := n.engine.Register(n.trending); err != nil {
-		return fail(err)
-	}
-	if err := n.registerArticlePipeline(cfg); err != nil {
+	if err := n.registerOperators(cfg); err != nil {
 		return fail(err)
 	}
 	if cfg.Crawl.Enabled {
@@ -224,6 +212,10 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("query: listen %s: %w", n.cfg.HTTP.Addr, err)
 		}
 	}
+	imageFetch, err := n.cfg.Crawl.fetchOptions(n.logger)
+	if err != nil {
+		return err
+	}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
 		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
 		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, query.Options{
@@ -234,6 +226,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
 		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() }, SetupToken: setupToken,
+		Images: query.ImageOptions{Fetch: imageFetch},
 	})
 	if err != nil {
 		if ownLn {
@@ -327,6 +320,35 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 `, url, token)
 }
 
+// registerOperators registers every operator of a node on n.engine:
+// trending, then the article pipeline. newsflow topology registers the
+// same, so it lists what a node runs.
+func (n *node) registerOperators(cfg Config) error {
+	var err error
+	if n.trending, err = trending.New(cfg.Trending.operatorOptions(), n.engine.Partitions(), n.reg); err != nil {
+		return err
+	}
+	if err := n.engine.Register(n.trending); err != nil {
+		return err
+	}
+	return n.registerArticlePipeline(cfg)
+}
+
+// fetchOptions are the crawler's fetcher settings; the image proxy dials
+// with the same, so it reaches exactly what the crawler may.
+func (c CrawlConfig) fetchOptions(logger *slog.Logger) (fetch.Options, error) {
+	o := fetch.Options{UserAgent: c.UserAgent, Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxRedirects: c.MaxRedirects,
+		AllowPrivate: c.AllowPrivate, Logger: logger}
+	for _, cidr := range c.AllowCIDRs {
+		p, err := netip.ParsePrefix(cidr)
+		if err != nil {
+			return fetch.Options{}, fmt.Errorf("config: crawl.allow_cidrs: %w", err)
+		}
+		o.AllowCIDRs = append(o.AllowCIDRs, p)
+	}
+	return o, nil
+}
+
 func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {
 	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg,
 		FullText: crawl.FullTextOptions{Disabled: !c.FullText.Enabled, MinWords: c.FullText.MinWords, MaxPerCrawl: c.FullText.MaxPerCrawl,
@@ -338,14 +360,9 @@ func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, er
 			return ok
 		}
 	}
-	o.Fetch = fetch.Options{UserAgent: c.UserAgent, Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxRedirects: c.MaxRedirects,
-		AllowPrivate: c.AllowPrivate, Logger: logger}
-	for _, cidr := range c.AllowCIDRs {
-		p, err := netip.ParsePrefix(cidr)
-		if err != nil {
-			return nil, fmt.Errorf("config: crawl.allow_cidrs: %w", err)
-		}
-		o.Fetch.AllowCIDRs = append(o.Fetch.AllowCIDRs, p)
+	var err error
+	if o.Fetch, err = c.fetchOptions(logger); err != nil {
+		return nil, err
 	}
 	o.Limiter = polite.LimiterOptions{GlobalConcurrency: c.GlobalConcurrency, HostConcurrency: c.HostConcurrency, HostRate: c.HostRate}
 	return crawl.New(n.sources, n.log, n.db, o)
@@ -371,12 +388,7 @@ func (n *node) seedSources(ctx context.Context) error {
 	if err != nil || len(list) > 0 {
 		return err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	entries, err := opml.Parse(f)
+	entries, err := opml.ParseFile(path)
 	if err != nil {
 		return err
 	}

@@ -88,21 +88,6 @@ func (c *commonFlags) topology() ([]engine.Stage, error) {
 	return e.Topology(), nil
 }
 
-// registerOperators registers every operator of a node on n.engine:
-// trending, then the article pipeline (registerArticlePipeline). openNode
-// registers the same (TestTopologyIsTheNodes checks that the listing and
-// a running node agree).
-func (n *node) registerOperators(cfg Config) error {
-	var err error
-	if n.trending, err = trending.New(cfg.Trending.operatorOptions(), n.engine.Partitions(), n.reg); err != nil {
-		return err
-	}
-	if err := n.engine.Register(n.trending); err != nil {
-		return err
-	}
-	return n.registerArticlePipeline(cfg)
-}
-
 // produceRetryFor is how long newsflow produce keeps retrying while the
 // node cannot be reached or is unavailable, unless --retry-for says.
 const produceRetryFor = 30 * time.Second
