@@ -40,7 +40,8 @@ import (
 //
 // One hub per server computes the state every StreamInterval while at
 // least one stream is open, once for all of them, and hands each stream the
-// same prepared bytes. In a cluster both answers come from the owner of the
+// same prepared bytes. (After a time without any open stream a client
+// gets the whole state again, whatever its Last-Event-ID.) In a cluster both answers come from the owner of the
 // story partition (which names the stories), through the trending
 // handler's own fan-out (trendingTop) there.
 //
@@ -48,7 +49,7 @@ import (
 // runs in fasthttp's stream-writer goroutine for the connection and owns
 // one goroutine that notices when the client closes the connection
 // (watchPeer). A stream ends when the client goes away, when it reads too
-// slowly (StreamBuffer events queued: the client reconnects and gets the
+// slowly (streamBuffer events queued: the client reconnects and gets the
 // current state), and when the server shuts down (the hub closes every
 // stream before the HTTP server drains).
 
@@ -159,7 +160,11 @@ func (h *streamHub) run(ctx context.Context) {
 		h.mu.Lock()
 		listening := len(h.mu.subs) > 0
 		if !listening {
-			h.mu.fresh = false
+			// Nobody listens, nothing is computed: forget the state, so
+			// that the next stream gets it whole, even with an id from
+			// before (stories may have stopped and started breaking
+			// meanwhile).
+			h.mu.fresh, h.mu.trendKey, h.mu.trendData, h.mu.breaking = false, nil, nil, nil
 		}
 		h.mu.Unlock()
 		if listening {
@@ -450,9 +455,8 @@ func (s *Server) handleStream(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusServiceUnavailable, msg)
 		return
 	}
-	ctx.SetContentType("text/event-stream; charset=utf-8")
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.Response.Header.Set("X-Accel-Buffering", "no") // proxies: pass events on at once
+	ctx.SetContentType("text/event-stream; charset=utf-8") // Cache-Control: no-store, as all of /api/
+	ctx.Response.Header.Set("X-Accel-Buffering", "no")     // proxies: pass events on at once
 	ctx.Response.ImmediateHeaderFlush = true
 	// The stream owns the connection until it ends (watchPeer reads it).
 	ctx.SetConnectionClose()
