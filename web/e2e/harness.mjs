@@ -61,8 +61,10 @@ export async function eventually(fn, timeoutMs = 30000, everyMs = 250) {
 const run = promisify(execFile);
 
 // startNode runs `newsflow run` on a free port with a fresh data directory,
-// an admin account and the admin token, and waits until it is ready.
-export async function startNode({ admin = { username: "admin", password: "admin-password-e2e" } } = {}) {
+// an admin account (none with admin: null: the node prints a one-time
+// setup link, node.setupURL()) and the admin token, and waits until it is
+// ready. sources is an OPML document the node seeds its sources from.
+export async function startNode({ admin = { username: "admin", password: "admin-password-e2e" }, sources = "", name = "node" } = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), "newsflow-e2e-"));
   const port = await freePort();
   const config = path.join(dir, "newsflow.yaml");
@@ -73,7 +75,7 @@ log:
   partitions: 4
   fsync: never
 crawl:
-  seed_opml: ""
+  seed_opml: ${JSON.stringify(sources ? path.join(dir, "sources.opml") : "")}
   allow_private: true
   ignore_robots: true
 search:
@@ -86,11 +88,14 @@ auth:
 logging:
   level: info
 `);
-  const pwFile = path.join(dir, "admin-password");
-  await writeFile(pwFile, admin.password + "\n");
-  await run(bin, ["user", "add", "--admin", "--password-file", pwFile, "--config", config, admin.username]);
+  if (sources) await writeFile(path.join(dir, "sources.opml"), sources);
+  if (admin) {
+    const pwFile = path.join(dir, "admin-password");
+    await writeFile(pwFile, admin.password + "\n");
+    await run(bin, ["user", "add", "--admin", "--password-file", pwFile, "--config", config, admin.username]);
+  }
   await mkdir(buildDir, { recursive: true });
-  const logPath = path.join(buildDir, "node.log");
+  const logPath = path.join(buildDir, `${name}.log`);
   const log = createWriteStream(logPath);
   const proc = spawn(bin, ["run", "--config", config], { stdio: ["ignore", "pipe", "pipe"] });
   proc.stdout.pipe(log, { end: false });
@@ -105,6 +110,12 @@ logging:
   }, 60000);
   return {
     url, dir, config, admin,
+    // setupURL is the one-time setup link the node printed (no admin).
+    setupURL() {
+      const m = readFileSync(logPath, "utf8").match(/https?:\/\/\S+\/setup\?token=[\w-]+/);
+      if (!m) throw new Error(`no setup link in ${logPath}`);
+      return m[0];
+    },
     // produce runs `newsflow produce shares|articles` with NDJSON lines.
     async produce(kind, lines) {
       const file = path.join(dir, `${kind}-${Date.now()}.ndjson`);
@@ -148,6 +159,9 @@ ${items.map((it, i) => `<item><title>${x(it.title)}</title><link>${base}/article
     } else if (req.url === "/feed.xml") {
       res.writeHead(200, { "Content-Type": "application/rss+xml; charset=utf-8" });
       res.end(feed());
+    } else if (req.url.startsWith("/img/")) {
+      res.writeHead(200, { "Content-Type": "image/png" });
+      res.end(readFileSync(path.join(root, "query/web/static/icon-192.png")));
     } else if (req.url === "/robots.txt") {
       res.writeHead(200, { "Content-Type": "text/plain" });
       res.end("User-agent: *\nAllow: /\n");

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import {
-  axe, buildDir, eventually, launchBrowser, newPage, screenshot, skipReason, startFeedServer, startNode,
+  axe, buildDir, eventually, freePort, launchBrowser, newPage, screenshot, skipReason, startFeedServer, startNode,
 } from "./harness.mjs";
 
 const skip = skipReason();
@@ -48,9 +48,11 @@ describe("web UI", { skip: skip || false }, () => {
   before(async () => {
     [node, feeds, browser] = await Promise.all([startNode(), startFeedServer(okapi), launchBrowser()]);
     const now = Date.now();
+    // Lead images from the local feed server, through the node's proxy.
     await node.produce("articles", fixture.map((a) => ({
       url: a.url, source_id: a.source, title: a.title, summary: a.summary,
       published_at: new Date(now - a.minutesAgo * 60000).toISOString(),
+      ...(a.event === "quake" || a.event === "phone" ? { image_url: `${feeds.url}/img/${a.event}-${a.source}.png` } : {}),
     })));
     // Wait until every article is in a story and searchable.
     await eventually(async () => {
@@ -108,6 +110,14 @@ describe("web UI", { skip: skip || false }, () => {
     const quake = cards.filter({ hasText: "Lisbon" });
     assert.equal(await quake.count(), 1);
     assert.match(await quake.locator(".sources").innerText(), /^4 sources$/);
+    // Lead images load through the node, never from the outlet.
+    for (const ev of ["Lisbon", "Phone X"]) {
+      const img = cards.filter({ hasText: ev }).locator("img.thumb");
+      assert.equal(await img.count(), 1, `${ev} card image`);
+      assert.match(await img.getAttribute("src"), /^\/api\/v1\/image\/[0-9a-f]{32}$/);
+      await eventually(async () => assert.ok(await img.evaluate((el) => el.complete && el.naturalWidth === 192), "image loaded"));
+    }
+    assert.equal(await cards.filter({ hasText: "panda" }).locator("img").count(), 0, "no image, no placeholder");
     // Full coverage: the other three outlets' headlines under the card.
     const others = await quake.locator(".coverage li").allInnerTexts();
     assert.equal(others.length, 3, others.join(" | "));
@@ -327,6 +337,9 @@ describe("web UI", { skip: skip || false }, () => {
     const list = page.locator("#trending-list");
     await list.waitFor();
     assert.match(await list.innerText(), /No shares in the last 1h/);
+    // Updates are pushed over the live stream: no polling of /trending.
+    let polled = 0;
+    page.on("request", (r) => { if (new URL(r.url()).pathname === "/api/v1/trending") polled++; });
     const ids = Object.fromEntries((await node.api("/api/v1/search?q=&limit=100")).hits.map((h) => [h.url, h.id]));
     const phone = ids["https://tech.example/acme-phone-x"], final = ids["https://sport.example/cup-final"];
     assert.ok(phone && final, "article ids from search");
@@ -339,6 +352,7 @@ describe("web UI", { skip: skip || false }, () => {
       const items = await list.locator("li").allInnerTexts();
       assert.match(items[0] ?? "", /Acme unveils Phone X.*5 shares/);
     }, 20000, 500);
+    assert.equal(polled, 0, "trending came over /api/v1/stream, not by polling");
     await checkPage(page, "trending-light");
     await node.produce("shares", shares(final, 8, "final"));
     await eventually(async () => {
@@ -632,6 +646,55 @@ describe("web UI", { skip: skip || false }, () => {
         await checkPage(page, `help-${colorScheme}-${device}`);
         await page.context().close();
       }
+    }
+  });
+
+  test("first run: an empty node says what it lacks and why; the setup link creates the first admin", async () => {
+    // A node with no admin and sources that cannot be fetched (nothing
+    // listens on the port).
+    const dead = await freePort();
+    const fresh = await startNode({
+      admin: null, name: "first-run",
+      sources: `<?xml version="1.0"?><opml version="2.0"><head><title>s</title></head><body>
+        <outline type="rss" text="Gone A" xmlUrl="http://127.0.0.1:${dead}/a.xml"/>
+        <outline type="rss" text="Gone B" xmlUrl="http://127.0.0.1:${dead}/b.xml"/></body></opml>`,
+    });
+    try {
+      const page = await newPage(browser);
+      await eventually(async () => assert.equal((await fresh.api("/api/v1/setup")).sources.failing, 2), 30000, 500);
+      await page.goto(fresh.url + "/");
+      const panel = page.getByRole("region", { name: "Getting started" });
+      await panel.waitFor();
+      const text = await panel.innerText();
+      assert.match(text, /2 sources of 2 cannot be fetched/);
+      assert.match(text, /refused|cannot connect|not reachable/i, text);
+      assert.match(text, /admin/i, "it says how to create the first admin");
+      assert.match(text, /make demo/, "it offers the demo");
+      await checkPage(page, "first-run-light");
+      await page.goto(fresh.url + "/login");
+      await page.locator("#no-admin").filter({ hasText: /No admin account exists yet/ }).waitFor();
+
+      // The link the node printed creates the admin, once.
+      const link = fresh.setupURL().replace(/^https?:\/\/[^/]+/, fresh.url);
+      await page.goto(link);
+      await page.getByRole("heading", { name: "Create the first admin" }).waitFor();
+      await checkPage(page, "setup-light");
+      await page.getByLabel("Username").fill("first");
+      await page.getByLabel("Password").fill("a long first password");
+      await page.getByRole("button", { name: "Create admin" }).click();
+      await eventually(async () => assert.equal(await page.locator("h1").innerText(), "Admin", await page.locator("main").innerText()), 10000);
+      assert.equal(await page.locator(".account").getByRole("link", { name: "first" }).count(), 1, await page.locator(".account").innerText());
+      const again = await newPage(browser);
+      await again.goto(link);
+      await again.getByLabel("Username").fill("second");
+      await again.getByLabel("Password").fill("a long second password");
+      await again.getByRole("button", { name: "Create admin" }).click();
+      await again.getByRole("alert").filter({ hasText: /.+/ }).waitFor();
+      assert.equal((await fresh.api("/api/v1/setup")).admin_exists, true);
+      await again.context().close();
+      await page.context().close();
+    } finally {
+      await fresh.stop();
     }
   });
 

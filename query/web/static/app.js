@@ -173,7 +173,42 @@ async function showFeed(topic) {
   page(topic, `<h1 class="${topic ? "" : "visually-hidden"}">${topic ? esc(topic) : "Top stories"}</h1>
     ${toolbar(topic ? { topic } : {}, topic && ["topic", topic, follows])}<div id="cards"></div><p id="more" class="meta">Loading…</p>`);
   const base = (topic ? `/api/v1/stories?topic=${enc(topic)}&limit=20` : "/api/v1/feed?limit=20") + (me && hideRead ? "&hide_read=1" : "");
-  await scroller((c) => api(base + (c ? `&cursor=${enc(c)}` : "")), (r) => r.stories.map(card).join(""), $("cards"), $("more"), "No stories yet.");
+  await scroller((c) => api(base + (c ? `&cursor=${enc(c)}` : "")), (r) => r.stories.map(card).join(""), $("cards"), $("more"),
+    topic ? "No stories in this topic yet." : "No stories yet.", () => { if (!topic && !$("cards").children.length) gettingStarted(); });
+}
+
+// gettingStarted explains an empty reader: what the node lacks (an admin,
+// sources that can be fetched, articles), why, and what to do.
+async function gettingStarted() {
+  const st = await api("/api/v1/setup").catch(() => null);
+  if (!st || st.done || !$("cards") || $("cards").children.length) return;
+  const src = st.sources;
+  const why = src.failing
+    ? `<p>${plural(src.failing, "source")} of ${src.active} cannot be fetched:</p><ul>${src.reasons.map((r) => `<li>${esc(r.message)} (${plural(r.sources, "source")})</li>`).join("")}</ul>`
+    : src.active ? `<p>${plural(src.active, "source")}, ${src.crawled} crawled so far; ${st.articles.received ? plural(st.articles.received, "article") + " received" : "no article yet"}.</p>` : "<p>There are no sources yet.</p>";
+  const step = (x) => `<li>${esc(x.text)}${x.command ? ` <code>${esc(x.command)}</code>` : ""}${x.path ? ` <a href="${esc(x.path)}">${esc(x.path)}</a>` : ""}</li>`;
+  if ($("gs")) return;
+  $("more").insertAdjacentHTML("afterend", `<section class="card getting-started" aria-labelledby="gs"><h2 id="gs">Getting started</h2>${why}
+    ${st.next_steps.length ? `<p>What to do:</p><ol>${st.next_steps.map(step).join("")}</ol>` : ""}</section>`);
+}
+
+// showSetup creates the first admin with the one-time link the node
+// printed at start.
+function showSetup(params) {
+  page("Create the first admin", `<h1>Create the first admin</h1>
+    <p>This link was printed by the node when it started without an admin account. It works once.</p>
+    <form class="stack" id="setup"><label>Username <input name="username" autocomplete="username" required></label>
+    <label>Password <input name="password" type="password" minlength="10" autocomplete="new-password" required></label>
+    <button>Create admin</button><p class="error" role="alert" id="err"></p></form>`);
+  $("setup").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const f = new FormData(e.target);
+    try {
+      await api("/api/v1/setup/admin", { method: "POST", body: JSON.stringify({ token: params.get("token") || "", username: f.get("username"), password: f.get("password") }) });
+      await loadMe();
+      go("/admin");
+    } catch (err) { $("err").textContent = err.message; }
+  });
 }
 
 async function showStory(id) {
@@ -299,7 +334,10 @@ function showAuth(kind) {
     <form class="stack" id="auth"><label>Username <input name="username" autocomplete="username" required></label>
     <label>Password <input name="password" type="password" minlength="${login ? 1 : 10}" autocomplete="${login ? "current-password" : "new-password"}" required></label>
     <button>${title}</button><p class="error" role="alert" id="err"></p></form>
-    <p>${login ? 'No account? <a href="/register">Register</a>' : 'Have an account? <a href="/login">Log in</a>'}</p>`);
+    <p>${login ? 'No account? <a href="/register">Register</a>' : 'Have an account? <a href="/login">Log in</a>'}</p><p id="no-admin" class="meta"></p>`);
+  if (login) api("/api/v1/setup").then((st) => {
+    if (st.accounts && !st.admin_exists && $("no-admin")) $("no-admin").textContent = "No admin account exists yet: open the one-time setup link the node printed when it started, or run newsflow user add --admin.";
+  }, () => {});
   $("auth").addEventListener("submit", async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
@@ -430,12 +468,14 @@ async function showTopics(active) {
 }
 
 let trendWindow = localStorage.getItem("trendWindow") || "1h";
-async function showTrending() {
+// showTrending renders the trending panel: from t (a trending answer the
+// live stream pushed) or, without it, from /api/v1/trending.
+async function showTrending(t) {
   const aside = document.querySelector(".trending");
   let body;
   try {
     // One line per story: the shares of a story's articles count for it.
-    const t = await api(`/api/v1/trending?window=${enc(trendWindow)}&k=10&by=story`);
+    t ??= await api(`/api/v1/trending?window=${enc(trendWindow)}&k=10&by=story`);
     body = t.items.length
       ? `<ol id="trending-list">${t.items.map((i) => {
         const title = esc(i.title || i.articles[0]?.article_id);
@@ -461,6 +501,7 @@ async function route(focus) {
     else if (first === "search") await showSearch(url.searchParams);
     else if (first === "sources" && second) await showSource(decodeURIComponent(second));
     else if (first === "login" || first === "register") showAuth(first);
+    else if (first === "setup") showSetup(url.searchParams);
     else if (first === "preferences") await (me ? showPreferences() : go("/login"));
     else if (first === "history") await (me ? showHistory() : go("/login"));
     else if (first === "starred") await (me ? showStarred() : go("/login"));
@@ -617,7 +658,35 @@ navigator.serviceWorker?.register("/sw.js").catch(() => {});
 await loadMe();
 await route(false);
 await showTrending();
-setInterval(() => document.hidden || showTrending(), 5000);
+// Live updates: the node pushes trending (1h, by story) and newly breaking
+// stories over server-sent events; other windows, or a node that refuses
+// the stream, are polled.
+let live = null;
+function startLive() {
+  live = new EventSource("/api/v1/stream");
+  live.addEventListener("trending", (e) => { if (trendWindow === "1h") showTrending(JSON.parse(e.data)); });
+  live.addEventListener("breaking", (e) => breakingNews(JSON.parse(e.data).stories || []));
+  live.addEventListener("error", () => { if (live.readyState === EventSource.CLOSED) live = null; });
+}
+startLive();
+setInterval(() => {
+  if (document.hidden) return;
+  if (trendWindow !== "1h" || !live) showTrending();
+  if (!live && navigator.onLine) startLive();
+}, 5000);
+
+// breakingNews announces stories that just became breaking, for a minute.
+const announced = new Set();
+function breakingNews(stories) {
+  const box = document.querySelector(".breaking-now");
+  for (const st of stories) {
+    if (announced.has(st.id)) continue;
+    announced.add(st.id);
+    box.insertAdjacentHTML("beforeend", `<p data-story="${esc(st.id)}"><span class="badge">Breaking</span> <a href="/stories/${enc(st.id)}">${esc(st.title)}</a></p>`);
+    const el = box.lastElementChild;
+    setTimeout(() => el.remove(), 60000);
+  }
+}
 setInterval(async () => {
   if (location.pathname === "/admin" && !document.hidden && $("system")) $("system").innerHTML = await systemPanel().catch((e) => `<p class="error">${esc(e.message)}</p>`);
 }, 5000);
