@@ -147,10 +147,11 @@ func (s *Server) userPartition(ctx *fasthttp.RequestCtx) (int32, bool) {
 
 func storyOwner(*fasthttp.RequestCtx) (int32, bool) { return storyPartition, true }
 
-// expandOwner routes trending queries that expand articles (from the story
-// view) to the story owner, which then fans out.
+// expandOwner routes trending queries that read the story view (expand=
+// and by=story) to the story owner, which then fans out.
 func expandOwner(ctx *fasthttp.RequestCtx) (int32, bool) {
-	return storyPartition, len(ctx.QueryArgs().Peek("expand")) > 0
+	args := ctx.QueryArgs()
+	return storyPartition, len(args.Peek("expand")) > 0 || string(args.Peek("by")) == "story"
 }
 
 func (s *Server) enginePartitions() int32 {

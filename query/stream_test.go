@@ -379,4 +379,10 @@ func TestClusterStream(t *testing.T) {
 	if r := a.get(t, "/api/v1/trending?by=story&window=1h&k=10"); json.Unmarshal(r.body, &want) != nil || fmt.Sprint(want) != fmt.Sprint(got) {
 		t.Fatalf("stream through b %s, the story owner's answer %s", ev.data, r.body)
 	}
+	// Asked of b, trending by story is routed to the story owner: the
+	// same stories, titled, not b's bare article counts.
+	var viaB streamTrend
+	if r := b.get(t, "/api/v1/trending?by=story&window=1h&k=10"); json.Unmarshal(r.body, &viaB) != nil || fmt.Sprint(viaB) != fmt.Sprint(want) {
+		t.Fatalf("by=story through b %s, the story owner's answer %+v", r.body, want)
+	}
 }
