@@ -50,6 +50,11 @@ type HTTPConfig struct {
 	MaxBodyBytes   int           `yaml:"max_body_bytes"`
 	MaxFuture      time.Duration `yaml:"max_future"`
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+	// Live updates (/api/v1/stream): at most MaxStreams open at once,
+	// checked every StreamInterval, a heartbeat every StreamHeartbeat.
+	MaxStreams      int           `yaml:"max_streams"`
+	StreamInterval  time.Duration `yaml:"stream_interval"`
+	StreamHeartbeat time.Duration `yaml:"stream_heartbeat"`
 }
 
 type LogConfig struct {
@@ -83,11 +88,16 @@ type TrendingConfig struct {
 	MaxK             int           `yaml:"max_k"`
 	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
 	MaxFuture        time.Duration `yaml:"max_future"`
+	// A share without a category waits up to ParkFor (event time) for its
+	// article's topics; at most MaxParked wait per task.
+	ParkFor   time.Duration `yaml:"park_for"`
+	MaxParked int           `yaml:"max_parked"`
 }
 
 // operatorOptions are the trending operator's options.
 func (c TrendingConfig) operatorOptions() trending.OperatorOptions {
-	o := trending.OperatorOptions{MaxK: c.MaxK, SnapshotInterval: c.SnapshotInterval, MaxFuture: c.MaxFuture}
+	o := trending.OperatorOptions{MaxK: c.MaxK, SnapshotInterval: c.SnapshotInterval, MaxFuture: c.MaxFuture,
+		ParkFor: c.ParkFor, MaxParked: c.MaxParked}
 	for _, w := range c.Windows {
 		o.Counts.Windows = append(o.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
 	}
@@ -214,7 +224,8 @@ func defaultConfig() Config {
 	return Config{
 		DataDir: "data",
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour,
-			RatePerIP: 200, BurstPerIP: 400, RatePerUser: 50, BurstPerUser: 100, ExemptLoopback: true},
+			RatePerIP: 200, BurstPerIP: 400, RatePerUser: 50, BurstPerUser: 100, ExemptLoopback: true,
+			MaxStreams: 1000, StreamInterval: 2 * time.Second, StreamHeartbeat: 15 * time.Second},
 		Log: LogConfig{Backend: "embedded", Partitions: 8, Fsync: "always", SyncInterval: 100 * time.Millisecond,
 			RetentionAge: 7 * 24 * time.Hour},
 		Engine: EngineConfig{MaxBatch: 20000, CommitInterval: 250 * time.Millisecond, DeadLetterTopic: "newsflow-deadletter"},
@@ -225,6 +236,7 @@ func defaultConfig() Config {
 				{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
 			},
 			MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
+			ParkFor: 10 * time.Minute, MaxParked: 100_000,
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,

@@ -226,7 +226,8 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
 		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
 		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() }, SetupToken: setupToken,
-		Images: query.ImageOptions{Fetch: imageFetch},
+		Images:     query.ImageOptions{Fetch: imageFetch},
+		MaxStreams: n.cfg.HTTP.MaxStreams, StreamInterval: n.cfg.HTTP.StreamInterval, StreamHeartbeat: n.cfg.HTTP.StreamHeartbeat,
 	})
 	if err != nil {
 		if ownLn {
