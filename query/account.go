@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/jsontime"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/query/rank"
@@ -28,9 +29,9 @@ type credentials struct {
 }
 
 type sessionBody struct {
-	User    auth.User `json:"user"`
-	Token   string    `json:"token"`
-	Expires time.Time `json:"expires_at"`
+	User    auth.User       `json:"user"`
+	Token   string          `json:"token"`
+	Expires jsontime.Millis `json:"expires_at"`
 }
 
 // decodeJSON reads a JSON object body strictly into v, answering 400 if
@@ -67,7 +68,7 @@ func (s *Server) startSession(ctx *fasthttp.RequestCtx, status int, u auth.User)
 	c.SetHTTPOnly(true)
 	c.SetSameSite(fasthttp.CookieSameSiteLaxMode)
 	c.SetSecure(s.opts.CookieSecure || ctx.IsTLS())
-	c.SetExpire(sess.Expires)
+	c.SetExpire(sess.Expires.Time)
 	ctx.Response.Header.SetCookie(c)
 	writeJSON(ctx, status, sessionBody{User: u, Token: token, Expires: sess.Expires})
 }

@@ -6,17 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/newsflow/newsflow/internal/jsontime"
 )
 
 // Preferences steer a user's personalized feed.
 type Preferences struct {
-	Topics           []string  `json:"topics"`
-	PreferredSources []string  `json:"preferred_sources"`
-	ExcludedSources  []string  `json:"excluded_sources"`
-	Updated          time.Time `json:"updated_at,omitzero"`
+	Topics           []string `json:"topics"`
+	PreferredSources []string `json:"preferred_sources"`
+	ExcludedSources  []string `json:"excluded_sources"`
+	// Updated is when they were last stored; zero (absent) if never.
+	Updated jsontime.Millis `json:"updated_at,omitzero"`
 }
 
 // MarshalJSON writes absent lists as [] rather than null.
@@ -127,7 +129,7 @@ func (s *Store) PutPreferences(ctx context.Context, userID string, p Preferences
 	} else if !ok {
 		return Preferences{}, ErrUserNotFound
 	}
-	p.Updated = s.now().UTC()
+	p.Updated = s.stamp()
 	if err := s.putJSON(ctx, colPrefs, userID, p); err != nil {
 		return Preferences{}, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/jsontime"
 )
 
 func many(prefix string, n int) []string {
@@ -77,7 +79,7 @@ func TestPreferencesValidation(t *testing.T) {
 			if !got.Updated.Equal(e.clock.Now()) {
 				t.Errorf("Updated %v", got.Updated)
 			}
-			got.Updated = time.Time{}
+			got.Updated = jsontime.Millis{}
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("PutPreferences = %#v, want %#v", got, tc.want)
 			}
@@ -105,19 +107,19 @@ func TestPreferencesRoundTrip(t *testing.T) {
 	}
 	got, err := e.GetPreferences(ctx, u.ID)
 	if err != nil || !reflect.DeepEqual(got.Topics, []string{"politics"}) || !reflect.DeepEqual(got.ExcludedSources, []string{"src-x"}) ||
-		len(got.PreferredSources) != 0 || !got.Updated.Equal(put.Updated) {
+		len(got.PreferredSources) != 0 || !got.Updated.Equal(put.Updated.Time) {
 		t.Fatalf("GetPreferences = %#v, %v; put %#v", got, err, put)
 	}
 	b, err = json.Marshal(got)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"topics":["politics"],"preferred_sources":[],"excluded_sources":["src-x"],"updated_at":"2026-03-01T12:00:00Z"}`
+	want := `{"topics":["politics"],"preferred_sources":[],"excluded_sources":["src-x"],"updated_at":1772366400000}`
 	if string(b) != want {
 		t.Fatalf("JSON %s, want %s", b, want)
 	}
 	var back Preferences
-	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.Topics, got.Topics) || !back.Updated.Equal(got.Updated) {
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.Topics, got.Topics) || !back.Updated.Equal(got.Updated.Time) {
 		t.Fatalf("decode %s = %#v, %v", b, back, err)
 	}
 

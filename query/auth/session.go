@@ -11,14 +11,16 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/jsontime"
 )
 
 // Session is a login: it authenticates its token's bearer as UserID until
 // Expires.
 type Session struct {
-	UserID  string    `json:"user_id"`
-	Created time.Time `json:"created_at"`
-	Expires time.Time `json:"expires_at"`
+	UserID  string          `json:"user_id"`
+	Created jsontime.Millis `json:"created_at"`
+	Expires jsontime.Millis `json:"expires_at"`
 }
 
 // ErrNoSession is returned by Lookup for a token that is malformed,
@@ -36,8 +38,8 @@ const TokenLen = (tokenBytes*8 + 5) / 6
 
 // indexEntry is a session as its user's index holds it.
 type indexEntry struct {
-	Created time.Time `json:"created_at"`
-	Expires time.Time `json:"expires_at"`
+	Created jsontime.Millis `json:"created_at"`
+	Expires jsontime.Millis `json:"expires_at"`
 }
 
 // userSessions is the collection indexing the sessions of a user whose id
@@ -85,8 +87,8 @@ func (s *Store) NewSession(ctx context.Context, userID string) (string, Session,
 	} else if !ok {
 		return "", Session{}, ErrUserNotFound
 	}
-	now := s.now().UTC()
-	live, err := s.pruneLocked(ctx, userID, now)
+	now := s.stamp()
+	live, err := s.pruneLocked(ctx, userID, now.Time)
 	if err != nil {
 		return "", Session{}, err
 	}
@@ -100,7 +102,7 @@ func (s *Store) NewSession(ctx context.Context, userID string) (string, Session,
 	if err != nil {
 		return "", Session{}, err
 	}
-	sess := Session{UserID: userID, Created: now, Expires: now.Add(s.opts.SessionTTL)}
+	sess := Session{UserID: userID, Created: now, Expires: jsontime.Millis{Time: now.Add(s.opts.SessionTTL)}}
 	// The index entry first: every session is in its user's index.
 	if err := s.putJSON(ctx, userSessions(userID), key, indexEntry{Created: sess.Created, Expires: sess.Expires}); err != nil {
 		return "", Session{}, err
@@ -133,7 +135,7 @@ func (s *Store) pruneLocked(ctx context.Context, userID string, now time.Time) (
 	}
 	live := all[:0]
 	for _, e := range all {
-		if !now.Before(e.Expires) {
+		if !now.Before(e.Expires.Time) {
 			if err := s.deleteSessionLocked(ctx, userID, e.key); err != nil {
 				return nil, err
 			}
@@ -142,8 +144,8 @@ func (s *Store) pruneLocked(ctx context.Context, userID string, now time.Time) (
 		live = append(live, e)
 	}
 	sort.Slice(live, func(i, j int) bool {
-		if !live[i].Created.Equal(live[j].Created) {
-			return live[i].Created.Before(live[j].Created)
+		if !live[i].Created.Equal(live[j].Created.Time) {
+			return live[i].Created.Before(live[j].Created.Time)
 		}
 		return live[i].key < live[j].key
 	})
@@ -178,7 +180,7 @@ func (s *Store) Lookup(ctx context.Context, token string) (Session, User, error)
 	} else if !ok {
 		return Session{}, User{}, ErrNoSession
 	}
-	if !s.now().Before(sess.Expires) {
+	if !s.now().Before(sess.Expires.Time) {
 		if err := s.revokeKey(ctx, sess.UserID, key); err != nil {
 			return Session{}, User{}, err
 		}
@@ -260,7 +262,7 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 			expired = append(expired, victim{key: k})
 			return nil
 		}
-		if !now.Before(sess.Expires) {
+		if !now.Before(sess.Expires.Time) {
 			expired = append(expired, victim{sess.UserID, k})
 		}
 		return nil

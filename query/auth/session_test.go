@@ -68,7 +68,7 @@ func TestSessionTTLOption(t *testing.T) {
 	e := newTestEnv(t, o)
 	u := e.mustRegister(t, "tess", "tess's password")
 	_, sess, err := e.NewSession(context.Background(), u.ID)
-	if err != nil || sess.Expires.Sub(sess.Created) != time.Hour {
+	if err != nil || sess.Expires.Sub(sess.Created.Time) != time.Hour {
 		t.Fatalf("session %+v, %v", sess, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/newsflow/newsflow/internal/jsontime"
 	"github.com/newsflow/newsflow/state/meta"
 )
 
@@ -36,10 +37,10 @@ func (r Role) Valid() bool { return r == RoleUser || r == RoleAdmin }
 // User is an account as the API shows it. It never holds the password or
 // its hash, so it is safe to encode as JSON.
 type User struct {
-	ID       string    `json:"id"`
-	Username string    `json:"username"`
-	Role     Role      `json:"role"`
-	Created  time.Time `json:"created_at"`
+	ID       string          `json:"id"`
+	Username string          `json:"username"`
+	Role     Role            `json:"role"`
+	Created  jsontime.Millis `json:"created_at"`
 }
 
 // Errors of the account API. Errors that wrap ErrInvalidUsername and
@@ -130,6 +131,13 @@ func NewStore(store meta.Store, now func() time.Time, opts Options) (*Store, err
 		return h, nil
 	})
 	return s, nil
+}
+
+// stamp is the time of a record written now: to the millisecond, as
+// records keep times (jsontime.Millis), so that what a write returns is
+// what later reads return.
+func (s *Store) stamp() jsontime.Millis {
+	return jsontime.Millis{Time: s.now().UTC().Truncate(time.Millisecond)}
 }
 
 // NormalizeUsername returns the canonical, lower-case form of a username,
@@ -302,7 +310,7 @@ func (s *Store) insert(ctx context.Context, name string, role Role, hash string)
 		}
 	}
 	rec := userRecord{
-		User:   User{ID: id, Username: name, Role: role, Created: s.now().UTC()},
+		User:   User{ID: id, Username: name, Role: role, Created: s.stamp()},
 		Scheme: schemeBcryptHMAC,
 		Hash:   hash,
 	}
