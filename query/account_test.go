@@ -268,3 +268,71 @@ func TestRateLimitPerUser(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountTimesInMillis reads the account endpoints' times as a client
+// does: integers, ms since the epoch, also for records an earlier version
+// stored with RFC 3339 times; request bodies take either form.
+func TestAccountTimesInMillis(t *testing.T) {
+	n := newTestNode(t)
+	ctx := context.Background()
+	now := n.clock.ms(0)
+	r := n.post(t, "/api/v1/auth/register", `{"username":"tina","password":"tina's long password"}`)
+	var sess struct {
+		User struct {
+			ID      string          `json:"id"`
+			Created json.RawMessage `json:"created_at"`
+		} `json:"user"`
+		Token   string          `json:"token"`
+		Expires json.RawMessage `json:"expires_at"`
+	}
+	if err := json.Unmarshal(r.body, &sess); err != nil || r.status != fasthttp.StatusCreated {
+		t.Fatalf("register: %s (%v)", r, err)
+	}
+	if got, want := string(sess.User.Created), fmt.Sprint(now); got != want {
+		t.Errorf("created_at %s, want %s", got, want)
+	}
+	if got, want := string(sess.Expires), fmt.Sprint(now+auth.DefaultSessionTTL.Milliseconds()); got != want {
+		t.Errorf("expires_at %s, want %s", got, want)
+	}
+	tina := bearer(sess.Token)
+	r = n.do(t, "GET", "/api/v1/me", nil, tina...)
+	if want := fmt.Sprintf(`"created_at":%d}`, now); !strings.HasSuffix(string(r.body), want) {
+		t.Errorf("me: %s, want created_at %d", r, now)
+	}
+	// A client may send back what it read, in either form.
+	n.clock.Advance(time.Second)
+	for _, at := range []string{`"2020-01-02T03:04:05Z"`, `1577934245000`} {
+		r = n.do(t, "PUT", "/api/v1/preferences", []byte(`{"topics":["science"],"updated_at":`+at+`}`), tina...)
+		if want := fmt.Sprintf(`"updated_at":%d}`, now+1000); r.status != fasthttp.StatusOK || !strings.HasSuffix(string(r.body), want) {
+			t.Errorf("put preferences with updated_at %s: %s, want %s", at, r, want)
+		}
+	}
+	if r = n.do(t, "PUT", "/api/v1/preferences", []byte(`{"updated_at":"last week"}`), tina...); r.status != fasthttp.StatusBadRequest {
+		t.Errorf("put preferences with updated_at \"last week\": %s", r)
+	}
+
+	// Records as an earlier version wrote them.
+	m := n.auth.Meta()
+	user, ok, err := m.Get(ctx, "users", sess.User.ID)
+	if err != nil || !ok || !strings.Contains(string(user), fmt.Sprintf(`"created_at":%d`, now)) {
+		t.Fatalf("stored user %s, %v", user, err)
+	}
+	old := strings.Replace(string(user), fmt.Sprintf(`"created_at":%d`, now), `"created_at":"2025-11-21T13:00:00.25+01:00"`, 1)
+	if err := m.Put(ctx, "users", sess.User.ID, []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put(ctx, "prefs", sess.User.ID, []byte(`{"topics":["science"],"preferred_sources":[],"excluded_sources":[],"updated_at":"2025-11-21T12:00:00.999999999Z"}`)); err != nil {
+		t.Fatal(err)
+	}
+	r = n.do(t, "GET", "/api/v1/me", nil, tina...)
+	if want := fmt.Sprintf(`"created_at":%d}`, now+250); !strings.HasSuffix(string(r.body), want) {
+		t.Errorf("me from an old record: %s, want %s", r, want)
+	}
+	r = n.do(t, "GET", "/api/v1/preferences", nil, tina...)
+	if want := fmt.Sprintf(`"updated_at":%d}`, now+999); !strings.HasSuffix(string(r.body), want) {
+		t.Errorf("preferences from an old record: %s, want %s", r, want)
+	}
+	if _, err := n.auth.Authenticate(ctx, "tina", "tina's long password"); err != nil {
+		t.Errorf("log in with an old record: %v", err)
+	}
+}

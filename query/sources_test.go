@@ -1,14 +1,17 @@
 package query_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/crawl/fetch"
@@ -135,19 +138,26 @@ func sourcesNode(t *testing.T, fo fetch.Options) fasthttp.RequestHandler {
 // decoded answer.
 func addSource(t *testing.T, h fasthttp.RequestHandler, query, body string) (int, map[string]any) {
 	t.Helper()
+	status, b := adminCall(h, fasthttp.MethodPost, "/api/v1/admin/sources"+query, body)
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("answer %d: %v", status, err)
+	}
+	return status, v
+}
+
+// adminCall sends a request with the admin token to handler h and returns
+// the status and body of the answer.
+func adminCall(h fasthttp.RequestHandler, method, uri, body string) (int, []byte) {
 	var req fasthttp.Request
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.SetRequestURI("/api/v1/admin/sources" + query)
+	req.Header.SetMethod(method)
+	req.SetRequestURI(uri)
 	req.Header.Set("Authorization", "Bearer "+testAdminToken)
 	req.SetBodyString(body)
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
 	h(&ctx)
-	var v map[string]any
-	if err := json.Unmarshal(ctx.Response.Body(), &v); err != nil {
-		t.Fatalf("answer %d: %v", ctx.Response.StatusCode(), err)
-	}
-	return ctx.Response.StatusCode(), v
+	return ctx.Response.StatusCode(), ctx.Response.Body()
 }
 
 // A source that cannot work is refused with its reason: an address the
@@ -207,5 +217,166 @@ func TestAddSourceChecks(t *testing.T) {
 	status, v = addSource(t, guarded, "?discover=false", `{"feed_url":"`+farm.URL+`/page"}`)
 	if status != http.StatusCreated || v["warning"] != nil {
 		t.Fatalf("add unchecked: %d %v", status, v)
+	}
+}
+
+// msOf reads a time an answer carries, failing unless it is an integer:
+// ms since the epoch.
+func msOf(t *testing.T, what string, raw json.RawMessage) int64 {
+	t.Helper()
+	ms, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		t.Fatalf("%s is %s, not ms since the epoch", what, raw)
+	}
+	return ms
+}
+
+// crawlTimes are the times of a source's crawl state as the API writes
+// them.
+type crawlTimes struct {
+	LastCrawl  json.RawMessage `json:"last_crawl"`
+	NextCrawl  json.RawMessage `json:"next_crawl"`
+	LastResult struct {
+		At json.RawMessage `json:"at"`
+	} `json:"last_result"`
+	Circuit struct {
+		OpenedAt  json.RawMessage `json:"opened_at"`
+		OpenUntil json.RawMessage `json:"open_until"`
+	} `json:"circuit"`
+}
+
+// TestSourceTimesAfterCrawl reads the times of a crawled source as the
+// admin console does: ms since the epoch.
+func TestSourceTimesAfterCrawl(t *testing.T) {
+	feed := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/rss+xml")
+		io.WriteString(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>Local News</title><link>http://local.example/</link>`+
+			`<item><title>One</title><link>http://local.example/1</link></item></channel></rss>`)
+	}))
+	defer feed.Close()
+	h := sourcesNode(t, fetch.Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}})
+	status, added := addSource(t, h, "", `{"feed_url":"`+feed.URL+`/news.xml"}`)
+	if status != http.StatusCreated {
+		t.Fatalf("add: %d %v", status, added)
+	}
+	// The test node's clock.
+	if got, ok := added["created_at"].(float64); !ok || int64(got) != baseTime.UnixMilli() || added["updated_at"] != got {
+		t.Fatalf("added source's created_at %v and updated_at %v, want %d", added["created_at"], added["updated_at"], baseTime.UnixMilli())
+	}
+	id, _ := added["id"].(string)
+
+	before := time.Now().UnixMilli()
+	status, b := adminCall(h, fasthttp.MethodPost, "/api/v1/admin/sources/"+id+"/crawl", "")
+	var rec struct {
+		At json.RawMessage `json:"at"`
+	}
+	// Any outcome will do: this node has no articles topic, so the crawl
+	// fetches the feed and fails to append its items.
+	if err := json.Unmarshal(b, &rec); err != nil || status != http.StatusOK {
+		t.Fatalf("crawl now: %d %s", status, b)
+	}
+	at := msOf(t, "the crawl's at", rec.At)
+	if after := time.Now().UnixMilli(); at < before || at > after {
+		t.Fatalf("the crawl's at %d is not from %d to %d", at, before, after)
+	}
+
+	status, b = adminCall(h, fasthttp.MethodGet, "/api/v1/admin/sources/"+id+"/status", "")
+	var st struct {
+		Crawl crawlTimes `json:"crawl"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil || status != http.StatusOK {
+		t.Fatalf("status: %d %s", status, b)
+	}
+	if last, next := msOf(t, "last_crawl", st.Crawl.LastCrawl), msOf(t, "next_crawl", st.Crawl.NextCrawl); last != at || next <= last ||
+		msOf(t, "last_result.at", st.Crawl.LastResult.At) != at {
+		t.Fatalf("status after a crawl at %d: %s", at, b)
+	}
+}
+
+// TestSourceTimesOldRecord lists a source an earlier version stored, with
+// RFC 3339 times, with the same times in ms.
+func TestSourceTimesOldRecord(t *testing.T) {
+	n := newTestNode(t)
+	ctx := context.Background()
+	const old = `{"id":"src-0ld","feed_url":"https://old.example/feed.xml","name":"Old","authority":0.7,` +
+		`"min_interval":"5m0s","max_interval":"1h0m0s","status":"active","full_text":"auto",` +
+		`"created_at":"2025-11-02T10:00:00.123456789Z","updated_at":"2025-11-20T10:30:00+01:00",` +
+		`"crawl":{"interval":"10m0s","last_crawl":"2025-11-21T11:00:00.5Z","next_crawl":"2025-11-21T11:10:00.5Z","consecutive_errors":5,` +
+		`"last_result":{"at":"2025-11-21T11:00:00.5Z","outcome":"error","status":502,"duration":"1.5s","bytes":0,"items_seen":0,"items_new":0},` +
+		`"circuit":{"state":"open","consecutive_failures":5,"opened_at":"2025-11-21T11:00:00.5Z","open_until":"2025-11-21T11:05:00.5Z"}}}`
+	if err := n.auth.Meta().Put(ctx, crawl.Collection, "src-0ld", []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	ms := func(s string) int64 {
+		tm, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tm.UnixMilli()
+	}
+	checkCrawl := func(what string, c crawlTimes) {
+		t.Helper()
+		for _, f := range []struct {
+			name string
+			raw  json.RawMessage
+			want int64
+		}{
+			{"last_crawl", c.LastCrawl, ms("2025-11-21T11:00:00.5Z")},
+			{"next_crawl", c.NextCrawl, ms("2025-11-21T11:10:00.5Z")},
+			{"last_result.at", c.LastResult.At, ms("2025-11-21T11:00:00.5Z")},
+			{"circuit.opened_at", c.Circuit.OpenedAt, ms("2025-11-21T11:00:00.5Z")},
+			{"circuit.open_until", c.Circuit.OpenUntil, ms("2025-11-21T11:05:00.5Z")},
+		} {
+			if got := msOf(t, what+" crawl."+f.name, f.raw); got != f.want {
+				t.Errorf("%s crawl.%s = %d, want %d", what, f.name, got, f.want)
+			}
+		}
+	}
+	type source struct {
+		Name      string          `json:"name"`
+		CreatedAt json.RawMessage `json:"created_at"`
+		UpdatedAt json.RawMessage `json:"updated_at"`
+		Crawl     crawlTimes      `json:"crawl"`
+	}
+	check := func(what string, body []byte, updated int64) {
+		t.Helper()
+		var s source
+		if err := json.Unmarshal(body, &s); err != nil {
+			t.Fatalf("%s: %s: %v", what, body, err)
+		}
+		if got, want := msOf(t, what+" created_at", s.CreatedAt), ms("2025-11-02T10:00:00.123Z"); got != want {
+			t.Errorf("%s created_at = %d, want %d", what, got, want)
+		}
+		if got := msOf(t, what+" updated_at", s.UpdatedAt); got != updated {
+			t.Errorf("%s updated_at = %d, want %d", what, got, updated)
+		}
+		checkCrawl(what, s.Crawl)
+	}
+	oldUpdated := ms("2025-11-20T09:30:00Z")
+	var list struct {
+		Sources []json.RawMessage `json:"sources"`
+	}
+	if err := json.Unmarshal(n.get(t, "/api/v1/admin/sources").body, &list); err != nil || len(list.Sources) != 1 {
+		t.Fatalf("list: %+v, %v", list, err)
+	}
+	check("listed", list.Sources[0], oldUpdated)
+	check("got", n.get(t, "/api/v1/admin/sources/src-0ld").body, oldUpdated)
+	var st struct {
+		Crawl crawlTimes `json:"crawl"`
+	}
+	if err := json.Unmarshal(n.get(t, "/api/v1/admin/sources/src-0ld/status").body, &st); err != nil {
+		t.Fatal(err)
+	}
+	checkCrawl("status", st.Crawl)
+
+	// A change keeps the times and is stored in ms.
+	r := n.do(t, fasthttp.MethodPatch, "/api/v1/admin/sources/src-0ld", []byte(`{"name":"Old news"}`))
+	if r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `"name":"Old news"`) {
+		t.Fatalf("patch: %s", r)
+	}
+	check("patched", r.body, baseTime.UnixMilli())
+	stored, _, err := n.auth.Meta().Get(ctx, crawl.Collection, "src-0ld")
+	if err != nil || strings.Contains(string(stored), `":"20`) || !strings.Contains(string(stored), `"Old news"`) {
+		t.Fatalf("stored after the change: %s, %v", stored, err)
 	}
 }

@@ -22,6 +22,10 @@ import (
 // time.Time and encode them through Millis in its MarshalJSON.
 type Millis struct{ time.Time }
 
+// Of is t as JSON will read it back: in UTC, to the millisecond. A time
+// stamped with it is the same before it is stored and after.
+func Of(t time.Time) Millis { return Millis{t.UTC().Truncate(time.Millisecond)} }
+
 // MarshalJSON writes the time as ms since the epoch, or null if it is zero
 // (to the millisecond).
 func (m Millis) MarshalJSON() ([]byte, error) {

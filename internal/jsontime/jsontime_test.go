@@ -59,6 +59,16 @@ func TestMarshal(t *testing.T) {
 	}
 }
 
+func TestOf(t *testing.T) {
+	in := time.Date(2026, 1, 2, 5, 4, 5, 678_901_234, time.FixedZone("", 2*3600))
+	m := Of(in)
+	b, _ := json.Marshal(m)
+	var back Millis
+	if err := json.Unmarshal(b, &back); err != nil || back != m || !m.Equal(in.Truncate(time.Millisecond)) {
+		t.Fatalf("Of(%v) = %v, which reads back as %v (%v)", in, m.Time, back.Time, err)
+	}
+}
+
 // TestStruct checks what a record reads and writes: old records (RFC 3339)
 // decode to the same instants, new ones are integers, a zero optional
 // time stays absent, and a second round trip changes nothing.

@@ -20,7 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/jsontime"
 	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/operators/crawl/polite"
 	"github.com/newsflow/newsflow/state/meta"
 )
 
@@ -58,6 +60,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Source is a feed newsflow crawls, with its definition (set by people) and
 // its crawl state (set by the crawler).
+//
+// Its JSON, in the metadata store and the API, writes times in ms since
+// the epoch and reads them in ms or RFC 3339, as earlier versions wrote
+// them (jsontime.Millis).
 type Source struct {
 	ID        string  `json:"id"`
 	FeedURL   string  `json:"feed_url"`
@@ -74,14 +80,16 @@ type Source struct {
 	// line, FullTextAlways, or FullTextNever.
 	FullText string `json:"full_text,omitempty"`
 	// StatusReason says why a source is not active, e.g. "410 Gone".
-	StatusReason string    `json:"status_reason,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	StatusReason string          `json:"status_reason,omitempty"`
+	CreatedAt    jsontime.Millis `json:"created_at"`
+	UpdatedAt    jsontime.Millis `json:"updated_at"`
 
 	Crawl CrawlState `json:"crawl"`
 }
 
-// CrawlState is what the crawler keeps about a source.
+// CrawlState is what the crawler keeps about a source. Its times are
+// time.Time for the scheduler to compute with; MarshalJSON writes them in
+// ms.
 type CrawlState struct {
 	ETag              string       `json:"etag,omitempty"`
 	LastModified      string       `json:"last_modified,omitempty"`
@@ -91,11 +99,51 @@ type CrawlState struct {
 	ConsecutiveErrors int          `json:"consecutive_errors"`
 	LastError         string       `json:"last_error,omitempty"`
 	LastResult        *CrawlRecord `json:"last_result,omitempty"`
-	// Circuit is the breaker state, as JSON owned by the crawler.
+	// Circuit is the breaker state (polite.BreakerState), as JSON owned by
+	// the crawler.
 	Circuit json.RawMessage `json:"circuit,omitempty"`
 	// Claim is a random id of the latest claim (Sources.Claim): no two
 	// claims write the same value.
 	Claim string `json:"claim,omitempty"`
+}
+
+// crawlStateJSON is CrawlState as JSON: its times in ms since the epoch.
+type crawlStateJSON struct {
+	crawlStateFields
+	LastCrawl jsontime.Millis `json:"last_crawl,omitzero"`
+	NextCrawl jsontime.Millis `json:"next_crawl,omitzero"`
+}
+
+// crawlStateFields is CrawlState without its JSON methods; crawlStateJSON's
+// times stand for its own.
+type crawlStateFields CrawlState
+
+// MarshalJSON writes the crawl state with its times in ms since the epoch.
+func (st CrawlState) MarshalJSON() ([]byte, error) {
+	return json.Marshal(crawlStateJSON{crawlStateFields(st), jsontime.Millis{Time: st.LastCrawl}, jsontime.Millis{Time: st.NextCrawl}})
+}
+
+// UnmarshalJSON reads the crawl state with its times in ms or RFC 3339. A
+// circuit an earlier version stored, with RFC 3339 times, is rewritten in
+// ms, so that the API answers one format.
+func (st *CrawlState) UnmarshalJSON(b []byte) error {
+	j := crawlStateJSON{crawlStateFields(*st), jsontime.Millis{Time: st.LastCrawl}, jsontime.Millis{Time: st.NextCrawl}}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*st = CrawlState(j.crawlStateFields)
+	st.LastCrawl, st.NextCrawl = j.LastCrawl.Time, j.NextCrawl.Time
+	if len(st.Circuit) > 0 {
+		// The crawler reads a circuit it cannot decode as a closed one:
+		// such a circuit is kept as it is.
+		var br polite.BreakerState
+		if json.Unmarshal(st.Circuit, &br) == nil {
+			if c, err := json.Marshal(br); err == nil {
+				st.Circuit = c
+			}
+		}
+	}
+	return nil
 }
 
 // CrawlRecord describes one crawl of a source.
@@ -113,6 +161,31 @@ type CrawlRecord struct {
 	FullText       int    `json:"full_text,omitempty"`
 	FullTextFailed int    `json:"full_text_failed,omitempty"`
 	Error          string `json:"error,omitempty"`
+}
+
+// crawlRecordJSON is CrawlRecord as JSON: its time in ms since the epoch.
+type crawlRecordJSON struct {
+	crawlRecordFields
+	At jsontime.Millis `json:"at"`
+}
+
+// crawlRecordFields is CrawlRecord without its JSON methods.
+type crawlRecordFields CrawlRecord
+
+// MarshalJSON writes the record with its time in ms since the epoch.
+func (r CrawlRecord) MarshalJSON() ([]byte, error) {
+	return json.Marshal(crawlRecordJSON{crawlRecordFields(r), jsontime.Millis{Time: r.At}})
+}
+
+// UnmarshalJSON reads the record with its time in ms or RFC 3339.
+func (r *CrawlRecord) UnmarshalJSON(b []byte) error {
+	j := crawlRecordJSON{crawlRecordFields(*r), jsontime.Millis{Time: r.At}}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = CrawlRecord(j.crawlRecordFields)
+	r.At = j.At.Time
+	return nil
 }
 
 // Defaults and limits of source definitions.
@@ -226,6 +299,9 @@ func NewSources(store meta.Store, now func() time.Time) *Sources {
 	return ss
 }
 
+// stamp is the time of a change made now, as the store keeps it.
+func (ss *Sources) stamp() jsontime.Millis { return jsontime.Of(ss.now()) }
+
 // SetMinIntervalFloor sets the shortest min_interval a source added or
 // edited from now on may have (default MinIntervalFloor); lower it only
 // for feeds you own.
@@ -252,9 +328,9 @@ func (ss *Sources) Add(ctx context.Context, s Source) (Source, error) {
 	}
 	s.ID = SourceID(s.FeedURL)
 	exists := fmt.Errorf("%w: %s", ErrSourceExists, s.ID)
-	now := ss.now().UTC()
+	now := ss.stamp()
 	s.CreatedAt, s.UpdatedAt = now, now
-	s.Crawl = CrawlState{Interval: s.MinInterval, NextCrawl: now}
+	s.Crawl = CrawlState{Interval: s.MinInterval, NextCrawl: now.Time}
 	b, err := json.Marshal(s)
 	if err != nil {
 		return Source{}, err
@@ -345,7 +421,7 @@ func (ss *Sources) Update(ctx context.Context, id string, fn func(*Source) error
 		if err := s.validate(floor); err != nil {
 			return Source{}, err
 		}
-		s.UpdatedAt = ss.now().UTC()
+		s.UpdatedAt = ss.stamp()
 		b, err := json.Marshal(s)
 		if err != nil {
 			return Source{}, err

@@ -133,12 +133,9 @@ func NewStore(store meta.Store, now func() time.Time, opts Options) (*Store, err
 	return s, nil
 }
 
-// stamp is the time of a record written now: to the millisecond, as
-// records keep times (jsontime.Millis), so that what a write returns is
-// what later reads return.
-func (s *Store) stamp() jsontime.Millis {
-	return jsontime.Millis{Time: s.now().UTC().Truncate(time.Millisecond)}
-}
+// stamp is the time of a record written now, as the store keeps it: what
+// a write returns is what later reads return.
+func (s *Store) stamp() jsontime.Millis { return jsontime.Of(s.now()) }
 
 // NormalizeUsername returns the canonical, lower-case form of a username,
 // or an error wrapping ErrInvalidUsername. Usernames are 3 to 32 of the

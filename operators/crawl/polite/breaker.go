@@ -1,11 +1,14 @@
 package polite
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/jsontime"
 )
 
 // CircuitState is the state of a source's circuit breaker. The zero value is
@@ -157,6 +160,9 @@ const (
 //
 // BreakerState is not safe for concurrent use; the scheduler owns each
 // source's state and serialises its updates.
+//
+// Its JSON writes the times in ms since the epoch and reads them in ms or
+// RFC 3339, as earlier versions wrote them (jsontime.Millis).
 type BreakerState struct {
 	State CircuitState `json:"state"`
 	// ConsecutiveFailures counts failures since the last success.
@@ -173,6 +179,37 @@ type BreakerState struct {
 	TrialAt time.Time `json:"trial_at,omitzero"`
 	// NotBefore holds all requests until then (429/503 Retry-After).
 	NotBefore time.Time `json:"not_before,omitzero"`
+}
+
+// breakerJSON is BreakerState as JSON: its times in ms since the epoch.
+type breakerJSON struct {
+	breakerFields
+	OpenedAt  jsontime.Millis `json:"opened_at,omitzero"`
+	OpenUntil jsontime.Millis `json:"open_until,omitzero"`
+	TrialAt   jsontime.Millis `json:"trial_at,omitzero"`
+	NotBefore jsontime.Millis `json:"not_before,omitzero"`
+}
+
+// breakerFields is BreakerState without its JSON methods; breakerJSON's
+// times stand for its own.
+type breakerFields BreakerState
+
+// MarshalJSON writes the breaker with its times in ms since the epoch.
+func (b BreakerState) MarshalJSON() ([]byte, error) {
+	return json.Marshal(breakerJSON{breakerFields(b),
+		jsontime.Millis{Time: b.OpenedAt}, jsontime.Millis{Time: b.OpenUntil}, jsontime.Millis{Time: b.TrialAt}, jsontime.Millis{Time: b.NotBefore}})
+}
+
+// UnmarshalJSON reads the breaker with its times in ms or RFC 3339.
+func (b *BreakerState) UnmarshalJSON(data []byte) error {
+	j := breakerJSON{breakerFields(*b),
+		jsontime.Millis{Time: b.OpenedAt}, jsontime.Millis{Time: b.OpenUntil}, jsontime.Millis{Time: b.TrialAt}, jsontime.Millis{Time: b.NotBefore}}
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*b = BreakerState(j.breakerFields)
+	b.OpenedAt, b.OpenUntil, b.TrialAt, b.NotBefore = j.OpenedAt.Time, j.OpenUntil.Time, j.TrialAt.Time, j.NotBefore.Time
+	return nil
 }
 
 // Allow reports whether a request to the source may be sent at now. In

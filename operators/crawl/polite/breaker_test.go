@@ -277,9 +277,15 @@ func TestBreakerJSON(t *testing.T) {
 	if fmt.Sprintf("%+v", back) != fmt.Sprintf("%+v", b) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v\njson %s", back, b, data)
 	}
-	const want = `{"state":"open","consecutive_failures":2,"opened_at":"2030-01-01T01:00:00Z","open_until":"2030-01-01T01:09:00Z","reopens":1,"not_before":"2030-01-01T01:01:00Z"}`
+	const want = `{"state":"open","consecutive_failures":2,"reopens":1,"opened_at":1893459600000,"open_until":1893460140000,"not_before":1893459660000}`
 	if string(data) != want {
 		t.Fatalf("json\n got %s\nwant %s", data, want)
+	}
+	// What earlier versions stored, with RFC 3339 times, reads the same.
+	const old = `{"state":"open","consecutive_failures":2,"opened_at":"2030-01-01T01:00:00Z","open_until":"2030-01-01T02:09:00+01:00","reopens":1,"not_before":"2030-01-01T01:01:00Z"}`
+	back = BreakerState{}
+	if err := json.Unmarshal([]byte(old), &back); err != nil || fmt.Sprintf("%+v", back) != fmt.Sprintf("%+v", b) {
+		t.Fatalf("old format %s:\n got %+v, %v\nwant %+v", old, back, err, b)
 	}
 	// The zero value is a closed breaker and encodes small.
 	data, _ = json.Marshal(BreakerState{})
