@@ -105,7 +105,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "One source", ok: 200, okSchema: "Source", errs: []int{401, 403, 404}},
 	{method: "PATCH", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Change a source (name, category, authority, paused, ...)", body: "Source", ok: 200, okSchema: "Source", errs: []int{400, 401, 403, 404}},
 	{method: "DELETE", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Delete a source", ok: 204, errs: []int{401, 403, 404}},
-	{method: "GET", path: "/api/v1/admin/sources/{id}/status", tag: "admin", auth: "admin", summary: "Crawl status: last and next crawl, errors, circuit", ok: 200, okSchema: "Object", errs: []int{401, 403, 404}},
+	{method: "GET", path: "/api/v1/admin/sources/{id}/status", tag: "admin", auth: "admin", summary: "Crawl status: last and next crawl, errors, circuit (times in ms since the epoch)", ok: 200, okSchema: "Object", errs: []int{401, 403, 404}},
 	{method: "POST", path: "/api/v1/admin/sources/{id}/crawl", tag: "admin", auth: "admin", summary: "Crawl now (at most once a minute per source)", ok: 200, okSchema: "Object", errs: []int{401, 403, 404, 429}},
 }
 
@@ -139,6 +139,8 @@ func typeOf(t string) map[string]any {
 		return map[string]any{"type": t}
 	case "time":
 		return map[string]any{"type": "string", "format": "date-time"}
+	case "ms":
+		return map[string]any{"type": "integer", "format": "int64", "description": "ms since the Unix epoch"}
 	}
 	return map[string]any{"$ref": "#/components/schemas/" + t}
 }
@@ -168,9 +170,9 @@ var apiSchemas = map[string]any{
 		"missing_partitions": "[]integer", "failed_nodes": "[]string"}),
 	"Profile":     obj(map[string]string{"user_id": "string", "topics": "[]object", "updated_at": "time", "reads": "integer", "history": "[]object"}),
 	"Credentials": obj(map[string]string{"username": "string", "password": "string"}, "username", "password"),
-	"User":        obj(map[string]string{"id": "string", "username": "string", "role": "string", "created_at": "time"}),
-	"Session":     obj(map[string]string{"user": "User", "token": "string", "expires_at": "time"}),
-	"Preferences": obj(map[string]string{"topics": "[]string", "preferred_sources": "[]string", "excluded_sources": "[]string", "updated_at": "time"}),
+	"User":        obj(map[string]string{"id": "string", "username": "string", "role": "string", "created_at": "ms"}),
+	"Session":     obj(map[string]string{"user": "User", "token": "string", "expires_at": "ms"}),
+	"Preferences": obj(map[string]string{"topics": "[]string", "preferred_sources": "[]string", "excluded_sources": "[]string", "updated_at": "ms"}),
 	"Source": obj(map[string]string{"id": "string", "feed_url": "string", "homepage": "string", "name": "string", "category": "string",
 		"authority": "number", "paused": "boolean"}),
 

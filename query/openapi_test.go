@@ -56,3 +56,26 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		t.Errorf("only %d routes", len(routed))
 	}
 }
+
+// TestOpenAPITimes: the account schemas describe their times as the API
+// writes them, integers in ms since the epoch.
+func TestOpenAPITimes(t *testing.T) {
+	n := newTestNode(t)
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Type string `json:"type"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(n.get(t, "/api/v1/openapi.json").body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range [][2]string{{"User", "created_at"}, {"Session", "expires_at"}, {"Preferences", "updated_at"}} {
+		if got := doc.Components.Schemas[f[0]].Properties[f[1]].Type; got != "integer" {
+			t.Errorf("%s.%s is of type %q, want integer", f[0], f[1], got)
+		}
+	}
+}
