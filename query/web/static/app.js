@@ -410,8 +410,8 @@ function sourceRow(s) {
   const c = s.crawl || {}, circuit = c.circuit?.state || "closed", paused = s.status === "paused";
   return `<tr data-source="${esc(s.id)}"><th scope="row"><a href="/sources/${enc(s.id)}">${esc(s.name || s.feed_url)}</a><br><a class="meta feedurl" href="${esc(s.feed_url)}" rel="noopener">${esc(s.feed_url)}</a></th>
     <td data-label="Status">${esc(s.status)}${s.status_reason ? ` (${esc(s.status_reason)})` : ""}</td>
-    <td data-label="Last crawl">${c.last_crawl ? `${when(Date.parse(c.last_crawl))} ${esc(c.last_result?.outcome || "")}` : "never"}</td>
-    <td data-label="Next crawl">${s.status !== "active" ? "–" : c.next_crawl ? until(Date.parse(c.next_crawl)) : "now"}</td>
+    <td data-label="Last crawl">${c.last_crawl ? `${when(c.last_crawl)} ${esc(c.last_result?.outcome || "")}` : "never"}</td>
+    <td data-label="Next crawl">${s.status !== "active" ? "–" : c.next_crawl ? until(c.next_crawl) : "now"}</td>
     <td data-label="Errors">${c.consecutive_errors || 0}${c.last_error ? `: ${errorText(c.last_error)}` : ""}</td><td data-label="Circuit">${esc(circuit)}</td>
     <td class="actions"><button type="button" data-act="crawl">Crawl now</button> <button type="button" data-act="${paused ? "resume" : "pause"}">${paused ? "Resume" : "Pause"}</button> <button type="button" data-act="delete">Delete</button></td></tr>`;
 }
