@@ -12,6 +12,10 @@
 //	user-sessions/<id>    hex SHA-256 of the token → {created_at, expires_at}
 //	prefs                 user id → Preferences
 //
+// Times are written as ms since the epoch (jsontime.Millis); records
+// that earlier versions wrote with RFC 3339 times load as well, and are
+// written in ms when next changed.
+//
 // A session token is 32 random bytes, base64url-encoded; only its SHA-256
 // is stored, so a copy of the store does not let anyone log in. Each user
 // has a collection of their own that indexes their sessions, so revoking
