@@ -276,9 +276,9 @@ func (s *Server) readerOf(ctx *fasthttp.RequestCtx, u auth.User) (string, func()
 		case gap != nil:
 			fi = feedInterest{Interest: interestUnavailable, interestGap: gap}
 			version += "/" + interestUnavailable
-		case p.Updated != nil:
+		case p.Updated != 0:
 			prof, fi.Interest = &p, interestApplied
-			version += "/" + strconv.FormatInt(p.Updated.UnixMilli(), 10) + "/" + strconv.Itoa(p.Reads)
+			version += "/" + strconv.FormatInt(p.Updated, 10) + "/" + strconv.Itoa(p.Reads)
 		}
 	}
 	build := func() *rank.Reader {

@@ -21,9 +21,9 @@ type profileBody struct {
 	// Topics is the interest vector decayed to the event time the request
 	// asked for (or to the latest read, if that is later).
 	Topics []interest.Weight `json:"topics"`
-	// Updated is the event time of the latest read; nil for a user
-	// without reads.
-	Updated *time.Time              `json:"updated_at,omitempty"`
+	// Updated is the event time of the latest read in ms since the epoch;
+	// absent for a user without reads.
+	Updated int64                   `json:"updated_at,omitempty"`
 	Reads   int                     `json:"reads"`
 	History []interest.HistoryEntry `json:"history"`
 }
@@ -89,8 +89,7 @@ func (s *Server) localProfile(user string, at int64) (profileBody, error) {
 	body := profileBody{UserID: user, Topics: []interest.Weight{}, History: []interest.HistoryEntry{}}
 	if found {
 		body.Topics = p.DecayedTopics(s.deps.Interest.Options().DailyDecay, max(at, p.Updated))
-		t := time.UnixMilli(p.Updated).UTC()
-		body.Updated, body.Reads, body.History = &t, p.Reads, p.History
+		body.Updated, body.Reads, body.History = p.Updated, p.Reads, p.History
 	}
 	return body, nil
 }

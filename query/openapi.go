@@ -168,7 +168,7 @@ var apiSchemas = map[string]any{
 		"missing_partitions": "[]integer", "failed_nodes": "[]string"}),
 	"FeedPage": obj(map[string]string{"stories": "[]Story", "next_cursor": "string", "partial": "boolean", "interest": "string", "interest_error": "string",
 		"missing_partitions": "[]integer", "failed_nodes": "[]string"}),
-	"Profile":     obj(map[string]string{"user_id": "string", "topics": "[]object", "updated_at": "time", "reads": "integer", "history": "[]object"}),
+	"Profile":     obj(map[string]string{"user_id": "string", "topics": "[]object", "updated_at": "ms", "reads": "integer", "history": "[]object"}),
 	"Credentials": obj(map[string]string{"username": "string", "password": "string"}, "username", "password"),
 	"User":        obj(map[string]string{"id": "string", "username": "string", "role": "string", "created_at": "ms"}),
 	"Session":     obj(map[string]string{"user": "User", "token": "string", "expires_at": "ms"}),
