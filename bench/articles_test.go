@@ -200,7 +200,7 @@ func articleRecords(b *testing.B, n int, partitions int32) [][]*eventlog.Record 
 		fetched := pub.Add(time.Minute)
 		v, err := json.Marshal(events.RawArticle{
 			URL: u, SourceID: it.source, Title: it.title, Summary: it.summary,
-			PublishedAt: pub.UTC().Format(time.RFC3339Nano), FetchedAt: fetched.UTC().Format(time.RFC3339Nano),
+			PublishedAt: events.Time(pub.UTC().Format(time.RFC3339Nano)), FetchedAt: events.Time(fetched.UTC().Format(time.RFC3339Nano)),
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -56,7 +56,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 			raw.SourceID = in.Source
 		}
 		if raw.FetchedAt == "" {
-			raw.FetchedAt = time.UnixMilli(now).UTC().Format(time.RFC3339)
+			raw.FetchedAt = events.Time(time.UnixMilli(now).UTC().Format(time.RFC3339))
 		}
 		val, err := json.Marshal(raw)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -310,13 +311,17 @@ func (o *Operator) CleanText(title, summary, content string) (string, string, st
 	return feed.Text(title, o.opts.MaxTitleBytes), feed.Text(summary, o.opts.MaxSummaryBytes), feed.Text(content, o.opts.MaxContentBytes)
 }
 
-func parseTime(s string) (int64, error) {
+func parseTime(v events.Time) (int64, error) {
+	s := string(v)
 	if s == "" {
 		return 0, nil
 	}
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return ms, nil
+	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return 0, errors.New("not an RFC 3339 time")
+		return 0, errors.New("not an RFC 3339 time or ms since the epoch")
 	}
 	return t.UnixMilli(), nil
 }

@@ -80,7 +80,7 @@ func FuzzParse(f *testing.F) {
 			if canon.ArticleID(back.URL) != it.ArticleID || back.Title == "" || back.SourceID != "src-fuzz" {
 				t.Fatalf("raw article %+v does not match item %s", back, it.ArticleID)
 			}
-			if _, err := time.Parse(time.RFC3339Nano, back.PublishedAt); err != nil {
+			if _, err := time.Parse(time.RFC3339Nano, string(back.PublishedAt)); err != nil {
 				t.Fatalf("published_at %q: %v", back.PublishedAt, err)
 			}
 		}

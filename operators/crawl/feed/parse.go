@@ -153,8 +153,8 @@ func (it *Item) RawArticle(sourceID string) events.RawArticle {
 		Content:     it.Content,
 		Author:      it.Author,
 		ImageURL:    it.ImageURL,
-		PublishedAt: it.PublishedAt.UTC().Format(time.RFC3339Nano),
-		FetchedAt:   it.FetchedAt.UTC().Format(time.RFC3339Nano),
+		PublishedAt: events.Time(it.PublishedAt.UTC().Format(time.RFC3339Nano)),
+		FetchedAt:   events.Time(it.FetchedAt.UTC().Format(time.RFC3339Nano)),
 	}
 }
 
