@@ -15,9 +15,9 @@ import (
 // readmeCLISkips are the newsflow commands of the README's "Using it" part
 // that TestREADMECLIExamples does not run, with the reason.
 var readmeCLISkips = map[string]string{
-	"bin/newsflow run":                                "it starts a node: the test runs one the same way",
-	"bin/newsflow run --brokers 127.0.0.1:9092":       "needs a Kafka broker (the Kafka tests cover it)",
-	"bin/newsflow feedfarm DIR --faults":              "a server that runs until stopped (its own tests cover it)",
+	"bin/newsflow run":                                 "it starts a node: the test runs one the same way",
+	"bin/newsflow run --brokers 127.0.0.1:9092":        "needs a Kafka broker (the Kafka tests cover it)",
+	"bin/newsflow feedfarm DIR --faults":               "a server that runs until stopped (its own tests cover it)",
 	"bin/newsflow sources add https://example.com/ --": "needs a feed on the internet",
 }
 
