@@ -31,18 +31,18 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 // /api/v1/trending?window=1m|1h|24h&k=&category=&by=article|story.
 func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 	args := ctx.QueryArgs()
-	window := string(args.Peek("window"))
-	if window == "" {
-		window = "1h"
+	windowArg := args.Peek("window")
+	if len(windowArg) == 0 {
+		windowArg = defaultWindow
 	}
-	maxK := s.deps.Trending.Options().MaxK
+	maxK := s.trend.maxK
 	k, err := intArg(ctx, "k", 10, 1, maxK)
 	if err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
 	byStory := false
-	switch by := string(args.Peek("by")); by {
+	switch by := args.Peek("by"); string(by) {
 	case "", "article":
 	case "story":
 		if s.deps.Stories == nil {
@@ -54,12 +54,18 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("by: \"article\" or \"story\", got %q", by))
 		return
 	}
-	category := string(args.Peek("category"))
+	fanOut := s.fansOut(ctx)
+	// The plain answer of this node's partitions is precomputed
+	// (trending_cache.go).
+	if !byStory && !fanOut && len(args.Peek("expand")) == 0 && s.trend.serve(ctx, windowArg, args.Peek("category"), k) {
+		return
+	}
+	window, category := string(windowArg), string(args.Peek("category"))
 	ask := k
 	if byStory {
 		ask = maxK // the stories are summed from the top articles
 	}
-	res, failed, err := s.trendingTop(window, category, ask, s.fansOut(ctx))
+	res, failed, err := s.trendingTop(window, category, ask, fanOut)
 	if errors.Is(err, trending.ErrUnknownWindow) {
 		writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": err.Error(), "windows": s.deps.Trending.WindowNames()})
 		return
@@ -88,6 +94,9 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 			"missing_partitions": res.Partial, "failed_nodes": failed})
 	}
 }
+
+// defaultWindow is the window of a trending query that names none.
+var defaultWindow = []byte("1h")
 
 // trendingTop returns the top k articles of window and category from this
 // node's partitions, merged with every other node's when fanOut (and the

@@ -241,6 +241,8 @@ type Server struct {
 	images *imageProxy // the image proxy (image.go); nil without the story API
 
 	stream *streamHub // GET /api/v1/stream (stream.go); nil without the story API
+
+	trend *trendingCache // precomputed trending answers (trending_cache.go)
 }
 
 // New returns a server; call Run to serve.
@@ -252,7 +254,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		return nil, errors.New("query: log, engine and trending are required")
 	}
 	opts = opts.withDefaults()
-	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}, feeds: newFeedCache(), setup: newSetupGate(opts.SetupToken)}
+	s := &Server{opts: opts, deps: deps, parts: map[string]int32{}, feeds: newFeedCache(), setup: newSetupGate(opts.SetupToken),
+		trend: newTrendingCache(deps.Trending)}
 	var err error
 	if s.m, err = newHTTPMetrics(opts.Registerer); err != nil {
 		return nil, err

@@ -132,6 +132,10 @@ type Operator struct {
 	// grain (ms) divides every bucket width: waiting shares are kept per
 	// time rounded down to it, which keeps their buckets.
 	grain int64
+	// view is the last View (see View); viewMu serialises making a new
+	// one, so that one set of snapshots has one View.
+	view   atomic.Pointer[View]
+	viewMu sync.Mutex
 }
 
 // Outcomes of a share without a category (the label of
@@ -492,38 +496,144 @@ func (o *Operator) WindowNames() []string {
 }
 
 // Top returns the k most shared articles in a window, globally or for one
-// category, merged across partitions.
+// category, merged across partitions (from the current View).
 func (o *Operator) Top(window, category string, k int) (Result, error) {
-	wi, ok := o.windows[window]
-	if !ok {
+	if _, ok := o.windows[window]; !ok {
 		return Result{}, fmt.Errorf("%w %q", ErrUnknownWindow, window)
 	}
-	k = min(max(k, 1), o.opts.MaxK)
-	res := Result{Window: window, Category: category}
-	// Each partition's list is sorted and partitions hold disjoint
-	// articles, so the answer is the top k of the partitions' top ks.
-	all := make([]Entry, 0, k*len(o.parts))
+	return o.View().Top(window, category, k)
+}
+
+// View is the trending state at one moment: one snapshot of each running
+// partition, no older than the snapshot interval unless nothing changed
+// since (what Top answers from). A View never changes; the merge of its
+// partitions' lists for a window and category is made on first use and
+// kept, so every query over the same snapshots shares one merge.
+//
+// Operator.View returns the same *View for as long as no partition
+// publishes a new snapshot, starts or stops, so callers may key caches of
+// what they derive from an answer (serialised responses) by the pointer:
+// an entry made from View v is current exactly while View() returns v.
+type View struct {
+	o     *Operator
+	snaps []*snapshot // per partition; nil while it is not running here
+	asOf  int64       // the newest watermark of the snapshots
+	// partial lists the partitions not running here.
+	partial []int32
+	mu      struct {
+		sync.Mutex
+		// merged is the top MaxK per window and category asked for so far
+		// (categories without an article are not kept).
+		merged map[viewKey][]Entry
+	}
+}
+
+type viewKey struct {
+	window   int
+	category string
+}
+
+// View returns the current view. Each partition's snapshot is the one
+// Top would use (rebuilt first when it is older than the snapshot interval
+// and shares arrived since); when they are all the snapshots of the last
+// view, that view is returned.
+func (o *Operator) View() *View {
+	if v := o.view.Load(); v != nil && o.unchanged(v, time.Now()) {
+		return v
+	}
+	o.viewMu.Lock()
+	defer o.viewMu.Unlock()
+	snaps := make([]*snapshot, len(o.parts))
+	for i := range o.parts {
+		if pt := o.parts[i].Load(); pt != nil {
+			snaps[i] = pt.current(o)
+		}
+	}
+	if v := o.view.Load(); v != nil && slices.Equal(v.snaps, snaps) {
+		return v // another query made it meanwhile
+	}
+	v := &View{o: o, snaps: snaps}
+	v.mu.merged = map[viewKey][]Entry{}
+	for i, s := range snaps {
+		if s == nil {
+			v.partial = append(v.partial, int32(i))
+			continue
+		}
+		v.asOf = max(v.asOf, s.watermark)
+	}
+	o.view.Store(v)
+	return v
+}
+
+// unchanged reports whether every partition's current snapshot at now is
+// the one v holds: the same partitions run, none published a snapshot
+// since, and none is due for a rebuild (current would rebuild it).
+func (o *Operator) unchanged(v *View, now time.Time) bool {
 	for i := range o.parts {
 		pt := o.parts[i].Load()
 		if pt == nil {
-			res.Partial = append(res.Partial, int32(i))
+			if v.snaps[i] != nil {
+				return false
+			}
 			continue
 		}
-		s := pt.current(o)
-		res.AsOf = max(res.AsOf, s.watermark)
+		s := pt.snap.Load()
+		if s == nil || s != v.snaps[i] || (s.version != pt.version.Load() && now.Sub(s.at) >= o.opts.SnapshotInterval) {
+			return false
+		}
+	}
+	return true
+}
+
+// Top returns the k most shared articles in a window, globally or for one
+// category, merged across the view's partitions. The answer for k is the
+// first k items of the answer for any larger k.
+func (v *View) Top(window, category string, k int) (Result, error) {
+	wi, ok := v.o.windows[window]
+	if !ok {
+		return Result{}, fmt.Errorf("%w %q", ErrUnknownWindow, window)
+	}
+	k = min(max(k, 1), v.o.opts.MaxK)
+	top := v.merged(wi, category)
+	top = top[:min(k, len(top))]
+	res := Result{Window: window, Category: category, AsOf: v.asOf, Partial: slices.Clone(v.partial), Items: make([]Item, len(top))}
+	for i, e := range top {
+		res.Items[i] = Item{Rank: i + 1, ArticleID: e.ArticleID, Count: e.Count}
+	}
+	return res, nil
+}
+
+// merged returns the top MaxK of window wi and category across the view's
+// partitions, merging them on first use.
+func (v *View) merged(wi int, category string) []Entry {
+	key := viewKey{wi, category}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if top, ok := v.mu.merged[key]; ok {
+		return top
+	}
+	// Each partition's list is sorted and partitions hold disjoint
+	// articles, so the answer is the top k of the partitions' top ks.
+	maxK := v.o.opts.MaxK
+	all := make([]Entry, 0, maxK*len(v.snaps))
+	for _, s := range v.snaps {
+		if s == nil {
+			continue
+		}
 		top := s.global[wi]
 		if category != "" {
 			top = s.byCat[wi][category]
 		}
-		all = append(all, top[:min(k, len(top))]...)
+		all = append(all, top[:min(maxK, len(top))]...)
 	}
 	slices.SortFunc(all, compareEntries)
-	all = all[:min(k, len(all))]
-	res.Items = make([]Item, len(all))
-	for i, e := range all {
-		res.Items[i] = Item{Rank: i + 1, ArticleID: e.ArticleID, Count: e.Count}
+	top := slices.Clip(all[:min(maxK, len(all))])
+	if category == "" || len(top) > 0 {
+		// Only categories that exist are kept: a client naming many
+		// unknown ones does not grow the view.
+		v.mu.merged[key] = top
 	}
-	return res, nil
+	return top
 }
 
 // MergeItems merges top-k lists of disjoint partitions (from several
