@@ -1,0 +1,356 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Shape of BenchmarkTrendingRestart.
+const (
+	// trendingRestartShares is the default stream: 10,000,000 shares over
+	// 5,000,000 distinct articles. NEWSFLOW_BENCH_TRENDING_SHARES=N runs
+	// N shares over N/2 articles instead (1000000 takes a couple of
+	// minutes).
+	trendingRestartShares = 10_000_000
+	// trendingRestartSpan is the event-time span of the stream, ending at
+	// the start of ingestion: as much of the 24h window as HTTP ingestion
+	// accepts (it refuses shares more than 23h45m old).
+	trendingRestartSpan  = 23*time.Hour + 40*time.Minute
+	trendingRestartRuns  = 3 // restarts per way of stopping
+	trendingRestartBatch = 2000
+)
+
+// manyArticles is the stream of BenchmarkTrendingRestart: n shares whose
+// event times rise evenly over span from start; every other share
+// introduces a new article (n/2 distinct articles in all), the others go
+// to Zipf(1.1)-popular articles; one category per article; event ids
+// unique.
+type manyArticles struct {
+	n     int
+	start int64 // ms
+	span  int64 // ms
+}
+
+// ndjson appends shares [from, to) as NDJSON lines; rng draws the popular
+// articles and the users.
+func (m manyArticles) ndjson(dst []byte, from, to int, rng *rand.Rand, zipf *rand.Zipf) []byte {
+	nArts := uint64(max(m.n/2, 1))
+	for i := from; i < to; i++ {
+		a := uint64(i / 2)
+		if i%2 == 1 {
+			a = (zipf.Uint64()*7919 + 13) % nArts
+		}
+		dst = append(dst, `{"event_id":"tr-`...)
+		dst = strconv.AppendInt(dst, int64(i), 36)
+		dst = append(dst, `","article_id":"art-`...)
+		dst = strconv.AppendUint(dst, a, 36)
+		dst = append(dst, `","user_id":"u-`...)
+		dst = strconv.AppendInt(dst, int64(rng.IntN(2_000_000)), 10)
+		dst = append(dst, `","share_type":"`...)
+		dst = append(dst, shareTypes[rng.IntN(len(shareTypes))]...)
+		dst = append(dst, `","category":"`...)
+		dst = append(dst, categories[a%uint64(len(categories))]...)
+		dst = append(dst, `","timestamp":`...)
+		dst = strconv.AppendInt(dst, m.start+int64(i)*m.span/int64(m.n), 10)
+		dst = append(dst, "}\n"...)
+	}
+	return dst
+}
+
+// ingest posts the stream to the node's batch endpoint from workers
+// goroutines, in order of batch number.
+func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) error {
+	url := n.url("/api/v1/events/share/batch")
+	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	defer client.CloseIdleConnections()
+	batches := (m.n + trendingRestartBatch - 1) / trendingRestartBatch
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		g.Go(func() error {
+			rng := rand.New(rand.NewPCG(uint64(m.n), uint64(w)))
+			zipf := rand.NewZipf(rng, 1.1, 1, uint64(max(m.n/2, 2)-1))
+			var body []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= batches {
+					return nil
+				}
+				body = m.ndjson(body[:0], i*trendingRestartBatch, min((i+1)*trendingRestartBatch, m.n), rng, zipf)
+				req, err := http.NewRequestWithContext(gctx, http.MethodPost, url, bytes.NewReader(body))
+				if err != nil {
+					return err
+				}
+				req.Header.Set("Content-Type", "application/x-ndjson")
+				resp, err := client.Do(req)
+				if err != nil {
+					return fmt.Errorf("batch %d: %w", i, err)
+				}
+				rb, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusAccepted {
+					return fmt.Errorf("batch %d: status %d: %.300s", i, resp.StatusCode, rb)
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
+// BenchmarkTrendingRestart measures the restart of a node whose exact
+// trending counts are large: the real binary (default configuration,
+// embedded log) is loaded over HTTP with 10,000,000 shares over 5,000,000
+// distinct articles spread over 23h40m of event time (so that every share
+// still counts in the 24h window), then stopped and started again three
+// times with SIGTERM (a clean stop) and three times with SIGKILL (a crash).
+// NEWSFLOW_BENCH_TRENDING_SHARES=N loads N shares over N/2 articles
+// instead, for quick iterations; the sub-benchmark's name says which.
+//
+// Reported, medians over the restarts of each kind: term-ready-s and
+// kill-ready-s, from starting the process until /health/ready answers 200
+// (target <= 5 s); term-peak-rss-MB and kill-peak-rss-MB, the restarted
+// process's VmHWM once it is ready and has caught up. load-peak-rss-MB is
+// the loading process's VmHWM, load-events/s its rate from the first
+// request to everything committed, state-MB and log-MB the size of
+// data/state and data/log on disk after the last restart. Every restart
+// must answer the same 24h top 100 as before it.
+//
+// One op is the whole run (load and six restarts); run it with
+// -benchtime 1x. NEWSFLOW_BENCH_TRENDING_DATA=DIR keeps the node's data
+// directory in DIR, and a later run with the same DIR restarts the node
+// it holds without loading it again (for iterating on the restart path;
+// the load figures are then not reported).
+func BenchmarkTrendingRestart(b *testing.B) {
+	if testing.Short() {
+		b.Skip("loads 10,000,000 shares into a node")
+	}
+	shares := trendingRestartShares
+	if v := os.Getenv("NEWSFLOW_BENCH_TRENDING_SHARES"); v != "" {
+		var err error
+		if shares, err = strconv.Atoi(v); err != nil || shares < 2 {
+			b.Fatalf("NEWSFLOW_BENCH_TRENDING_SHARES=%q: want a number of shares >= 2", v)
+		}
+	}
+	b.Run(fmt.Sprintf("shares=%s", countName(shares)), func(b *testing.B) {
+		for b.Loop() {
+			benchTrendingRestart(b, shares)
+		}
+	})
+}
+
+// countName writes 10000000 as 10M and 1500000 as 1500k.
+func countName(n int) string {
+	switch {
+	case n%1_000_000 == 0:
+		return strconv.Itoa(n/1_000_000) + "M"
+	case n%1000 == 0:
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+func benchTrendingRestart(b *testing.B, shares int) {
+	keep := os.Getenv("NEWSFLOW_BENCH_TRENDING_DATA")
+	_, err := os.Stat(keep)
+	reuse := keep != "" && err == nil
+	n := startNodeIn(b, keep)
+	n.waitReady(10 * time.Minute)
+	dataDir := n.args[slices.Index(n.args, "--data")+1]
+	loadRate, loadRSS := 0.0, 0.0
+	if !reuse {
+		ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
+		defer cancel()
+		m := manyArticles{n: shares, start: time.Now().Add(-trendingRestartSpan).UnixMilli(), span: trendingRestartSpan.Milliseconds()}
+		start := time.Now()
+		if err := m.ingest(ctx, n, restartIngestWorkers); err != nil {
+			n.fatalf("ingest: %v", err)
+		}
+		if p := n.waitCaughtUp(restartProcessTimeout); p.applied() != int64(shares) {
+			n.fatalf("trending committed %d shares, want %d", p.applied(), shares)
+		}
+		loadRate = float64(shares) / time.Since(start).Seconds()
+		loadRSS = n.peakRSSMB()
+	} else if p := n.waitCaughtUp(5 * time.Minute); p.applied() != int64(shares) {
+		n.fatalf("%s holds %d shares, want %d", keep, p.applied(), shares)
+	}
+	top := n.top24h()
+
+	restart := func(sig syscall.Signal) (ready, cpu, rss float64) {
+		n.stop(sig)
+		n.start()
+		d := n.waitReady(5 * time.Minute)
+		cpu = n.cpuSeconds()
+		if p := n.waitCaughtUp(5 * time.Minute); p.applied() != int64(shares) {
+			n.fatalf("after restart, trending committed %d shares, want %d", p.applied(), shares)
+		}
+		if got := n.top24h(); !bytes.Equal(got, top) {
+			n.fatalf("24h top 100 after restart differs:\n%s\nwant\n%s", got, top)
+		}
+		return d.Seconds(), cpu, n.peakRSSMB()
+	}
+	var termReady, termCPU, termRSS, killReady, killCPU, killRSS []float64
+	for range trendingRestartRuns {
+		r, c, m := restart(syscall.SIGTERM)
+		termReady, termCPU, termRSS = append(termReady, r), append(termCPU, c), append(termRSS, m)
+		b.Logf("SIGTERM restart: ready %.2fs (%.2fs CPU), peak RSS %.0f MB", r, c, m)
+	}
+	for range trendingRestartRuns {
+		r, c, m := restart(syscall.SIGKILL)
+		killReady, killCPU, killRSS = append(killReady, r), append(killCPU, c), append(killRSS, m)
+		b.Logf("SIGKILL restart: ready %.2fs (%.2fs CPU), peak RSS %.0f MB", r, c, m)
+	}
+	b.ReportMetric(median(termReady), "term-ready-s")
+	b.ReportMetric(median(killReady), "kill-ready-s")
+	b.ReportMetric(median(termCPU), "term-ready-cpu-s")
+	b.ReportMetric(median(killCPU), "kill-ready-cpu-s")
+	b.ReportMetric(median(termRSS), "term-peak-rss-MB")
+	b.ReportMetric(median(killRSS), "kill-peak-rss-MB")
+	if !reuse {
+		b.ReportMetric(loadRSS, "load-peak-rss-MB")
+		b.ReportMetric(loadRate, "load-events/s")
+	}
+	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "state")))/1e6, "state-MB")
+	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "log")))/1e6, "log-MB")
+	n.kill()
+}
+
+// startNodeIn is startNode with the data directory dir (a temporary one
+// if dir is empty).
+func startNodeIn(b *testing.B, dir string) *nodeProc {
+	b.Helper()
+	n := startNode(b)
+	if dir == "" {
+		return n
+	}
+	n.kill()
+	n.args[slices.Index(n.args, "--data")+1] = dir
+	n.start()
+	return n
+}
+
+// stop sends sig and waits until the process is gone (SIGTERM: after it
+// has committed and closed everything).
+func (n *nodeProc) stop(sig syscall.Signal) {
+	n.b.Helper()
+	if n.cmd == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(sig)
+	select {
+	case <-n.waitc:
+	case <-time.After(2 * time.Minute):
+		n.fatalf("node still running 2m after %v", sig)
+	}
+	n.cmd = nil
+}
+
+// cpuSeconds returns the user and system CPU time the process has used
+// (from /proc/PID/stat, in clock ticks of 1/100 s).
+func (n *nodeProc) cpuSeconds() float64 {
+	n.b.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
+	if err != nil {
+		n.b.Fatal(err)
+	}
+	// The fields after the command, which is in parentheses: state is
+	// field 3, utime 14 and stime 15.
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 13 {
+		n.b.Fatalf("short /proc/PID/stat: %q", stat)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		n.b.Fatalf("parse /proc/PID/stat %q: %v %v", stat, err1, err2)
+	}
+	return (utime + stime) / 100
+}
+
+// top24h returns the node's global 24h top 100 as JSON, without as_of,
+// once the node has caught up: two answers a snapshot interval (200ms)
+// apart agree.
+func (n *nodeProc) top24h() []byte {
+	n.b.Helper()
+	prev := n.top24hOnce()
+	for range 100 {
+		time.Sleep(300 * time.Millisecond)
+		cur := n.top24hOnce()
+		if bytes.Equal(cur, prev) {
+			return cur
+		}
+		prev = cur
+	}
+	n.fatalf("24h top 100 still changing after 30s")
+	return nil
+}
+
+func (n *nodeProc) top24hOnce() []byte {
+	resp, err := http.Get(n.url("/api/v1/trending?window=24h&k=100"))
+	if err != nil {
+		n.fatalf("trending: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		n.fatalf("trending: %v %d %s", err, resp.StatusCode, body)
+	}
+	if i := bytes.Index(body, []byte(`"items":`)); i >= 0 {
+		if j := bytes.Index(body[i:], []byte("]")); j >= 0 {
+			return body[i : i+j+1]
+		}
+	}
+	n.fatalf("trending: no items in %s", body)
+	return nil
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// dirBytes returns the size of the regular files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	b.Helper()
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return total
+}
