@@ -16,6 +16,8 @@
 //	                      world published by the current generation
 //	/news/sources.opml    the outlets' feeds as OPML, with absolute URLs on
 //	                      the host of the request
+//	/image/<k>-<n>.png    with ArticlePages, the lead image of outlet n's
+//	                      article about event k (its items' enclosure)
 //	/article/<domain>/... with ArticlePages, the page of a news article
 //	                      (title, outlet, date, text) at its outlet's link
 //	                      moved onto the farm; /article/<domain>/ lists
@@ -203,6 +205,8 @@ func (f *Farm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveNews(w, r, strings.TrimPrefix(p, "/news/"))
 	case strings.HasPrefix(p, "/article/") && f.opts.ArticlePages:
 		f.serveArticle(w, r, strings.TrimPrefix(p, "/article/"))
+	case strings.HasPrefix(p, "/image/") && f.opts.ArticlePages:
+		f.serveImage(w, r, strings.TrimPrefix(p, "/image/"))
 	case strings.HasPrefix(p, "/fault/") && f.opts.Faults:
 		f.serveFault(w, r, strings.TrimPrefix(p, "/fault/"))
 	default:

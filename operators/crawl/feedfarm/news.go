@@ -326,6 +326,14 @@ type rssItem struct {
 	PubDate     string  `xml:"pubDate"`
 	Category    string  `xml:"category"`
 	Description string  `xml:"description"`
+	// Enclosure is the lead image (with ArticlePages).
+	Enclosure *rssEnclosure `xml:"enclosure,omitempty"`
+}
+
+type rssEnclosure struct {
+	URL    string `xml:"url,attr"`
+	Type   string `xml:"type,attr"`
+	Length string `xml:"length,attr"`
 }
 
 type rssGUID struct {
@@ -350,10 +358,14 @@ func (f *Farm) newsFeed(n int, g int64, base string) ([]byte, error) {
 		LastBuildDate: f.times(g)[g].Format(time.RFC1123Z),
 	}}
 	for _, a := range f.Articles(n, g, f.opts.Items) {
-		doc.Channel.Items = append(doc.Channel.Items, rssItem{
+		it := rssItem{
 			Title: a.Title, Link: pageURL(base, a.Link), GUID: rssGUID{IsPermaLink: "false", Value: a.GUID},
 			PubDate: a.Published.Format(time.RFC1123Z), Category: a.Topic, Description: a.Summary,
-		})
+		}
+		if base != "" {
+			it.Enclosure = &rssEnclosure{URL: imageURL(base, a.Event, n), Type: "image/png", Length: "0"}
+		}
+		doc.Channel.Items = append(doc.Channel.Items, it)
 	}
 	var b bytes.Buffer
 	b.WriteString(xml.Header)

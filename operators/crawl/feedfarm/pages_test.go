@@ -2,6 +2,7 @@ package feedfarm
 
 import (
 	"html"
+	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -97,4 +98,45 @@ func TestArticlePages(t *testing.T) {
 		t.Errorf("article page without ArticlePages: %d", resp.StatusCode)
 	}
 	t.Logf("%d article pages served", pages)
+}
+
+// With ArticlePages every news item has a lead image on the farm, which
+// the crawler's parser finds and which answers a PNG of the stated size;
+// images of events not published yet are not found.
+func TestLeadImages(t *testing.T) {
+	f, now, advance := newsFarm(Options{ArticlePages: true, Items: 10})
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c := srv.Client()
+	advance(2)
+	seen := map[string]bool{}
+	for n := range f.opts.Outlets {
+		resp, body := get(t, c, srv.URL+"/news/"+strconv.Itoa(n)+".xml", nil)
+		u, _ := url.Parse(srv.URL + "/news/" + strconv.Itoa(n) + ".xml")
+		fd, err := feed.Parse([]byte(body), resp.Header.Get("Content-Type"), u, now())
+		if err != nil || len(fd.Items) == 0 {
+			t.Fatalf("outlet %d feed: %v", n, err)
+		}
+		for _, it := range fd.Items {
+			if !strings.HasPrefix(it.ImageURL, srv.URL+"/image/") {
+				t.Fatalf("outlet %d item %q: image %q, want one on the farm", n, it.Title, it.ImageURL)
+			}
+			if seen[it.ImageURL] {
+				t.Fatalf("image %s shared by two items", it.ImageURL)
+			}
+			seen[it.ImageURL] = true
+			resp, b := get(t, c, it.ImageURL, nil)
+			img, err := png.Decode(strings.NewReader(b))
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" || err != nil ||
+				img.Bounds().Dx() != imageW || img.Bounds().Dy() != imageH {
+				t.Fatalf("%s: %d %s %v", it.ImageURL, resp.StatusCode, resp.Header.Get("Content-Type"), err)
+			}
+		}
+	}
+	g := f.Generation()
+	for _, p := range []string{"/image/" + strconv.Itoa(f.Events(g)) + "-0.png", "/image/0-99.png", "/image/x-1.png", "/image/1-1.gif"} {
+		if resp, _ := get(t, c, srv.URL+p, nil); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", p, resp.StatusCode)
+		}
+	}
 }
