@@ -2,7 +2,10 @@ package query
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,12 +47,47 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	return m, nil
 }
 
+// instrument counts a route's requests by status code and observes their
+// latency, from when the server began handling the request (fasthttp's
+// RequestCtx.Time, taken before the middleware).
 func (s *Server) instrument(route string, h fasthttp.RequestHandler) fasthttp.RequestHandler {
 	lat := s.m.latency.WithLabelValues(route)
+	codes := &routeCodes{vec: s.m.requests, route: route}
+	codes.byCode.Store(&map[int]prometheus.Counter{})
 	return func(ctx *fasthttp.RequestCtx) {
-		start := time.Now()
+		start := ctx.Time()
+		if start.IsZero() { // a RequestCtx not from a server (tests)
+			start = time.Now()
+		}
 		h(ctx)
 		lat.Observe(time.Since(start).Seconds())
-		s.m.requests.WithLabelValues(route, strconv.Itoa(ctx.Response.StatusCode())).Inc()
+		codes.counter(ctx.Response.StatusCode()).Inc()
 	}
+}
+
+// routeCodes are one route's request counters by status code, each looked
+// up in the vector once (a lookup hashes the labels and takes the
+// vector's lock).
+type routeCodes struct {
+	vec    *prometheus.CounterVec
+	route  string
+	mu     sync.Mutex                                 // serialises adding a code
+	byCode atomic.Pointer[map[int]prometheus.Counter] // replaced whole when a code is added
+}
+
+func (rc *routeCodes) counter(code int) prometheus.Counter {
+	if c, ok := (*rc.byCode.Load())[code]; ok {
+		return c
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	old := *rc.byCode.Load()
+	if c, ok := old[code]; ok {
+		return c
+	}
+	c := rc.vec.WithLabelValues(rc.route, strconv.Itoa(code))
+	m := maps.Clone(old)
+	m[code] = c
+	rc.byCode.Store(&m)
+	return c
 }

@@ -61,6 +61,9 @@ func newLimiters(l rate.Limit, burst, maxKeys int, idle time.Duration) *limiters
 	return ls
 }
 
+// enabled reports whether the limit applies (a rate is set).
+func (ls *limiters) enabled() bool { return ls != nil && ls.limit != 0 }
+
 // allow takes a token for key; when none is left it returns the wait.
 func (ls *limiters) allow(key string, now time.Time) (bool, time.Duration) {
 	if ls == nil || ls.limit == 0 {
@@ -111,22 +114,32 @@ func (s *Server) rateLimit(next fasthttp.RequestHandler) fasthttp.RequestHandler
 			next(ctx) // the admin, or another member (its client was counted there)
 			return
 		}
-		now := time.Now()
-		ip := clientIP(ctx)
-		if !(rl.ExemptLoopback && isLoopback(ip)) {
-			if ok, wait := byIP.allow(ip, now); !ok {
+		// The clock, the address as a string and the session are only
+		// looked up for a limit that applies.
+		if byIP.enabled() && !(rl.ExemptLoopback && remoteLoopback(ctx)) {
+			if ok, wait := byIP.allow(clientIP(ctx), time.Now()); !ok {
 				tooMany(ctx, wait, "rate limit exceeded; retry later")
 				return
 			}
 		}
-		if u, ok := s.user(ctx); ok {
-			if ok, wait := byUser.allow(u.ID, now); !ok {
-				tooMany(ctx, wait, "rate limit exceeded; retry later")
-				return
+		if byUser.enabled() && token(ctx) != "" {
+			if u, ok := s.user(ctx); ok {
+				if ok, wait := byUser.allow(u.ID, time.Now()); !ok {
+					tooMany(ctx, wait, "rate limit exceeded; retry later")
+					return
+				}
 			}
 		}
 		next(ctx)
 	}
+}
+
+// remoteLoopback reports whether the request comes from a loopback address.
+func remoteLoopback(ctx *fasthttp.RequestCtx) bool {
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.IsLoopback()
+	}
+	return isLoopback(clientIP(ctx))
 }
 
 func isLoopback(ip string) bool {

@@ -538,7 +538,7 @@ type viewKey struct {
 // and shares arrived since); when they are all the snapshots of the last
 // view, that view is returned.
 func (o *Operator) View() *View {
-	if v := o.view.Load(); v != nil && o.unchanged(v, time.Now()) {
+	if v := o.view.Load(); v != nil && o.unchanged(v) {
 		return v
 	}
 	o.viewMu.Lock()
@@ -565,10 +565,11 @@ func (o *Operator) View() *View {
 	return v
 }
 
-// unchanged reports whether every partition's current snapshot at now is
-// the one v holds: the same partitions run, none published a snapshot
-// since, and none is due for a rebuild (current would rebuild it).
-func (o *Operator) unchanged(v *View, now time.Time) bool {
+// unchanged reports whether every partition's current snapshot is the one
+// v holds: the same partitions run, none published a snapshot since, and
+// none is due for a rebuild (current would rebuild it).
+func (o *Operator) unchanged(v *View) bool {
+	var now time.Time // read only when a partition has applied shares since its snapshot
 	for i := range o.parts {
 		pt := o.parts[i].Load()
 		if pt == nil {
@@ -578,8 +579,16 @@ func (o *Operator) unchanged(v *View, now time.Time) bool {
 			continue
 		}
 		s := pt.snap.Load()
-		if s == nil || s != v.snaps[i] || (s.version != pt.version.Load() && now.Sub(s.at) >= o.opts.SnapshotInterval) {
+		if s == nil || s != v.snaps[i] {
 			return false
+		}
+		if s.version != pt.version.Load() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			if now.Sub(s.at) >= o.opts.SnapshotInterval {
+				return false
+			}
 		}
 	}
 	return true
