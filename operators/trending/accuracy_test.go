@@ -127,7 +127,7 @@ func TestZipfAccuracy(t *testing.T) {
 	for p, c := range counts {
 		memSum += c.MemoryBytes()
 		t.Logf("partition %d: %d live articles, %d pairs, MemoryBytes %.1f MiB",
-			p, len(c.artIdx), len(c.pairs)/c.pairStride-len(c.pairFree), float64(c.MemoryBytes())/(1<<20))
+			p, c.ids.n, len(c.pairs)/c.pairStride-len(c.pairFree), float64(c.MemoryBytes())/(1<<20))
 	}
 	t.Logf("%d shares into %d partitions in %v (%.0f ns/share incl. sampling), %d late",
 		nEvents, parts, elapsed.Round(time.Millisecond), float64(elapsed.Nanoseconds())/nEvents, late)

@@ -129,8 +129,8 @@ func TestAddToCategoryBasics(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Add("z", "", t0+25*3600*1000)
-	if len(c.artIdx) != 1 || len(c.catIdx) != 1 || c.CategoryCount(2, "tech", "a") != 0 {
-		t.Fatalf("after expiry: %d ids, %d categories", len(c.artIdx), len(c.catIdx))
+	if c.ids.n != 1 || len(c.catIdx) != 1 || c.CategoryCount(2, "tech", "a") != 0 {
+		t.Fatalf("after expiry: %d ids, %d categories", c.ids.n, len(c.catIdx))
 	}
 	if err := c.checkInvariants(); err != nil {
 		t.Fatal(err)

@@ -94,7 +94,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -225,15 +227,14 @@ type Counts struct {
 	started bool
 	wm      int64
 
-	// Articles, by dense index. arts holds one row of artStride values per
-	// article (layout at artHead). artPos rows have nw entries: [idx*nw + w].
-	artIdx    map[string]uint32
-	artID     []string
+	// Articles, by dense index. ids maps article ids to indexes and back;
+	// arts holds one row of artStride values per article (layout at
+	// artHead). artPos rows have nw entries: [idx*nw + w].
+	ids       idTable
 	arts      []uint32
 	artStride int
 	artPos    []int32 // position in the window's global candidate list, or -1
 	artFree   []uint32
-	idBytes   int // bytes of live article ids
 
 	// (category, article) pairs, by dense index; rows as for articles
 	// (layout at pairArt).
@@ -367,7 +368,7 @@ func NewCounts(opts Options) *Counts {
 		opts:         opts,
 		nw:           len(opts.Windows),
 		compactAfter: opts.CompactAfter.Milliseconds(),
-		artIdx:       make(map[string]uint32),
+		ids:          newIDTable(),
 		catIdx:       make(map[string]uint32),
 	}
 	c.artStride = artTotal + c.nw
@@ -401,6 +402,9 @@ func (c *Counts) WindowIndex(name string) (int, bool) {
 	return 0, false
 }
 
+// Articles returns the number of distinct articles counted in some window.
+func (c *Counts) Articles() int { return c.ids.n }
+
 // Watermark returns the largest event time applied so far, or 0 if none.
 func (c *Counts) Watermark() int64 { return c.wm }
 
@@ -418,7 +422,8 @@ func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
 // time ts (ms): it counts in every window that covers its bucket once the
 // watermark has moved to ts (if ts is newer). It returns false, changing
 // nothing, if ts is older than every window at the watermark, or negative,
-// or if category begins with a NUL byte.
+// if category begins with a NUL byte, or if articleID is longer than
+// MaxArticleIDBytes.
 func (c *Counts) Add(articleID, category string, ts int64) bool {
 	return c.add(articleID, category, ts, false)
 }
@@ -434,7 +439,7 @@ func (c *Counts) AddToCategory(articleID, category string, ts int64) bool {
 }
 
 func (c *Counts) add(articleID, category string, ts int64, only bool) bool {
-	if ts < 0 || (c.started && c.tooOld(ts)) || (category != "" && category[0] == categoryOnlyMark) {
+	if ts < 0 || (c.started && c.tooOld(ts)) || (category != "" && category[0] == categoryOnlyMark) || len(articleID) > MaxArticleIDBytes {
 		return false
 	}
 	if !c.started {
@@ -621,18 +626,21 @@ func dropCand(g *group, pos []int32, id uint32, nw, w int) {
 // Interning.
 
 func (c *Counts) internArticle(id string) uint32 {
-	if a, ok := c.artIdx[id]; ok {
+	h := c.ids.hash(id)
+	if a, ok := c.ids.find(id, h); ok {
 		return a
 	}
-	id = strings.Clone(id) // don't pin the caller's decode buffer
+	return c.newArticle(id, h)
+}
+
+// newArticle interns id, which is not interned yet and hashes to h.
+func (c *Counts) newArticle(id string, h uint32) uint32 {
 	var a uint32
 	if n := len(c.artFree); n > 0 {
 		a = c.artFree[n-1]
 		c.artFree = c.artFree[:n-1]
-		c.artID[a] = id
 	} else {
-		a = uint32(len(c.artID))
-		c.artID = append(c.artID, id)
+		a = uint32(len(c.arts) / c.artStride)
 		for range c.artStride {
 			c.arts = append(c.arts, 0)
 		}
@@ -641,15 +649,12 @@ func (c *Counts) internArticle(id string) uint32 {
 		}
 	}
 	c.artRow(a)[artHead] = noID
-	c.artIdx[id] = a
-	c.idBytes += len(id)
+	c.ids.insert(id, h, a)
 	return a
 }
 
 func (c *Counts) freeArticle(a uint32) {
-	delete(c.artIdx, c.artID[a])
-	c.idBytes -= len(c.artID[a])
-	c.artID[a] = ""
+	c.ids.remove(a)
 	c.artFree = append(c.artFree, a)
 }
 
@@ -661,7 +666,24 @@ func (c *Counts) internPair(a uint32, category string) uint32 {
 		}
 		p = row[pairNext]
 	}
-	ci := c.internCat(category)
+	return c.newPair(a, c.internCat(category))
+}
+
+// internPairCat is internPair for the category of index ci.
+func (c *Counts) internPairCat(a, ci uint32) uint32 {
+	for p := c.arts[int(a)*c.artStride+artHead]; p != noID; {
+		row := c.pairRow(p)
+		if row[pairCat] == ci {
+			return p
+		}
+		p = row[pairNext]
+	}
+	return c.newPair(a, ci)
+}
+
+// newPair adds the pair of article a and category ci, which a does not
+// have yet.
+func (c *Counts) newPair(a, ci uint32) uint32 {
 	var p uint32
 	if n := len(c.pairFree); n > 0 {
 		p = c.pairFree[n-1]
@@ -723,6 +745,161 @@ func (c *Counts) internCat(name string) uint32 {
 	c.catIdx[name] = ci
 	return ci
 }
+
+// idTable interns the article ids of a Counts as dense indexes, which the
+// caller chooses (the article rows' free list). It holds no Go pointer per
+// id, so the garbage collector never scans the millions of ids a busy
+// partition holds, and an id costs its bytes plus about 20: the bytes of
+// every id live in one arena, refs[a] locates id a in it, and an
+// open-addressing table with linear probing maps an id to its index.
+//
+// A slot holds hash<<32 | index+1 (0: empty), hash being the id's 32-bit
+// hash, whose top bits are also the slot's home: a probe compares hashes
+// first and the bytes only when they match, and a resize moves slots
+// without hashing an id again. Removal shifts the rest of the probe run
+// back, so there are no tombstones. The arena is compacted when removed
+// ids make up more than half of it.
+type idTable struct {
+	seed  maphash.Seed
+	slots []uint64 // len a power of two
+	bits  uint8    // log2(len(slots))
+	n     int      // ids held
+	arena []byte
+	refs  []uint64 // by index: refLive | offset<<16 | length; 0 when free
+	dead  int      // arena bytes of removed ids
+}
+
+const (
+	refLive = 1 << 63
+	// MaxArticleIDBytes is the longest article id Counts accepts.
+	MaxArticleIDBytes = 1<<16 - 1
+	idTableMin        = 16 // slots
+)
+
+func newIDTable() idTable {
+	return idTable{seed: maphash.MakeSeed(), slots: make([]uint64, idTableMin), bits: 4}
+}
+
+func (t *idTable) hash(id string) uint32 { return uint32(maphash.String(t.seed, id) >> 32) }
+
+// home returns the slot a hash probes first.
+func (t *idTable) home(h uint32) int { return int(uint64(h) << t.bits >> 32) }
+
+// view returns id a's bytes as a string that shares the arena's memory:
+// valid as long as the caller holds it (a compaction or a growing arena
+// moves to new memory and leaves the old one as it was), never to be
+// modified.
+func (t *idTable) view(a uint32) string {
+	r := t.refs[a]
+	n := int(r & 0xffff)
+	if n == 0 {
+		return ""
+	}
+	off := int(r &^ refLive >> 16)
+	return unsafe.String(&t.arena[off], n)
+}
+
+// find returns the index of id, which hashes to h.
+func (t *idTable) find(id string, h uint32) (uint32, bool) {
+	mask := len(t.slots) - 1
+	for i := t.home(h); ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if uint32(s>>32) == h {
+			if a := uint32(s) - 1; t.view(a) == id {
+				return a, true
+			}
+		}
+	}
+}
+
+// insert adds id, which hashes to h and is not in the table, as index a,
+// which is free.
+func (t *idTable) insert(id string, h uint32, a uint32) {
+	if (t.n+1)*4 > len(t.slots)*3 {
+		t.resize(len(t.slots) * 2)
+	}
+	mask := len(t.slots) - 1
+	i := t.home(h)
+	for t.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = uint64(h)<<32 | uint64(a+1)
+	t.n++
+	for len(t.refs) <= int(a) {
+		t.refs = append(t.refs, 0)
+	}
+	t.refs[a] = refLive | uint64(len(t.arena))<<16 | uint64(len(id))
+	t.arena = append(t.arena, id...)
+}
+
+// remove releases index a.
+func (t *idTable) remove(a uint32) {
+	id := t.view(a)
+	h := t.hash(id)
+	mask := len(t.slots) - 1
+	want := uint64(h)<<32 | uint64(a+1)
+	i := t.home(h)
+	for t.slots[i] != want {
+		i = (i + 1) & mask
+	}
+	// Shift back every later slot of the run whose home does not lie in
+	// the cyclic range (i, j], so that each stays reachable from its home.
+	for j := (i + 1) & mask; t.slots[j] != 0; j = (j + 1) & mask {
+		k := t.home(uint32(t.slots[j] >> 32))
+		if (j > i && (k <= i || k > j)) || (j < i && k <= i && k > j) {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = 0
+	t.n--
+	t.dead += len(id)
+	t.refs[a] = 0
+	if t.dead > 4096 && t.dead*2 > len(t.arena) {
+		t.compact()
+	}
+	if len(t.slots) > idTableMin && t.n*8 < len(t.slots) {
+		t.resize(len(t.slots) / 4)
+	}
+}
+
+// resize moves the slots into a table of size slots (a power of two,
+// larger than the ids held).
+func (t *idTable) resize(size int) {
+	old := t.slots
+	t.slots = make([]uint64, size)
+	t.bits = uint8(bits.TrailingZeros(uint(size)))
+	mask := size - 1
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		i := t.home(uint32(s >> 32))
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
+	}
+}
+
+// compact copies the live ids into a new arena.
+func (t *idTable) compact() {
+	arena := make([]byte, 0, len(t.arena)-t.dead+len(t.arena)/8)
+	for a, r := range t.refs {
+		if r == 0 {
+			continue
+		}
+		id := t.view(uint32(a))
+		t.refs[a] = refLive | uint64(len(arena))<<16 | uint64(len(id))
+		arena = append(arena, id...)
+	}
+	t.arena, t.dead = arena, 0
+}
+
+func (t *idTable) memoryBytes() int { return cap(t.slots)*8 + cap(t.arena) + cap(t.refs)*8 }
 
 // Buckets.
 
@@ -832,7 +1009,7 @@ func (c *Counts) Count(w int, articleID string) uint64 {
 	if !c.validWindow(w) {
 		return 0
 	}
-	a, ok := c.artIdx[articleID]
+	a, ok := c.ids.find(articleID, c.ids.hash(articleID))
 	if !ok {
 		return 0
 	}
@@ -848,7 +1025,7 @@ func (c *Counts) CategoryCount(w int, category, articleID string) uint64 {
 	if !c.validWindow(w) {
 		return 0
 	}
-	a, ok := c.artIdx[articleID]
+	a, ok := c.ids.find(articleID, c.ids.hash(articleID))
 	if !ok {
 		return 0
 	}
@@ -923,11 +1100,13 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 		kth := h[0]
 		cands = slices.DeleteFunc(cands, func(x cand) bool { return x.n < kth })
 	}
+	// id views the article id in the table: valid until c changes,
+	// copied into the answer.
 	id := func(x cand) string {
 		if cat >= 0 {
-			return c.artID[c.pairs[int(x.id)*c.pairStride+pairArt]]
+			return c.ids.view(c.pairs[int(x.id)*c.pairStride+pairArt])
 		}
-		return c.artID[x.id]
+		return c.ids.view(x.id)
 	}
 	slices.SortFunc(cands, func(x, y cand) int {
 		if x.n != y.n {
@@ -941,7 +1120,7 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 	c.cands = cands
 	out := make([]Entry, min(k, len(cands)))
 	for i := range out {
-		out[i] = Entry{ArticleID: id(cands[i]), Count: uint64(cands[i].n)}
+		out[i] = Entry{ArticleID: strings.Clone(id(cands[i])), Count: uint64(cands[i].n)}
 	}
 	return out
 }
@@ -1026,8 +1205,8 @@ func (c *Counts) MemoryBytes() int {
 		mapEntry = 48 // swiss-table slot (16+4, padded) / load factor, plus control bytes
 	)
 	n := int(unsafe.Sizeof(*c))
-	n += len(c.artIdx)*mapEntry + c.idBytes
-	n += cap(c.artID)*strHdr + cap(c.arts)*4 + cap(c.artPos)*4 + cap(c.artFree)*4
+	n += c.ids.memoryBytes()
+	n += cap(c.arts)*4 + cap(c.artPos)*4 + cap(c.artFree)*4
 	n += cap(c.pairs)*4 + cap(c.pairPos)*4 + cap(c.pairFree)*4
 	n += len(c.catIdx)*mapEntry + cap(c.catName)*strHdr + cap(c.catPairs)*4 + cap(c.catFree)*4
 	n += cap(c.catGroups) * int(unsafe.Sizeof(group{}))
@@ -1173,7 +1352,7 @@ func (c *Counts) cellKey(buf []byte, w int, b int64, key uint32) []byte {
 		k = binary.AppendUvarint(k, uint64(len(cat)))
 	}
 	k = append(k, cat...)
-	return append(k, c.artID[row[pairArt]]...)
+	return append(k, c.ids.view(row[pairArt])...)
 }
 
 // Load replaces the contents of c with the committed state in r, as written
@@ -1208,8 +1387,9 @@ func (c *Counts) Load(r state.Reader) error {
 	if err != nil {
 		return err
 	}
+	var ld loader
 	err = r.Scan(bucketsLo, bucketsHi, func(k, v []byte) error {
-		if err := c.loadCell(k, v); err != nil {
+		if err := ld.cell(c, k, v); err != nil {
 			return fmt.Errorf("trending: load key %x: %w", k, err)
 		}
 		return nil
@@ -1217,9 +1397,17 @@ func (c *Counts) Load(r state.Reader) error {
 	return err
 }
 
+// loader remembers the category of the previous cell during a Load: cells
+// come sorted by window, bucket and category, so most cells repeat it.
+type loader struct {
+	cat  []byte
+	ci   uint32
+	have bool
+}
+
 var errBadCell = errors.New("malformed cell")
 
-func (c *Counts) loadCell(k, v []byte) error {
+func (ld *loader) cell(c *Counts, k, v []byte) error {
 	if len(k) < 10 {
 		return errBadCell
 	}
@@ -1242,7 +1430,7 @@ func (c *Counts) loadCell(k, v []byte) error {
 	}
 	cat, art := k[sz:sz+int(n)], k[sz+int(n):]
 	cnt, sz := binary.Uvarint(v)
-	if sz != len(v) || cnt == 0 || cnt > countMask || len(art) == 0 {
+	if sz != len(v) || cnt == 0 || cnt > countMask || len(art) == 0 || len(art) > MaxArticleIDBytes {
 		return fmt.Errorf("count %x: %w", v, errBadCell)
 	}
 	only := len(cat) > 0 && cat[0] == categoryOnlyMark
@@ -1251,8 +1439,18 @@ func (c *Counts) loadCell(k, v []byte) error {
 			return fmt.Errorf("category-only cell without a category: %w", errBadCell)
 		}
 	}
-	a := c.internArticle(string(art))
-	p := c.internPair(a, string(cat))
+	// The article id is only read (and copied when interned): a view of
+	// the key spares an allocation per cell.
+	id := unsafe.String(&art[0], len(art))
+	h := c.ids.hash(id)
+	a, ok := c.ids.find(id, h)
+	if !ok {
+		a = c.newArticle(id, h)
+	}
+	if !ld.have || !bytes.Equal(cat, ld.cat) {
+		ld.ci, ld.cat, ld.have = c.internCat(string(cat)), append(ld.cat[:0], cat...), true
+	}
+	p := c.internPairCat(a, ld.ci)
 	key := p
 	if only {
 		key |= categoryOnly

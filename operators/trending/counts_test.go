@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,7 +228,7 @@ type flatView struct {
 
 func (c *Counts) flat() flatView {
 	var v flatView
-	for a := range len(c.artID) {
+	for a := range c.articleSlots() {
 		row := c.artRow(uint32(a))
 		v.artHead = append(v.artHead, row[artHead])
 		v.artTotal = append(v.artTotal, row[artTotal:]...)
@@ -319,15 +320,27 @@ func (c *Counts) checkInvariants() error {
 	if !slices.Equal(artSum, v.artTotal) {
 		return errors.New("article totals differ from the sum of their pairs' Add counts")
 	}
-	if len(c.artIdx) != len(c.artID)-len(c.artFree) {
-		return fmt.Errorf("%d interned ids, %d slots, %d free", len(c.artIdx), len(c.artID), len(c.artFree))
+	if err := c.ids.check(); err != nil {
+		return err
 	}
-	for id, a := range c.artIdx {
-		if c.artID[a] != id || v.artHead[a] == noID {
-			return fmt.Errorf("article %q (%d) is interned but has no counts", id, a)
+	if c.ids.n != c.articleSlots()-len(c.artFree) {
+		return fmt.Errorf("%d interned ids, %d slots, %d free", c.ids.n, c.articleSlots(), len(c.artFree))
+	}
+	for _, a := range c.artFree {
+		if c.ids.refs[a] != 0 {
+			return fmt.Errorf("free article %d has id %q", a, c.ids.view(a))
+		}
+	}
+	for a, r := range c.ids.refs {
+		if r == 0 {
+			continue
+		}
+		id := c.ids.view(uint32(a))
+		if got, ok := c.ids.find(id, c.ids.hash(id)); !ok || got != uint32(a) || v.artHead[a] == noID {
+			return fmt.Errorf("article %q (%d) is interned as %d, %v, or has no counts", id, a, got, ok)
 		}
 		for p := v.artHead[a]; p != noID; p = v.pairNext[p] {
-			if v.pairArt[p] != a || freePair[p] {
+			if v.pairArt[p] != uint32(a) || freePair[p] {
 				return fmt.Errorf("article %q chain holds pair %d", id, p)
 			}
 		}
@@ -359,7 +372,7 @@ func (c *Counts) checkInvariants() error {
 		return nil
 	}
 	for w := range nw {
-		if err := check("global", &c.win[w].global, w, v.artTotal, c.artPos, len(c.artID), func(int) bool { return true }); err != nil {
+		if err := check("global", &c.win[w].global, w, v.artTotal, c.artPos, c.articleSlots(), func(int) bool { return true }); err != nil {
 			return err
 		}
 		for ci := range c.catName {
@@ -449,8 +462,8 @@ func TestAddBasics(t *testing.T) {
 	}
 	// 24h later the old buckets expire and every id is released.
 	c.Add("z", "", t0+25*3600*1000)
-	if len(c.artIdx) != 1 || len(c.catIdx) != 1 || c.Count(2, "a") != 0 {
-		t.Fatalf("after expiry: %d ids, %d categories, Count(a)=%d", len(c.artIdx), len(c.catIdx), c.Count(2, "a"))
+	if c.ids.n != 1 || len(c.catIdx) != 1 || c.Count(2, "a") != 0 {
+		t.Fatalf("after expiry: %d ids, %d categories, Count(a)=%d", c.ids.n, len(c.catIdx), c.Count(2, "a"))
 	}
 	if err := c.checkInvariants(); err != nil {
 		t.Fatal(err)
@@ -737,8 +750,8 @@ func TestLoadAfterExpiry(t *testing.T) {
 	}
 	l := load(t, opts, ns)
 	sameState(t, c, l, s)
-	if len(l.artIdx) != 1 || l.Count(0, "late-comer") != 1 {
-		t.Fatalf("loaded %d ids", len(l.artIdx))
+	if l.ids.n != 1 || l.Count(0, "late-comer") != 1 {
+		t.Fatalf("loaded %d ids", l.ids.n)
 	}
 }
 
@@ -837,8 +850,8 @@ func TestFreeListReuse(t *testing.T) {
 			if c.Add(a, cat, ts) != r.add(a, cat, ts) {
 				t.Fatalf("generation %d: Add disagrees", g)
 			}
-			if g > 0 && len(c.artIdx) > len(s.arts) {
-				t.Fatalf("generation %d: %d ids interned, the previous generation was not released", g, len(c.artIdx))
+			if g > 0 && c.ids.n > len(s.arts) {
+				t.Fatalf("generation %d: %d ids interned, the previous generation was not released", g, c.ids.n)
 			}
 		}
 		gen := &stream{arts: slices.Collect(func(yield func(string) bool) {
@@ -851,8 +864,8 @@ func TestFreeListReuse(t *testing.T) {
 		checkAgainstRef(t, c, r, gen)
 		s.now += 6 * 60 * 1000 // past the largest window: everything expires
 	}
-	if len(c.artID) > len(s.arts) || len(distinct) <= len(c.artID) {
-		t.Errorf("%d article slots for %d distinct ids: free list not reused", len(c.artID), len(distinct))
+	if c.articleSlots() > len(s.arts) || len(distinct) <= c.articleSlots() {
+		t.Errorf("%d article slots for %d distinct ids: free list not reused", c.articleSlots(), len(distinct))
 	}
 	_, ns := openNS(t)
 	flush(t, c, ns)
@@ -921,6 +934,103 @@ func TestFlushOnlyChanges(t *testing.T) {
 	for _, op := range rec.ops {
 		if !bytes.HasSuffix([]byte(op), []byte("=02")) {
 			t.Fatalf("op %s does not store count 2", op)
+		}
+	}
+}
+
+// articleSlots is the number of article rows, live or free.
+func (c *Counts) articleSlots() int { return len(c.arts) / c.artStride }
+
+// check verifies the id table's slots, references and arena against each
+// other.
+func (t *idTable) check() error {
+	mask := len(t.slots) - 1
+	n, live := 0, 0
+	for i, s := range t.slots {
+		if s == 0 {
+			continue
+		}
+		n++
+		h, a := uint32(s>>32), uint32(s)-1
+		if int(a) >= len(t.refs) || t.refs[a] == 0 {
+			return fmt.Errorf("slot %d: index %d is not live", i, a)
+		}
+		if t.hash(t.view(a)) != h {
+			return fmt.Errorf("slot %d: hash of %q differs", i, t.view(a))
+		}
+		for j := t.home(h); j != i; j = (j + 1) & mask {
+			if t.slots[j] == 0 {
+				return fmt.Errorf("slot %d (%q) unreachable from its home %d", i, t.view(a), t.home(h))
+			}
+		}
+	}
+	for _, r := range t.refs {
+		if r != 0 {
+			live += int(r & 0xffff)
+			if off := int(r &^ refLive >> 16); off+int(r&0xffff) > len(t.arena) {
+				return fmt.Errorf("reference %x beyond the arena (%d bytes)", r, len(t.arena))
+			}
+		}
+	}
+	switch {
+	case n != t.n:
+		return fmt.Errorf("%d slots used, n=%d", n, t.n)
+	case live+t.dead != len(t.arena):
+		return fmt.Errorf("arena: %d live + %d dead bytes, %d in all", live, t.dead, len(t.arena))
+	case t.n*4 > len(t.slots)*3:
+		return fmt.Errorf("%d ids in %d slots", t.n, len(t.slots))
+	}
+	return nil
+}
+
+// TestIDTable interns and releases random ids against a map, through
+// growth, shrinking and arena compaction.
+func TestIDTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	tab := newIDTable()
+	ref := map[string]uint32{}
+	byIdx := map[uint32]string{}
+	var free []uint32
+	next := uint32(0)
+	for step := range 200_000 {
+		// Grow to about 20,000 ids, shrink to a few, grow again.
+		grow := (step/50_000)%2 == 0
+		id := fmt.Sprintf("id-%d-%s", rng.IntN(30_000), strings.Repeat("x", rng.IntN(20)))
+		if step%7 == 0 {
+			id = "" // the empty id is an id too
+		}
+		h := tab.hash(id)
+		a, ok := tab.find(id, h)
+		if want, has := ref[id]; ok != has || (ok && a != want) {
+			t.Fatalf("step %d: find(%q) = %d, %v; want %d, %v", step, id, a, ok, want, has)
+		}
+		switch {
+		case !ok && (grow || rng.IntN(4) == 0):
+			if n := len(free); n > 0 {
+				a, free = free[n-1], free[:n-1]
+			} else {
+				a, next = next, next+1
+			}
+			tab.insert(id, h, a)
+			ref[id], byIdx[a] = a, id
+		case ok && (!grow || rng.IntN(4) == 0):
+			tab.remove(a)
+			delete(ref, id)
+			delete(byIdx, a)
+			free = append(free, a)
+		}
+		if step%10_000 == 0 {
+			if err := tab.check(); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+	}
+	if err := tab.check(); err != nil {
+		t.Fatal(err)
+	}
+	for a, id := range byIdx {
+		if tab.view(a) != id {
+			t.Fatalf("view(%d) = %q, want %q", a, tab.view(a), id)
 		}
 	}
 }
