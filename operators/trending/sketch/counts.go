@@ -1,0 +1,642 @@
+package sketch
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"slices"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Estimate is a sketched count: Count is never below the true count, and
+// exceeds it by at most Bound with probability at least 1 - e^-depth.
+type Estimate struct {
+	Count uint64
+	Bound uint64
+}
+
+// Entry is one article in a top-K answer, with its estimate.
+type Entry struct {
+	ArticleID string
+	Count     uint64 // never below the true count
+	Bound     uint64 // Count - Bound <= true count, with probability >= 1 - e^-depth
+}
+
+// Counts holds sketched sliding-window share counts for one task. See the
+// package documentation for the semantics.
+//
+// Add, AddToCategory, Flush and Load modify c and must not run
+// concurrently with any other method. The other methods only read: they
+// may run concurrently with each other.
+type Counts struct {
+	opts     Options
+	depth    int
+	width    int
+	shift    uint // 64 - log2(width): a column is the top bits of a hash
+	capacity int  // of a candidate set
+	maxCells int  // of a bucket's cell list
+	win      []window
+
+	started bool
+	wm      int64
+
+	// Categories by slot (1..MaxCategories); cats[0] stands for the
+	// global group and is never live.
+	catIdx map[string]int
+	cats   []category
+
+	// The article ids of candidate set members, by article hash, each
+	// kept once; newIDs and deletedIDs are what the next Flush writes.
+	ids        map[uint64]idRef
+	newIDs     []uint64
+	deletedIDs []uint64
+
+	pool       []*page // pages of expired buckets, for reuse
+	pagesAlloc int
+
+	// Persistence.
+	wroteLayout bool
+	flushedWM   int64
+	flushedAny  bool // flushedWM is valid
+	key, val    []byte
+}
+
+type window struct {
+	width     int64 // ms
+	n         int64 // buckets
+	hi, lo    int64 // live buckets are [lo, hi]; valid once started
+	slots     []bucket
+	total     []uint64 // depth × width: the sum of the live buckets' sketches
+	mass      uint64   // the sum of the live buckets' masses
+	sets      []*cset  // candidate sets by category slot; 0 is global
+	deletedLo int64    // stored buckets below this are deleted
+}
+
+// bucket is one time bucket of a window, held in ring slot id mod n: a
+// sketch of depth × width counters in pages, allocated as they are first
+// incremented.
+type bucket struct {
+	id        int64
+	live      bool
+	metaDirty bool   // mass changed since the last Flush
+	mass      uint64 // increments counted: shares × keys per share
+	pages     []*page
+	dirty     []int32 // pages with dirty set, in the order they were dirtied
+	// cells lists the counters that became nonzero, as long as there are
+	// at most Counts.maxCells (else overflow): expiry then visits only
+	// these instead of every counter of the allocated pages.
+	cells    []int32
+	overflow bool
+}
+
+type category struct {
+	name   string
+	salt   uint64 // mixed into the keys of the category's counts
+	lastTS int64  // newest share counted under it
+	live   bool
+	dirty  bool // changed (or freed) since the last Flush
+	stored bool // a Flush wrote it
+}
+
+type idRef struct {
+	id     string
+	refs   int32 // candidate sets holding it
+	stored bool  // a Flush wrote it
+}
+
+// New returns empty counts. It panics if opts.Validate fails: validate
+// options that come from configuration first.
+func New(opts Options) *Counts {
+	if err := opts.Validate(); err != nil {
+		panic(err)
+	}
+	opts = opts.withDefaults()
+	opts.Windows = slices.Clone(opts.Windows)
+	depth, width := opts.Sizes()
+	c := &Counts{
+		opts:     opts,
+		depth:    depth,
+		width:    width,
+		shift:    uint(64 - bits.TrailingZeros(uint(width))),
+		capacity: opts.Capacity(),
+		maxCells: depth * width / cellListDivisor,
+		catIdx:   make(map[string]int),
+		cats:     make([]category, 1, opts.MaxCategories+1),
+		ids:      make(map[uint64]idRef),
+	}
+	c.win = make([]window, len(opts.Windows))
+	for i, s := range opts.Windows {
+		c.win[i] = window{
+			width:     s.Width().Milliseconds(),
+			n:         int64(s.Buckets),
+			slots:     make([]bucket, s.Buckets),
+			total:     make([]uint64, depth*width),
+			sets:      make([]*cset, opts.MaxCategories+1),
+			deletedLo: math.MinInt64,
+		}
+	}
+	return c
+}
+
+// Options returns the options in effect, defaults filled in.
+func (c *Counts) Options() Options {
+	o := c.opts
+	o.Windows = slices.Clone(o.Windows)
+	return o
+}
+
+// Sizes returns the sketch depth and width.
+func (c *Counts) Sizes() (depth, width int) { return c.depth, c.width }
+
+// WindowIndex returns the index of the window named name.
+func (c *Counts) WindowIndex(name string) (int, bool) {
+	for i, w := range c.opts.Windows {
+		if w.Name == name {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Watermark returns the largest event time applied so far, or 0 if none.
+func (c *Counts) Watermark() int64 { return c.wm }
+
+// Horizon returns the longest window's span: a share older than the
+// watermark minus Horizon is older than every window.
+func (c *Counts) Horizon() time.Duration {
+	var h time.Duration
+	for _, w := range c.opts.Windows {
+		h = max(h, w.Size)
+	}
+	return h
+}
+
+// Hashing. Every hash is xxHash64 with seed 0, mixed with fixed
+// constants: the same ids give the same cells in every process.
+const (
+	globalSalt   = 0x243f6a8885a308d3 // key salt of the global group
+	categoryMix  = 0x13198a2e03707344 // mixed into a category's salt
+	rowSeedMulti = 0x9e3779b97f4a7c15
+)
+
+// mix64 is the splitmix64 finalizer, a bijection that spreads every input
+// bit over the output.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+func articleHash(id string) uint64 { return xxhash.Sum64String(id) }
+
+func categorySalt(name string) uint64 { return mix64(xxhash.Sum64String(name) ^ categoryMix) }
+
+// keyOf returns the sketch key of an article (by hash) in a group (by salt).
+func keyOf(ha, salt uint64) uint64 { return mix64(ha ^ salt) }
+
+// cols sets cols[r] to the index of key k's counter in row r of a sketch
+// (rows are laid out one after the other).
+func (c *Counts) cols(k uint64, cols *[MaxDepth]int) {
+	for r := range c.depth {
+		cols[r] = r*c.width + int(mix64(k+uint64(r+1)*rowSeedMulti)>>c.shift)
+	}
+}
+
+func (c *Counts) salt(slot int) uint64 {
+	if slot == 0 {
+		return globalSalt
+	}
+	return c.cats[slot].salt
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
+
+// Add applies one share of articleID at event time ts (ms), globally and,
+// if category is not "" and is counted (see Options.MaxCategories), in
+// category: it counts in every window that covers its bucket once the
+// watermark has moved to ts (if ts is newer). It returns false, changing
+// nothing, if ts is negative or older than every window at the watermark.
+func (c *Counts) Add(articleID, category string, ts int64) bool {
+	return c.add(articleID, category, ts, false)
+}
+
+// AddToCategory applies one share of articleID at ts to category's group
+// only, not to the global group, with the window rules of Add: for a
+// share that Add counted globally (under no category) that also counts
+// under category (one of its article's topics). Callers must keep to
+// that: at most one AddToCategory per share and category, each for a
+// share that Add counted globally at the same ts, so that no category
+// count exceeds its article's global count; category estimates rely on
+// it (see the package documentation). It returns false,
+// changing nothing, for category "" and where Add would; it also returns
+// false if category cannot be counted (MaxCategories other categories are
+// live, or the name is longer than MaxIDLen), and then the share only
+// moves the watermark.
+func (c *Counts) AddToCategory(articleID, category string, ts int64) bool {
+	return category != "" && c.add(articleID, category, ts, true)
+}
+
+func (c *Counts) add(id, category string, ts int64, only bool) bool {
+	if ts < 0 || (c.started && c.tooOld(ts)) {
+		return false
+	}
+	if !c.started {
+		c.start(ts)
+	} else if ts > c.wm {
+		c.advance(ts)
+	}
+	slot := 0
+	if category != "" {
+		slot = c.slotFor(category)
+	}
+	if only && slot == 0 {
+		return false
+	}
+	ha := articleHash(id)
+	var gcols, ccols [MaxDepth]int
+	c.cols(keyOf(ha, globalSalt), &gcols)
+	if slot != 0 {
+		c.cols(keyOf(ha, c.cats[slot].salt), &ccols)
+		if cat := &c.cats[slot]; ts > cat.lastTS {
+			cat.lastTS, cat.dirty = ts, true
+		}
+	}
+	for w := range c.win {
+		win := &c.win[w]
+		b := ts / win.width
+		if b < win.lo {
+			continue
+		}
+		s := win.slot(b)
+		if !s.live {
+			c.open(s, b)
+		}
+		s.metaDirty = true
+		var g uint64
+		if only {
+			g = c.estimateCols(win, &gcols)
+		} else {
+			g = c.update(win, s, &gcols)
+			c.offer(win, 0, ha, id, g)
+		}
+		if slot != 0 {
+			// A category count never exceeds the global count (see
+			// AddToCategory), so both estimates bound it.
+			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)))
+		}
+	}
+	return true
+}
+
+// update counts the key with counters cols once in bucket s of window win,
+// with conservative update: only the counters equal to the key's minimum
+// in the bucket are incremented. It returns the key's estimate in the
+// window.
+func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
+	m := uint32(math.MaxUint32)
+	for _, i := range cols[:c.depth] {
+		if p := s.pages[i/PageSize]; p != nil {
+			m = min(m, p.c[i%PageSize])
+		} else {
+			m = 0
+		}
+	}
+	est := uint64(math.MaxUint64)
+	for _, i := range cols[:c.depth] {
+		if m != math.MaxUint32 { // else saturated: see Limits
+			p := s.pages[i/PageSize]
+			if p == nil {
+				p = c.newPage()
+				s.pages[i/PageSize] = p
+			}
+			if p.c[i%PageSize] == m {
+				p.c[i%PageSize] = m + 1
+				win.total[i]++
+				if m == 0 && !s.overflow {
+					if len(s.cells) < c.maxCells {
+						s.cells = append(s.cells, int32(i))
+					} else {
+						s.overflow, s.cells = true, s.cells[:0]
+					}
+				}
+				if !p.dirty {
+					p.dirty = true
+					s.dirty = append(s.dirty, int32(i/PageSize))
+				}
+			}
+		}
+		est = min(est, win.total[i])
+	}
+	s.mass++
+	win.mass++
+	return est
+}
+
+// estimate returns key k's estimate in window win: the least of its
+// counters in the window's totals. For a category key, the estimate of
+// the article is the lesser of this and its global key's estimate.
+func (c *Counts) estimate(win *window, k uint64) uint64 {
+	var cols [MaxDepth]int
+	c.cols(k, &cols)
+	return c.estimateCols(win, &cols)
+}
+
+func (c *Counts) estimateCols(win *window, cols *[MaxDepth]int) uint64 {
+	est := uint64(math.MaxUint64)
+	for _, i := range cols[:c.depth] {
+		est = min(est, win.total[i])
+	}
+	return est
+}
+
+func (c *Counts) newPage() *page {
+	if n := len(c.pool); n > 0 {
+		p := c.pool[n-1]
+		c.pool = c.pool[:n-1]
+		return p
+	}
+	c.pagesAlloc++
+	return new(page)
+}
+
+// open makes s the live bucket b.
+func (c *Counts) open(s *bucket, b int64) {
+	if s.pages == nil {
+		s.pages = make([]*page, c.depth*c.width/PageSize)
+	}
+	s.id, s.live, s.mass, s.metaDirty = b, true, 0, true
+}
+
+// cellListDivisor sets the length of a bucket's cell list: depth × width
+// / cellListDivisor, where visiting the listed cells costs as much as
+// visiting every counter of 1/32 of the sketch.
+const cellListDivisor = 32
+
+// expire subtracts bucket s from the totals of window win and empties it.
+func (c *Counts) expire(win *window, s *bucket) {
+	if !s.overflow {
+		for _, i := range s.cells {
+			p := &s.pages[i/PageSize].c[i%PageSize]
+			win.total[i] -= uint64(*p)
+			*p = 0
+		}
+	}
+	for pi, p := range s.pages {
+		if p == nil {
+			continue
+		}
+		if s.overflow {
+			tot := win.total[pi*PageSize : (pi+1)*PageSize]
+			for j, v := range p.c {
+				tot[j] -= uint64(v)
+			}
+			p.c = [PageSize]uint32{}
+		}
+		p.dirty = false
+		c.pool = append(c.pool, p)
+		s.pages[pi] = nil
+	}
+	win.mass -= s.mass
+	s.live, s.mass, s.metaDirty = false, 0, false
+	s.dirty, s.cells, s.overflow = s.dirty[:0], s.cells[:0], false
+}
+
+// TooOld reports whether a share at ts would be older than every window
+// at the current watermark, so that Add would not apply it.
+func (c *Counts) TooOld(ts int64) bool { return ts < 0 || (c.started && c.tooOld(ts)) }
+
+func (c *Counts) tooOld(ts int64) bool {
+	for w := range c.win {
+		if ts/c.win[w].width >= c.win[w].lo {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Counts) start(ts int64) {
+	c.started = true
+	c.wm = ts
+	for i := range c.win {
+		w := &c.win[i]
+		w.hi = ts / w.width
+		w.lo = w.hi - w.n + 1
+	}
+}
+
+// advance moves the watermark to ts > c.wm: buckets that leave a window
+// expire, the window's candidates are re-estimated, and categories whose
+// every share expired are freed.
+func (c *Counts) advance(ts int64) {
+	c.wm = ts
+	for i := range c.win {
+		w := &c.win[i]
+		hi := ts / w.width
+		if hi <= w.hi {
+			continue
+		}
+		lo := hi - w.n + 1
+		expired := false
+		for b := max(w.lo, 0); b < lo && b <= w.hi; b++ {
+			if s := w.slot(b); s.live && s.id == b {
+				c.expire(w, s)
+				expired = true
+			}
+		}
+		w.hi, w.lo = hi, lo
+		if expired {
+			c.refresh(w)
+		}
+	}
+	for slot := 1; slot < len(c.cats); slot++ {
+		if cat := &c.cats[slot]; cat.live && c.tooOld(cat.lastTS) {
+			c.freeCategory(slot)
+		}
+	}
+}
+
+// slotFor returns the slot of category, giving it the lowest free one if
+// it has none, or 0 if it cannot be counted.
+func (c *Counts) slotFor(name string) int {
+	if s, ok := c.catIdx[name]; ok {
+		return s
+	}
+	if len(name) > c.opts.MaxIDLen {
+		return 0
+	}
+	slot := 0
+	for s := 1; s < len(c.cats); s++ {
+		if !c.cats[s].live {
+			slot = s
+			break
+		}
+	}
+	if slot == 0 {
+		if len(c.cats) > c.opts.MaxCategories {
+			return 0
+		}
+		slot = len(c.cats)
+		c.cats = append(c.cats, category{})
+	}
+	name = strings.Clone(name)
+	cat := &c.cats[slot]
+	*cat = category{name: name, salt: categorySalt(name), live: true, dirty: true, stored: cat.stored}
+	c.catIdx[name] = slot
+	return slot
+}
+
+func (c *Counts) freeCategory(slot int) {
+	cat := &c.cats[slot]
+	delete(c.catIdx, cat.name)
+	cat.live, cat.dirty = false, true
+	for w := range c.win {
+		if set := c.win[w].sets[slot]; set != nil {
+			c.clearSet(set)
+		}
+	}
+}
+
+// Queries.
+
+func (c *Counts) validWindow(w int) bool { return w >= 0 && w < len(c.win) && c.started }
+
+// bound returns the error bound of an estimate of n in window win.
+func (c *Counts) bound(win *window, n uint64) uint64 {
+	b := math.Ceil(float64(win.mass) * math.E / float64(c.width))
+	return min(n, uint64(b))
+}
+
+// Mass returns the number of increments window w holds: one per share
+// counted globally and one per share counted in a category. Error
+// bounds are e/width × Mass (at most Epsilon × Mass).
+func (c *Counts) Mass(w int) uint64 {
+	if !c.validWindow(w) {
+		return 0
+	}
+	return c.win[w].mass
+}
+
+// Count returns the estimate of articleID's global share count in window
+// w (an index into Options().Windows).
+func (c *Counts) Count(w int, articleID string) Estimate {
+	return c.CategoryCount(w, "", articleID)
+}
+
+// CategoryCount returns the estimate of articleID's share count in
+// category in window w. Category "" is the global group. A category that
+// is not counted at the moment has no shares.
+func (c *Counts) CategoryCount(w int, category, articleID string) Estimate {
+	if !c.validWindow(w) {
+		return Estimate{}
+	}
+	slot := 0
+	if category != "" {
+		s, ok := c.catIdx[category]
+		if !ok {
+			return Estimate{}
+		}
+		slot = s
+	}
+	win := &c.win[w]
+	ha := articleHash(articleID)
+	est := c.estimate(win, keyOf(ha, globalSalt))
+	if slot != 0 {
+		est = min(est, c.estimate(win, keyOf(ha, c.salt(slot))))
+	}
+	if set := win.sets[slot]; set != nil {
+		if i, ok := set.pos[ha]; ok {
+			est = min(est, set.heap[i].est)
+		}
+	}
+	return Estimate{Count: est, Bound: c.bound(win, est)}
+}
+
+// Categories returns, sorted, the categories counted at the moment.
+func (c *Counts) Categories() []string {
+	out := make([]string, 0, len(c.catIdx))
+	for name := range c.catIdx {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TopK returns the k articles with the highest estimates in window w,
+// globally (category "") or in category, ordered by estimate descending
+// and then article id ascending. They come from the window's candidate
+// set for the group, so the answer may be shorter than k.
+func (c *Counts) TopK(w int, category string, k int) []Entry {
+	if !c.validWindow(w) || k <= 0 {
+		return nil
+	}
+	slot := 0
+	if category != "" {
+		s, ok := c.catIdx[category]
+		if !ok {
+			return nil
+		}
+		slot = s
+	}
+	win := &c.win[w]
+	set := win.sets[slot]
+	if set == nil || len(set.heap) == 0 {
+		return nil
+	}
+	es := slices.Clone(set.heap)
+	slices.SortFunc(es, func(a, b entry) int {
+		if c := cmp.Compare(b.est, a.est); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	out := make([]Entry, min(k, len(es)))
+	for i := range out {
+		out[i] = Entry{ArticleID: es[i].id, Count: es[i].est, Bound: c.bound(win, es[i].est)}
+	}
+	return out
+}
+
+// MemoryBytes returns the heap bytes held by c (an estimate for its maps),
+// at most Options().MaxMemoryBytes().
+func (c *Counts) MemoryBytes() int {
+	n := int(unsafe.Sizeof(*c))
+	n += c.pagesAlloc*int(unsafe.Sizeof(page{})) + cap(c.pool)*8
+	for i := range c.win {
+		w := &c.win[i]
+		n += int(unsafe.Sizeof(*w)) + cap(w.total)*8 + cap(w.sets)*8
+		n += cap(w.slots) * int(unsafe.Sizeof(bucket{}))
+		for j := range w.slots {
+			n += cap(w.slots[j].pages)*8 + cap(w.slots[j].dirty)*4 + cap(w.slots[j].cells)*4
+		}
+		for _, s := range w.sets {
+			if s != nil {
+				n += int(unsafe.Sizeof(*s)) + cap(s.heap)*int(unsafe.Sizeof(entry{})) + len(s.pos)*posMapEntry
+			}
+		}
+	}
+	n += len(c.ids) * idMapEntry
+	for _, r := range c.ids {
+		n += len(r.id)
+	}
+	n += (cap(c.newIDs) + cap(c.deletedIDs)) * 8
+	n += cap(c.cats)*int(unsafe.Sizeof(category{})) + len(c.catIdx)*catMapEntry
+	for _, cat := range c.cats {
+		n += 2 * len(cat.name) // in cats and as the map key
+	}
+	return n + cap(c.key) + cap(c.val)
+}

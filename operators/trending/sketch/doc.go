@@ -1,0 +1,3 @@
+// Package sketch counts shares per article over sliding event-time windows
+// in memory fixed by configuration.
+package sketch

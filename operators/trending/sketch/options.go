@@ -1,0 +1,264 @@
+package sketch
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+	"unsafe"
+)
+
+// WindowSpec describes one sliding window: Buckets buckets of width
+// Size/Buckets. The width must be a positive whole number of milliseconds.
+// It has the fields and meaning of trending.WindowSpec.
+type WindowSpec struct {
+	Name    string
+	Size    time.Duration
+	Buckets int
+}
+
+// Width returns the width of one bucket.
+func (s WindowSpec) Width() time.Duration { return s.Size / time.Duration(s.Buckets) }
+
+// DefaultWindows returns the windows of the trending stage: "1m" (60
+// buckets of 1 s), "1h" (60 of 1 min) and "24h" (96 of 15 min).
+func DefaultWindows() []WindowSpec {
+	return []WindowSpec{
+		{Name: "1m", Size: time.Minute, Buckets: 60},
+		{Name: "1h", Size: time.Hour, Buckets: 60},
+		{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
+	}
+}
+
+// Limits on the options.
+const (
+	MaxWindows = 255     // the window index is one byte in keys
+	MaxBuckets = 1 << 16 // buckets per window
+	// PageSize is the number of counters in a page, the unit of memory
+	// allocation and of persistence. A row is at least one page wide.
+	PageSize = 256
+	MaxDepth = 16
+	MaxWidth = 1 << 20
+	// MaxCounters bounds depth × width (page indexes are 16 bits in keys).
+	MaxCounters   = 1 << 24
+	MaxCategories = 255 // the category slot is one byte in keys
+	MaxIDLen      = 4096
+)
+
+// Options configures a [Counts]. The zero value means [DefaultOptions]:
+// each zero field takes its default.
+type Options struct {
+	// Windows are the sliding windows, addressed by their index in this
+	// slice. Empty means DefaultWindows().
+	Windows []WindowSpec
+	// Epsilon sets the sketch width: ceil(e/Epsilon) rounded up to a power
+	// of two (at least PageSize). The error bound of an estimate is
+	// e/width × the window's mass (see the package documentation), which
+	// is at most Epsilon × the mass. Default 2e-4 (width 16384).
+	Epsilon float64
+	// Delta sets the sketch depth: ceil(ln(1/Delta)) rows. An estimate
+	// exceeds its bound with probability at most e^-depth <= Delta.
+	// Default 0.02 (depth 4).
+	Delta float64
+	// Width, if set, is the width itself (a power of two, PageSize to
+	// MaxWidth) and Epsilon is ignored.
+	Width int
+	// Depth, if set, is the depth itself (1 to MaxDepth) and Delta is
+	// ignored.
+	Depth int
+	// MaxK is the largest k that TopK answers with the accuracy the
+	// package documents (default 100). Larger k are answered from the
+	// same candidates, up to their number.
+	MaxK int
+	// CandidatesPerK sets the capacity of each candidate set: MaxK ×
+	// CandidatesPerK articles per window and group (default 2).
+	CandidatesPerK int
+	// MaxCategories bounds the categories counted at once (default 64, at
+	// most MaxCategories). Shares of other categories count globally only.
+	MaxCategories int
+	// MaxIDLen is the longest article id a candidate set keeps, and the
+	// longest category name counted (default 64 bytes, at most MaxIDLen).
+	// A share with a longer article id is counted but its article is
+	// never reported by TopK; a longer category counts globally only.
+	MaxIDLen int
+	// Prefix is the first byte of every key Flush writes (default 'k'), so
+	// the sketch can share a namespace with other state.
+	Prefix byte
+}
+
+// Defaults.
+const (
+	DefaultEpsilon        = 2e-4
+	DefaultDelta          = 0.02
+	DefaultMaxK           = 100
+	DefaultCandidatesPerK = 2
+	DefaultMaxCategories  = 64
+	DefaultMaxIDLen       = 64
+	DefaultPrefix         = 'k'
+)
+
+// DefaultOptions returns the options the zero value stands for.
+func DefaultOptions() Options {
+	return Options{
+		Windows:        DefaultWindows(),
+		Epsilon:        DefaultEpsilon,
+		Delta:          DefaultDelta,
+		MaxK:           DefaultMaxK,
+		CandidatesPerK: DefaultCandidatesPerK,
+		MaxCategories:  DefaultMaxCategories,
+		MaxIDLen:       DefaultMaxIDLen,
+		Prefix:         DefaultPrefix,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if len(o.Windows) == 0 {
+		o.Windows = d.Windows
+	}
+	if o.Epsilon == 0 {
+		o.Epsilon = d.Epsilon
+	}
+	if o.Delta == 0 {
+		o.Delta = d.Delta
+	}
+	if o.MaxK == 0 {
+		o.MaxK = d.MaxK
+	}
+	if o.CandidatesPerK == 0 {
+		o.CandidatesPerK = d.CandidatesPerK
+	}
+	if o.MaxCategories == 0 {
+		o.MaxCategories = d.MaxCategories
+	}
+	if o.MaxIDLen == 0 {
+		o.MaxIDLen = d.MaxIDLen
+	}
+	if o.Prefix == 0 {
+		o.Prefix = d.Prefix
+	}
+	return o
+}
+
+// ErrInvalidOptions is wrapped by every error Validate returns.
+var ErrInvalidOptions = errors.New("sketch: invalid options")
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+}
+
+// Validate reports invalid option values. Zero values are valid: they
+// stand for the defaults.
+func (o Options) Validate() error {
+	switch {
+	case o.Epsilon < 0 || o.Epsilon >= 1 || math.IsNaN(o.Epsilon):
+		return invalid("epsilon %v not in (0, 1)", o.Epsilon)
+	case o.Delta < 0 || o.Delta >= 1 || math.IsNaN(o.Delta):
+		return invalid("delta %v not in (0, 1)", o.Delta)
+	case o.Width < 0 || o.Width > MaxWidth || (o.Width > 0 && (o.Width < PageSize || o.Width&(o.Width-1) != 0)):
+		return invalid("width %d is not a power of two from %d to %d", o.Width, PageSize, MaxWidth)
+	case o.Depth < 0 || o.Depth > MaxDepth:
+		return invalid("depth %d not in 1..%d", o.Depth, MaxDepth)
+	case o.MaxK < 0 || o.MaxK > 100_000:
+		return invalid("max_k %d not in 1..100000", o.MaxK)
+	case o.CandidatesPerK < 0 || o.CandidatesPerK > 64:
+		return invalid("candidates_per_k %d not in 1..64", o.CandidatesPerK)
+	case o.MaxCategories < 0 || o.MaxCategories > MaxCategories:
+		return invalid("max_categories %d not in 1..%d", o.MaxCategories, MaxCategories)
+	case o.MaxIDLen < 0 || o.MaxIDLen > MaxIDLen:
+		return invalid("max_id_len %d not in 1..%d", o.MaxIDLen, MaxIDLen)
+	case len(o.Windows) > MaxWindows:
+		return invalid("%d windows, at most %d", len(o.Windows), MaxWindows)
+	}
+	d := o.withDefaults()
+	if depth, width := d.Sizes(); width > MaxWidth || depth > MaxDepth || depth*width > MaxCounters {
+		return invalid("depth %d × width %d: at most width %d, depth %d and %d counters",
+			depth, width, MaxWidth, MaxDepth, MaxCounters)
+	}
+	if d.MaxK*d.CandidatesPerK > 1<<20 {
+		return invalid("max_k × candidates_per_k = %d, at most %d", d.MaxK*d.CandidatesPerK, 1<<20)
+	}
+	seen := make(map[string]bool, len(o.Windows))
+	for i, w := range o.Windows {
+		switch {
+		case w.Name == "":
+			return invalid("window %d has no name", i)
+		case seen[w.Name]:
+			return invalid("window name %q is used twice", w.Name)
+		case w.Buckets <= 0 || w.Buckets > MaxBuckets:
+			return invalid("window %q: %d buckets, want 1..%d", w.Name, w.Buckets, MaxBuckets)
+		case w.Size <= 0:
+			return invalid("window %q: size %v is not positive", w.Name, w.Size)
+		case w.Size%time.Duration(w.Buckets) != 0 || w.Width()%time.Millisecond != 0 || w.Width() < time.Millisecond:
+			return invalid("window %q: bucket width %v/%d is not a whole number of milliseconds", w.Name, w.Size, w.Buckets)
+		}
+		seen[w.Name] = true
+	}
+	return nil
+}
+
+// Sizes returns the sketch depth (rows) and width (counters per row) that
+// the options give, defaults filled in.
+func (o Options) Sizes() (depth, width int) {
+	o = o.withDefaults()
+	depth, width = o.Depth, o.Width
+	if depth == 0 {
+		depth = max(1, int(math.Ceil(math.Log(1/o.Delta)-1e-9)))
+	}
+	if width == 0 {
+		want := math.Ceil(math.E/o.Epsilon - 1e-9)
+		if want > MaxWidth {
+			return depth, 2 * MaxWidth // refused by Validate
+		}
+		width = max(PageSize, 1<<bits.Len(uint(want)-1))
+	}
+	return depth, width
+}
+
+// Capacity returns the number of articles a candidate set holds.
+func (o Options) Capacity() int {
+	o = o.withDefaults()
+	return o.MaxK * o.CandidatesPerK
+}
+
+// MaxMemoryBytes returns the most heap a [Counts] with these options can
+// hold, whatever its input (see Memory in the package documentation). It
+// assumes valid options.
+func (o Options) MaxMemoryBytes() int {
+	o = o.withDefaults()
+	depth, width := o.Sizes()
+	cells := depth * width
+	pagesPerBucket := cells / PageSize
+	buckets := 0
+	for _, w := range o.Windows {
+		buckets += w.Buckets
+	}
+	nw := len(o.Windows)
+	n := int(unsafe.Sizeof(Counts{}))
+	// Counter pages, their pointers and dirty lists; window totals.
+	n += buckets * pagesPerBucket * (int(unsafe.Sizeof(page{})) + 8 + 4 + 8) // page, pointer, dirty entry, in the pool
+	n += buckets * cells / cellListDivisor * 4
+	n += buckets * int(unsafe.Sizeof(bucket{}))
+	n += nw * (cells*8 + int(unsafe.Sizeof(window{})) + (o.MaxCategories+1)*8)
+	// Candidate sets and the article ids they refer to (each kept once).
+	sets := nw * (o.MaxCategories + 1)
+	entries := sets * o.Capacity()
+	n += sets*int(unsafe.Sizeof(cset{})) + entries*(int(unsafe.Sizeof(entry{}))+posMapEntry)
+	n += entries * (idMapEntry + o.MaxIDLen)
+	// Ids written or deleted by the next Flush: at most two per id.
+	n += 2 * entries * 8
+	// Categories.
+	n += (o.MaxCategories + 1) * (int(unsafe.Sizeof(category{})) + catMapEntry + 2*o.MaxIDLen)
+	// TopK's sort buffer, allocated per call.
+	n += o.Capacity() * int(unsafe.Sizeof(entry{}))
+	return n
+}
+
+// Map entry costs used by MemoryBytes: key and value, padded, divided by
+// the swiss table's load factor (7/8), plus control bytes.
+const (
+	posMapEntry = 24 // uint64 → int32
+	idMapEntry  = 48 // uint64 → idRef
+	catMapEntry = 32 // string → int
+)

@@ -1,0 +1,113 @@
+package sketch
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// page holds PageSize consecutive counters of one row of one bucket's
+// sketch. A bucket allocates a page when it first increments one of its
+// counters: a page that is not allocated holds zeros.
+type page struct {
+	c     [PageSize]uint32
+	dirty bool // changed since the last Flush
+}
+
+// Page encodings: the first byte of a stored page.
+const (
+	pageDense  = 0 // PageSize uvarints
+	pageSparse = 1 // (uvarint zeros skipped, uvarint nonzero count) pairs
+)
+
+// appendPage appends the encoding of p to buf: dense or sparse, whichever
+// is shorter (dense on a tie).
+func appendPage(buf []byte, p *[PageSize]uint32) []byte {
+	dense, sparse, gap := 0, 0, 0
+	for _, v := range p {
+		n := uvarintLen(uint64(v))
+		dense += n
+		if v == 0 {
+			gap++
+			continue
+		}
+		sparse += uvarintLen(uint64(gap)) + n
+		gap = 0
+	}
+	if dense <= sparse {
+		buf = append(buf, pageDense)
+		for _, v := range p {
+			buf = binary.AppendUvarint(buf, uint64(v))
+		}
+		return buf
+	}
+	buf = append(buf, pageSparse)
+	gap = 0
+	for _, v := range p {
+		if v == 0 {
+			gap++
+			continue
+		}
+		buf = binary.AppendUvarint(buf, uint64(gap))
+		buf = binary.AppendUvarint(buf, uint64(v))
+		gap = 0
+	}
+	return buf
+}
+
+var errBadPage = errors.New("malformed page")
+
+// decodePage decodes b, as written by appendPage, into p (which it
+// overwrites). It reports whether some counter is nonzero.
+func decodePage(b []byte, p *[PageSize]uint32) (bool, error) {
+	*p = [PageSize]uint32{}
+	if len(b) == 0 {
+		return false, errBadPage
+	}
+	format, b := b[0], b[1:]
+	nz := false
+	switch format {
+	case pageDense:
+		for i := range p {
+			v, n := binary.Uvarint(b)
+			if n <= 0 || v > 1<<32-1 {
+				return false, errBadPage
+			}
+			p[i] = uint32(v)
+			nz = nz || v != 0
+			b = b[n:]
+		}
+	case pageSparse:
+		i := 0
+		for len(b) > 0 {
+			gap, n := binary.Uvarint(b)
+			if n <= 0 || gap >= uint64(PageSize-i) {
+				return false, errBadPage
+			}
+			b = b[n:]
+			i += int(gap)
+			v, n := binary.Uvarint(b)
+			if n <= 0 || v == 0 || v > 1<<32-1 {
+				return false, errBadPage
+			}
+			b = b[n:]
+			p[i] = uint32(v)
+			i++
+			nz = true
+		}
+	default:
+		return false, errBadPage
+	}
+	if len(b) != 0 {
+		return false, errBadPage
+	}
+	return nz, nil
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}

@@ -1,0 +1,422 @@
+package sketch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// Key kinds: the byte after Options.Prefix. See Persistence in the
+// package documentation.
+const (
+	kindLayout    = 'c'
+	kindWatermark = 'm'
+	kindBucket    = 'b'
+	kindCategory  = 'g'
+	kindID        = 'i'
+	kindSet       = 'k'
+)
+
+const layoutVersion = 1
+
+// ErrLayoutChanged is returned by [Counts.Load] when the stored state was
+// written with a different sketch layout (depth, width, windows, or
+// category cap) than the Counts was created with. The state cannot be
+// reinterpreted; rebuild it by replaying the log.
+var ErrLayoutChanged = errors.New("sketch: stored layout differs from options")
+
+// ErrCorrupt is wrapped by the errors Load returns for stored state it
+// cannot decode.
+var ErrCorrupt = errors.New("sketch: malformed state")
+
+func (c *Counts) layout() []byte {
+	v := []byte{layoutVersion}
+	v = binary.AppendUvarint(v, uint64(c.depth))
+	v = binary.AppendUvarint(v, uint64(c.width))
+	v = binary.AppendUvarint(v, PageSize)
+	v = binary.AppendUvarint(v, uint64(c.opts.MaxCategories))
+	v = binary.AppendUvarint(v, uint64(len(c.win)))
+	for _, w := range c.win {
+		v = binary.AppendUvarint(v, uint64(w.width))
+		v = binary.AppendUvarint(v, uint64(w.n))
+	}
+	return v
+}
+
+func (c *Counts) kindKey(kind byte) []byte {
+	c.key = append(c.key[:0], c.opts.Prefix, kind)
+	return c.key
+}
+
+func (c *Counts) bucketKey(w int, b int64) []byte {
+	k := append(c.kindKey(kindBucket), byte(w))
+	c.key = binary.BigEndian.AppendUint64(k, uint64(b))
+	return c.key
+}
+
+func (c *Counts) kindRange(kind byte) (lo, hi []byte) {
+	return []byte{c.opts.Prefix, kind}, []byte{c.opts.Prefix, kind + 1}
+}
+
+// Flush stages into wr every change since the previous Flush: the pages of
+// counters that changed, the masses of the buckets that changed, the
+// removal of the buckets that expired, the watermark, the categories, and
+// the candidate sets that changed with the article ids they refer to.
+// Commit wr atomically with the input offsets the changes came from.
+//
+// After Flush, c assumes wr is committed. If it is not (wr discarded, the
+// commit failed, or Flush returned an error), c no longer matches the
+// store: discard c and Load a new one from committed state.
+func (c *Counts) Flush(wr state.Writer) error {
+	if !c.wroteLayout {
+		if err := wr.Set(c.kindKey(kindLayout), c.layout()); err != nil {
+			return fmt.Errorf("sketch: flush layout: %w", err)
+		}
+		c.wroteLayout = true
+	}
+	if !c.started {
+		return nil
+	}
+	if !c.flushedAny || c.flushedWM != c.wm {
+		c.val = binary.BigEndian.AppendUint64(c.val[:0], uint64(c.wm))
+		if err := wr.Set(c.kindKey(kindWatermark), c.val); err != nil {
+			return fmt.Errorf("sketch: flush watermark: %w", err)
+		}
+		c.flushedWM, c.flushedAny = c.wm, true
+	}
+	for w := range c.win {
+		if err := c.flushWindow(wr, w); err != nil {
+			return fmt.Errorf("sketch: flush window %d: %w", w, err)
+		}
+	}
+	if err := c.flushCategories(wr); err != nil {
+		return fmt.Errorf("sketch: flush categories: %w", err)
+	}
+	if err := c.flushIDs(wr); err != nil {
+		return fmt.Errorf("sketch: flush ids: %w", err)
+	}
+	for w := range c.win {
+		if err := c.flushSets(wr, w); err != nil {
+			return fmt.Errorf("sketch: flush candidates of window %d: %w", w, err)
+		}
+	}
+	return nil
+}
+
+func (c *Counts) flushWindow(wr state.Writer, w int) error {
+	win := &c.win[w]
+	if win.lo > 0 && win.lo > win.deletedLo {
+		start := bytes.Clone(c.bucketKey(w, 0))
+		if err := wr.DeleteRange(start, c.bucketKey(w, win.lo)); err != nil {
+			return err
+		}
+		win.deletedLo = win.lo
+	}
+	for i := range win.slots {
+		s := &win.slots[i]
+		if !s.live {
+			continue
+		}
+		if s.metaDirty {
+			c.val = binary.AppendUvarint(c.val[:0], s.mass)
+			if err := wr.Set(c.bucketKey(w, s.id), c.val); err != nil {
+				return err
+			}
+			s.metaDirty = false
+		}
+		for _, pi := range s.dirty {
+			p := s.pages[pi]
+			k := binary.BigEndian.AppendUint16(c.bucketKey(w, s.id), uint16(pi))
+			c.key = k
+			c.val = appendPage(c.val[:0], &p.c)
+			if err := wr.Set(k, c.val); err != nil {
+				return err
+			}
+			p.dirty = false
+		}
+		s.dirty = s.dirty[:0]
+	}
+	return nil
+}
+
+func (c *Counts) flushCategories(wr state.Writer) error {
+	for slot := 1; slot < len(c.cats); slot++ {
+		cat := &c.cats[slot]
+		if !cat.dirty {
+			continue
+		}
+		k := append(c.kindKey(kindCategory), byte(slot))
+		c.key = k
+		switch {
+		case cat.live:
+			c.val = binary.BigEndian.AppendUint64(c.val[:0], uint64(cat.lastTS))
+			c.val = append(c.val, cat.name...)
+			if err := wr.Set(k, c.val); err != nil {
+				return err
+			}
+			cat.stored = true
+		case cat.stored:
+			if err := wr.Delete(k); err != nil {
+				return err
+			}
+			cat.stored = false
+		}
+		cat.dirty = false
+	}
+	return nil
+}
+
+func (c *Counts) idKey(h uint64) []byte {
+	c.key = binary.BigEndian.AppendUint64(c.kindKey(kindID), h)
+	return c.key
+}
+
+func (c *Counts) flushIDs(wr state.Writer) error {
+	sortUnique(&c.deletedIDs)
+	for _, h := range c.deletedIDs {
+		if _, ok := c.ids[h]; ok {
+			continue // kept again: written below
+		}
+		if err := wr.Delete(c.idKey(h)); err != nil {
+			return err
+		}
+	}
+	c.deletedIDs = c.deletedIDs[:0]
+	sortUnique(&c.newIDs)
+	for _, h := range c.newIDs {
+		r, ok := c.ids[h]
+		if !ok || r.stored {
+			continue
+		}
+		if err := wr.Set(c.idKey(h), []byte(r.id)); err != nil {
+			return err
+		}
+		r.stored = true
+		c.ids[h] = r
+	}
+	c.newIDs = c.newIDs[:0]
+	return nil
+}
+
+func (c *Counts) flushSets(wr state.Writer, w int) error {
+	for slot, set := range c.win[w].sets {
+		if set == nil || !set.dirty {
+			continue
+		}
+		k := append(c.kindKey(kindSet), byte(w), byte(slot))
+		c.key = k
+		if len(set.heap) == 0 {
+			if set.stored {
+				if err := wr.Delete(k); err != nil {
+					return err
+				}
+				set.stored = false
+			}
+		} else {
+			v := c.val[:0]
+			for _, e := range set.heap {
+				v = binary.BigEndian.AppendUint64(v, e.h)
+				v = binary.AppendUvarint(v, e.est)
+			}
+			c.val = v
+			if err := wr.Set(k, v); err != nil {
+				return err
+			}
+			set.stored = true
+		}
+		set.dirty = false
+	}
+	return nil
+}
+
+// Load replaces the contents of c with the committed state in r, as
+// written by Flush. The result answers every query exactly as the flushed
+// Counts did, and behaves identically under further calls (its next Flush
+// writes the same bytes).
+func (c *Counts) Load(r state.Reader) error {
+	*c = *New(c.opts)
+	v, ok, err := r.Get(c.kindKey(kindLayout))
+	if err != nil {
+		return fmt.Errorf("sketch: load layout: %w", err)
+	}
+	if ok && !bytes.Equal(v, c.layout()) {
+		return ErrLayoutChanged
+	}
+	c.wroteLayout = ok
+	v, ok, err = r.Get(c.kindKey(kindWatermark))
+	if err != nil {
+		return fmt.Errorf("sketch: load watermark: %w", err)
+	}
+	if !ok {
+		return nil // nothing was ever counted
+	}
+	if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+		return fmt.Errorf("sketch: load watermark %x: %w", v, ErrCorrupt)
+	}
+	c.start(int64(binary.BigEndian.Uint64(v)))
+	c.flushedWM, c.flushedAny = c.wm, true
+	stale := false // expired buckets are still stored
+	for _, l := range []struct {
+		kind byte
+		fn   func(k, v []byte) error
+	}{
+		{kindCategory, c.loadCategory},
+		{kindID, c.loadID},
+		{kindBucket, func(k, v []byte) error {
+			expired, err := c.loadBucket(k, v)
+			stale = stale || expired
+			return err
+		}},
+		{kindSet, c.loadSet},
+	} {
+		lo, hi := c.kindRange(l.kind)
+		err := r.Scan(lo, hi, func(k, v []byte) error {
+			if err := l.fn(k, v); err != nil {
+				return fmt.Errorf("sketch: load key %x: %w", k, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for h, r := range c.ids {
+		if r.refs == 0 { // no set refers to it: delete it
+			delete(c.ids, h)
+			c.deletedIDs = append(c.deletedIDs, h)
+		}
+	}
+	for w := range c.win {
+		win := &c.win[w]
+		if !stale {
+			win.deletedLo = win.lo
+		}
+		for i := range win.slots {
+			if s := &win.slots[i]; s.live && s.mass == 0 {
+				return fmt.Errorf("sketch: load window %d bucket %d: no mass: %w", w, s.id, ErrCorrupt)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Counts) loadCategory(k, v []byte) error {
+	if len(k) != 3 || k[2] == 0 || int(k[2]) > c.opts.MaxCategories || len(v) <= 8 {
+		return ErrCorrupt
+	}
+	slot, name := int(k[2]), string(v[8:])
+	if _, dup := c.catIdx[name]; dup {
+		return fmt.Errorf("category %q twice: %w", name, ErrCorrupt)
+	}
+	for len(c.cats) <= slot {
+		c.cats = append(c.cats, category{})
+	}
+	c.cats[slot] = category{name: name, salt: categorySalt(name), lastTS: int64(binary.BigEndian.Uint64(v)), live: true, stored: true}
+	c.catIdx[name] = slot
+	return nil
+}
+
+func (c *Counts) loadID(k, v []byte) error {
+	if len(k) != 10 || len(v) == 0 || articleHash(string(v)) != binary.BigEndian.Uint64(k[2:]) {
+		return ErrCorrupt
+	}
+	c.ids[binary.BigEndian.Uint64(k[2:])] = idRef{id: string(v), stored: true}
+	return nil
+}
+
+// loadBucket loads a bucket's mass or one of its pages, and reports
+// whether the bucket has expired (it is then skipped).
+func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
+	if (len(k) != 11 && len(k) != 13) || int(k[2]) >= len(c.win) {
+		return false, ErrCorrupt
+	}
+	win := &c.win[k[2]]
+	b := int64(binary.BigEndian.Uint64(k[3:11]))
+	switch {
+	case b < win.lo:
+		return true, nil
+	case b > win.hi:
+		return false, fmt.Errorf("bucket %d ahead of the watermark: %w", b, ErrCorrupt)
+	}
+	s := win.slot(b)
+	if len(k) == 11 {
+		mass, n := binary.Uvarint(v)
+		if n != len(v) || mass == 0 || s.live {
+			return false, fmt.Errorf("bucket mass %x: %w", v, ErrCorrupt)
+		}
+		c.open(s, b)
+		s.mass, s.metaDirty = mass, false
+		s.overflow = true // the cell list is not stored
+		win.mass += mass
+		return false, nil
+	}
+	pi := int(binary.BigEndian.Uint16(k[11:]))
+	if !s.live || s.id != b || pi >= len(s.pages) || s.pages[pi] != nil {
+		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
+	}
+	p := c.newPage()
+	nz, err := decodePage(v, &p.c)
+	if err != nil || !nz {
+		c.pool = append(c.pool, p)
+		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
+	}
+	s.pages[pi] = p
+	tot := win.total[pi*PageSize : (pi+1)*PageSize]
+	for j, x := range p.c {
+		tot[j] += uint64(x)
+	}
+	return false, nil
+}
+
+func (c *Counts) loadSet(k, v []byte) error {
+	if len(k) != 4 || int(k[2]) >= len(c.win) || len(v) == 0 {
+		return ErrCorrupt
+	}
+	win, slot := &c.win[k[2]], int(k[3])
+	if slot >= len(c.cats) || (slot > 0 && !c.cats[slot].live) || win.sets[slot] != nil {
+		return fmt.Errorf("candidates of category slot %d: %w", slot, ErrCorrupt)
+	}
+	set := &cset{pos: make(map[uint64]int32), stored: true}
+	for len(v) > 0 {
+		if len(v) < 9 {
+			return ErrCorrupt
+		}
+		h := binary.BigEndian.Uint64(v)
+		est, n := binary.Uvarint(v[8:])
+		if n <= 0 || est == 0 || est == math.MaxUint64 {
+			return ErrCorrupt
+		}
+		v = v[8+n:]
+		r, ok := c.ids[h]
+		if _, dup := set.pos[h]; !ok || dup {
+			return fmt.Errorf("candidate %016x: %w", h, ErrCorrupt)
+		}
+		r.refs++
+		c.ids[h] = r
+		set.pos[h] = int32(len(set.heap))
+		set.heap = append(set.heap, entry{est: est, h: h, id: r.id})
+	}
+	set.heapify() // a no-op for a heap Flush wrote
+	for len(set.heap) > c.capacity { // the capacity was lowered
+		last := len(set.heap) - 1
+		set.swap(0, last)
+		c.unref(set.heap[last].h)
+		delete(set.pos, set.heap[last].h)
+		set.heap = set.heap[:last]
+		set.down(0)
+		set.dirty = true
+	}
+	win.sets[slot] = set
+	return nil
+}
+
+// sortUnique sorts *s and removes repeated values.
+func sortUnique(s *[]uint64) {
+	slices.Sort(*s)
+	*s = slices.Compact(*s)
+}
