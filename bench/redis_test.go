@@ -154,9 +154,20 @@ func BenchmarkTrendingVsRedis(b *testing.B) {
 				b.ReportMetric(med[i].qps, s.name+"-qps")
 				b.ReportMetric(durMS(med[i].p99), s.name+"-p99-ms")
 			}
+			// The ratios of the medians, and the medians of the ratios of
+			// runs made one after the other (less sensitive to the
+			// machine's drift).
 			b.ReportMetric(med[0].qps/med[1].qps, "x-zrange")
 			b.ReportMetric(med[0].qps/med[2].qps, "x-get")
-			fmt.Printf("trending 1h top-100, %d connections, %d load thread(s), median of %d × %ds:\n", conns, threads, runs, secs)
+			pairs := func(i int) float64 {
+				var rs []float64
+				for j, r := range results[0] {
+					rs = append(rs, r.qps/results[i][j].qps)
+				}
+				slices.Sort(rs)
+				return rs[len(rs)/2]
+			}
+			fmt.Printf("trending 1h top-100, %d connections, %d load thread(s), median of %d × %ds (load average %s):\n", conns, threads, runs, secs, loadAverage())
 			for i, s := range sides {
 				var all []string
 				for _, r := range results[i] {
@@ -164,9 +175,20 @@ func BenchmarkTrendingVsRedis(b *testing.B) {
 				}
 				fmt.Printf("  %-9s %8.0f req/s  p99 %6.2f ms   runs: %s\n", s.name, med[i].qps, durMS(med[i].p99), strings.Join(all, ", "))
 			}
-			fmt.Printf("  newsflow/zrange %.2f×, newsflow/get %.2f×\n", med[0].qps/med[1].qps, med[0].qps/med[2].qps)
+			fmt.Printf("  newsflow/zrange %.2f× (median of pairs %.2f×), newsflow/get %.2f× (median of pairs %.2f×)\n",
+				med[0].qps/med[1].qps, pairs(1), med[0].qps/med[2].qps, pairs(2))
 		})
 	}
+}
+
+// loadAverage is the first three fields of /proc/loadavg: on a shared
+// machine, whether something else ran meanwhile.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 // Shape of the shares of BenchmarkTrendingVsRedis.
