@@ -307,6 +307,10 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 		lag[name] = st.Lag
 	}
 	checks := map[string]any{"engine": map[string]any{"ready": s.deps.Engine.Ready(), "lag_by_stage": lag}}
+	// The exact counters of this node's partitions against their memory
+	// budget: mode, bytes per partition, budget, over_budget (and what to
+	// do when over).
+	checks["trending"] = s.deps.Trending.ExactMemory()
 	if s.deps.Stories != nil {
 		recent, wm := s.deps.Stories.Recent()
 		checks["stories"] = map[string]any{"recent": len(recent), "latest_event": wm}

@@ -92,12 +92,16 @@ type TrendingConfig struct {
 	// article's topics; at most MaxParked wait per task.
 	ParkFor   time.Duration `yaml:"park_for"`
 	MaxParked int           `yaml:"max_parked"`
+	// ExactMaxBytes is the memory budget of each partition's exact counts;
+	// over it the node warns (log, metrics, /health/detailed) and keeps
+	// counting exactly.
+	ExactMaxBytes int64 `yaml:"exact_max_bytes"`
 }
 
 // operatorOptions are the trending operator's options.
 func (c TrendingConfig) operatorOptions() trending.OperatorOptions {
 	o := trending.OperatorOptions{MaxK: c.MaxK, SnapshotInterval: c.SnapshotInterval, MaxFuture: c.MaxFuture,
-		ParkFor: c.ParkFor, MaxParked: c.MaxParked}
+		ParkFor: c.ParkFor, MaxParked: c.MaxParked, ExactMaxBytes: c.ExactMaxBytes}
 	for _, w := range c.Windows {
 		o.Counts.Windows = append(o.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
 	}
@@ -236,7 +240,7 @@ func defaultConfig() Config {
 				{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
 			},
 			MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
-			ParkFor: 10 * time.Minute, MaxParked: 100_000,
+			ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: trending.DefaultExactMaxBytes,
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,

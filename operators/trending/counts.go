@@ -64,7 +64,10 @@
 //
 // Article ids are interned to dense uint32 indexes, and so are (category,
 // article) pairs; indexes go back to a free list when their counts are zero
-// in every window, which happens when their last bucket expires. An article
+// in every window, which happens when their last bucket expires. The ids
+// live in one byte arena behind an open-addressing index (idTable), with
+// no Go pointer per id, so the garbage collector does not scan millions of
+// them and a restore interns them without an allocation each. An article
 // is a row [first pair, total per window] in one flat []uint32, and a pair a
 // row [article, category, next pair of the article, total per window], so
 // an Add or an expiry touches one cache line per index. Recent buckets
@@ -78,8 +81,19 @@
 // global totals at once, and it is exactly what is persisted. A bucket keys
 // the AddToCategory counts of a pair apart from its Add counts (the pair
 // index with bit 31 set, [categoryOnly]): both are in the pair's totals,
-// only the Add counts in its article's. With the
-// default windows this costs about 200 bytes per live article.
+// only the Add counts in its article's.
+//
+// # Memory
+//
+// [Counts.MemoryBytes] estimates the heap the counts hold, within a few
+// percent of what building them adds to the live heap
+// (TestMemoryBytesHonest); the operator's memory guard (guard.go) compares
+// it with a budget. With the default windows an article shared once in
+// the day under one category costs about 125 bytes, one shared often in
+// the last hour about 220, one counted under three topics about 265.
+// Arrays keep their capacity when counts expire (indexes are reused), so
+// the estimate, like the heap, stays at its peak until a restart loads
+// the state compactly.
 //
 // Top-K does not scan all articles. Every window × group (global, or one
 // category) has a threshold tau and keeps the exact set of indexes whose

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,12 +46,17 @@ type OperatorOptions struct {
 	// their article per task (default 100000); beyond it a share of an
 	// unknown article counts without topics.
 	MaxParked int `json:"max_parked"`
+	// ExactMaxBytes is the memory budget of each partition's exact counts
+	// (Counts.MemoryBytes; default DefaultExactMaxBytes). A partition over
+	// it is reported (log, metrics, ExactMemory) and keeps counting
+	// exactly: see guard.go.
+	ExactMaxBytes int64 `json:"exact_max_bytes"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.
 func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
-		ParkFor: 10 * time.Minute, MaxParked: 100_000}
+		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes}
 }
 
 // Validate reports invalid option values.
@@ -58,8 +64,8 @@ func (o OperatorOptions) Validate() error {
 	if err := o.Counts.Validate(); err != nil {
 		return err
 	}
-	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 {
-		return errors.New("trending: max_k, snapshot_interval, max_future, park_for and max_parked must not be negative")
+	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 || o.ExactMaxBytes < 0 {
+		return errors.New("trending: max_k, snapshot_interval, max_future, park_for, max_parked and exact_max_bytes must not be negative")
 	}
 	return nil
 }
@@ -86,6 +92,9 @@ func (o OperatorOptions) withDefaults() OperatorOptions {
 	}
 	if o.MaxParked == 0 {
 		o.MaxParked = d.MaxParked
+	}
+	if o.ExactMaxBytes == 0 {
+		o.ExactMaxBytes = d.ExactMaxBytes
 	}
 	return o
 }
@@ -128,7 +137,11 @@ type Operator struct {
 	// untagged counts the shares without a category by what their
 	// article's topics did (topicOutcomes).
 	untagged *prometheus.CounterVec
-	parsers  fastjson.ParserPool
+	// guardM and exact are the memory guard's metrics and per-partition
+	// state (guard.go).
+	guardM  *guardMetrics
+	exact   []exactState
+	parsers fastjson.ParserPool
 	// grain (ms) divides every bucket width: waiting shares are kept per
 	// time rounded down to it, which keeps their buckets.
 	grain int64
@@ -155,7 +168,8 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	o := &Operator{opts: opts, maxPast: opts.MaxPast(), windows: map[string]int{}, parts: make([]atomic.Pointer[partition], partitions)}
+	o := &Operator{opts: opts, maxPast: opts.MaxPast(), windows: map[string]int{}, parts: make([]atomic.Pointer[partition], partitions),
+		guardM: newGuardMetrics(), exact: make([]exactState, partitions)}
 	for i, w := range opts.Counts.Windows {
 		o.windows[w.Name] = i
 	}
@@ -173,7 +187,7 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 			"expired (the article did not come within park_for), full (too many shares waiting).",
 	}, []string{"outcome"})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{o.dups, o.untagged} {
+		for _, c := range append([]prometheus.Collector{o.dups, o.untagged}, o.guardM.collectors()...) {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("trending: register metrics: %w", err)
 			}
@@ -226,7 +240,8 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 	if int(tc.Partition) >= len(o.parts) {
 		return nil, fmt.Errorf("trending: partition %d beyond %d", tc.Partition, len(o.parts))
 	}
-	return &task{op: o, p: tc.Partition, seen: dedup.New(o.dedupOptions())}, nil
+	return &task{op: o, p: tc.Partition, seen: dedup.New(o.dedupOptions()), log: taskLogger(tc.Logger),
+		guard: memoryGuard{budget: o.opts.ExactMaxBytes}}, nil
 }
 
 // dedupOptions are the options of each task's set of applied event ids.
@@ -301,6 +316,8 @@ type task struct {
 	seen   *dedup.Set     // owned by the task goroutine
 	join   *articleTopics // owned by the task goroutine
 	parser fastjson.Parser
+	log    *slog.Logger
+	guard  memoryGuard // owned by the task goroutine
 }
 
 func (t *task) Restore(r state.Reader) error {
@@ -316,6 +333,7 @@ func (t *task) Restore(r state.Reader) error {
 		return err
 	}
 	t.part = &partition{counts: c}
+	t.checkMemoryLocked() // no one else knows t.part yet
 	t.part.rebuild(t.op)
 	t.op.parts[t.p].Store(t.part)
 	return nil
@@ -438,7 +456,11 @@ func (t *task) Flush(w state.Writer) error {
 	t.part.seenBytes.Store(int64(t.seen.MemoryBytes()))
 	t.part.mu.Lock()
 	defer t.part.mu.Unlock()
-	return t.part.counts.Flush(w)
+	if err := t.part.counts.Flush(w); err != nil {
+		return err
+	}
+	t.checkMemoryLocked()
+	return nil
 }
 
 // Committed publishes a new top-K snapshot at most once per snapshot
@@ -459,8 +481,8 @@ func (t *task) Committed(info engine.CommitInfo) {
 }
 
 func (t *task) Close() error {
-	if t.part != nil {
-		t.op.parts[t.p].CompareAndSwap(t.part, nil)
+	if t.part != nil && t.op.parts[t.p].CompareAndSwap(t.part, nil) {
+		t.forgetMemory()
 	}
 	return nil
 }
