@@ -1,8 +1,8 @@
 package sketch
 
 import (
-	"encoding/hex"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"testing"

@@ -40,6 +40,10 @@ type Counts struct {
 	capacity int  // of a candidate set
 	maxCells int  // of a bucket's cell list
 	win      []window
+	// total holds every window's sum of its live buckets' sketches,
+	// interleaved: counter i of window w is total[i*len(win)+w], so that
+	// an Add finds a counter's totals in all windows in one cache line.
+	total []uint64
 
 	started bool
 	wm      int64
@@ -50,10 +54,12 @@ type Counts struct {
 	cats   []category
 
 	// The article ids of candidate set members, by article hash, each
-	// kept once; newIDs and deletedIDs are what the next Flush writes.
+	// kept once. The next Flush writes the unstored ones and deletes the
+	// stored ones that were dropped (deletedIDs); newIDs is its scratch.
 	ids        map[uint64]idRef
-	newIDs     []uint64
+	unstored   int
 	deletedIDs []uint64
+	newIDs     []uint64
 
 	pool       []*page // pages of expired buckets, for reuse
 	pagesAlloc int
@@ -66,14 +72,14 @@ type Counts struct {
 }
 
 type window struct {
+	idx       int   // in Counts.win
 	width     int64 // ms
 	n         int64 // buckets
 	hi, lo    int64 // live buckets are [lo, hi]; valid once started
 	slots     []bucket
-	total     []uint64 // depth × width: the sum of the live buckets' sketches
-	mass      uint64   // the sum of the live buckets' masses
-	sets      []*cset  // candidate sets by category slot; 0 is global
-	deletedLo int64    // stored buckets below this are deleted
+	mass      uint64  // the sum of the live buckets' masses
+	sets      []*cset // candidate sets by category slot; 0 is global
+	deletedLo int64   // stored buckets below this are deleted
 }
 
 // bucket is one time bucket of a window, held in ring slot id mod n: a
@@ -129,12 +135,13 @@ func New(opts Options) *Counts {
 		ids:      make(map[uint64]idRef),
 	}
 	c.win = make([]window, len(opts.Windows))
+	c.total = make([]uint64, depth*width*len(c.win))
 	for i, s := range opts.Windows {
 		c.win[i] = window{
+			idx:       i,
 			width:     s.Width().Milliseconds(),
 			n:         int64(s.Buckets),
 			slots:     make([]bucket, s.Buckets),
-			total:     make([]uint64, depth*width),
 			sets:      make([]*cset, opts.MaxCategories+1),
 			deletedLo: math.MinInt64,
 		}
@@ -214,14 +221,6 @@ func (c *Counts) salt(slot int) uint64 {
 		return globalSalt
 	}
 	return c.cats[slot].salt
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
 }
 
 func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
@@ -308,39 +307,43 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 // in the bucket are incremented. It returns the key's estimate in the
 // window.
 func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
+	var vals [MaxDepth]uint32
+	var tots [MaxDepth]uint64
 	m := uint32(math.MaxUint32)
-	for _, i := range cols[:c.depth] {
+	for r, i := range cols[:c.depth] {
+		// Load the window's totals with the bucket's counters, so that
+		// their cache misses overlap.
+		tots[r] = c.total[i*len(c.win)+win.idx]
 		if p := s.pages[i/PageSize]; p != nil {
-			m = min(m, p.c[i%PageSize])
-		} else {
-			m = 0
+			vals[r] = p.c[i%PageSize]
 		}
+		m = min(m, vals[r])
 	}
 	est := uint64(math.MaxUint64)
-	for _, i := range cols[:c.depth] {
-		if m != math.MaxUint32 { // else saturated: see Limits
+	for r, i := range cols[:c.depth] {
+		t := tots[r]
+		if vals[r] == m && m != math.MaxUint32 { // else saturated: see Limits
 			p := s.pages[i/PageSize]
 			if p == nil {
 				p = c.newPage()
 				s.pages[i/PageSize] = p
 			}
-			if p.c[i%PageSize] == m {
-				p.c[i%PageSize] = m + 1
-				win.total[i]++
-				if m == 0 && !s.overflow {
-					if len(s.cells) < c.maxCells {
-						s.cells = append(s.cells, int32(i))
-					} else {
-						s.overflow, s.cells = true, s.cells[:0]
-					}
-				}
-				if !p.dirty {
-					p.dirty = true
-					s.dirty = append(s.dirty, int32(i/PageSize))
+			p.c[i%PageSize] = m + 1
+			t++
+			c.total[i*len(c.win)+win.idx] = t
+			if m == 0 && !s.overflow {
+				if len(s.cells) < c.maxCells {
+					s.cells = append(s.cells, int32(i))
+				} else {
+					s.overflow, s.cells = true, s.cells[:0]
 				}
 			}
+			if !p.dirty {
+				p.dirty = true
+				s.dirty = append(s.dirty, int32(i/PageSize))
+			}
 		}
-		est = min(est, win.total[i])
+		est = min(est, t)
 	}
 	s.mass++
 	win.mass++
@@ -359,7 +362,7 @@ func (c *Counts) estimate(win *window, k uint64) uint64 {
 func (c *Counts) estimateCols(win *window, cols *[MaxDepth]int) uint64 {
 	est := uint64(math.MaxUint64)
 	for _, i := range cols[:c.depth] {
-		est = min(est, win.total[i])
+		est = min(est, c.total[i*len(c.win)+win.idx])
 	}
 	return est
 }
@@ -382,6 +385,16 @@ func (c *Counts) open(s *bucket, b int64) {
 	s.id, s.live, s.mass, s.metaDirty = b, true, 0, true
 }
 
+// addPage adds sign (1 or -1) times the counters of page pi of a bucket
+// of window win to the window's totals.
+func (c *Counts) addPage(win *window, pi int, p *[PageSize]uint32, sign int) {
+	nw := len(c.win)
+	tot := c.total[pi*PageSize*nw : (pi+1)*PageSize*nw]
+	for j, v := range p {
+		tot[j*nw+win.idx] += uint64(int64(sign) * int64(v))
+	}
+}
+
 // cellListDivisor sets the length of a bucket's cell list: depth × width
 // / cellListDivisor, where visiting the listed cells costs as much as
 // visiting every counter of 1/32 of the sketch.
@@ -392,7 +405,7 @@ func (c *Counts) expire(win *window, s *bucket) {
 	if !s.overflow {
 		for _, i := range s.cells {
 			p := &s.pages[i/PageSize].c[i%PageSize]
-			win.total[i] -= uint64(*p)
+			c.total[int(i)*len(c.win)+win.idx] -= uint64(*p)
 			*p = 0
 		}
 	}
@@ -401,10 +414,7 @@ func (c *Counts) expire(win *window, s *bucket) {
 			continue
 		}
 		if s.overflow {
-			tot := win.total[pi*PageSize : (pi+1)*PageSize]
-			for j, v := range p.c {
-				tot[j] -= uint64(v)
-			}
+			c.addPage(win, pi, &p.c, -1)
 			p.c = [PageSize]uint32{}
 		}
 		p.dirty = false
@@ -614,11 +624,11 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 // MemoryBytes returns the heap bytes held by c (an estimate for its maps),
 // at most Options().MaxMemoryBytes().
 func (c *Counts) MemoryBytes() int {
-	n := int(unsafe.Sizeof(*c))
+	n := int(unsafe.Sizeof(*c)) + cap(c.total)*8
 	n += c.pagesAlloc*int(unsafe.Sizeof(page{})) + cap(c.pool)*8
 	for i := range c.win {
 		w := &c.win[i]
-		n += int(unsafe.Sizeof(*w)) + cap(w.total)*8 + cap(w.sets)*8
+		n += int(unsafe.Sizeof(*w)) + cap(w.sets)*8
 		n += cap(w.slots) * int(unsafe.Sizeof(bucket{}))
 		for j := range w.slots {
 			n += cap(w.slots[j].pages)*8 + cap(w.slots[j].dirty)*4 + cap(w.slots[j].cells)*4

@@ -38,10 +38,10 @@ const (
 	// PageSize is the number of counters in a page, the unit of memory
 	// allocation and of persistence. A row is at least one page wide.
 	PageSize = 256
-	MaxDepth = 16
-	MaxWidth = 1 << 20
-	// MaxCounters bounds depth × width (page indexes are 16 bits in keys).
-	MaxCounters   = 1 << 24
+	// MaxDepth × MaxWidth / PageSize pages per bucket: a page index is
+	// 16 bits in keys.
+	MaxDepth      = 16
+	MaxWidth      = 1 << 20
 	MaxCategories = 255 // the category slot is one byte in keys
 	MaxIDLen      = 4096
 )
@@ -172,9 +172,8 @@ func (o Options) Validate() error {
 		return invalid("%d windows, at most %d", len(o.Windows), MaxWindows)
 	}
 	d := o.withDefaults()
-	if depth, width := d.Sizes(); width > MaxWidth || depth > MaxDepth || depth*width > MaxCounters {
-		return invalid("depth %d × width %d: at most width %d, depth %d and %d counters",
-			depth, width, MaxWidth, MaxDepth, MaxCounters)
+	if depth, width := d.Sizes(); width > MaxWidth || depth > MaxDepth {
+		return invalid("depth %d × width %d: at most width %d and depth %d", depth, width, MaxWidth, MaxDepth)
 	}
 	if d.MaxK*d.CandidatesPerK > 1<<20 {
 		return invalid("max_k × candidates_per_k = %d, at most %d", d.MaxK*d.CandidatesPerK, 1<<20)
@@ -246,8 +245,10 @@ func (o Options) MaxMemoryBytes() int {
 	entries := sets * o.Capacity()
 	n += sets*int(unsafe.Sizeof(cset{})) + entries*(int(unsafe.Sizeof(entry{}))+posMapEntry)
 	n += entries * (idMapEntry + o.MaxIDLen)
-	// Ids written or deleted by the next Flush: at most two per id.
-	n += 2 * entries * 8
+	// Hashes of the ids the next Flush deletes, and its scratch for those
+	// it writes: at most one per candidate each, in slices grown by
+	// doubling.
+	n += 4 * entries * 8
 	// Categories.
 	n += (o.MaxCategories + 1) * (int(unsafe.Sizeof(category{})) + catMapEntry + 2*o.MaxIDLen)
 	// TopK's sort buffer, allocated per call.

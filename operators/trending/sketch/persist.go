@@ -187,19 +187,26 @@ func (c *Counts) flushIDs(wr state.Writer) error {
 		}
 	}
 	c.deletedIDs = c.deletedIDs[:0]
-	sortUnique(&c.newIDs)
-	for _, h := range c.newIDs {
-		r, ok := c.ids[h]
-		if !ok || r.stored {
-			continue
+	if c.unstored == 0 {
+		return nil
+	}
+	hs := c.newIDs[:0]
+	for h, r := range c.ids {
+		if !r.stored {
+			hs = append(hs, h)
 		}
+	}
+	slices.Sort(hs) // map order is random; Flush writes in one order
+	for _, h := range hs {
+		r := c.ids[h]
 		if err := wr.Set(c.idKey(h), []byte(r.id)); err != nil {
 			return err
 		}
 		r.stored = true
 		c.ids[h] = r
+		c.unstored--
 	}
-	c.newIDs = c.newIDs[:0]
+	c.newIDs = hs[:0]
 	return nil
 }
 
@@ -285,6 +292,13 @@ func (c *Counts) Load(r state.Reader) error {
 			return err
 		}
 	}
+	for w := range c.win {
+		for _, set := range c.win[w].sets {
+			if set != nil {
+				c.trim(set)
+			}
+		}
+	}
 	for h, r := range c.ids {
 		if r.refs == 0 { // no set refers to it: delete it
 			delete(c.ids, h)
@@ -366,10 +380,7 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
 	}
 	s.pages[pi] = p
-	tot := win.total[pi*PageSize : (pi+1)*PageSize]
-	for j, x := range p.c {
-		tot[j] += uint64(x)
-	}
+	c.addPage(win, pi, &p.c, 1)
 	return false, nil
 }
 
@@ -402,17 +413,23 @@ func (c *Counts) loadSet(k, v []byte) error {
 		set.heap = append(set.heap, entry{est: est, h: h, id: r.id})
 	}
 	set.heapify() // a no-op for a heap Flush wrote
-	for len(set.heap) > c.capacity { // the capacity was lowered
+	win.sets[slot] = set
+	return nil
+}
+
+// trim drops the last members of a set loaded with more than the
+// capacity, which was lowered.
+func (c *Counts) trim(set *cset) {
+	for len(set.heap) > c.capacity {
 		last := len(set.heap) - 1
 		set.swap(0, last)
 		c.unref(set.heap[last].h)
 		delete(set.pos, set.heap[last].h)
+		set.heap[last] = entry{}
 		set.heap = set.heap[:last]
 		set.down(0)
 		set.dirty = true
 	}
-	win.sets[slot] = set
-	return nil
 }
 
 // sortUnique sorts *s and removes repeated values.

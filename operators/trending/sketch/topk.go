@@ -77,7 +77,7 @@ func (s *cset) heapify() {
 // member, and admits a non-member if the set has room or the article
 // ranks before the set's last member, which it replaces.
 func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64) {
-	if len(id) > c.opts.MaxIDLen {
+	if len(id) > c.opts.MaxIDLen || est == 0 {
 		return
 	}
 	set := win.sets[slot]
@@ -183,10 +183,7 @@ func (c *Counts) ref(h uint64, id string) (string, bool) {
 	}
 	id = strings.Clone(id) // don't pin the caller's buffer
 	c.ids[h] = idRef{id: id, refs: 1}
-	c.newIDs = append(c.newIDs, h)
-	if len(c.newIDs) > 2*len(c.ids)+64 {
-		c.compactNewIDs()
-	}
+	c.unstored++
 	return id, true
 }
 
@@ -199,18 +196,7 @@ func (c *Counts) unref(h uint64) {
 	delete(c.ids, h)
 	if r.stored {
 		c.deletedIDs = append(c.deletedIDs, h)
+	} else {
+		c.unstored--
 	}
-}
-
-// compactNewIDs keeps in newIDs, once each and sorted, the ids that are
-// kept and not stored.
-func (c *Counts) compactNewIDs() {
-	out := c.newIDs[:0]
-	for _, h := range c.newIDs {
-		if r, ok := c.ids[h]; ok && !r.stored {
-			out = append(out, h)
-		}
-	}
-	sortUnique(&out)
-	c.newIDs = out
 }

@@ -1,0 +1,259 @@
+package sketch
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/newsflow/newsflow/state"
+)
+
+// BenchmarkZipf10M runs the accuracy scenario of TestZipfAccuracy at
+// 10,000,000 distinct articles (8M shares, 16M increments) with the
+// default options, and reports the worst global top-100 precision and
+// mean relative error over the windows, the same for the categories'
+// top 100 and top 25, the largest error and bound, the memory, the time
+// per Add, the bytes of a full Flush into Pebble and the time to Load them.
+//
+//	go test -run '^$' -bench Zipf10M -benchtime 1x ./operators/trending/sketch/
+func BenchmarkZipf10M(b *testing.B) {
+	s := genZipf(10_000_000, zipfPhases(2_000_000), 1)
+	for b.Loop() {
+		c := New(Options{})
+		perAdd := s.feed(c)
+		rep, rep25 := evaluate(c, s, 100), evaluate(c, s, 25)
+		global := quality{precision: 1}
+		for _, q := range rep.global {
+			global.precision = min(global.precision, q[0].precision)
+			global.mre = max(global.mre, q[0].mre)
+		}
+		catPrecision, catMRE := 1.0, 0.0
+		for _, qs := range rep.cats {
+			for _, q := range qs {
+				catPrecision, catMRE = min(catPrecision, q.precision), max(catMRE, q.mre)
+			}
+		}
+		cat25Precision, cat25MRE := 1.0, 0.0
+		for _, qs := range rep25.cats {
+			for _, q := range qs {
+				cat25Precision, cat25MRE = min(cat25Precision, q.precision), max(cat25MRE, q.mre)
+			}
+		}
+		if rep.worst.under > 0 || rep.worst.overBound > 0 {
+			b.Errorf("%d counts under the exact count, %d beyond their bound", rep.worst.under, rep.worst.overBound)
+		}
+		stored, load := flushLoad(b, c)
+		b.ReportMetric(global.precision, "precision")
+		b.ReportMetric(global.mre, "mean-rel-err")
+		b.ReportMetric(catPrecision, "cat-precision")
+		b.ReportMetric(catMRE, "cat-mean-rel-err")
+		b.ReportMetric(cat25Precision, "cat-top25-precision")
+		b.ReportMetric(cat25MRE, "cat-top25-mean-rel-err")
+		b.ReportMetric(float64(rep.worst.maxErr), "max-err")
+		b.ReportMetric(float64(rep.worst.maxBound), "max-bound")
+		b.ReportMetric(float64(c.MemoryBytes()), "memory-bytes")
+		b.ReportMetric(float64(perAdd.Nanoseconds()), "ns/add")
+		b.ReportMetric(float64(stored), "flush-bytes")
+		b.ReportMetric(load.Seconds()*1000, "load-ms")
+	}
+}
+
+// flushLoad flushes c into a new Pebble database in one batch, and
+// returns the bytes written and the time to Load them.
+func flushLoad(b *testing.B, c *Counts) (int, time.Duration) {
+	b.Helper()
+	ns, n := flushToPebble(b, c)
+	loaded := New(c.Options())
+	start := time.Now()
+	if err := loaded.Load(ns); err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(start)
+	if loaded.Mass(0) != c.Mass(0) || loaded.Watermark() != c.Watermark() {
+		b.Fatal("loaded state differs")
+	}
+	return n, d
+}
+
+// flushToPebble flushes c into a new Pebble database in one batch,
+// flushes that to sstables (Load then reads them, as after a restart),
+// and returns the namespace and the bytes written.
+func flushToPebble(b *testing.B, c *Counts) (state.Namespace, int) {
+	b.Helper()
+	db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	ns := db.Namespace("trending/0")
+	batch := ns.NewBatch()
+	w := &countingWriter{Writer: batch}
+	if err := c.Flush(w); err != nil {
+		b.Fatal(err)
+	}
+	if err := batch.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Pebble().Flush(); err != nil {
+		b.Fatal(err)
+	}
+	return ns, w.n
+}
+
+type countingWriter struct {
+	state.Writer
+	n int
+}
+
+func (w *countingWriter) Set(k, v []byte) error {
+	w.n += len(k) + len(v)
+	return w.Writer.Set(k, v)
+}
+
+// productionStream returns shares of Zipf(1.0) over a million articles
+// at 12,500 shares a second of event time (one partition of the design's
+// 100,000 a second over 8), in time order, each with one of 8 categories.
+func productionStream(n int) []share {
+	z := newZipf(1_000_000, 1)
+	rng := rand.New(rand.NewPCG(9, 9))
+	out := make([]share, n)
+	var buf [32]byte
+	for i := range out {
+		r := z.sample(rng)
+		out[i] = share{id: rankID(&buf, r), cat: zipfCategoryNames[r%zipfCategories], ts: day0 + int64(i)*80/1000}
+	}
+	return out
+}
+
+// BenchmarkAdd measures Add in the steady state of one partition at the
+// design's rate, with the default options: the windows are full, buckets
+// expire every second and the candidate sets are full.
+func BenchmarkAdd(b *testing.B) {
+	shares := productionStream(2_000_000)
+	c := New(Options{})
+	// Warm up over more than a minute of event time.
+	for _, s := range shares[:1_000_000] {
+		c.Add(s.id, s.cat, s.ts)
+	}
+	i, dt := 1_000_000, int64(0)
+	for b.Loop() {
+		if i == len(shares) {
+			i, dt = 0, dt+shares[len(shares)-1].ts-day0+1
+		}
+		s := shares[i]
+		c.Add(s.id, s.cat, s.ts+dt)
+		i++
+	}
+}
+
+// BenchmarkFlush measures an incremental Flush every 3,125 shares (250 ms,
+// the engine's commit interval, at the design's rate of one partition).
+func BenchmarkFlush(b *testing.B) {
+	shares := productionStream(2_000_000)
+	c := New(Options{})
+	for _, s := range shares[:1_000_000] {
+		c.Add(s.id, s.cat, s.ts)
+	}
+	m := &countingWriter{Writer: discard{}}
+	if err := c.Flush(m); err != nil {
+		b.Fatal(err)
+	}
+	m.n = 0
+	i, flushes, dt := 1_000_000, 0, int64(0)
+	for b.Loop() {
+		b.StopTimer()
+		for range 3125 {
+			if i == len(shares) {
+				i, dt = 0, dt+shares[len(shares)-1].ts-day0+1
+			}
+			s := shares[i]
+			c.Add(s.id, s.cat, s.ts+dt)
+			i++
+		}
+		b.StartTimer()
+		if err := c.Flush(m); err != nil {
+			b.Fatal(err)
+		}
+		flushes++
+	}
+	b.ReportMetric(float64(m.n)/float64(flushes), "bytes/flush")
+}
+
+type discard struct{}
+
+func (discard) Set(k, v []byte) error         { return nil }
+func (discard) Delete(k []byte) error         { return nil }
+func (discard) DeleteRange(s, e []byte) error { return nil }
+
+// BenchmarkLoad loads the largest state the default options allow: every
+// page of every bucket of the three windows allocated, with counters of
+// the size the design's rate gives (about 1, 90 and 1,400 per counter in
+// the 1m, 1h and 24h windows), 64 categories, and every candidate set
+// full. It reports the stored bytes and the Load time of one partition;
+// a node loads its partitions in parallel, one task each.
+func BenchmarkLoad(b *testing.B) {
+	c := New(Options{})
+	fillFull(c)
+	ns, stored := flushToPebble(b, c)
+	loaded := New(Options{})
+	for b.Loop() {
+		if err := loaded.Load(ns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(stored), "stored-bytes")
+	b.ReportMetric(float64(c.MemoryBytes()), "memory-bytes")
+	if loaded.Mass(2) != c.Mass(2) || loaded.pagesAlloc < c.pagesAlloc {
+		b.Fatalf("loaded %d pages, mass %d; want %d, %d", loaded.pagesAlloc, loaded.Mass(2), c.pagesAlloc, c.Mass(2))
+	}
+}
+
+// fillFull fills c as a partition at the design's rate would after a day,
+// but with every page allocated and every candidate set full.
+func fillFull(c *Counts) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	wm := day0 + ms(48*time.Hour)
+	c.start(wm)
+	c.wm = wm
+	for w := range c.win {
+		win := &c.win[w]
+		perBucket := uint64(12_500 * 2 * win.width / 1000) // increments
+		mean := perBucket / uint64(c.width)
+		for b := win.lo; b <= win.hi; b++ {
+			s := win.slot(b)
+			c.open(s, b)
+			s.overflow = true
+			s.mass = perBucket
+			win.mass += perBucket
+			for pi := range s.pages {
+				p := c.newPage()
+				for j := range p.c {
+					p.c[j] = uint32(rng.Uint64N(2*mean + 2))
+					c.total[(pi*PageSize+j)*len(c.win)+w] += uint64(p.c[j])
+				}
+				p.c[0]++ // no page is all zeros
+				c.total[pi*PageSize*len(c.win)+w]++
+				p.dirty = true
+				s.pages[pi] = p
+				s.dirty = append(s.dirty, int32(pi))
+			}
+		}
+	}
+	for i := range c.opts.MaxCategories {
+		slot := c.slotFor(fmt.Sprintf("category-%d", i))
+		c.cats[slot].lastTS = wm
+	}
+	var buf [32]byte
+	for w := range c.win {
+		win := &c.win[w]
+		for slot := range win.sets {
+			for range c.capacity {
+				r := rng.IntN(10_000_000)
+				id := rankID(&buf, r)
+				c.offer(win, slot, articleHash(id), id, 1+rng.Uint64N(1_000_000))
+			}
+		}
+	}
+}
