@@ -428,3 +428,30 @@ func TestMemoryBounded(t *testing.T) {
 	}
 	t.Logf("peak %d bytes of at most %d", peak, limit)
 }
+
+// TestConcurrentQueries: the query methods only read, so they may run
+// concurrently with each other (run with -race).
+func TestConcurrentQueries(t *testing.T) {
+	c := newCounts(t, Options{MaxK: 5})
+	for _, s := range randomShares(5, 3000, 30, time.Hour) {
+		apply(c, s)
+	}
+	want := answers(c, streamIDs(randomShares(5, 3000, 30, time.Hour)))
+	got := make([]string, 4)
+	done := make(chan int)
+	for g := range got {
+		go func() {
+			got[g] = answers(c, streamIDs(randomShares(5, 3000, 30, time.Hour)))
+			c.MemoryBytes()
+			done <- g
+		}()
+	}
+	for range got {
+		<-done
+	}
+	for g := range got {
+		if got[g] != want {
+			t.Fatalf("goroutine %d saw other answers", g)
+		}
+	}
+}
