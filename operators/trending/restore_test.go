@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -118,6 +119,15 @@ func buildRestoreState(tb testing.TB, db *state.DB, m manyArticles) {
 	}
 }
 
+// cpuTime returns the CPU time (user and system) the process has used.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkRestore measures the trending operator's restart: every
 // partition's task restored from its committed Pebble state at once, one
 // goroutine each, as the engine restores them (Counts.Load, the event id
@@ -126,8 +136,11 @@ func buildRestoreState(tb testing.TB, db *state.DB, m manyArticles) {
 // (NEWSFLOW_BENCH_RESTORE_SHARES=N for another size), written once through
 // the tasks before the timed part.
 //
-// restore-s is the time until every task has restored; MB/partition the
-// operator's MemoryBytes averaged over partitions after it, heap-MB the Go
+// restore-s is the time until every task has restored, restore-cpu-s the
+// process's CPU time meanwhile (user and system, GC included);
+// MB/partition the operator's MemoryBytes (counts and event ids) averaged
+// over partitions after it, counts-MB/partition the counts' alone
+// (Counts.MemoryBytes), heap-MB the Go
 // heap in use after restore (runtime.MemStats.HeapAlloc after a GC),
 // state-MB the state's size on disk.
 func BenchmarkRestore(b *testing.B) {
@@ -154,7 +167,7 @@ func BenchmarkRestore(b *testing.B) {
 	diskBytes := db.Pebble().Metrics().DiskSpaceUsage()
 	var o *Operator
 	var tasks []engine.Task
-	var restored time.Duration
+	var restored, cpu time.Duration
 	runs := 0
 	for b.Loop() {
 		for _, tk := range tasks {
@@ -165,7 +178,7 @@ func BenchmarkRestore(b *testing.B) {
 		if o, err = New(OperatorOptions{}, m.parts, nil); err != nil {
 			b.Fatal(err)
 		}
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime(b)
 		var mu sync.Mutex
 		var g errgroup.Group
 		for p := range m.parts {
@@ -184,6 +197,7 @@ func BenchmarkRestore(b *testing.B) {
 			b.Fatal(err)
 		}
 		restored += time.Since(t0)
+		cpu += cpuTime(b) - c0
 		runs++
 	}
 	defer func() {
@@ -198,8 +212,14 @@ func BenchmarkRestore(b *testing.B) {
 	for _, x := range o.MemoryBytes() {
 		total += x
 	}
+	var counts int64
+	for _, p := range o.ExactMemory().Partitions {
+		counts += p.Bytes
+	}
 	b.ReportMetric(restored.Seconds()/float64(runs), "restore-s")
+	b.ReportMetric(cpu.Seconds()/float64(runs), "restore-cpu-s")
 	b.ReportMetric(float64(total)/float64(m.parts)/1e6, "MB/partition")
+	b.ReportMetric(float64(counts)/float64(m.parts)/1e6, "counts-MB/partition")
 	b.ReportMetric(float64(ms.HeapAlloc)/1e6, "heap-MB")
 	b.ReportMetric(float64(diskBytes)/1e6, "state-MB")
 }
