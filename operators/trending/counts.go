@@ -1401,27 +1401,57 @@ func (c *Counts) Load(r state.Reader) error {
 	if err != nil {
 		return err
 	}
-	var ld loader
+	ld := loader{c: c}
 	err = r.Scan(bucketsLo, bucketsHi, func(k, v []byte) error {
-		if err := ld.cell(c, k, v); err != nil {
+		if err := ld.cell(k, v); err != nil {
 			return fmt.Errorf("trending: load key %x: %w", k, err)
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	ld.flush()
+	return nil
 }
 
-// loader remembers the category of the previous cell during a Load: cells
-// come sorted by window, bucket and category, so most cells repeat it.
+// loader applies the stored cells to a Counts during Load, in batches of
+// loadBatch: looking a cell's article up takes a few dependent cache
+// misses (the table slot, the id's reference, its bytes, the article's
+// row), and issuing each kind for a whole batch at once lets the memory
+// system serve them in parallel instead of one after another.
 type loader struct {
+	c     *Counts
+	cells []loadCell
+	ids   []byte // the batch's article ids and categories
+	sink  uint64 // what the touching passes read, so that they are kept
+
+	// The category of the previous cell: cells come sorted by window,
+	// bucket and category, so most cells repeat it.
 	cat  []byte
 	ci   uint32
 	have bool
 }
 
+// loadBatch is the number of cells a loader applies together.
+const loadBatch = 256
+
+// loadCell is one stored cell, checked, waiting in a batch.
+type loadCell struct {
+	w         int
+	b         int64
+	cnt       uint64
+	only      bool
+	art, cat  [2]int // start and end in loader.ids
+	h         uint32
+	a         uint32
+	slot, ref uint64 // touched ahead of use (ref: then the first pair)
+}
+
 var errBadCell = errors.New("malformed cell")
 
-func (ld *loader) cell(c *Counts, k, v []byte) error {
+func (ld *loader) cell(k, v []byte) error {
+	c := ld.c
 	if len(k) < 10 {
 		return errBadCell
 	}
@@ -1453,36 +1483,89 @@ func (ld *loader) cell(c *Counts, k, v []byte) error {
 			return fmt.Errorf("category-only cell without a category: %w", errBadCell)
 		}
 	}
-	// The article id is only read (and copied when interned): a view of
-	// the key spares an allocation per cell.
-	id := unsafe.String(&art[0], len(art))
-	h := c.ids.hash(id)
-	a, ok := c.ids.find(id, h)
-	if !ok {
-		a = c.newArticle(id, h)
-	}
-	if !ld.have || !bytes.Equal(cat, ld.cat) {
-		ld.ci, ld.cat, ld.have = c.internCat(string(cat)), append(ld.cat[:0], cat...), true
-	}
-	p := c.internPairCat(a, ld.ci)
-	key := p
-	if only {
-		key |= categoryOnly
-	}
-	s := win.slot(b)
-	if s.n == 0 {
-		s.id, s.open = b, b >= win.wlo
-	}
-	e := uint64(key)<<32 | cnt
-	if s.open {
-		s.put(e)
-	} else {
-		s.tab = append(s.tab, e)
-		s.n++
-	}
-	c.pairRow(p)[pairTotal+w] += uint32(cnt)
-	if !only {
-		c.artRow(a)[artTotal+w] += uint32(cnt)
+	cl := loadCell{w: w, b: b, cnt: cnt, only: only}
+	cl.art[0] = len(ld.ids)
+	ld.ids = append(ld.ids, art...)
+	cl.art[1], cl.cat[0] = len(ld.ids), len(ld.ids)
+	ld.ids = append(ld.ids, cat...)
+	cl.cat[1] = len(ld.ids)
+	if ld.cells = append(ld.cells, cl); len(ld.cells) == loadBatch {
+		ld.flush()
 	}
 	return nil
+}
+
+// flush applies the batch, as if each cell were applied in turn: the
+// articles are interned in cell order first, then the cells counted in
+// cell order, which is the same since interning an article does not
+// depend on the counts.
+func (ld *loader) flush() {
+	c, t, cells := ld.c, &ld.c.ids, ld.cells
+	// The article ids are only read (and copied when interned): views of
+	// the batch's bytes spare an allocation per cell.
+	id := func(cl *loadCell) string { return unsafe.String(&ld.ids[cl.art[0]], cl.art[1]-cl.art[0]) }
+	// Touch the table slot, then the reference and the bytes of the id it
+	// holds, for every cell; a slot may move while the batch is interned,
+	// which only makes a touch useless.
+	for i := range cells {
+		cl := &cells[i]
+		cl.h = t.hash(id(cl))
+		cl.slot = t.slots[t.home(cl.h)]
+	}
+	for i := range cells {
+		if s := cells[i].slot; s != 0 && uint32(s>>32) == cells[i].h {
+			cells[i].ref = t.refs[uint32(s)-1]
+		}
+	}
+	for i := range cells {
+		if r := cells[i].ref; r&0xffff != 0 {
+			ld.sink += uint64(t.arena[r&^refLive>>16])
+		}
+	}
+	for i := range cells {
+		cl := &cells[i]
+		a, ok := t.find(id(cl), cl.h)
+		if !ok {
+			a = c.newArticle(id(cl), cl.h)
+		}
+		cl.a = a
+	}
+	// Touch each article's row, then its first pair's.
+	for i := range cells {
+		cells[i].ref = uint64(c.arts[int(cells[i].a)*c.artStride+artHead])
+	}
+	for i := range cells {
+		if p := uint32(cells[i].ref); p != noID {
+			ld.sink += uint64(c.pairs[int(p)*c.pairStride])
+		}
+	}
+	for i := range cells {
+		cl := &cells[i]
+		cat := ld.ids[cl.cat[0]:cl.cat[1]]
+		if !ld.have || !bytes.Equal(cat, ld.cat) {
+			ld.ci, ld.cat, ld.have = c.internCat(string(cat)), append(ld.cat[:0], cat...), true
+		}
+		p := c.internPairCat(cl.a, ld.ci)
+		key := p
+		if cl.only {
+			key |= categoryOnly
+		}
+		win := &c.win[cl.w]
+		s := win.slot(cl.b)
+		if s.n == 0 {
+			s.id, s.open = cl.b, cl.b >= win.wlo
+		}
+		e := uint64(key)<<32 | cl.cnt
+		if s.open {
+			s.put(e)
+		} else {
+			s.tab = append(s.tab, e)
+			s.n++
+		}
+		c.pairRow(p)[pairTotal+cl.w] += uint32(cl.cnt)
+		if !cl.only {
+			c.artRow(cl.a)[artTotal+cl.w] += uint32(cl.cnt)
+		}
+	}
+	ld.cells, ld.ids = ld.cells[:0], ld.ids[:0]
 }
