@@ -47,6 +47,7 @@
 //	    uvarint(len(category)) | category | article id   → uvarint(count)
 //	'm'                                                   → watermark (uint64 BE)
 //	'c'                                                   → window layout
+//	'n'                     → uvarint(articles) uvarint(pairs) uvarint(id bytes)
 //
 // A count made by AddToCategory is stored with a NUL byte before its
 // category (in the length too): no category begins with one (Add and
@@ -58,7 +59,12 @@
 // watermarks of an earlier lateness rule, are ignored and deleted by the
 // first Flush after Load.) The 'c' key records every
 // window's size and bucket count so that Load refuses state written under a
-// different layout ([ErrLayoutChanged]) instead of misreading it.
+// different layout ([ErrLayoutChanged]) instead of misreading it. The 'n'
+// key is a hint, rewritten when the live articles, (category, article)
+// pairs or article id bytes have changed by more than an eighth since it
+// was last written: Load allocates its arrays for that many at once
+// instead of growing them cell by cell, which would touch several times
+// the memory (state without it loads as well).
 //
 // # Design
 //
@@ -269,6 +275,8 @@ type Counts struct {
 	oldSources  bool // Load found per-source watermarks to delete
 	flushedWM   int64
 	flushedAny  bool // flushedWM is valid
+	hint        sizes
+	hinted      bool // hint is what the store holds
 	key, val    []byte
 
 	rescans int // for tests and benchmarks
@@ -913,6 +921,19 @@ func (t *idTable) compact() {
 	t.arena, t.dead = arena, 0
 }
 
+// reserve makes room for n ids of bytes bytes in all.
+func (t *idTable) reserve(n, bytes int) {
+	size := len(t.slots)
+	for size*3 < (n+1)*4 {
+		size *= 2
+	}
+	if size > len(t.slots) {
+		t.resize(size)
+	}
+	t.refs = slices.Grow(t.refs, n-len(t.refs))
+	t.arena = slices.Grow(t.arena, bytes-len(t.arena))
+}
+
 func (t *idTable) memoryBytes() int { return cap(t.slots)*8 + cap(t.arena) + cap(t.refs)*8 }
 
 // Buckets.
@@ -1245,6 +1266,7 @@ func (c *Counts) MemoryBytes() int {
 
 var (
 	layoutKey    = []byte{'c'}
+	sizesKey     = []byte{'n'}
 	watermarkKey = []byte{'m'}
 	bucketsLo    = []byte{'w'}
 	bucketsHi    = []byte{'w' + 1}
@@ -1293,6 +1315,15 @@ func (c *Counts) Flush(wr state.Writer) error {
 			return fmt.Errorf("trending: flush watermark: %w", err)
 		}
 		c.flushedWM, c.flushedAny = c.wm, true
+	}
+	if cur := c.sizes(); !c.hinted || cur.far(c.hint) {
+		v := binary.AppendUvarint(c.val[:0], cur.arts)
+		v = binary.AppendUvarint(v, cur.pairs)
+		c.val = binary.AppendUvarint(v, cur.idBytes)
+		if err := wr.Set(sizesKey, c.val); err != nil {
+			return fmt.Errorf("trending: flush sizes: %w", err)
+		}
+		c.hint, c.hinted = cur, true
 	}
 	if c.oldSources {
 		if err := wr.DeleteRange([]byte{oldSourcePrefix}, []byte{oldSourcePrefix + 1}); err != nil {
@@ -1394,6 +1425,18 @@ func (c *Counts) Load(r state.Reader) error {
 	}
 	c.start(int64(binary.BigEndian.Uint64(v)))
 	c.flushedWM, c.flushedAny = c.wm, true
+	if v, ok, err = r.Get(sizesKey); err != nil {
+		return fmt.Errorf("trending: load sizes: %w", err)
+	} else if ok {
+		arts, n1 := binary.Uvarint(v)
+		pairs, n2 := binary.Uvarint(v[max(n1, 0):])
+		idBytes, n3 := binary.Uvarint(v[max(n1, 0)+max(n2, 0):])
+		if n1 <= 0 || n2 <= 0 || n3 <= 0 {
+			return fmt.Errorf("trending: load: bad sizes %x", v)
+		}
+		c.hint, c.hinted = sizes{arts, pairs, idBytes}, true
+		c.reserve(c.hint)
+	}
 	err = r.Scan([]byte{oldSourcePrefix}, []byte{oldSourcePrefix + 1}, func(k, v []byte) error {
 		c.oldSources = true
 		return nil
@@ -1413,6 +1456,36 @@ func (c *Counts) Load(r state.Reader) error {
 	}
 	ld.flush()
 	return nil
+}
+
+// sizes are what a Counts holds: live articles, live (category, article)
+// pairs and the bytes of the live article ids.
+type sizes struct{ arts, pairs, idBytes uint64 }
+
+func (c *Counts) sizes() sizes {
+	return sizes{uint64(c.ids.n), uint64(len(c.pairs)/c.pairStride - len(c.pairFree)), uint64(len(c.ids.arena) - c.ids.dead)}
+}
+
+// far reports whether s differs from o by more than an eighth (plus a
+// little) in some respect.
+func (s sizes) far(o sizes) bool {
+	far := func(a, b uint64) bool { return a > b+b/8+1024 || b > a+a/8+1024 }
+	return far(s.arts, o.arts) || far(s.pairs, o.pairs) || far(s.idBytes, o.idBytes)
+}
+
+// reserve allocates room for the articles, pairs and id bytes of s at once
+// (Load, before the cells). A hint is no more than that: beyond 2^22
+// articles or pairs and 2^28 bytes of ids (far over the default memory
+// budget) the arrays grow as the cells come, and a corrupt hint cannot
+// allocate more.
+func (c *Counts) reserve(s sizes) {
+	const most = 1 << 22
+	arts, pairs := int(min(s.arts, most)), int(min(s.pairs, most))
+	c.arts = slices.Grow(c.arts, arts*c.artStride)
+	c.artPos = slices.Grow(c.artPos, arts*c.nw)
+	c.pairs = slices.Grow(c.pairs, pairs*c.pairStride)
+	c.pairPos = slices.Grow(c.pairPos, pairs*c.nw)
+	c.ids.reserve(arts, int(min(s.idBytes, 1<<28)))
 }
 
 // loader applies the stored cells to a Counts during Load, in batches of

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -919,8 +920,8 @@ func TestFlushOnlyChanges(t *testing.T) {
 	if err := c.Flush(&rec); err != nil {
 		t.Fatal(err)
 	}
-	// layout, watermark and 2 cells in each of 3 windows
-	if len(rec.ops) != 2+6 {
+	// layout, watermark, sizes and 2 cells in each of 3 windows
+	if len(rec.ops) != 3+6 {
 		t.Fatalf("first flush: %d ops: %v", len(rec.ops), rec.ops)
 	}
 	rec.ops = nil
@@ -1032,5 +1033,46 @@ func TestIDTable(t *testing.T) {
 		if tab.view(a) != id {
 			t.Fatalf("view(%d) = %q, want %q", a, tab.view(a), id)
 		}
+	}
+}
+
+// TestSizesHint: Load allocates for the articles the stored hint names,
+// and state with a wrong hint, or none, loads the same counts.
+func TestSizesHint(t *testing.T) {
+	_, ns := openNS(t)
+	c := NewCounts(Options{})
+	for i := range 50_000 {
+		c.Add(fmt.Sprintf("article-%d", i), benchCategories[i%3], 1_780_000_000_000+int64(i)*1000)
+	}
+	flush(t, c, ns)
+	l := load(t, Options{}, ns)
+	if got := l.sizes(); got.far(c.sizes()) || l.hint != c.hint || got.arts != 50_000 {
+		t.Fatalf("loaded sizes %+v, hint %+v, flushed %+v", got, l.hint, c.sizes())
+	}
+	if n := l.articleSlots(); cap(l.arts) > n*l.artStride*9/8 || cap(l.pairs) > len(l.pairs)*9/8 {
+		t.Errorf("articles: %d rows, room for %d; pairs room %d for %d", n, cap(l.arts)/l.artStride, cap(l.pairs), len(l.pairs))
+	}
+	want := l.dump()
+	for _, hint := range [][]byte{nil, {1, 1, 1}, {0xff, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f}} {
+		b := ns.NewBatch()
+		if hint == nil {
+			b.Delete(sizesKey)
+		} else {
+			b.Set(sizesKey, hint)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if got := load(t, Options{}, ns).dump(); !maps.Equal(got, want) {
+			t.Fatalf("hint %x: counts differ", hint)
+		}
+	}
+	b := ns.NewBatch()
+	b.Set(sizesKey, []byte{0x80})
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewCounts(Options{}).Load(ns); err == nil || !strings.Contains(err.Error(), "bad sizes") {
+		t.Fatalf("corrupt hint: %v", err)
 	}
 }
