@@ -250,7 +250,7 @@ func (o *Operator) dedupOptions() dedup.Options {
 }
 
 // dedupPrefix starts the event id keys in a task's namespace (the counts
-// use 'c', 'm', 's' and 'w').
+// use 'c', 'm', 'n', 's' and 'w').
 const dedupPrefix = 'e'
 
 // partition is the live state of one task, shared with queries.
