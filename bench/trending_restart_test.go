@@ -124,8 +124,10 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 //
 // Reported, medians over the restarts of each kind: term-ready-s and
 // kill-ready-s, from starting the process until /health/ready answers 200
-// (target <= 5 s); term-peak-rss-MB and kill-peak-rss-MB, the restarted
-// process's VmHWM once it is ready and has caught up. load-peak-rss-MB is
+// (target <= 5 s); term-ready-cpu-s and kill-ready-cpu-s, the CPU time
+// (user and system) the process used until then, which depends less on
+// what else runs on the machine; term-peak-rss-MB and kill-peak-rss-MB,
+// the restarted process's VmHWM once it is ready and has caught up. load-peak-rss-MB is
 // the loading process's VmHWM, load-events/s its rate from the first
 // request to everything committed, state-MB and log-MB the size of
 // data/state and data/log on disk after the last restart. Every restart
