@@ -18,8 +18,10 @@ import (
 // kept as JSON with the offset where each item ends. The answer for a
 // smaller k is the first k items of it (ranks count from the top) followed
 // by the same tail, so one serialisation serves every k. An answer is kept
-// with the trending.View it was made from and is rebuilt when
-// Operator.View returns another view: a partition published a snapshot,
+// with the generation of the trending.View it was made from (not the view,
+// which would keep its snapshots alive as long as a category nobody asks
+// for any more) and is rebuilt when Operator.View returns a later view: a
+// partition published a snapshot,
 // one is due for a rebuild (older than snapshot_interval with shares
 // applied since), or a partition started, stopped or was restored. Answers
 // are therefore exactly as fresh as the computed ones, and byte for byte
@@ -66,7 +68,7 @@ type trendingSlot struct {
 
 // trendingAnswer is one serialised answer for k = max_k.
 type trendingAnswer struct {
-	view *trending.View
+	gen  uint64 // of the view it was made from
 	body []byte // the whole answer: for every k ≥ len(ends)
 	ends []int  // ends[i]: where item i ends in body
 	tail []byte // what follows the last item: "]" and the fields after it
@@ -94,8 +96,10 @@ func (c *trendingCache) serve(ctx *fasthttp.RequestCtx, window, category []byte,
 			return false
 		}
 	}
+	// An answer made from a later view than v (by a request that came
+	// meanwhile) is at least as fresh.
 	a := sl.cur.Load()
-	if a == nil || a.view != v {
+	if a == nil || a.gen < v.Generation() {
 		if a = sl.rebuild(c); a == nil {
 			return false
 		}
@@ -130,12 +134,12 @@ func (c *trendingCache) addSlot(wi int, category string, v *trending.View) *tren
 
 // rebuild serialises the slot's answer from the current view, unless a
 // request did meanwhile. The view is taken under the slot's lock, so the
-// slot only moves to newer views.
+// slot only moves to later views.
 func (sl *trendingSlot) rebuild(c *trendingCache) *trendingAnswer {
 	sl.mu.Lock()
 	defer sl.mu.Unlock()
 	v := c.op.View()
-	if a := sl.cur.Load(); a != nil && a.view == v {
+	if a := sl.cur.Load(); a != nil && a.gen >= v.Generation() {
 		return a
 	}
 	res, err := v.Top(sl.window, sl.category, c.maxK)
@@ -146,7 +150,7 @@ func (sl *trendingSlot) rebuild(c *trendingCache) *trendingAnswer {
 	if err != nil {
 		return nil
 	}
-	a.view = v
+	a.gen = v.Generation()
 	sl.cur.Store(a)
 	return a
 }

@@ -533,11 +533,13 @@ func (o *Operator) Top(window, category string, k int) (Result, error) {
 // kept, so every query over the same snapshots shares one merge.
 //
 // Operator.View returns the same *View for as long as no partition
-// publishes a new snapshot, starts or stops, so callers may key caches of
-// what they derive from an answer (serialised responses) by the pointer:
-// an entry made from View v is current exactly while View() returns v.
+// publishes a new snapshot, starts or stops, and each new view has a larger
+// Generation, so callers may keep what they derive from an answer
+// (serialised responses) with the generation: it is current exactly while
+// View() returns a view of that generation.
 type View struct {
 	o     *Operator
+	gen   uint64
 	snaps []*snapshot // per partition; nil while it is not running here
 	asOf  int64       // the newest watermark of the snapshots
 	// partial lists the partitions not running here.
@@ -571,10 +573,14 @@ func (o *Operator) View() *View {
 			snaps[i] = pt.current(o)
 		}
 	}
-	if v := o.view.Load(); v != nil && slices.Equal(v.snaps, snaps) {
-		return v // another query made it meanwhile
+	gen := uint64(1)
+	if v := o.view.Load(); v != nil {
+		if slices.Equal(v.snaps, snaps) {
+			return v // another query made it meanwhile
+		}
+		gen = v.gen + 1
 	}
-	v := &View{o: o, snaps: snaps}
+	v := &View{o: o, gen: gen, snaps: snaps}
 	v.mu.merged = map[viewKey][]Entry{}
 	for i, s := range snaps {
 		if s == nil {
@@ -586,6 +592,10 @@ func (o *Operator) View() *View {
 	o.view.Store(v)
 	return v
 }
+
+// Generation numbers the operator's views from 1: a later view has a
+// larger generation.
+func (v *View) Generation() uint64 { return v.gen }
 
 // unchanged reports whether every partition's current snapshot is the one
 // v holds: the same partitions run, none published a snapshot since, and
