@@ -74,17 +74,8 @@ func TestREADMECLIExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	start, end := strings.Index(readme, "\n## Using it"), strings.Index(readme, "\n### A cluster")
-	if start < 0 || end < start {
-		t.Fatal("README has no \"Using it\" part before \"A cluster\"")
-	}
 	var running, stopped []string
-	for _, line := range regexp.MustCompile(`(?m)^bin/newsflow .*$`).FindAllString(readme[start:end], -1) {
+	for _, line := range regexp.MustCompile(`(?m)^bin/newsflow .*$`).FindAllString(readmeUsingIt(t), -1) {
 		cmd, comment, _ := strings.Cut(line, " #")
 		cmd = strings.TrimSpace(cmd)
 		skipped := false

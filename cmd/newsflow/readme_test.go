@@ -26,16 +26,7 @@ func TestREADMECurlExamples(t *testing.T) {
 	if err != nil {
 		t.Skip("curl is not installed")
 	}
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	start, end := strings.Index(readme, "\n## Using it"), strings.Index(readme, "\n### A cluster")
-	if start < 0 || end < start {
-		t.Fatal("README has no \"Using it\" part before \"A cluster\"")
-	}
-	cmds := curlCommands(readme[start:end])
+	cmds := curlCommands(readmeUsingIt(t))
 	if len(cmds) < 15 {
 		t.Fatalf("found %d curl commands in the README", len(cmds))
 	}
@@ -82,6 +73,22 @@ func TestREADMECurlExamples(t *testing.T) {
 		ran++
 	}
 	t.Logf("%d README curl examples answered 2xx", ran)
+}
+
+// readmeUsingIt returns the README's "Using it" part, up to "A cluster":
+// the examples a reader runs against one node.
+func readmeUsingIt(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start, end := strings.Index(readme, "\n## Using it"), strings.Index(readme, "\n### A cluster")
+	if start < 0 || end < start {
+		t.Fatal("README has no \"Using it\" part before \"A cluster\"")
+	}
+	return readme[start:end]
 }
 
 // curlCommands returns the curl commands of the sh blocks of md, with
