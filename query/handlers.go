@@ -257,7 +257,11 @@ func (s *Server) handleArticleShares(ctx *fasthttp.RequestCtx) {
 			writeJSON(ctx, fasthttp.StatusBadRequest, map[string]any{"error": "unknown window " + w, "windows": s.deps.Trending.WindowNames()})
 			return
 		}
-		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"article_id": id, "window": w, "count": c, "as_of": sh.AsOf})
+		body := map[string]any{"article_id": id, "window": w, "count": c, "as_of": sh.AsOf}
+		if b, ok := sh.Bounds[w]; ok {
+			body["error_bound"] = b // cms mode: the true count is in [count-error_bound, count]
+		}
+		writeJSON(ctx, fasthttp.StatusOK, body)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, sh)

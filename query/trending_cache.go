@@ -193,6 +193,10 @@ func encodeTrending(res trending.Result) (*trendingAnswer, error) {
 		}
 		b = append(b, `,"count":`...)
 		b = strconv.AppendUint(b, it.Count, 10)
+		if it.Bound != 0 { // cms mode (omitempty)
+			b = append(b, `,"error_bound":`...)
+			b = strconv.AppendUint(b, it.Bound, 10)
+		}
 		b = append(b, '}')
 		a.ends[i] = len(b)
 	}

@@ -172,7 +172,7 @@ func TestZipfAccuracy(t *testing.T) {
 			var exact []Entry
 			for r, n := range ref[w] {
 				if n > 0 && (category == "" || catNames[cat[r]] == category) {
-					exact = append(exact, Entry{ids[r], uint64(n)})
+					exact = append(exact, Entry{ArticleID: ids[r], Count: uint64(n)})
 				}
 			}
 			slices.SortFunc(exact, byCount)

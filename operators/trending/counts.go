@@ -219,6 +219,10 @@ var ErrLayoutChanged = errors.New("trending: stored window layout differs from o
 type Entry struct {
 	ArticleID string
 	Count     uint64
+	// Bound is the error bound of Count: 0 for exact counts; for the
+	// sketch (CounterCMS) the true count is in [Count-Bound, Count] with
+	// high probability (package sketch).
+	Bound uint64
 }
 
 const (

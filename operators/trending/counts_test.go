@@ -95,7 +95,7 @@ func (r *refModel) counts(w int, cat string) map[string]uint64 {
 func topOf(m map[string]uint64, k int) []Entry {
 	var out []Entry
 	for a, n := range m {
-		out = append(out, Entry{a, n})
+		out = append(out, Entry{ArticleID: a, Count: n})
 	}
 	slices.SortFunc(out, func(x, y Entry) int {
 		if c := cmp.Compare(y.Count, x.Count); c != 0 {
@@ -448,7 +448,7 @@ func TestAddBasics(t *testing.T) {
 	if got := c.CategoryCount(1, "tech", "a"); got != 2 {
 		t.Errorf("CategoryCount(1h, tech, a) = %d, want 2", got)
 	}
-	want := []Entry{{"a", 3}, {"b", 1}}
+	want := []Entry{{ArticleID: "a", Count: 3}, {ArticleID: "b", Count: 1}}
 	if got := c.TopK(1, "", 5); !slices.Equal(got, want) {
 		t.Errorf("TopK = %v, want %v", got, want)
 	}

@@ -25,6 +25,11 @@ import (
 // stands. The guard never drops a share: answers stay exact over budget,
 // and the memory keeps growing until the operator switches to the sketch
 // counter (trending.counter: cms) or the budget is raised.
+//
+// The guard applies to the exact counter only. The sketch's memory is
+// fixed by its options (sketch.Options.MaxMemoryBytes); its current size
+// is published as newsflow_trending_cms_bytes and in ExactMemory (mode
+// "cms", with the bound as MaxBytes).
 
 // DefaultExactMaxBytes is the default per-partition budget of the exact
 // counts: 8 partitions at 512 MiB are 4 GiB of live heap, about 8 GiB of
@@ -38,9 +43,6 @@ const DefaultExactMaxBytes = 512 << 20
 // guardRearmPercent is how far below the budget (in percent of it) the
 // counts must fall before a new crossing warns again.
 const guardRearmPercent = 90
-
-// modeExact is the counter mode of Counts, as /health/detailed reports it.
-const modeExact = "exact"
 
 // guardAction tells an operator what to do about a partition over budget.
 const guardAction = "set trending.counter: cms (a Count-Min Sketch, fixed memory whatever the number of articles) " +
@@ -71,6 +73,7 @@ type guardMetrics struct {
 	bytes     *prometheus.GaugeVec
 	budget    *prometheus.GaugeVec
 	crossings *prometheus.CounterVec
+	cmsBytes  *prometheus.GaugeVec
 }
 
 func newGuardMetrics() *guardMetrics {
@@ -88,32 +91,41 @@ func newGuardMetrics() *guardMetrics {
 			Help: "Times a partition's exact share counts went over trending.exact_max_bytes (once per crossing; " +
 				"counted again only after falling below 90% of it). The counts stay exact; consider trending.counter: cms.",
 		}, []string{"partition"}),
+		cmsBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "newsflow_trending_cms_bytes",
+			Help: "Heap bytes of a partition's sketch counts (trending.counter: cms), as of its last commit; fixed at most by trending.cms.",
+		}, []string{"partition"}),
 	}
 }
 
 func (m *guardMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.bytes, m.budget, m.crossings}
+	return []prometheus.Collector{m.bytes, m.budget, m.crossings, m.cmsBytes}
 }
 
 // exactState is what queries see of one partition's guard.
 type exactState struct {
-	bytes atomic.Int64 // Counts.MemoryBytes at the last commit
+	bytes atomic.Int64 // the counter's MemoryBytes at the last commit
 }
 
 // checkMemoryLocked measures the task's counts, publishes the size and warns if
-// it just crossed the budget. The caller holds t.part.mu (or is the only
-// one to know t.part yet).
+// it just crossed the budget (exact counts only). The caller holds
+// t.part.mu (or is the only one to know t.part yet).
 func (t *task) checkMemoryLocked() {
 	n := int64(t.part.counts.MemoryBytes())
 	t.op.exact[t.p].bytes.Store(n)
 	label := strconv.Itoa(int(t.p))
+	exact, ok := t.part.counts.(*Counts)
+	if !ok {
+		t.op.guardM.cmsBytes.WithLabelValues(label).Set(float64(n))
+		return
+	}
 	t.op.guardM.bytes.WithLabelValues(label).Set(float64(n))
 	t.op.guardM.budget.WithLabelValues(label).Set(float64(t.guard.budget))
 	if t.guard.observe(n) {
 		t.op.guardM.crossings.WithLabelValues(label).Inc()
 		// The engine's logger names the stage and the partition.
 		t.log.Warn("trending: exact counts over their memory budget",
-			"bytes", n, "budget", t.guard.budget, "articles", t.part.counts.Articles(), "action", guardAction)
+			"bytes", n, "budget", t.guard.budget, "articles", exact.Articles(), "action", guardAction)
 	}
 }
 
@@ -123,16 +135,22 @@ func (t *task) forgetMemory() {
 	label := strconv.Itoa(int(t.p))
 	t.op.guardM.bytes.DeleteLabelValues(label)
 	t.op.guardM.budget.DeleteLabelValues(label)
+	t.op.guardM.cmsBytes.DeleteLabelValues(label)
 	t.op.exact[t.p].bytes.Store(0)
 }
 
 // ExactMemory is where the exact counts of the running partitions stand
-// against their memory budget (/health/detailed shows it).
+// against their memory budget (/health/detailed shows it), or in cms mode
+// the sketches' memory against their fixed bound.
 type ExactMemory struct {
-	// Mode is the counter: "exact".
+	// Mode is the counter: "exact" or "cms".
 	Mode string `json:"mode"`
-	// BudgetBytes is the budget of each partition (trending.exact_max_bytes).
-	BudgetBytes int64 `json:"budget_bytes"`
+	// BudgetBytes is the budget of each partition (trending.exact_max_bytes);
+	// exact mode only.
+	BudgetBytes int64 `json:"budget_bytes,omitempty"`
+	// MaxBytes is, in cms mode, the most a partition's sketch can take
+	// (sketch.Options.MaxMemoryBytes of trending.cms).
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// OverBudget is true when some partition is over the budget.
 	OverBudget bool              `json:"over_budget"`
 	Partitions []PartitionMemory `json:"partitions"`
@@ -140,7 +158,8 @@ type ExactMemory struct {
 	Action string `json:"action,omitempty"`
 }
 
-// PartitionMemory is one running partition's exact counts.
+// PartitionMemory is one running partition's counts (Bytes: their
+// MemoryBytes as of its last commit).
 type PartitionMemory struct {
 	Partition  int32 `json:"partition"`
 	Bytes      int64 `json:"bytes"`
@@ -148,14 +167,22 @@ type PartitionMemory struct {
 }
 
 // ExactMemory reports the exact counts of this node's running partitions
-// against the budget, as of each one's last commit.
+// against the budget, as of each one's last commit; in cms mode, the
+// sketches' memory (never over a budget: the guard does not apply).
 func (o *Operator) ExactMemory() ExactMemory {
-	out := ExactMemory{Mode: modeExact, BudgetBytes: o.opts.ExactMaxBytes, Partitions: []PartitionMemory{}}
+	out := ExactMemory{Mode: o.opts.Counter, BudgetBytes: o.opts.ExactMaxBytes, Partitions: []PartitionMemory{}}
+	if o.opts.Counter == CounterCMS {
+		out.BudgetBytes, out.MaxBytes = 0, int64(o.opts.CMS.MaxMemoryBytes())
+	}
 	for i := range o.parts {
 		if o.parts[i].Load() == nil {
 			continue
 		}
 		n := o.exact[i].bytes.Load()
+		if o.opts.Counter == CounterCMS {
+			out.Partitions = append(out.Partitions, PartitionMemory{Partition: int32(i), Bytes: n})
+			continue
+		}
 		pm := PartitionMemory{Partition: int32(i), Bytes: n, OverBudget: n > o.opts.ExactMaxBytes}
 		out.OverBudget = out.OverBudget || pm.OverBudget
 		out.Partitions = append(out.Partitions, pm)

@@ -14,6 +14,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/operators/dedup"
 	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/operators/trending/sketch"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fastjson"
@@ -51,12 +52,22 @@ type OperatorOptions struct {
 	// it is reported (log, metrics, ExactMemory) and keeps counting
 	// exactly: see guard.go.
 	ExactMaxBytes int64 `json:"exact_max_bytes"`
+	// Counter is how shares are counted: CounterExact (default) or
+	// CounterCMS (counter.go). A partition's state holds the mode it was
+	// counted in; a task refuses state of the other mode
+	// (ErrCounterChanged): rebuild it with a replay.
+	Counter string `json:"counter,omitempty"`
+	// CMS configures the sketch of CounterCMS. Its Windows, MaxK and
+	// Prefix are the operator's (Counts.Windows, MaxK, and 'k'), whatever
+	// they are set to here, and MaxIDLen defaults to the longest article
+	// id an event may carry (events.MaxIDBytes).
+	CMS sketch.Options `json:"cms,omitzero"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.
 func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
-		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes}
+		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact}
 }
 
 // Validate reports invalid option values.
@@ -66,6 +77,15 @@ func (o OperatorOptions) Validate() error {
 	}
 	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 || o.ExactMaxBytes < 0 {
 		return errors.New("trending: max_k, snapshot_interval, max_future, park_for, max_parked and exact_max_bytes must not be negative")
+	}
+	switch o.Counter {
+	case "", CounterExact:
+	case CounterCMS:
+		if err := o.withDefaults().CMS.Validate(); err != nil {
+			return fmt.Errorf("trending: cms: %w", err)
+		}
+	default:
+		return fmt.Errorf("trending: counter %q: want %s or %s", o.Counter, CounterExact, CounterCMS)
 	}
 	return nil
 }
@@ -95,6 +115,12 @@ func (o OperatorOptions) withDefaults() OperatorOptions {
 	}
 	if o.ExactMaxBytes == 0 {
 		o.ExactMaxBytes = d.ExactMaxBytes
+	}
+	if o.Counter == "" {
+		o.Counter = d.Counter
+	}
+	if o.Counter == CounterCMS {
+		o.CMS = o.cmsOptions()
 	}
 	return o
 }
@@ -215,12 +241,20 @@ func (o *Operator) Spec() engine.Spec {
 			{Topic: events.TopicShares, Key: "article_id", Route: o.route},
 			{Topic: events.TopicArticlesIndexed, Key: "article id"},
 		},
-		Stores: []string{"windows: exact per-article share counts per window bucket and category",
+		Stores: []string{o.countsStore(),
 			"event ids: the shares applied within the dedup horizon, by fingerprint",
 			"article topics: the topic names of every article",
 			"waiting shares: shares without a category whose article was not known yet, per article and time"},
 		Options: o.opts,
 	}
+}
+
+// countsStore describes the counts in the topology.
+func (o *Operator) countsStore() string {
+	if o.opts.Counter == CounterCMS {
+		return "windows: a Count-Min Sketch per window bucket (articles and category pairs) and top-K candidates per window and category"
+	}
+	return "windows: exact per-article share counts per window bucket and category"
 }
 
 // route co-locates shares by article id: the record key, or article_id
@@ -249,14 +283,15 @@ func (o *Operator) dedupOptions() dedup.Options {
 	return dedup.Options{Horizon: o.opts.DedupHorizon(), Prefix: dedupPrefix}
 }
 
-// dedupPrefix starts the event id keys in a task's namespace (the counts
-// use 'c', 'm', 'n', 's' and 'w').
+// dedupPrefix starts the event id keys in a task's namespace (the exact
+// counts use 'c', 'm', 'n', 's' and 'w', the sketch 'k', the counter
+// mode 'o').
 const dedupPrefix = 'e'
 
 // partition is the live state of one task, shared with queries.
 type partition struct {
 	mu     sync.RWMutex // guards counts
-	counts *Counts
+	counts counter      // of the operator's mode (counter.go)
 	// seenBytes is the heap of the task's set of applied event ids, as of
 	// its last Flush (the set itself belongs to the task goroutine).
 	seenBytes atomic.Int64
@@ -318,11 +353,13 @@ type task struct {
 	parser fastjson.Parser
 	log    *slog.Logger
 	guard  memoryGuard // owned by the task goroutine
+	// wroteMode is set once the counter mode is in the task's state.
+	wroteMode bool
 }
 
 func (t *task) Restore(r state.Reader) error {
-	c := NewCounts(t.op.opts.Counts)
-	if err := c.Load(r); err != nil {
+	c, err := t.restoreCounter(r)
+	if err != nil {
 		return err
 	}
 	if err := t.seen.Load(r); err != nil {
@@ -454,6 +491,9 @@ func (t *task) Flush(w state.Writer) error {
 		return err
 	}
 	t.part.seenBytes.Store(int64(t.seen.MemoryBytes()))
+	if err := t.flushMode(w); err != nil {
+		return err
+	}
 	t.part.mu.Lock()
 	defer t.part.mu.Unlock()
 	if err := t.part.counts.Flush(w); err != nil {
@@ -492,6 +532,9 @@ type Item struct {
 	Rank      int    `json:"rank"`
 	ArticleID string `json:"article_id"`
 	Count     uint64 `json:"count"`
+	// Bound is the error bound of Count in cms mode (Entry.Bound); absent
+	// from exact answers.
+	Bound uint64 `json:"error_bound,omitempty"`
 }
 
 // Result is a top-K answer.
@@ -639,7 +682,7 @@ func (v *View) Top(window, category string, k int) (Result, error) {
 	top = top[:min(k, len(top))]
 	res := Result{Window: window, Category: category, AsOf: v.asOf, Partial: slices.Clone(v.partial), Items: make([]Item, len(top))}
 	for i, e := range top {
-		res.Items[i] = Item{Rank: i + 1, ArticleID: e.ArticleID, Count: e.Count}
+		res.Items[i] = Item{Rank: i + 1, ArticleID: e.ArticleID, Count: e.Count, Bound: e.Bound}
 	}
 	return res, nil
 }
@@ -684,7 +727,7 @@ func MergeItems(k int, lists ...[]Item) []Item {
 	var all []Entry
 	for _, l := range lists {
 		for _, it := range l {
-			all = append(all, Entry{ArticleID: it.ArticleID, Count: it.Count})
+			all = append(all, Entry{ArticleID: it.ArticleID, Count: it.Count, Bound: it.Bound})
 		}
 	}
 	slices.SortFunc(all, compareEntries)
@@ -699,7 +742,7 @@ func MergeItems(k int, lists ...[]Item) []Item {
 			continue
 		}
 		seen[e.ArticleID] = true
-		out = append(out, Item{Rank: len(out) + 1, ArticleID: e.ArticleID, Count: e.Count})
+		out = append(out, Item{Rank: len(out) + 1, ArticleID: e.ArticleID, Count: e.Count, Bound: e.Bound})
 	}
 	return out
 }
@@ -716,15 +759,18 @@ func compareEntries(a, b Entry) int {
 type Shares struct {
 	ArticleID string            `json:"article_id"`
 	Counts    map[string]uint64 `json:"counts"`
-	AsOf      int64             `json:"as_of"`
+	// Bounds are, in cms mode, the error bounds of Counts per window (the
+	// true count is in [count-bound, count]); absent in exact mode.
+	Bounds map[string]uint64 `json:"bounds,omitempty"`
+	AsOf   int64             `json:"as_of"`
 }
 
 // ErrUnavailable is returned when the partition that owns a key is not
 // running (restoring, or owned by another node).
 var ErrUnavailable = errors.New("partition unavailable")
 
-// Shares returns an article's share counts, exactly, from the partition
-// that owns it.
+// Shares returns an article's share counts from the partition that owns
+// it: exactly, or in cms mode estimates with their bounds.
 func (o *Operator) Shares(articleID string) (Shares, error) {
 	p := eventlog.PartitionFor([]byte(articleID), int32(len(o.parts)))
 	pt := o.parts[p].Load()
@@ -732,9 +778,16 @@ func (o *Operator) Shares(articleID string) (Shares, error) {
 		return Shares{}, fmt.Errorf("%w: partition %d", ErrUnavailable, p)
 	}
 	out := Shares{ArticleID: articleID, Counts: map[string]uint64{}}
+	if o.opts.Counter == CounterCMS {
+		out.Bounds = map[string]uint64{}
+	}
 	pt.mu.RLock()
 	for i, w := range o.opts.Counts.Windows {
-		out.Counts[w.Name] = pt.counts.Count(i, articleID)
+		n, bound := pt.counts.Estimate(i, articleID)
+		out.Counts[w.Name] = n
+		if out.Bounds != nil {
+			out.Bounds[w.Name] = bound
+		}
 	}
 	out.AsOf = pt.counts.Watermark()
 	pt.mu.RUnlock()
