@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/operators/trending/sketch"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -96,12 +97,27 @@ type TrendingConfig struct {
 	// over it the node warns (log, metrics, /health/detailed) and keeps
 	// counting exactly.
 	ExactMaxBytes int64 `yaml:"exact_max_bytes"`
+	// Counter is exact or cms (a Count-Min Sketch configured by CMS).
+	Counter string    `yaml:"counter"`
+	CMS     CMSConfig `yaml:"cms"`
+}
+
+// CMSConfig sizes the sketch of trending.counter: cms (sketch.Options).
+type CMSConfig struct {
+	Epsilon        float64 `yaml:"epsilon"`
+	Delta          float64 `yaml:"delta"`
+	Width          int     `yaml:"width"`
+	Depth          int     `yaml:"depth"`
+	CandidatesPerK int     `yaml:"candidates_per_k"`
+	MaxCategories  int     `yaml:"max_categories"`
 }
 
 // operatorOptions are the trending operator's options.
 func (c TrendingConfig) operatorOptions() trending.OperatorOptions {
 	o := trending.OperatorOptions{MaxK: c.MaxK, SnapshotInterval: c.SnapshotInterval, MaxFuture: c.MaxFuture,
-		ParkFor: c.ParkFor, MaxParked: c.MaxParked, ExactMaxBytes: c.ExactMaxBytes}
+		ParkFor: c.ParkFor, MaxParked: c.MaxParked, ExactMaxBytes: c.ExactMaxBytes, Counter: c.Counter,
+		CMS: sketch.Options{Epsilon: c.CMS.Epsilon, Delta: c.CMS.Delta, Width: c.CMS.Width, Depth: c.CMS.Depth,
+			CandidatesPerK: c.CMS.CandidatesPerK, MaxCategories: c.CMS.MaxCategories}}
 	for _, w := range c.Windows {
 		o.Counts.Windows = append(o.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
 	}
@@ -241,6 +257,9 @@ func defaultConfig() Config {
 			},
 			MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
 			ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: trending.DefaultExactMaxBytes,
+			Counter: trending.CounterExact,
+			CMS: CMSConfig{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta,
+				CandidatesPerK: sketch.DefaultCandidatesPerK, MaxCategories: sketch.DefaultMaxCategories},
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,
@@ -404,6 +423,9 @@ func (c Config) validate() error {
 	}
 	if c.Crawl.MinIntervalFloor <= 0 {
 		return errors.New("config: crawl.min_interval_floor must be positive")
+	}
+	if err := c.Trending.operatorOptions().Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if cc := c.Cluster; c.clustered() {
 		switch {

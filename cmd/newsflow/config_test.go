@@ -92,3 +92,40 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("unknown backend: %v", err)
 	}
 }
+
+// trending.counter and the cms block reach the operator's options, from
+// the file or the environment; an unknown counter is refused.
+func TestConfigTrendingCounter(t *testing.T) {
+	c, err := loadConfig("../../configs/newsflow.yaml", []string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=4096",
+		"NEWSFLOW_TRENDING_CMS_CANDIDATES_PER_K=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	o := c.Trending.operatorOptions()
+	if o.Counter != "cms" || o.CMS.Width != 4096 || o.CMS.CandidatesPerK != 3 || o.CMS.Epsilon != 2e-4 || o.CMS.Delta != 0.02 || o.CMS.MaxCategories != 64 {
+		t.Fatalf("operator options %+v", o)
+	}
+	if d := defaultConfig().Trending.operatorOptions(); d.Counter != "exact" {
+		t.Fatalf("default counter %q", d.Counter)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"NEWSFLOW_TRENDING_COUNTER=approx"}, `counter "approx": want exact or cms`},
+		{[]string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=1000"}, "width 1000 is not a power of two"},
+		{[]string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_MAX_CATEGORIES=0"}, ""}, // 0 is the default
+	} {
+		cfg, err := loadConfig("../../configs/newsflow.yaml", c.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.validate()
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v: %v, want %q", c.env, err, c.want)
+		}
+	}
+}
