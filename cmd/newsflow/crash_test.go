@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,4 +66,175 @@ func produceUnderKills(t *testing.T, n *nodeProc, file string, lines, minKills i
 		t.Fatalf("produce: %v\n%s", perr, out.String())
 	}
 	return during, kills.Load()
+}
+
+// TestCrashEmbeddedCMS is TestCrashEmbedded with trending.counter: cms:
+// after SIGKILLs while producing, every count is at least the exact count
+// and within its error bound of it, and the answers (every article's
+// shares and bounds, the top 100 of every window globally and per
+// category) are byte for byte those of an uncrashed run over the same
+// log: a replay into fresh state. A node set to the exact counter then
+// refuses the partitions' cms state and says how to rebuild it.
+func TestCrashEmbeddedCMS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test skipped in -short mode")
+	}
+	stream := genShares(1_000_000, 5000, 43)
+	file := stream.writeFile(t)
+	data := t.TempDir()
+	// A narrow sketch (512 counters a row for about 1,250 keys a partition)
+	// so that estimates do exceed the exact counts: the answers of the
+	// crashed run and of the replay agree only if counting is
+	// deterministic.
+	cms := []string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=512"}
+	n := startNodeEnv(t, data, cms)
+	n.waitReady(30 * time.Second)
+
+	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 2)
+	n.waitCaughtUp(5 * time.Minute)
+	verifyEstimates(t, n, stream.counts)
+	n.kill()
+	n.start()
+	ready := n.waitReady(60 * time.Second)
+	n.waitCaughtUp(time.Minute)
+	verifyEstimates(t, n, stream.counts)
+	// A graceful stop commits everything; the restarted node answers from
+	// the restored state.
+	n.stop(t)
+	n.start()
+	n.waitReady(60 * time.Second)
+	ids := slices.Sorted(maps.Keys(stream.counts))
+	crashed := rawAnswers(t, n, ids)
+	n.stop(t)
+
+	replayTrending(t, data, cms)
+	n.start()
+	n.waitReady(60 * time.Second)
+	n.waitCaughtUp(time.Minute)
+	replayed := rawAnswers(t, n, ids)
+	for k, want := range crashed {
+		if got := replayed[k]; !bytes.Equal(got, want) {
+			t.Fatalf("%s differs between the crashed run and a replay of its log:\ncrashed  %.600s\nreplayed %.600s", k, want, got)
+		}
+	}
+	if !bytes.Contains(crashed["/api/v1/trending?window=1h&k=100"], []byte(`"error_bound":`)) {
+		t.Fatalf("no error_bound in %.300s", crashed["/api/v1/trending?window=1h&k=100"])
+	}
+	n.stop(t)
+
+	// The exact counter refuses the cms state.
+	exact := startNode(t, data)
+	msg := []byte("newsflow replay --operator trending --from-offset 0")
+	deadline := time.Now().Add(30 * time.Second)
+	for !bytes.Contains([]byte(exact.logTail(1<<20)), msg) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no error naming the replay in the log of a node set to the exact counter:\n%s", exact.logTail(2000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(exact.logTail(1<<20), "holds cms counts and trending.counter is exact") {
+		t.Fatalf("the error does not say which counters:\n%s", exact.logTail(2000))
+	}
+	t.Logf("%d kills during ingestion, %d in all; restart to ready %s", during, kills, ready)
+}
+
+// replayTrending runs `newsflow replay --operator trending --from-offset 0`
+// on a stopped node's data with the environment env.
+func replayTrending(t *testing.T, data string, env []string) {
+	t.Helper()
+	cmd := exec.Command(binPath, "replay", "--operator", "trending", "--from-offset", "0",
+		"--config", "../../configs/newsflow.yaml", "--data", data, "--log-level", "warn")
+	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !bytes.Contains(out, []byte("replayed trending")) {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+}
+
+// rawAnswers returns the bodies of what the trending API says about ids:
+// every article's shares, and the top 100 of every window, globally and
+// for two categories.
+func rawAnswers(t *testing.T, n *nodeProc, ids []string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	get := func(path string) {
+		var raw json.RawMessage
+		if err := getJSON(n.url(path), &raw); err != nil {
+			t.Fatal(err)
+		}
+		out[path] = raw
+	}
+	for _, w := range []string{"1m", "1h", "24h"} {
+		get("/api/v1/trending?window=" + w + "&k=100")
+		for _, cat := range []string{"tech", "sports"} {
+			get("/api/v1/trending?window=" + w + "&k=100&category=" + cat)
+		}
+	}
+	for _, id := range ids {
+		get("/api/v1/articles/" + id + "/shares")
+	}
+	return out
+}
+
+// verifyEstimates checks, in cms mode, every article's 1h and 24h counts
+// and the top 100 of both windows against the exact counts: never below,
+// never more than the reported error bound above.
+func verifyEstimates(t *testing.T, n *nodeProc, want map[string]uint64) {
+	t.Helper()
+	maxErr, maxBound := uint64(0), uint64(0)
+	for id, exact := range want {
+		var sh struct {
+			Counts map[string]uint64 `json:"counts"`
+			Bounds map[string]uint64 `json:"bounds"`
+		}
+		if err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"1h", "24h"} {
+			c, b := sh.Counts[w], sh.Bounds[w]
+			if c < exact || c-exact > b || b == 0 {
+				t.Fatalf("%s %s: %d ± %d, exact %d", id, w, c, b, exact)
+			}
+			maxErr, maxBound = max(maxErr, c-exact), max(maxBound, b)
+		}
+	}
+	// Top-K answers come from snapshots that may be up to the snapshot
+	// interval (200ms) stale; poll until they are fresh.
+	check := func(w string) error {
+		var res struct {
+			Items []struct {
+				Rank      int    `json:"rank"`
+				ArticleID string `json:"article_id"`
+				Count     uint64 `json:"count"`
+				Bound     uint64 `json:"error_bound"`
+			} `json:"items"`
+		}
+		if err := getJSON(n.url("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
+			return err
+		}
+		if len(res.Items) != min(100, len(want)) {
+			return fmt.Errorf("trending %s returned %d items", w, len(res.Items))
+		}
+		for i, it := range res.Items {
+			exact := want[it.ArticleID]
+			if it.Rank != i+1 || it.Count < exact || it.Count-exact > it.Bound || it.Bound == 0 ||
+				(i > 0 && it.Count > res.Items[i-1].Count) {
+				return fmt.Errorf("trending %s rank %d: %+v, exact %d", w, i+1, it, exact)
+			}
+		}
+		return nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, w := range []string{"1h", "24h"} {
+		for {
+			err := check(w)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	t.Logf("%s: %d articles within their bounds; largest error %d, largest bound %d", n.addr, len(want), maxErr, maxBound)
 }

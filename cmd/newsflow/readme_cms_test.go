@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestREADMETrendingCMS runs the README's share and trending curl examples
+// against a node with trending.counter: cms, as a reader who switched
+// counters would: every trending item carries its count and error_bound
+// (the exact count is within it), and so does an article's shares.
+func TestREADMETrendingCMS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start, end := strings.Index(readme, "\n## Using it"), strings.Index(readme, "\n### A cluster")
+	if start < 0 || end < start {
+		t.Fatal("README has no \"Using it\" part before \"A cluster\"")
+	}
+	var share, trend []string
+	for _, cmd := range curlCommands(readme[start:end]) {
+		switch {
+		case strings.Contains(cmd, "/api/v1/events/share"):
+			share = append(share, cmd)
+		case strings.Contains(cmd, "/api/v1/trending") && !strings.Contains(cmd, "by=story"),
+			strings.Contains(cmd, "/api/v1/articles/") && strings.Contains(cmd, "/shares"):
+			trend = append(trend, cmd)
+		}
+	}
+	if len(share) == 0 || len(trend) < 3 {
+		t.Fatalf("README examples: %d sending shares, %d reading trending", len(share), len(trend))
+	}
+	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret", "NEWSFLOW_TRENDING_COUNTER=cms"})
+	n.waitReady(30 * time.Second)
+	out := filepath.Join(t.TempDir(), "body")
+	run := func(cmd string) []byte {
+		t.Helper()
+		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.addr)
+		cmd = strings.Replace(cmd, "curl ", curl+" -sS -o "+out+" -w '%{http_code}' ", 1)
+		c := exec.Command("bash", "-c", `I="Authorization: Bearer s3cret"; `+cmd)
+		code, err := c.CombinedOutput()
+		body, _ := os.ReadFile(out)
+		if err != nil || len(code) != 3 || code[0] != '2' {
+			t.Fatalf("README example failed: %s\n  status %s (%v): %s", cmd, code, err, body)
+		}
+		return body
+	}
+	for _, cmd := range share {
+		run(cmd)
+	}
+	n.waitCaughtUp(30 * time.Second)
+	for _, cmd := range trend {
+		// Top-K answers may be a snapshot interval stale: poll.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			body := run(cmd)
+			var res struct {
+				Items []struct {
+					ArticleID string  `json:"article_id"`
+					Count     uint64  `json:"count"`
+					Bound     *uint64 `json:"error_bound"`
+				} `json:"items"`
+				Count  *uint64 `json:"count"`
+				Bound  *uint64 `json:"error_bound"`
+				Window string  `json:"window"`
+			}
+			if err := json.Unmarshal(body, &res); err != nil {
+				t.Fatalf("%s: %s", cmd, body)
+			}
+			ok := false
+			switch {
+			case res.Count != nil: // an article's shares in one window
+				ok = *res.Count >= 1 && res.Bound != nil && *res.Bound >= *res.Count-1
+			case len(res.Items) > 0:
+				ok = true
+				for _, it := range res.Items {
+					ok = ok && it.Count >= 1 && it.Bound != nil && *it.Bound >= it.Count-1
+				}
+			}
+			if ok {
+				t.Logf("%s\n  %s", cmd, body)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no count with error_bound in %s", cmd, body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
