@@ -477,12 +477,14 @@ func TestExactAnswersCarryNoBound(t *testing.T) {
 
 // BenchmarkOperatorIngest measures what one trending task ingests, in
 // each counter mode: shares of BenchmarkRestore's stream (every other
-// share a new article, the rest Zipf-popular ones, each with a category,
-// event times rising over 24h) decoded, deduplicated and counted, with a
-// Flush and Pebble commit every 20,000 records as the engine does.
-// NEWSFLOW_BENCH_INGEST_SHARES=N sets the stream's size (default
-// 1,000,000). shares/s is the rate; counts-MB the counter's MemoryBytes
-// at the end.
+// share a new article, the rest Zipf-popular ones, each with a category)
+// decoded, deduplicated and counted, with a Flush and Pebble commit every
+// 20,000 records as the engine does. The event times rise evenly over 24h
+// (12 shares a second: nearly every share moves the 1m window on a
+// bucket) or at 10,000 shares a second (dense: the design's rate of a
+// partition). NEWSFLOW_BENCH_INGEST_SHARES=N sets the stream's size
+// (default 1,000,000). shares/s is the rate; counts-MB the counter's
+// MemoryBytes at the end.
 func BenchmarkOperatorIngest(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("NEWSFLOW_BENCH_INGEST_SHARES"); v != "" {
@@ -491,62 +493,69 @@ func BenchmarkOperatorIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	m := manyArticles{n: n, span: (24 * time.Hour).Milliseconds(), t0: 1_780_000_000_000, parts: 1}
-	var recs []*eventlog.Record
-	m.records(0, func(rec *eventlog.Record) {
-		r := *rec
-		r.Key, r.Value = slices.Clone(rec.Key), slices.Clone(rec.Value)
-		recs = append(recs, &r)
-	})
-	for _, mode := range []string{CounterExact, CounterCMS} {
-		b.Run(mode, func(b *testing.B) {
-			var mem int
-			for b.Loop() {
-				b.StopTimer()
-				o, err := New(OperatorOptions{Counter: mode}, 1, nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					b.Fatal(err)
-				}
-				ns := db.Namespace("trending/0")
-				tk, err := o.NewTask(engine.TaskContext{Partition: 0, Partitions: 1})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := tk.Restore(ns); err != nil {
-					b.Fatal(err)
-				}
-				commit := func() {
-					bt := ns.NewBatch()
-					if err := tk.Flush(bt); err != nil {
-						b.Fatal(err)
-					}
-					if err := bt.Commit(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StartTimer()
-				var pc engine.ProcessContext
-				for i, rec := range recs {
-					if err := tk.Process(&pc, rec); err != nil {
-						b.Fatal(err)
-					}
-					if i%20_000 == 19_999 {
-						commit()
-					}
-				}
-				commit()
-				b.StopTimer()
-				mem = o.parts[0].Load().counts.MemoryBytes()
-				tk.Close()
-				db.Close()
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "shares/s")
-			b.ReportMetric(float64(mem)/(1<<20), "counts-MB")
+	for _, sp := range []struct {
+		name string
+		span time.Duration
+	}{{"24h", 24 * time.Hour}, {"dense", time.Duration(n/10_000) * time.Second}} {
+		m := manyArticles{n: n, span: sp.span.Milliseconds(), t0: 1_780_000_000_000, parts: 1}
+		var recs []*eventlog.Record
+		m.records(0, func(rec *eventlog.Record) {
+			r := *rec
+			r.Key, r.Value = slices.Clone(rec.Key), slices.Clone(rec.Value)
+			recs = append(recs, &r)
 		})
+		for _, mode := range []string{CounterExact, CounterCMS} {
+			b.Run(sp.name+"/"+mode, func(b *testing.B) { benchIngest(b, mode, recs) })
+		}
 	}
+}
+
+func benchIngest(b *testing.B, mode string, recs []*eventlog.Record) {
+	var mem int
+	for b.Loop() {
+		b.StopTimer()
+		o, err := New(OperatorOptions{Counter: mode}, 1, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ns := db.Namespace("trending/0")
+		tk, err := o.NewTask(engine.TaskContext{Partition: 0, Partitions: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := tk.Restore(ns); err != nil {
+			b.Fatal(err)
+		}
+		commit := func() {
+			bt := ns.NewBatch()
+			if err := tk.Flush(bt); err != nil {
+				b.Fatal(err)
+			}
+			if err := bt.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		var pc engine.ProcessContext
+		for i, rec := range recs {
+			if err := tk.Process(&pc, rec); err != nil {
+				b.Fatal(err)
+			}
+			if i%20_000 == 19_999 {
+				commit()
+			}
+		}
+		commit()
+		b.StopTimer()
+		mem = o.parts[0].Load().counts.MemoryBytes()
+		tk.Close()
+		db.Close()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "shares/s")
+	b.ReportMetric(float64(mem)/(1<<20), "counts-MB")
 }
