@@ -136,6 +136,9 @@ type storyItem struct {
 	URL     string `json:"url,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Count   uint64 `json:"count"`
+	// Bound is the sum of its articles' error bounds (cms counts; absent
+	// when exact): the story's true count is in [count-bound, count].
+	Bound uint64 `json:"error_bound,omitempty"`
 	// Articles are the story's articles among the trending ones, most
 	// shared first.
 	Articles []trending.Item `json:"articles"`
@@ -168,6 +171,7 @@ func (s *Server) trendingStories(items []trending.Item, k int) []storyItem {
 			}
 		}
 		out[i].Count += it.Count
+		out[i].Bound += it.Bound
 		out[i].Articles = append(out[i].Articles, it)
 	}
 	slices.SortStableFunc(out, func(a, b storyItem) int {

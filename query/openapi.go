@@ -44,7 +44,7 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
-	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window", ok: 200, okSchema: "Object", errs: []int{400, 429}},
+	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window (with trending.counter: cms, estimates and their error bounds per window in bounds)", ok: 200, okSchema: "Object", errs: []int{400, 429}},
 	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 429, 503}},
 	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
 	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},

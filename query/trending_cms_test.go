@@ -1,9 +1,11 @@
 package query_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/valyala/fasthttp"
@@ -102,5 +104,44 @@ func TestArticleSharesCMS(t *testing.T) {
 		if _, ok := m["newsflow_trending_exact_bytes"+label]; ok {
 			t.Errorf("partition %d: exact gauge in cms mode", p.Partition)
 		}
+	}
+}
+
+// Trending by story in cms mode: a story's bound is the sum of its
+// articles' bounds, so its true count is in [count-bound, count].
+func TestTrendingByStoryCMS(t *testing.T) {
+	n := newTestNode(t, withArticles(), withTrending(trending.OperatorOptions{Counter: trending.CounterCMS}))
+	ingestFixture(t, n, articleFixture)
+	idOf := map[string]string{}
+	for _, a := range assignmentsByID(t, n) {
+		idOf[a.url] = a.id
+	}
+	var args []any
+	for i, f := range articleFixture[:4] { // the quake story's four articles
+		args = append(args, idOf[f.url], 2+i)
+	}
+	postShares(t, n, "q", args...)
+	var res struct {
+		Items []struct {
+			StoryID  string          `json:"story_id"`
+			Count    uint64          `json:"count"`
+			Bound    uint64          `json:"error_bound"`
+			Articles []trending.Item `json:"articles"`
+		} `json:"items"`
+	}
+	eventually(t, 10*time.Second, func() error {
+		r := n.get(t, "/api/v1/trending?window=1h&by=story")
+		if err := json.Unmarshal(r.body, &res); err != nil || len(res.Items) != 1 || res.Items[0].Count < 14 {
+			return fmt.Errorf("by story: %s", r)
+		}
+		return nil
+	})
+	it := res.Items[0]
+	var sum uint64
+	for _, a := range it.Articles {
+		sum += a.Bound
+	}
+	if len(it.Articles) != 4 || it.Bound != sum || it.Bound == 0 || it.Count-14 > it.Bound {
+		t.Fatalf("story item %+v: bound %d, want the articles' %d, count within it of 14", it, it.Bound, sum)
 	}
 }
