@@ -22,17 +22,8 @@ func TestREADMETrendingCMS(t *testing.T) {
 	if err != nil {
 		t.Skip("curl is not installed")
 	}
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	start, end := strings.Index(readme, "\n## Using it"), strings.Index(readme, "\n### A cluster")
-	if start < 0 || end < start {
-		t.Fatal("README has no \"Using it\" part before \"A cluster\"")
-	}
 	var share, trend []string
-	for _, cmd := range curlCommands(readme[start:end]) {
+	for _, cmd := range curlCommands(readmeUsingIt(t)) {
 		switch {
 		case strings.Contains(cmd, "/api/v1/events/share"):
 			share = append(share, cmd)
