@@ -358,22 +358,30 @@ func (n *nodeProc) ingestHTTP(ctx context.Context, s stream, workers int) error 
 					return nil
 				}
 				body = gn.ndjson(body[:0], i*batchSize, min((i+1)*batchSize, s.n))
-				req, err := http.NewRequestWithContext(gctx, http.MethodPost, url, bytes.NewReader(body))
-				if err != nil {
+				if err := postBatch(gctx, client, url, body, i); err != nil {
 					return err
-				}
-				req.Header.Set("Content-Type", "application/x-ndjson")
-				resp, err := client.Do(req)
-				if err != nil {
-					return fmt.Errorf("batch %d: %w", i, err)
-				}
-				rb, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusAccepted {
-					return fmt.Errorf("batch %d: status %d: %.300s", i, resp.StatusCode, rb)
 				}
 			}
 		})
 	}
 	return g.Wait()
+}
+
+// postBatch posts NDJSON batch number i to url and expects 202.
+func postBatch(ctx context.Context, client *http.Client, url string, body []byte, i int) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("batch %d: %w", i, err)
+	}
+	rb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		return fmt.Errorf("batch %d: status %d: %.300s", i, resp.StatusCode, rb)
+	}
+	return nil
 }

@@ -93,19 +93,8 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 					return nil
 				}
 				body = m.ndjson(body[:0], i*trendingRestartBatch, min((i+1)*trendingRestartBatch, m.n), rng, zipf)
-				req, err := http.NewRequestWithContext(gctx, http.MethodPost, url, bytes.NewReader(body))
-				if err != nil {
+				if err := postBatch(gctx, client, url, body, i); err != nil {
 					return err
-				}
-				req.Header.Set("Content-Type", "application/x-ndjson")
-				resp, err := client.Do(req)
-				if err != nil {
-					return fmt.Errorf("batch %d: %w", i, err)
-				}
-				rb, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusAccepted {
-					return fmt.Errorf("batch %d: status %d: %.300s", i, resp.StatusCode, rb)
 				}
 			}
 		})
