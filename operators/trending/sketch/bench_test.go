@@ -257,7 +257,11 @@ func fillFull(c *Counts) {
 			for range c.capacity {
 				r := rng.IntN(10_000_000)
 				id := rankID(&buf, r)
-				c.offer(win, slot, articleHash(id), id, 1+rng.Uint64N(1_000_000))
+				ha := articleHash(id)
+				var gcols, ccols [MaxDepth]int
+				c.cols(keyOf(ha, globalSalt), &gcols)
+				c.cols(keyOf(ha, c.salt(slot)), &ccols)
+				c.offer(win, slot, ha, id, 1+rng.Uint64N(1_000_000), &gcols, &ccols)
 			}
 		}
 	}

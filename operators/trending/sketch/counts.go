@@ -79,7 +79,8 @@ type window struct {
 	slots     []bucket
 	mass      uint64  // the sum of the live buckets' masses
 	sets      []*cset // candidate sets by category slot; 0 is global
-	deletedLo int64   // stored buckets below this are deleted
+	watch     watchIndex
+	deletedLo int64 // stored buckets below this are deleted
 }
 
 // bucket is one time bucket of a window, held in ring slot id mod n: a
@@ -291,12 +292,12 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 			g = c.estimateCols(win, &gcols)
 		} else {
 			g = c.update(win, s, &gcols)
-			c.offer(win, 0, ha, id, g)
+			c.offer(win, 0, ha, id, g, &gcols, nil)
 		}
 		if slot != 0 {
 			// A category count never exceeds the global count (see
 			// AddToCategory), so both estimates bound it.
-			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)))
+			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)), &gcols, &ccols)
 		}
 	}
 	return true
@@ -401,12 +402,19 @@ func (c *Counts) addPage(win *window, pi int, p *[PageSize]uint32, sign int) {
 const cellListDivisor = 32
 
 // expire subtracts bucket s from the totals of window win and empties it.
+// It collects the candidates whose estimates read a counter it held, for
+// refresh.
 func (c *Counts) expire(win *window, s *bucket) {
+	x := &win.watch
+	nw := len(c.win)
 	if !s.overflow {
 		for _, i := range s.cells {
 			p := &s.pages[i/PageSize].c[i%PageSize]
-			c.total[int(i)*len(c.win)+win.idx] -= uint64(*p)
+			c.total[int(i)*nw+win.idx] -= uint64(*p)
 			*p = 0
+			if x.head != nil && x.head[i] != 0 {
+				x.collect(int(i))
+			}
 		}
 	}
 	for pi, p := range s.pages {
@@ -414,7 +422,16 @@ func (c *Counts) expire(win *window, s *bucket) {
 			continue
 		}
 		if s.overflow {
-			c.addPage(win, pi, &p.c, -1)
+			tot := c.total[pi*PageSize*nw : (pi+1)*PageSize*nw]
+			for j, v := range p.c {
+				if v == 0 {
+					continue
+				}
+				tot[j*nw+win.idx] -= uint64(v)
+				if cell := pi*PageSize + j; x.head != nil && x.head[cell] != 0 {
+					x.collect(cell)
+				}
+			}
 			p.c = [PageSize]uint32{}
 		}
 		p.dirty = false
@@ -450,8 +467,8 @@ func (c *Counts) start(ts int64) {
 }
 
 // advance moves the watermark to ts > c.wm: buckets that leave a window
-// expire, the window's candidates are re-estimated, and categories whose
-// every share expired are freed.
+// expire, the window's candidates whose counters they held are
+// re-estimated, and categories whose every share expired are freed.
 func (c *Counts) advance(ts int64) {
 	c.wm = ts
 	for i := range c.win {
@@ -461,15 +478,13 @@ func (c *Counts) advance(ts int64) {
 			continue
 		}
 		lo := hi - w.n + 1
-		expired := false
 		for b := max(w.lo, 0); b < lo && b <= w.hi; b++ {
 			if s := w.slot(b); s.live && s.id == b {
 				c.expire(w, s)
-				expired = true
 			}
 		}
 		w.hi, w.lo = hi, lo
-		if expired {
+		if len(w.watch.touched) > 0 {
 			c.refresh(w)
 		}
 	}
@@ -516,7 +531,7 @@ func (c *Counts) freeCategory(slot int) {
 	cat.live, cat.dirty = false, true
 	for w := range c.win {
 		if set := c.win[w].sets[slot]; set != nil {
-			c.clearSet(set)
+			c.clearSet(&c.win[w], set)
 		}
 	}
 }
@@ -638,6 +653,9 @@ func (c *Counts) MemoryBytes() int {
 				n += int(unsafe.Sizeof(*s)) + cap(s.heap)*int(unsafe.Sizeof(entry{})) + len(s.pos)*posMapEntry
 			}
 		}
+		x := &w.watch
+		n += cap(x.head)*4 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
+		n += cap(x.free)*4 + cap(x.touched)*int(unsafe.Sizeof(touch{}))
 	}
 	n += len(c.ids) * idMapEntry
 	for _, r := range c.ids {

@@ -455,3 +455,105 @@ func TestConcurrentQueries(t *testing.T) {
 		}
 	}
 }
+
+// checkCandidates checks every candidate set of c against the window's
+// totals and the watch index: each member's estimate is at most the
+// article's current one (so a refresh of every member would change
+// nothing) and not zero, the heap and its positions are consistent, and
+// the index lists each member under exactly the counters it reads.
+func checkCandidates(t *testing.T, c *Counts) {
+	t.Helper()
+	for w := range c.win {
+		win := &c.win[w]
+		x := &win.watch
+		listed := map[int32]int{} // member → nodes found in chains
+		for cell := range x.head {
+			for n := x.head[cell]; n != 0; n = x.nodes[n-1].next {
+				if got := int(x.nodes[n-1].cell); got != cell {
+					t.Fatalf("window %d: node %d in the chain of counter %d reads %d", w, n-1, cell, got)
+				}
+				listed[(n-1)/int32(x.stride)]++
+			}
+		}
+		members := 0
+		for slot, set := range win.sets {
+			if set == nil {
+				continue
+			}
+			for i, e := range set.heap {
+				members++
+				if i > 0 && worse(&set.heap[i], &set.heap[(i-1)/2]) {
+					t.Fatalf("window %d slot %d: heap order broken at %d", w, slot, i)
+				}
+				if p, ok := set.pos[e.h]; !ok || int(p) != i {
+					t.Fatalf("window %d slot %d: position of %s", w, slot, e.id)
+				}
+				cur := c.estimate(win, keyOf(e.h, globalSalt))
+				want := c.depth
+				if slot != 0 {
+					cur = min(cur, c.estimate(win, keyOf(e.h, c.salt(slot))))
+					want *= 2
+				}
+				if e.est == 0 || e.est > cur {
+					t.Fatalf("window %d slot %d: %s has estimate %d, current %d", w, slot, e.id, e.est, cur)
+				}
+				wt := x.members[e.m]
+				if wt.h != e.h || int(wt.slot) != slot || int(wt.n) != want || listed[e.m] != want || wt.touched {
+					t.Fatalf("window %d slot %d: %s watched as %+v with %d nodes listed", w, slot, e.id, wt, listed[e.m])
+				}
+			}
+		}
+		if members != len(listed) || members+len(x.free) != len(x.members) {
+			t.Fatalf("window %d: %d members, %d listed, %d free of %d", w, members, len(listed), len(x.free), len(x.members))
+		}
+	}
+}
+
+// TestRefresh: in a narrow sketch, where keys collide, a share stream
+// with expiries in every window keeps every candidate's estimate within
+// [exact count, current estimate] and the watch index exact, as state
+// loaded from a Flush does.
+func TestRefresh(t *testing.T) {
+	o := Options{
+		Windows:        []WindowSpec{{Name: "s", Size: 10 * time.Second, Buckets: 10}, {Name: "m", Size: time.Minute, Buckets: 6}},
+		Width:          PageSize,
+		Depth:          3,
+		MaxK:           4,
+		CandidatesPerK: 2,
+		MaxCategories:  3,
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	c := New(o)
+	e := &exact{opts: c.Options()}
+	m := newMemStore()
+	ts := day0
+	for i := range 20_000 {
+		ts += rng.Int64N(40)
+		if rng.IntN(50) == 0 {
+			ts += rng.Int64N(15_000) // a gap: several buckets expire at once
+		}
+		s := share{id: fmt.Sprintf("a%d", min(rng.IntN(300), rng.IntN(300))), cat: []string{"", "x", "y", "z"}[rng.IntN(4)], ts: ts - rng.Int64N(3000)}
+		apply(c, s)
+		e.add(s)
+		if i%97 == 0 {
+			checkCandidates(t, c)
+			for w := range c.win {
+				for _, cat := range append([]string{""}, c.Categories()...) {
+					for _, en := range c.TopK(w, cat, 100) {
+						if x := e.count(w, cat, en.ArticleID); en.Count < x {
+							t.Fatalf("window %d %q: %s at %d, exact %d", w, cat, en.ArticleID, en.Count, x)
+						}
+					}
+				}
+			}
+		}
+		if i%1999 == 0 {
+			flushTo(t, c, m)
+			loaded := New(o)
+			if err := loaded.Load(m); err != nil {
+				t.Fatal(err)
+			}
+			checkCandidates(t, loaded)
+		}
+	}
+}

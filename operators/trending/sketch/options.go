@@ -245,6 +245,11 @@ func (o Options) MaxMemoryBytes() int {
 	entries := sets * o.Capacity()
 	n += sets*int(unsafe.Sizeof(cset{})) + entries*(int(unsafe.Sizeof(entry{}))+posMapEntry)
 	n += entries * (idMapEntry + o.MaxIDLen)
+	// The windows' watch indexes: a chain head per counter, and per
+	// candidate its nodes (2 × depth), its record, and its places in the
+	// free list and the list of candidates an expiry touched.
+	n += nw * cells * 4
+	n += entries * (2*depth*int(unsafe.Sizeof(watchNode{})) + int(unsafe.Sizeof(watcher{})) + 4 + int(unsafe.Sizeof(touch{})))
 	// Hashes of the ids the next Flush deletes, and its scratch for those
 	// it writes: at most one per candidate each, in slices grown by
 	// doubling.

@@ -293,9 +293,14 @@ func (c *Counts) Load(r state.Reader) error {
 		}
 	}
 	for w := range c.win {
-		for _, set := range c.win[w].sets {
-			if set != nil {
-				c.trim(set)
+		win := &c.win[w]
+		for slot, set := range win.sets {
+			if set == nil {
+				continue
+			}
+			c.trim(set)
+			for i := range set.heap {
+				set.heap[i].m = c.watchStored(win, slot, set.heap[i].h)
 			}
 		}
 	}
@@ -418,7 +423,7 @@ func (c *Counts) loadSet(k, v []byte) error {
 }
 
 // trim drops the last members of a set loaded with more than the
-// capacity, which was lowered.
+// capacity, which was lowered (before they are watched).
 func (c *Counts) trim(set *cset) {
 	for len(set.heap) > c.capacity {
 		last := len(set.heap) - 1

@@ -4,9 +4,10 @@ import "strings"
 
 // cset is the candidate set of one window and group: at most capacity
 // articles with their estimates, in a binary heap whose root is the
-// member TopK would rank last. An estimate is refreshed from the window's
-// totals when its article is added and when a bucket of the window
-// expires; in between it is the tighter of the two upper bounds.
+// member TopK would rank last. An estimate is set from the window's
+// totals when its article is added, and lowered to them when a bucket
+// that held one of its counters expires (refresh): it is the least of the
+// article's estimates since its last Add.
 type cset struct {
 	heap   []entry
 	pos    map[uint64]int32 // article hash → index in heap
@@ -18,6 +19,7 @@ type entry struct {
 	est uint64
 	h   uint64 // article hash
 	id  string
+	m   int32 // the member's index in the window's watchIndex
 }
 
 // worse reports whether a ranks after b: a lower estimate, or the same
@@ -75,8 +77,10 @@ func (s *cset) heapify() {
 // offer gives the article (hash ha, id) with estimate est in window win a
 // place in the candidate set of slot: it updates the estimate of a
 // member, and admits a non-member if the set has room or the article
-// ranks before the set's last member, which it replaces.
-func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64) {
+// ranks before the set's last member, which it replaces. gcols and ccols
+// are the counters of the article's global and category keys (ccols only
+// for a category's set).
+func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, gcols, ccols *[MaxDepth]int) {
 	if len(id) > c.opts.MaxIDLen || est == 0 {
 		return
 	}
@@ -106,11 +110,13 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64) 
 		return // another id with the same 64-bit hash is a member
 	}
 	e.id = sid
+	e.m = c.watch(win, slot, ha, gcols, ccols)
 	set.dirty = true
 	if full {
-		old := set.heap[0].h
-		delete(set.pos, old)
-		c.unref(old)
+		old := set.heap[0]
+		delete(set.pos, old.h)
+		c.unref(old.h)
+		win.watch.unwatch(old.m)
 		set.heap[0] = e
 		set.pos[ha] = 0
 		set.down(0)
@@ -126,43 +132,31 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64) 
 	set.up(len(set.heap) - 1)
 }
 
-// refresh re-estimates every candidate of window win from its totals,
-// after buckets expired, and drops those whose estimate is zero.
-func (c *Counts) refresh(win *window) {
-	for slot, set := range win.sets {
-		if set == nil || len(set.heap) == 0 {
-			continue
-		}
-		salt := c.salt(slot)
-		n := 0
-		for i, e := range set.heap {
-			e.est = c.estimate(win, keyOf(e.h, globalSalt))
-			if slot != 0 {
-				e.est = min(e.est, c.estimate(win, keyOf(e.h, salt)))
-			}
-			if e.est == 0 {
-				delete(set.pos, e.h)
-				c.unref(e.h)
-				continue
-			}
-			if n != i {
-				set.pos[e.h] = int32(n)
-			}
-			set.heap[n] = e
-			n++
-		}
-		clear(set.heap[n:]) // release the ids
-		set.heap = set.heap[:n]
-		for i := n/2 - 1; i >= 0; i-- {
-			set.down(i)
-		}
-		set.dirty = true
+// remove drops the member at heap position i from set, a set of window
+// win.
+func (c *Counts) remove(win *window, set *cset, i int) {
+	e := set.heap[i]
+	delete(set.pos, e.h)
+	c.unref(e.h)
+	win.watch.unwatch(e.m)
+	last := len(set.heap) - 1
+	if i != last {
+		set.heap[i] = set.heap[last]
+		set.pos[set.heap[i].h] = int32(i)
 	}
+	set.heap[last] = entry{} // release the id
+	set.heap = set.heap[:last]
+	if i != last {
+		set.down(i)
+		set.up(i)
+	}
+	set.dirty = true
 }
 
-func (c *Counts) clearSet(set *cset) {
+func (c *Counts) clearSet(win *window, set *cset) {
 	for _, e := range set.heap {
 		c.unref(e.h)
+		win.watch.unwatch(e.m)
 	}
 	clear(set.heap)
 	set.heap = set.heap[:0]
