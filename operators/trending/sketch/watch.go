@@ -20,9 +20,9 @@ import (
 // does not reproduce: no decision may depend on them (refresh orders its
 // work by set and heap position).
 type watchIndex struct {
-	stride  int       // nodes per member: 2 × depth
-	limit   int       // members at most: Counts.maxMembers
-	head    []int32   // by counter: 1 + the first node reading it, 0 if none
+	stride  int     // nodes per member: 2 × depth
+	limit   int     // members at most: Counts.maxMembers
+	head    []int32 // by counter: 1 + the first node reading it, 0 if none
 	nodes   []watchNode
 	members []watcher
 	free    []int32 // indices of free members
