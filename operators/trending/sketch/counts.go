@@ -416,12 +416,17 @@ func (c *Counts) expire(win *window, s *bucket) {
 				x.collect(int(i))
 			}
 		}
-	}
-	for pi, p := range s.pages {
-		if p == nil {
-			continue
+		// The listed counters are on every page the bucket allocated.
+		for _, i := range s.cells {
+			if s.pages[i/PageSize] != nil {
+				c.release(s, int(i/PageSize))
+			}
 		}
-		if s.overflow {
+	} else {
+		for pi, p := range s.pages {
+			if p == nil {
+				continue
+			}
 			tot := c.total[pi*PageSize*nw : (pi+1)*PageSize*nw]
 			for j, v := range p.c {
 				if v == 0 {
@@ -433,14 +438,20 @@ func (c *Counts) expire(win *window, s *bucket) {
 				}
 			}
 			p.c = [PageSize]uint32{}
+			c.release(s, pi)
 		}
-		p.dirty = false
-		c.pool = append(c.pool, p)
-		s.pages[pi] = nil
 	}
 	win.mass -= s.mass
 	s.live, s.mass, s.metaDirty = false, 0, false
 	s.dirty, s.cells, s.overflow = s.dirty[:0], s.cells[:0], false
+}
+
+// release returns page pi of bucket s, all zeros, to the pool.
+func (c *Counts) release(s *bucket, pi int) {
+	p := s.pages[pi]
+	p.dirty = false
+	c.pool = append(c.pool, p)
+	s.pages[pi] = nil
 }
 
 // TooOld reports whether a share at ts would be older than every window

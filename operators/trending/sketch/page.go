@@ -19,9 +19,25 @@ const (
 	pageSparse = 1 // (uvarint zeros skipped, uvarint nonzero count) pairs
 )
 
+// maxGapLen is the longest encoding of a gap in a sparse page.
+var maxGapLen = uvarintLen(PageSize - 1)
+
 // appendPage appends the encoding of p to buf: dense or sparse, whichever
 // is shorter (dense on a tie).
 func appendPage(buf []byte, p *[PageSize]uint32) []byte {
+	// A page with few nonzero counters, as most of a sparse bucket's are,
+	// is shorter sparse whatever its values: each costs at most maxGapLen
+	// bytes more sparse than dense, and each zero one byte dense and none
+	// sparse.
+	nz := 0
+	for _, v := range p {
+		if v != 0 {
+			nz++
+		}
+	}
+	if nz*(1+maxGapLen) < PageSize {
+		return appendSparse(buf, p)
+	}
 	dense, sparse, gap := 0, 0, 0
 	for _, v := range p {
 		n := uvarintLen(uint64(v))
@@ -40,8 +56,12 @@ func appendPage(buf []byte, p *[PageSize]uint32) []byte {
 		}
 		return buf
 	}
+	return appendSparse(buf, p)
+}
+
+func appendSparse(buf []byte, p *[PageSize]uint32) []byte {
 	buf = append(buf, pageSparse)
-	gap = 0
+	gap := 0
 	for _, v := range p {
 		if v == 0 {
 			gap++

@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -336,4 +337,41 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("re-encoding %x: %v", b, err)
 		}
 	})
+}
+
+// TestPageEncodingShorter: appendPage picks the shorter encoding (dense
+// on a tie) at every density, including where it decides by the count of
+// nonzero counters alone.
+func TestPageEncodingShorter(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for i := range 3000 {
+		var p [PageSize]uint32
+		nz := rng.IntN(PageSize + 1)
+		if i < PageSize+1 {
+			nz = i
+		}
+		for _, j := range rng.Perm(PageSize)[:nz] {
+			p[j] = uint32(1 + rng.Uint64N([]uint64{1, 127, 1 << 14, 1<<32 - 1}[rng.IntN(4)]))
+		}
+		dense := append([]byte{pageDense}, nil...)
+		for _, v := range p {
+			dense = binary.AppendUvarint(dense, uint64(v))
+		}
+		sparse, gap := []byte{pageSparse}, 0
+		for _, v := range p {
+			if v == 0 {
+				gap++
+				continue
+			}
+			sparse = binary.AppendUvarint(binary.AppendUvarint(sparse, uint64(gap)), uint64(v))
+			gap = 0
+		}
+		want := dense
+		if len(sparse) < len(dense) {
+			want = sparse
+		}
+		if got := appendPage(nil, &p); !bytes.Equal(got, want) {
+			t.Fatalf("%d nonzero: %d bytes, want %d", nz, len(got), len(want))
+		}
+	}
 }

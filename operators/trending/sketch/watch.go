@@ -18,7 +18,7 @@ import (
 // nodes of one counter are chained from head. Which index a member gets
 // and the order of a chain follow the history of admissions, which Load
 // does not reproduce: no decision may depend on them (refresh orders its
-// work by set and heap position).
+// work by set and article).
 type watchIndex struct {
 	stride  int     // nodes per member: 2 × depth
 	limit   int     // members at most: Counts.maxMembers
@@ -41,7 +41,12 @@ type watcher struct {
 	touched bool   // listed in touched
 }
 
-type touch struct{ slot, pos, m int32 }
+// touch is a member an expiry touched: its article hash, the slot of its
+// set, and its index.
+type touch struct {
+	h       uint64
+	slot, m int32
+}
 
 // watch lists the member of window win's set slot with article hash h
 // under the counters its estimate reads: gcols, and in a category's set
@@ -113,7 +118,7 @@ func (x *watchIndex) collect(cell int) {
 		m := (n - 1) / int32(x.stride)
 		if w := &x.members[m]; !w.touched {
 			w.touched = true
-			x.touched = appendCapped(x.touched, touch{m: m}, x.limit)
+			x.touched = appendCapped(x.touched, touch{h: w.h, slot: w.slot, m: m}, x.limit)
 		}
 	}
 }
@@ -123,23 +128,19 @@ func (x *watchIndex) collect(cell int) {
 // expire): each takes the lesser of its estimate and the article's
 // current one, and leaves its set at zero. The others' estimates read no
 // counter the expiry lowered. The members are visited by set, then by
-// heap position, so that the result depends on the sets alone.
+// article hash, so that the result depends on the sets alone.
 func (c *Counts) refresh(win *window) {
 	x := &win.watch
 	ts := x.touched
-	for i := range ts {
-		w := &x.members[ts[i].m]
-		w.touched = false
-		ts[i].slot, ts[i].pos = w.slot, win.sets[w.slot].pos[w.h]
-	}
 	slices.SortFunc(ts, func(a, b touch) int {
-		return cmp.Or(cmp.Compare(a.slot, b.slot), cmp.Compare(a.pos, b.pos))
+		return cmp.Or(cmp.Compare(a.slot, b.slot), cmp.Compare(a.h, b.h))
 	})
 	nw := len(c.win)
 	for _, t := range ts {
 		set := win.sets[t.slot]
 		w := &x.members[t.m]
-		i := int(set.pos[w.h])
+		w.touched = false
+		i := int(set.pos[t.h])
 		old := set.heap[i].est
 		est := old
 		base := int(t.m) * x.stride
