@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,6 +154,51 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
+// sparseStream returns n shares spread evenly over span, as the trending
+// operator's BenchmarkOperatorIngest makes them: every other share is of
+// a new article, the others of Zipf(1.1)-popular ones, each article in one
+// of 8 categories.
+func sparseStream(n int, span time.Duration) []share {
+	arts := n / 2
+	rng := rand.New(rand.NewPCG(uint64(n), 5))
+	z := rand.NewZipf(rng, 1.1, 1, uint64(arts-1))
+	out := make([]share, n)
+	for i := range out {
+		a := i / 2
+		if i%2 == 1 {
+			a = int((z.Uint64()*7919 + 13) % uint64(arts))
+		}
+		out[i] = share{id: "art-" + strconv.FormatInt(int64(a), 36), cat: zipfCategoryNames[a%zipfCategories], ts: day0 + int64(i)*ms(span)/int64(n)}
+	}
+	return out
+}
+
+// BenchmarkAddSparse measures Add on a sparse stream: 1,000,000 shares
+// over 24 hours (about 12 a second, so that nearly every share moves the
+// 1m window on a bucket), with a Flush every 20,000 shares as the
+// operator's commits make, in the steady state (after 200,000 shares).
+func BenchmarkAddSparse(b *testing.B) {
+	shares := sparseStream(1_000_000, 24*time.Hour)
+	c := New(Options{})
+	for _, s := range shares[:200_000] {
+		c.Add(s.id, s.cat, s.ts)
+	}
+	i, n, dt := 200_000, 0, int64(0)
+	for b.Loop() {
+		if i == len(shares) {
+			i, dt = 0, dt+shares[len(shares)-1].ts-day0+1
+		}
+		s := shares[i]
+		c.Add(s.id, s.cat, s.ts+dt)
+		i++
+		if n++; n%20_000 == 0 {
+			if err := c.Flush(discard{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
 // BenchmarkFlush measures an incremental Flush every 3,125 shares (250 ms,
 // the engine's commit interval, at the design's rate of one partition).
 func BenchmarkFlush(b *testing.B) {
@@ -240,6 +286,7 @@ func fillFull(c *Counts) {
 				}
 				p.c[0]++ // no page is all zeros
 				c.total[pi*PageSize*len(c.win)+w]++
+				p.nz = uint16(nonzero(&p.c))
 				p.dirty = true
 				s.pages[pi] = p
 				s.dirty = append(s.dirty, int32(pi))

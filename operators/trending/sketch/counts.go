@@ -332,6 +332,9 @@ func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
 			p.c[i%PageSize] = m + 1
 			t++
 			c.total[i*len(c.win)+win.idx] = t
+			if m == 0 {
+				p.nz++
+			}
 			if m == 0 && !s.overflow {
 				if len(s.cells) < c.maxCells {
 					s.cells = append(s.cells, int32(i))
@@ -412,7 +415,7 @@ func (c *Counts) expire(win *window, s *bucket) {
 			p := &s.pages[i/PageSize].c[i%PageSize]
 			c.total[int(i)*nw+win.idx] -= uint64(*p)
 			*p = 0
-			if x.head != nil && x.head[i] != 0 {
+			if x.reads(int(i)) {
 				x.collect(int(i))
 			}
 		}
@@ -428,12 +431,13 @@ func (c *Counts) expire(win *window, s *bucket) {
 				continue
 			}
 			tot := c.total[pi*PageSize*nw : (pi+1)*PageSize*nw]
+			read := x.read != nil && slices.ContainsFunc(x.read[pi*PageSize/64:(pi+1)*PageSize/64], func(b uint64) bool { return b != 0 })
 			for j, v := range p.c {
 				if v == 0 {
 					continue
 				}
 				tot[j*nw+win.idx] -= uint64(v)
-				if cell := pi*PageSize + j; x.head != nil && x.head[cell] != 0 {
+				if cell := pi*PageSize + j; read && x.reads(cell) {
 					x.collect(cell)
 				}
 			}
@@ -449,7 +453,7 @@ func (c *Counts) expire(win *window, s *bucket) {
 // release returns page pi of bucket s, all zeros, to the pool.
 func (c *Counts) release(s *bucket, pi int) {
 	p := s.pages[pi]
-	p.dirty = false
+	p.dirty, p.nz = false, 0
 	c.pool = append(c.pool, p)
 	s.pages[pi] = nil
 }
@@ -665,7 +669,7 @@ func (c *Counts) MemoryBytes() int {
 			}
 		}
 		x := &w.watch
-		n += cap(x.head)*4 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
+		n += cap(x.head)*4 + cap(x.read)*8 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
 		n += cap(x.free)*4 + cap(x.touched)*int(unsafe.Sizeof(touch{}))
 	}
 	n += len(c.ids) * idMapEntry

@@ -460,14 +460,25 @@ func TestConcurrentQueries(t *testing.T) {
 // totals and the watch index: each member's estimate is at most the
 // article's current one (so a refresh of every member would change
 // nothing) and not zero, the heap and its positions are consistent, and
-// the index lists each member under exactly the counters it reads.
+// the index lists each member under exactly the counters it reads. It
+// also checks each page's count of nonzero counters.
 func checkCandidates(t *testing.T, c *Counts) {
 	t.Helper()
 	for w := range c.win {
 		win := &c.win[w]
 		x := &win.watch
 		listed := map[int32]int{} // member → nodes found in chains
+		for i := range win.slots {
+			for pi, p := range win.slots[i].pages {
+				if p != nil && int(p.nz) != nonzero(&p.c) {
+					t.Fatalf("window %d bucket %d page %d: nz %d, %d counters not zero", w, win.slots[i].id, pi, p.nz, nonzero(&p.c))
+				}
+			}
+		}
 		for cell := range x.head {
+			if x.reads(cell) != (x.head[cell] != 0) {
+				t.Fatalf("window %d: counter %d read bit %v, chain %d", w, cell, x.reads(cell), x.head[cell])
+			}
 			for n := x.head[cell]; n != 0; n = x.nodes[n-1].next {
 				if got := int(x.nodes[n-1].cell); got != cell {
 					t.Fatalf("window %d: node %d in the chain of counter %d reads %d", w, n-1, cell, got)

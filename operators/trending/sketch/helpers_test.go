@@ -164,3 +164,19 @@ func entriesString(es []Entry) string {
 	}
 	return b.String()
 }
+
+// nonzero returns the number of nonzero counters of p.
+func nonzero(p *[PageSize]uint32) int {
+	n := 0
+	for _, v := range p {
+		if v != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// encodePage returns the encoding of a page holding p.
+func encodePage(p *[PageSize]uint32) []byte {
+	return appendPage(nil, &page{c: *p, nz: uint16(nonzero(p))})
+}

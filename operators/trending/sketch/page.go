@@ -10,7 +10,8 @@ import (
 // counters: a page that is not allocated holds zeros.
 type page struct {
 	c     [PageSize]uint32
-	dirty bool // changed since the last Flush
+	nz    uint16 // counters that are not zero
+	dirty bool   // changed since the last Flush
 }
 
 // Page encodings: the first byte of a stored page.
@@ -22,20 +23,15 @@ const (
 // maxGapLen is the longest encoding of a gap in a sparse page.
 var maxGapLen = uvarintLen(PageSize - 1)
 
-// appendPage appends the encoding of p to buf: dense or sparse, whichever
+// appendPage appends the encoding of pg to buf: dense or sparse, whichever
 // is shorter (dense on a tie).
-func appendPage(buf []byte, p *[PageSize]uint32) []byte {
+func appendPage(buf []byte, pg *page) []byte {
+	p := &pg.c
 	// A page with few nonzero counters, as most of a sparse bucket's are,
 	// is shorter sparse whatever its values: each costs at most maxGapLen
 	// bytes more sparse than dense, and each zero one byte dense and none
 	// sparse.
-	nz := 0
-	for _, v := range p {
-		if v != 0 {
-			nz++
-		}
-	}
-	if nz*(1+maxGapLen) < PageSize {
+	if int(pg.nz)*(1+maxGapLen) < PageSize {
 		return appendSparse(buf, p)
 	}
 	dense, sparse, gap := 0, 0, 0
@@ -77,23 +73,25 @@ func appendSparse(buf []byte, p *[PageSize]uint32) []byte {
 var errBadPage = errors.New("malformed page")
 
 // decodePage decodes b, as written by appendPage, into p (which it
-// overwrites). It reports whether some counter is nonzero.
-func decodePage(b []byte, p *[PageSize]uint32) (bool, error) {
+// overwrites). It returns the number of nonzero counters.
+func decodePage(b []byte, p *[PageSize]uint32) (int, error) {
 	*p = [PageSize]uint32{}
 	if len(b) == 0 {
-		return false, errBadPage
+		return 0, errBadPage
 	}
 	format, b := b[0], b[1:]
-	nz := false
+	nz := 0
 	switch format {
 	case pageDense:
 		for i := range p {
 			v, n := binary.Uvarint(b)
 			if n <= 0 || v > 1<<32-1 {
-				return false, errBadPage
+				return 0, errBadPage
 			}
 			p[i] = uint32(v)
-			nz = nz || v != 0
+			if v != 0 {
+				nz++
+			}
 			b = b[n:]
 		}
 	case pageSparse:
@@ -101,24 +99,24 @@ func decodePage(b []byte, p *[PageSize]uint32) (bool, error) {
 		for len(b) > 0 {
 			gap, n := binary.Uvarint(b)
 			if n <= 0 || gap >= uint64(PageSize-i) {
-				return false, errBadPage
+				return 0, errBadPage
 			}
 			b = b[n:]
 			i += int(gap)
 			v, n := binary.Uvarint(b)
 			if n <= 0 || v == 0 || v > 1<<32-1 {
-				return false, errBadPage
+				return 0, errBadPage
 			}
 			b = b[n:]
 			p[i] = uint32(v)
 			i++
-			nz = true
+			nz++
 		}
 	default:
-		return false, errBadPage
+		return 0, errBadPage
 	}
 	if len(b) != 0 {
-		return false, errBadPage
+		return 0, errBadPage
 	}
 	return nz, nil
 }

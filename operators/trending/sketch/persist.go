@@ -133,7 +133,7 @@ func (c *Counts) flushWindow(wr state.Writer, w int) error {
 			p := s.pages[pi]
 			k := binary.BigEndian.AppendUint16(c.bucketKey(w, s.id), uint16(pi))
 			c.key = k
-			c.val = appendPage(c.val[:0], &p.c)
+			c.val = appendPage(c.val[:0], p)
 			if err := wr.Set(k, c.val); err != nil {
 				return err
 			}
@@ -380,7 +380,8 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 	}
 	p := c.newPage()
 	nz, err := decodePage(v, &p.c)
-	if err != nil || !nz {
+	p.nz = uint16(nz)
+	if err != nil || nz == 0 {
 		c.pool = append(c.pool, p)
 		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
 	}

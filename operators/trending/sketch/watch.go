@@ -20,9 +20,10 @@ import (
 // does not reproduce: no decision may depend on them (refresh orders its
 // work by set and article).
 type watchIndex struct {
-	stride  int     // nodes per member: 2 × depth
-	limit   int     // members at most: Counts.maxMembers
-	head    []int32 // by counter: 1 + the first node reading it, 0 if none
+	stride  int      // nodes per member: 2 × depth
+	limit   int      // members at most: Counts.maxMembers
+	head    []int32  // by counter: 1 + the first node reading it, 0 if none
+	read    []uint64 // by counter, a bit: head is not 0 (a smaller array to test)
 	nodes   []watchNode
 	members []watcher
 	free    []int32 // indices of free members
@@ -56,6 +57,7 @@ func (c *Counts) watch(win *window, slot int, h uint64, gcols, ccols *[MaxDepth]
 	if x.head == nil {
 		x.stride, x.limit = 2*c.depth, c.maxMembers()
 		x.head = make([]int32, c.depth*c.width)
+		x.read = make([]uint64, c.depth*c.width/64)
 	}
 	var m int32
 	if n := len(x.free); n > 0 {
@@ -73,6 +75,7 @@ func (c *Counts) watch(win *window, slot int, h uint64, gcols, ccols *[MaxDepth]
 	link := func(cell int) {
 		x.nodes[j] = watchNode{next: x.head[cell], cell: int32(cell)}
 		x.head[cell] = int32(j + 1)
+		x.read[cell/64] |= 1 << (cell % 64)
 		j++
 	}
 	for _, cell := range gcols[:c.depth] {
@@ -102,14 +105,23 @@ func (x *watchIndex) unwatch(m int32) {
 	w := &x.members[m]
 	base := int(m) * x.stride
 	for j := base; j < base+int(w.n); j++ {
-		p := &x.head[x.nodes[j].cell]
+		cell := x.nodes[j].cell
+		p := &x.head[cell]
 		for *p != int32(j+1) {
 			p = &x.nodes[*p-1].next
 		}
 		*p = x.nodes[j].next
+		if x.head[cell] == 0 {
+			x.read[cell/64] &^= 1 << (cell % 64)
+		}
 	}
 	*w = watcher{}
 	x.free = appendCapped(x.free, m, x.limit)
+}
+
+// reads reports whether a member's estimate reads counter cell.
+func (x *watchIndex) reads(cell int) bool {
+	return x.read != nil && x.read[cell/64]&(1<<(cell%64)) != 0
 }
 
 // collect lists, once each, the members whose estimates read counter cell.
