@@ -144,6 +144,7 @@ func New(opts Options) *Counts {
 			n:         int64(s.Buckets),
 			slots:     make([]bucket, s.Buckets),
 			sets:      make([]*cset, opts.MaxCategories+1),
+			watch:     watchIndex{visitAll: defaultVisitAll},
 			deletedLo: math.MinInt64,
 		}
 	}
@@ -415,7 +416,7 @@ func (c *Counts) expire(win *window, s *bucket) {
 			p := &s.pages[i/PageSize].c[i%PageSize]
 			c.total[int(i)*nw+win.idx] -= uint64(*p)
 			*p = 0
-			if x.reads(int(i)) {
+			if !x.all && x.reads(int(i)) {
 				x.collect(int(i))
 			}
 		}
@@ -430,17 +431,18 @@ func (c *Counts) expire(win *window, s *bucket) {
 			if p == nil {
 				continue
 			}
-			tot := c.total[pi*PageSize*nw : (pi+1)*PageSize*nw]
-			read := x.read != nil && slices.ContainsFunc(x.read[pi*PageSize/64:(pi+1)*PageSize/64], func(b uint64) bool { return b != 0 })
-			for j, v := range p.c {
-				if v == 0 {
-					continue
-				}
-				tot[j*nw+win.idx] -= uint64(v)
-				if cell := pi*PageSize + j; read && x.reads(cell) {
-					x.collect(cell)
+			if x.read != nil && !x.all {
+				// The counters of the page that candidates read.
+				for wi, word := range x.read[pi*PageSize/64 : (pi+1)*PageSize/64] {
+					for ; word != 0; word &= word - 1 {
+						j := wi*64 + bits.TrailingZeros64(word)
+						if p.c[j] != 0 {
+							x.collect(pi*PageSize + j)
+						}
+					}
 				}
 			}
+			c.addPage(win, pi, &p.c, -1)
 			p.c = [PageSize]uint32{}
 			c.release(s, pi)
 		}
@@ -499,7 +501,7 @@ func (c *Counts) advance(ts int64) {
 			}
 		}
 		w.hi, w.lo = hi, lo
-		if len(w.watch.touched) > 0 {
+		if len(w.watch.touched) > 0 || w.watch.all {
 			c.refresh(w)
 		}
 	}
@@ -670,7 +672,7 @@ func (c *Counts) MemoryBytes() int {
 		}
 		x := &w.watch
 		n += cap(x.head)*4 + cap(x.read)*8 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
-		n += cap(x.free)*4 + cap(x.touched)*int(unsafe.Sizeof(touch{}))
+		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.changes)*int(unsafe.Sizeof(change{}))
 	}
 	n += len(c.ids) * idMapEntry
 	for _, r := range c.ids {

@@ -520,6 +520,38 @@ func checkCandidates(t *testing.T, c *Counts) {
 	}
 }
 
+// TestRefreshVisits: refresh finds the same members, and gives the same
+// result, whether it visits the members an expiry touched or every member.
+func TestRefreshVisits(t *testing.T) {
+	shares := persistStream(3, 20_000)
+	var cs []*Counts
+	var ms []*memStore
+	for _, visitAll := range []int{defaultVisitAll, 0, 1 << 30} {
+		c := New(smallOptions())
+		for w := range c.win {
+			c.win[w].watch.visitAll = visitAll
+		}
+		cs, ms = append(cs, c), append(ms, newMemStore())
+	}
+	for i, s := range shares {
+		for j, c := range cs {
+			apply(c, s)
+			if i%500 == 499 {
+				flushTo(t, c, ms[j])
+			}
+		}
+		if i%2000 == 1999 {
+			checkCandidates(t, cs[1])
+		}
+	}
+	for j := range cs {
+		flushTo(t, cs[j], ms[j])
+		if !slices.Equal(ms[j].log, ms[0].log) {
+			t.Fatalf("visitAll %d flushed differently", cs[j].win[0].watch.visitAll)
+		}
+	}
+}
+
 // TestRefresh: in a narrow sketch, where keys collide, a share stream
 // with expiries in every window keeps every candidate's estimate within
 // [exact count, current estimate] and the watch index exact, as state

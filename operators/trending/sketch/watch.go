@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"cmp"
+	"math"
 	"slices"
 )
 
@@ -18,7 +19,7 @@ import (
 // nodes of one counter are chained from head. Which index a member gets
 // and the order of a chain follow the history of admissions, which Load
 // does not reproduce: no decision may depend on them (refresh orders its
-// work by set and article).
+// work by set and heap position).
 type watchIndex struct {
 	stride  int      // nodes per member: 2 × depth
 	limit   int      // members at most: Counts.maxMembers
@@ -27,7 +28,13 @@ type watchIndex struct {
 	nodes   []watchNode
 	members []watcher
 	free    []int32 // indices of free members
-	touched []touch // members an expiry touched, for refresh
+	touched []int32 // members an expiry touched, for refresh
+	all     bool    // touched holds more than 1/visitAll of the members: refresh visits all
+	// visitAll sets when refresh visits every member rather than the
+	// touched ones (0: never): defaultVisitAll, but for tests, which check
+	// that both ways give the same result.
+	visitAll int
+	changes  []change // scratch of refresh
 }
 
 type watchNode struct {
@@ -40,13 +47,6 @@ type watcher struct {
 	slot    int32  // category slot of the member's set
 	n       int32  // nodes in use: depth, or 2 × depth in a category's set; 0 if free
 	touched bool   // listed in touched
-}
-
-// touch is a member an expiry touched: its article hash, the slot of its
-// set, and its index.
-type touch struct {
-	h       uint64
-	slot, m int32
 }
 
 // watch lists the member of window win's set slot with article hash h
@@ -124,53 +124,106 @@ func (x *watchIndex) reads(cell int) bool {
 	return x.read != nil && x.read[cell/64]&(1<<(cell%64)) != 0
 }
 
-// collect lists, once each, the members whose estimates read counter cell.
+// collect lists, once each, the members whose estimates read counter
+// cell, until they are more than 1/visitAll of the members: then refresh
+// visits every member.
 func (x *watchIndex) collect(cell int) {
-	for n := x.head[cell]; n != 0; n = x.nodes[n-1].next {
+	for n := x.head[cell]; n != 0 && !x.all; n = x.nodes[n-1].next {
 		m := (n - 1) / int32(x.stride)
 		if w := &x.members[m]; !w.touched {
 			w.touched = true
-			x.touched = appendCapped(x.touched, touch{h: w.h, slot: w.slot, m: m}, x.limit)
+			x.touched = appendCapped(x.touched, m, x.limit)
+			x.all = x.visitAll > 0 && x.visitAll*len(x.touched) > len(x.members)-len(x.free)
 		}
 	}
+}
+
+// current returns the estimate member m's counters give in window win.
+func (c *Counts) current(win *window, m int32) uint64 {
+	x := &win.watch
+	nw := len(c.win)
+	est := uint64(math.MaxUint64)
+	base := int(m) * x.stride
+	for _, nd := range x.nodes[base : base+int(x.members[m].n)] {
+		est = min(est, c.total[int(nd.cell)*nw+win.idx])
+	}
+	return est
 }
 
 // refresh re-estimates the members of window win's candidate sets whose
 // counters held shares of the buckets that just expired (collected by
 // expire): each takes the lesser of its estimate and the article's
 // current one, and leaves its set at zero. The others' estimates read no
-// counter the expiry lowered. The members are visited by set, then by
-// article hash, so that the result depends on the sets alone.
+// counter the expiry lowered, so they are at most the current ones.
+//
+// In each set, the estimates that fall are lowered in place, then sifted
+// up in the order of their positions, then the members at zero (the last
+// ranked) are popped. A sift-up moves only the member's ancestors, which
+// sit at lower positions: the members yet to be sifted have not moved,
+// and the result depends only on the set and the estimates that fell.
+// Where an expiry touched many of the window's members, they are found by
+// visiting every member in position order, which finds the same ones.
 func (c *Counts) refresh(win *window) {
 	x := &win.watch
-	ts := x.touched
-	slices.SortFunc(ts, func(a, b touch) int {
-		return cmp.Or(cmp.Compare(a.slot, b.slot), cmp.Compare(a.h, b.h))
-	})
-	nw := len(c.win)
-	for _, t := range ts {
-		set := win.sets[t.slot]
-		w := &x.members[t.m]
-		w.touched = false
-		i := int(set.pos[t.h])
-		old := set.heap[i].est
-		est := old
-		base := int(t.m) * x.stride
-		for _, nd := range x.nodes[base : base+int(w.n)] {
-			est = min(est, c.total[int(nd.cell)*nw+win.idx])
+	ch := x.changes[:0]
+	if x.all {
+		for _, m := range x.touched {
+			x.members[m].touched = false
 		}
-		switch {
-		case est == old:
-		case est == 0:
-			c.remove(win, set, i)
-		default:
-			set.heap[i].est = est
-			set.up(i) // it ranks lower
-			set.dirty = true
+		x.all = false
+		for slot, set := range win.sets {
+			if set == nil {
+				continue
+			}
+			for i := range set.heap {
+				e := &set.heap[i]
+				if est := c.current(win, e.m); est < e.est {
+					ch = appendCapped(ch, change{key: uint64(slot)<<32 | uint64(i), est: est}, x.limit)
+				}
+			}
 		}
+	} else {
+		for _, m := range x.touched {
+			w := &x.members[m]
+			w.touched = false
+			set := win.sets[w.slot]
+			i := set.pos[w.h]
+			if est := c.current(win, m); est < set.heap[i].est {
+				ch = appendCapped(ch, change{key: uint64(w.slot)<<32 | uint64(i), est: est}, x.limit)
+			}
+		}
+		slices.SortFunc(ch, func(a, b change) int { return cmp.Compare(a.key, b.key) })
 	}
-	x.touched = ts[:0]
+	x.touched = x.touched[:0]
+	for len(ch) > 0 {
+		slot := int(ch[0].key >> 32)
+		n := 1
+		for n < len(ch) && int(ch[n].key>>32) == slot {
+			n++
+		}
+		set := win.sets[slot]
+		for _, d := range ch[:n] {
+			set.heap[uint32(d.key)].est = d.est
+		}
+		for _, d := range ch[:n] {
+			set.up(int(uint32(d.key)))
+		}
+		for len(set.heap) > 0 && set.heap[0].est == 0 {
+			c.remove(win, set, 0)
+		}
+		set.dirty = true
+		ch = ch[n:]
+	}
+	x.changes = ch[:0]
 }
+
+// defaultVisitAll is watchIndex.visitAll: refresh visits every member
+// once an expiry touched a quarter of them.
+const defaultVisitAll = 4
+
+// change is an estimate that falls in refresh: the set's slot and the
+// member's position (slot<<32 | position), and the new estimate.
+type change struct{ key, est uint64 }
 
 // maxMembers returns the most members the candidate sets of one window
 // hold at once.
