@@ -286,7 +286,7 @@ func fillFull(c *Counts) {
 				}
 				p.c[0]++ // no page is all zeros
 				c.total[pi*PageSize*len(c.win)+w]++
-				p.nz = uint16(nonzero(&p.c))
+				p.mark()
 				p.dirty = true
 				s.pages[pi] = p
 				s.dirty = append(s.dirty, int32(pi))

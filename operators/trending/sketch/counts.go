@@ -94,8 +94,9 @@ type bucket struct {
 	pages     []*page
 	dirty     []int32 // pages with dirty set, in the order they were dirtied
 	// cells lists the counters that became nonzero, as long as there are
-	// at most Counts.maxCells (else overflow): expiry then visits only
-	// these instead of every counter of the allocated pages.
+	// at most Counts.maxCells (else overflow): the expiry of a bucket few
+	// shares touched then visits them directly (their cache misses
+	// overlap), instead of each allocated page's nonzero counters.
 	cells    []int32
 	overflow bool
 }
@@ -334,13 +335,13 @@ func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
 			t++
 			c.total[i*len(c.win)+win.idx] = t
 			if m == 0 {
-				p.nz++
-			}
-			if m == 0 && !s.overflow {
-				if len(s.cells) < c.maxCells {
-					s.cells = append(s.cells, int32(i))
-				} else {
-					s.overflow, s.cells = true, s.cells[:0]
+				p.nz[i%PageSize/64] |= 1 << (i % 64)
+				if !s.overflow {
+					if len(s.cells) < c.maxCells {
+						s.cells = append(s.cells, int32(i))
+					} else {
+						s.overflow, s.cells = true, s.cells[:0]
+					}
 				}
 			}
 			if !p.dirty {
@@ -376,6 +377,7 @@ func (c *Counts) newPage() *page {
 	if n := len(c.pool); n > 0 {
 		p := c.pool[n-1]
 		c.pool = c.pool[:n-1]
+		p.nz, p.dirty = [PageSize / 64]uint64{}, false
 		return p
 	}
 	c.pagesAlloc++
@@ -401,8 +403,7 @@ func (c *Counts) addPage(win *window, pi int, p *[PageSize]uint32, sign int) {
 }
 
 // cellListDivisor sets the length of a bucket's cell list: depth × width
-// / cellListDivisor, where visiting the listed cells costs as much as
-// visiting every counter of 1/32 of the sketch.
+// / cellListDivisor.
 const cellListDivisor = 32
 
 // expire subtracts bucket s from the totals of window win and empties it.
@@ -431,19 +432,35 @@ func (c *Counts) expire(win *window, s *bucket) {
 			if p == nil {
 				continue
 			}
-			if x.read != nil && !x.all {
-				// The counters of the page that candidates read.
-				for wi, word := range x.read[pi*PageSize/64 : (pi+1)*PageSize/64] {
-					for ; word != 0; word &= word - 1 {
-						j := wi*64 + bits.TrailingZeros64(word)
-						if p.c[j] != 0 {
-							x.collect(pi*PageSize + j)
-						}
+			base := pi * PageSize
+			dense := p.nonzero() > PageSize/4
+			if dense {
+				// Without a branch per counter.
+				c.addPage(win, pi, &p.c, -1)
+			}
+			tot := c.total[base*nw : (base+PageSize)*nw]
+			for wi, word := range p.nz {
+				var read uint64 // the page's counters candidates read
+				if x.read != nil && !x.all {
+					read = x.read[base/64+wi]
+				}
+				if dense {
+					word &= read
+				}
+				for ; word != 0; word &= word - 1 {
+					j := wi*64 + bits.TrailingZeros64(word)
+					if !dense {
+						tot[j*nw+win.idx] -= uint64(p.c[j])
+						p.c[j] = 0
+					}
+					if read&(1<<(j%64)) != 0 && !x.all {
+						x.collect(base + j)
 					}
 				}
 			}
-			c.addPage(win, pi, &p.c, -1)
-			p.c = [PageSize]uint32{}
+			if dense {
+				p.c = [PageSize]uint32{}
+			}
 			c.release(s, pi)
 		}
 	}
@@ -452,11 +469,11 @@ func (c *Counts) expire(win *window, s *bucket) {
 	s.dirty, s.cells, s.overflow = s.dirty[:0], s.cells[:0], false
 }
 
-// release returns page pi of bucket s, all zeros, to the pool.
+// release returns page pi of bucket s, its counters all zero, to the
+// pool: newPage resets its nonzero bits and dirty flag (expire does not
+// touch them).
 func (c *Counts) release(s *bucket, pi int) {
-	p := s.pages[pi]
-	p.dirty, p.nz = false, 0
-	c.pool = append(c.pool, p)
+	c.pool = append(c.pool, s.pages[pi])
 	s.pages[pi] = nil
 }
 

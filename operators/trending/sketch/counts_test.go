@@ -470,8 +470,13 @@ func checkCandidates(t *testing.T, c *Counts) {
 		listed := map[int32]int{} // member → nodes found in chains
 		for i := range win.slots {
 			for pi, p := range win.slots[i].pages {
-				if p != nil && int(p.nz) != nonzero(&p.c) {
-					t.Fatalf("window %d bucket %d page %d: nz %d, %d counters not zero", w, win.slots[i].id, pi, p.nz, nonzero(&p.c))
+				if p == nil {
+					continue
+				}
+				q := *p
+				q.mark()
+				if q.nz != p.nz || p.nonzero() == 0 {
+					t.Fatalf("window %d bucket %d page %d: nonzero bits %x, counters %x", w, win.slots[i].id, pi, p.nz, q.nz)
 				}
 			}
 		}

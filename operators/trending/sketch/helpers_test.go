@@ -178,5 +178,7 @@ func nonzero(p *[PageSize]uint32) int {
 
 // encodePage returns the encoding of a page holding p.
 func encodePage(p *[PageSize]uint32) []byte {
-	return appendPage(nil, &page{c: *p, nz: uint16(nonzero(p))})
+	pg := &page{c: *p}
+	pg.mark()
+	return appendPage(nil, pg)
 }

@@ -3,6 +3,7 @@ package sketch
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 // page holds PageSize consecutive counters of one row of one bucket's
@@ -10,8 +11,27 @@ import (
 // counters: a page that is not allocated holds zeros.
 type page struct {
 	c     [PageSize]uint32
-	nz    uint16 // counters that are not zero
-	dirty bool   // changed since the last Flush
+	nz    [PageSize / 64]uint64 // bit j: c[j] is not zero
+	dirty bool                  // changed since the last Flush
+}
+
+// nonzero returns the number of counters of p that are not zero.
+func (p *page) nonzero() int {
+	n := 0
+	for _, w := range p.nz {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+// mark sets p.nz from the counters.
+func (p *page) mark() {
+	p.nz = [PageSize / 64]uint64{}
+	for j, v := range p.c {
+		if v != 0 {
+			p.nz[j/64] |= 1 << (j % 64)
+		}
+	}
 }
 
 // Page encodings: the first byte of a stored page.
@@ -31,8 +51,8 @@ func appendPage(buf []byte, pg *page) []byte {
 	// is shorter sparse whatever its values: each costs at most maxGapLen
 	// bytes more sparse than dense, and each zero one byte dense and none
 	// sparse.
-	if int(pg.nz)*(1+maxGapLen) < PageSize {
-		return appendSparse(buf, p)
+	if pg.nonzero()*(1+maxGapLen) < PageSize {
+		return appendSparse(buf, pg)
 	}
 	dense, sparse, gap := 0, 0, 0
 	for _, v := range p {
@@ -52,20 +72,19 @@ func appendPage(buf []byte, pg *page) []byte {
 		}
 		return buf
 	}
-	return appendSparse(buf, p)
+	return appendSparse(buf, pg)
 }
 
-func appendSparse(buf []byte, p *[PageSize]uint32) []byte {
+func appendSparse(buf []byte, p *page) []byte {
 	buf = append(buf, pageSparse)
-	gap := 0
-	for _, v := range p {
-		if v == 0 {
-			gap++
-			continue
+	next := 0 // after the last counter written
+	for wi, word := range p.nz {
+		for ; word != 0; word &= word - 1 {
+			j := wi*64 + bits.TrailingZeros64(word)
+			buf = binary.AppendUvarint(buf, uint64(j-next))
+			buf = binary.AppendUvarint(buf, uint64(p.c[j]))
+			next = j + 1
 		}
-		buf = binary.AppendUvarint(buf, uint64(gap))
-		buf = binary.AppendUvarint(buf, uint64(v))
-		gap = 0
 	}
 	return buf
 }

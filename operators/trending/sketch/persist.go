@@ -380,7 +380,7 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 	}
 	p := c.newPage()
 	nz, err := decodePage(v, &p.c)
-	p.nz = uint16(nz)
+	p.mark()
 	if err != nil || nz == 0 {
 		c.pool = append(c.pool, p)
 		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
