@@ -689,7 +689,7 @@ func (c *Counts) MemoryBytes() int {
 		}
 		x := &w.watch
 		n += cap(x.head)*4 + cap(x.read)*8 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
-		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.changes)*int(unsafe.Sizeof(change{}))
+		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.changes)*int(unsafe.Sizeof(change{})) + cap(x.zeros)*8
 	}
 	n += len(c.ids) * idMapEntry
 	for _, r := range c.ids {

@@ -249,7 +249,7 @@ func (o Options) MaxMemoryBytes() int {
 	// candidate its nodes (2 × depth), its record, and its places in the
 	// free list and the list of candidates an expiry touched.
 	n += nw * (cells*4 + cells/8)
-	n += entries * (2*depth*int(unsafe.Sizeof(watchNode{})) + int(unsafe.Sizeof(watcher{})) + 4 + 4 + int(unsafe.Sizeof(change{})))
+	n += entries * (2*depth*int(unsafe.Sizeof(watchNode{})) + int(unsafe.Sizeof(watcher{})) + 4 + 4 + int(unsafe.Sizeof(change{})) + 8)
 	// Hashes of the ids the next Flush deletes, and its scratch for those
 	// it writes: at most one per candidate each, in slices grown by
 	// doubling.

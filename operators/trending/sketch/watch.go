@@ -35,6 +35,7 @@ type watchIndex struct {
 	// that both ways give the same result.
 	visitAll int
 	changes  []change // scratch of refresh
+	zeros    []uint64 // scratch of refresh
 }
 
 type watchNode struct {
@@ -156,11 +157,12 @@ func (c *Counts) current(win *window, m int32) uint64 {
 // current one, and leaves its set at zero. The others' estimates read no
 // counter the expiry lowered, so they are at most the current ones.
 //
-// In each set, the estimates that fall are lowered in place, then sifted
-// up in the order of their positions, then the members at zero (the last
-// ranked) are popped. A sift-up moves only the member's ancestors, which
-// sit at lower positions: the members yet to be sifted have not moved,
-// and the result depends only on the set and the estimates that fell.
+// In each set, the estimates that fall but not to zero are lowered in
+// place, then sifted up in the order of their positions; then the members
+// at zero are removed in the order of their article hashes. A sift-up
+// moves only the member's ancestors, which sit at lower positions: the
+// members yet to be sifted have not moved, and the result depends only on
+// the set and the estimates that fell.
 // Where an expiry touched many of the window's members, they are found by
 // visiting every member in position order, which finds the same ones.
 func (c *Counts) refresh(win *window) {
@@ -202,15 +204,24 @@ func (c *Counts) refresh(win *window) {
 			n++
 		}
 		set := win.sets[slot]
+		zeros := x.zeros[:0]
 		for _, d := range ch[:n] {
-			set.heap[uint32(d.key)].est = d.est
+			if e := &set.heap[uint32(d.key)]; d.est > 0 {
+				e.est = d.est
+			} else {
+				zeros = appendCapped(zeros, e.h, x.limit)
+			}
 		}
 		for _, d := range ch[:n] {
-			set.up(int(uint32(d.key)))
+			if d.est > 0 {
+				set.up(int(uint32(d.key)))
+			}
 		}
-		for len(set.heap) > 0 && set.heap[0].est == 0 {
-			c.remove(win, set, 0)
+		slices.Sort(zeros)
+		for _, h := range zeros {
+			c.remove(win, set, int(set.pos[h]))
 		}
+		x.zeros = zeros[:0]
 		set.dirty = true
 		ch = ch[n:]
 	}
