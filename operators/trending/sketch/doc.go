@@ -66,12 +66,20 @@
 // estimate in the window (computed by the update anyway) updates it if it
 // is a member, and otherwise admits it if the set has room or it ranks
 // before the root, which it replaces. When buckets of a window expire,
-// every candidate of the window is re-estimated and those at zero leave.
-// A member's estimate is therefore the article's estimate as of its last
-// Add or expiry: still an upper bound of its count, and at most its
-// current estimate (Count and CategoryCount report the lesser of the two,
-// so they agree with TopK). TopK sorts the set: estimate descending, then
-// article id ascending.
+// the candidates whose counters (those of the article's global key, and
+// in a category's set of its category key) held shares in them are
+// re-estimated: each takes the lesser of its estimate and the article's
+// current one, and those at zero leave. The other candidates' estimates
+// read no counter the expiry lowered. A member's estimate is therefore
+// the least of the article's estimates since its last Add: an upper
+// bound of its count, and at most its current estimate (Count and
+// CategoryCount report the lesser of the two, so they agree with TopK).
+// TopK sorts the set: estimate descending, then article id ascending.
+//
+// Each window keeps an index from its counters to the candidates whose
+// estimates read them, so that an expiry costs in proportion to the
+// counters of the expired buckets, not to the number of candidates: with
+// a few shares a second, the 1m window expires a bucket every second.
 //
 // What the candidates can miss: an article that never ranked among the
 // set's members when it was shared is not reported later, even if the
@@ -118,13 +126,17 @@
 //
 //   - counter pages: B × depth × width × 4 bytes, allocated as counters
 //     are first incremented (a bucket that few shares touched has few
-//     pages) and reused when buckets expire, plus per bucket a page table
-//     (8 bytes per page) and a list of the counters that became nonzero
-//     (at most depth × width / 32 entries of 4 bytes);
+//     pages) and reused when buckets expire, plus per page a bit per
+//     counter (whether it is nonzero), per bucket a page table (8 bytes
+//     per page) and a list of the counters that became nonzero (at most
+//     depth × width / 32 entries of 4 bytes);
 //   - window sums: W × depth × width × 8 bytes;
-//   - candidate sets: W × C × K entries (about 56 bytes each with their
+//   - candidate sets: W × C × K entries (about 64 bytes each with their
 //     index), and the article ids they refer to, each kept once, at most
 //     W × C × K ids of at most MaxIDLen bytes;
+//   - the windows' indexes from counters to candidates: W × depth × width
+//     × 4 bytes, and per candidate 2 × depth entries of 8 bytes and about
+//     60 bytes more;
 //   - categories: at most MaxCategories names of at most MaxIDLen bytes;
 //   - the hashes of ids the next Flush writes or deletes: at most four
 //     per candidate, 8 bytes each.
@@ -132,9 +144,10 @@
 // [Options.MaxMemoryBytes] computes that bound, and [Counts.MemoryBytes]
 // the current use. With the default options (windows 1m/1h/24h of
 // 60/60/96 buckets, width 16384, depth 4, 64 categories, 200 candidates,
-// ids up to 64 bytes) the bound is 66 MiB per partition, 54 MiB of it
-// counter pages; a partition at the design's rate (12,500 shares a second)
-// reaches the counter pages' bound once its buckets are dense.
+// ids up to 64 bytes) the bound is 73 MiB per partition, 54 MiB of it
+// counters and 5 MiB the indexes from counters to candidates; a partition
+// at the design's rate (12,500 shares a second) reaches the counter pages'
+// bound once its buckets are dense.
 //
 // # Determinism
 //

@@ -40,8 +40,9 @@ const (
 	pageSparse = 1 // (uvarint zeros skipped, uvarint nonzero count) pairs
 )
 
-// maxGapLen is the longest encoding of a gap in a sparse page.
-var maxGapLen = uvarintLen(PageSize - 1)
+// maxGapLen is the longest encoding of a gap in a sparse page:
+// uvarintLen(PageSize - 1).
+const maxGapLen = 2
 
 // appendPage appends the encoding of pg to buf: dense or sparse, whichever
 // is shorter (dense on a tie).

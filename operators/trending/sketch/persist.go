@@ -380,11 +380,11 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 	}
 	p := c.newPage()
 	nz, err := decodePage(v, &p.c)
-	p.mark()
 	if err != nil || nz == 0 {
 		c.pool = append(c.pool, p)
 		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
 	}
+	p.mark()
 	s.pages[pi] = p
 	c.addPage(win, pi, &p.c, 1)
 	return false, nil

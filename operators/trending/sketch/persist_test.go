@@ -343,6 +343,9 @@ func FuzzDecodePage(f *testing.F) {
 // on a tie) at every density, including where it decides by the count of
 // nonzero counters alone.
 func TestPageEncodingShorter(t *testing.T) {
+	if maxGapLen != uvarintLen(PageSize-1) {
+		t.Fatalf("maxGapLen %d, want %d", maxGapLen, uvarintLen(PageSize-1))
+	}
 	rng := rand.New(rand.NewPCG(8, 8))
 	for i := range 3000 {
 		var p [PageSize]uint32

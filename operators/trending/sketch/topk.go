@@ -90,8 +90,8 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, 
 		win.sets[slot] = set
 	}
 	full := len(set.heap) >= c.capacity
-	// A member's estimate only grows between refreshes, and it is at
-	// least the root's: a lower one cannot be a member's.
+	// A member's estimate is at most the article's current one (est), and
+	// at least the root's: a lower one cannot be a member's.
 	if full && est < set.heap[0].est {
 		return
 	}
