@@ -115,6 +115,8 @@ type nodeProc struct {
 	args    []string
 	addr    string
 	logPath string
+	// env is added to the child's environment (childEnv).
+	env []string
 
 	cmd   *exec.Cmd
 	waitc chan error
@@ -122,12 +124,19 @@ type nodeProc struct {
 
 func startNode(b *testing.B) *nodeProc {
 	b.Helper()
+	n := newNode(b)
+	n.start()
+	return n
+}
+
+// newNode returns the nodeProc startNode starts, not started yet.
+func newNode(b *testing.B) *nodeProc {
+	b.Helper()
 	bin, root := binary(b)
 	dir := b.TempDir()
 	n := &nodeProc{b: b, bin: bin, addr: freeAddr(b), logPath: filepath.Join(dir, "node.log")}
 	n.args = []string{"run", "--data", filepath.Join(dir, "data"), "--http", n.addr,
 		"--config", filepath.Join(root, "configs", "newsflow.yaml"), "--log-level", "warn"}
-	n.start()
 	b.Cleanup(n.kill)
 	return n
 }
@@ -140,7 +149,7 @@ func (n *nodeProc) start() {
 	}
 	defer logf.Close()
 	cmd := exec.Command(n.bin, n.args...)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), n.env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		n.b.Fatal(err)
@@ -333,7 +342,7 @@ func writeStream(b *testing.B, s stream) string {
 // output is collected in out.
 func (n *nodeProc) produce(ctx context.Context, file string, out *bytes.Buffer) (*exec.Cmd, error) {
 	cmd := exec.CommandContext(ctx, n.bin, "produce", "shares", file, "--addr", "http://"+n.addr)
-	cmd.Env = childEnv()
+	cmd.Env = append(childEnv(), n.env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd, cmd.Start()
 }

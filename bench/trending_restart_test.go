@@ -37,23 +37,24 @@ const (
 )
 
 // manyArticles is the stream of BenchmarkTrendingRestart: n shares whose
-// event times rise evenly over span from start; every other share
-// introduces a new article (n/2 distinct articles in all), the others go
-// to Zipf(1.1)-popular articles; one category per article; event ids
-// unique.
+// event times rise evenly over span from start; distinct of them (evenly
+// spread) introduce a new article each, the others go to Zipf(1.1)-popular
+// articles; one category per article; event ids unique. With distinct =
+// n/2 every other share is a new article; with distinct = n, every share.
 type manyArticles struct {
-	n     int
-	start int64 // ms
-	span  int64 // ms
+	n        int
+	distinct int
+	start    int64 // ms
+	span     int64 // ms
 }
 
 // ndjson appends shares [from, to) as NDJSON lines; rng draws the popular
 // articles and the users.
 func (m manyArticles) ndjson(dst []byte, from, to int, rng *rand.Rand, zipf *rand.Zipf) []byte {
-	nArts := uint64(max(m.n/2, 1))
+	nArts := uint64(max(m.distinct, 1))
 	for i := from; i < to; i++ {
-		a := uint64(i / 2)
-		if i%2 == 1 {
+		a := uint64(i) * nArts / uint64(m.n)
+		if uint64(i)*nArts%uint64(m.n) >= nArts {
 			a = (zipf.Uint64()*7919 + 13) % nArts
 		}
 		dst = append(dst, `{"event_id":"tr-`...)
@@ -85,7 +86,7 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 	for w := range workers {
 		g.Go(func() error {
 			rng := rand.New(rand.NewPCG(uint64(m.n), uint64(w)))
-			zipf := rand.NewZipf(rng, 1.1, 1, uint64(max(m.n/2, 2)-1))
+			zipf := rand.NewZipf(rng, 1.1, 1, uint64(max(m.distinct, 2)-1))
 			var body []byte
 			for {
 				i := int(next.Add(1) - 1)
@@ -102,14 +103,16 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 	return g.Wait()
 }
 
-// BenchmarkTrendingRestart measures the restart of a node whose exact
-// trending counts are large: the real binary (default configuration,
-// embedded log) is loaded over HTTP with 10,000,000 shares over 5,000,000
-// distinct articles spread over 23h40m of event time (so that every share
-// still counts in the 24h window), then stopped and started again three
-// times with SIGTERM (a clean stop) and three times with SIGKILL (a crash).
-// NEWSFLOW_BENCH_TRENDING_SHARES=N loads N shares over N/2 articles
-// instead, for quick iterations; the sub-benchmark's name says which.
+// BenchmarkTrendingRestart measures a node whose trending state is large,
+// with each counter (trending.counter: exact and cms): the real binary
+// (default configuration, embedded log) is loaded over HTTP with
+// 10,000,000 shares over 5,000,000 and over 10,000,000 distinct articles
+// spread over 23h40m of event time (so that every share still counts in
+// the 24h window), then stopped and started again three times with
+// SIGTERM (a clean stop) and three times with SIGKILL (a crash).
+// NEWSFLOW_BENCH_TRENDING_SHARES=N loads N shares instead (over N/2 and N
+// articles), for quick iterations; NEWSFLOW_BENCH_TRENDING_COUNTER=exact
+// or cms runs one counter only. The sub-benchmarks' names say which.
 //
 // Reported, medians over the restarts of each kind: term-ready-s and
 // kill-ready-s, from starting the process until /health/ready answers 200
@@ -123,10 +126,10 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 // must answer the same 24h top 100 as before it.
 //
 // One op is the whole run (load and six restarts); run it with
-// -benchtime 1x. NEWSFLOW_BENCH_TRENDING_DATA=DIR keeps the node's data
-// directory in DIR, and a later run with the same DIR restarts the node
-// it holds without loading it again (for iterating on the restart path;
-// the load figures are then not reported).
+// -benchtime 1x. NEWSFLOW_BENCH_TRENDING_DATA=DIR keeps each node's data
+// directory under DIR (one per sub-benchmark), and a later run with the
+// same DIR restarts the node it holds without loading it again (for
+// iterating on the restart path; the load figures are then not reported).
 func BenchmarkTrendingRestart(b *testing.B) {
 	if testing.Short() {
 		b.Skip("loads 10,000,000 shares into a node")
@@ -138,11 +141,23 @@ func BenchmarkTrendingRestart(b *testing.B) {
 			b.Fatalf("NEWSFLOW_BENCH_TRENDING_SHARES=%q: want a number of shares >= 2", v)
 		}
 	}
-	b.Run(fmt.Sprintf("shares=%s", countName(shares)), func(b *testing.B) {
-		for b.Loop() {
-			benchTrendingRestart(b, shares)
+	counters := []string{"exact", "cms"}
+	if v := os.Getenv("NEWSFLOW_BENCH_TRENDING_COUNTER"); v != "" {
+		if v != "exact" && v != "cms" {
+			b.Fatalf("NEWSFLOW_BENCH_TRENDING_COUNTER=%q: want exact or cms", v)
 		}
-	})
+		counters = []string{v}
+	}
+	for _, distinct := range []int{shares / 2, shares} {
+		for _, counter := range counters {
+			name := fmt.Sprintf("shares=%s/articles=%s/counter=%s", countName(shares), countName(distinct), counter)
+			b.Run(name, func(b *testing.B) {
+				for b.Loop() {
+					benchTrendingRestart(b, manyArticles{n: shares, distinct: distinct}, counter)
+				}
+			})
+		}
+	}
 }
 
 // countName writes 10000000 as 10M and 1500000 as 1500k.
@@ -156,18 +171,22 @@ func countName(n int) string {
 	return strconv.Itoa(n)
 }
 
-func benchTrendingRestart(b *testing.B, shares int) {
+func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
+	shares := m.n
 	keep := os.Getenv("NEWSFLOW_BENCH_TRENDING_DATA")
+	if keep != "" {
+		keep = filepath.Join(keep, fmt.Sprintf("%s-%s-%s", countName(m.n), countName(m.distinct), counter))
+	}
 	_, err := os.Stat(keep)
 	reuse := keep != "" && err == nil
-	n := startNodeIn(b, keep)
+	n := startNodeIn(b, keep, "NEWSFLOW_TRENDING_COUNTER="+counter)
 	n.waitReady(10 * time.Minute)
 	dataDir := n.args[slices.Index(n.args, "--data")+1]
 	loadRate, loadRSS := 0.0, 0.0
 	if !reuse {
 		ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
 		defer cancel()
-		m := manyArticles{n: shares, start: time.Now().Add(-trendingRestartSpan).UnixMilli(), span: trendingRestartSpan.Milliseconds()}
+		m.start, m.span = time.Now().Add(-trendingRestartSpan).UnixMilli(), trendingRestartSpan.Milliseconds()
 		start := time.Now()
 		if err := m.ingest(ctx, n, restartIngestWorkers); err != nil {
 			n.fatalf("ingest: %v", err)
@@ -222,15 +241,14 @@ func benchTrendingRestart(b *testing.B, shares int) {
 }
 
 // startNodeIn is startNode with the data directory dir (a temporary one
-// if dir is empty).
-func startNodeIn(b *testing.B, dir string) *nodeProc {
+// if dir is empty) and env added to its environment.
+func startNodeIn(b *testing.B, dir string, env ...string) *nodeProc {
 	b.Helper()
-	n := startNode(b)
-	if dir == "" {
-		return n
+	n := newNode(b)
+	if dir != "" {
+		n.args[slices.Index(n.args, "--data")+1] = dir
 	}
-	n.kill()
-	n.args[slices.Index(n.args, "--data")+1] = dir
+	n.env = env
 	n.start()
 	return n
 }
