@@ -44,9 +44,12 @@
 // socket is about to connect to, after DNS resolution. A hostname that
 // resolves (or is re-bound) to a private address is therefore refused just
 // like an IP literal, on every redirect hop and on every new connection.
-// Loopback, RFC 1918, link-local, CGNAT, unique-local, multicast, unspecified,
-// broadcast, reserved and documentation ranges are blocked, also in their
-// IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms. Options.AllowCIDRs
+// The blocked ranges are the IANA special-purpose registries, as
+// code.dny.dev/ssrf maintains them (loopback, RFC 1918, link-local and cloud
+// metadata, CGNAT, unique-local, multicast, unspecified, broadcast, reserved,
+// documentation, AS112, ..., and for IPv6 everything outside global unicast),
+// also in their IPv4-mapped form; NAT64 and 6to4 addresses are checked as the
+// IPv4 address they embed. Options.AllowCIDRs
 // lets chosen ranges through (intranets, tests); Options.AllowPrivate turns the
 // guard off. Proxies from the environment are ignored.
 //

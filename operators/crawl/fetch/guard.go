@@ -5,42 +5,26 @@ import (
 	"fmt"
 	"net/netip"
 	"syscall"
+
+	"code.dny.dev/ssrf"
 )
 
-// blockedPrefixes are the ranges the SSRF guard refuses by default. IPv4
-// addresses are checked after unmapping, so ::ffff:a.b.c.d is covered by the
-// IPv4 entries.
-var blockedPrefixes = []netip.Prefix{
-	// IPv4.
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network", includes unspecified
-	netip.MustParsePrefix("10.0.0.0/8"),      // RFC 1918
-	netip.MustParsePrefix("100.64.0.0/10"),   // CGNAT, RFC 6598
-	netip.MustParsePrefix("127.0.0.0/8"),     // loopback
-	netip.MustParsePrefix("169.254.0.0/16"),  // link-local, cloud metadata
-	netip.MustParsePrefix("172.16.0.0/12"),   // RFC 1918
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // TEST-NET-1
-	netip.MustParsePrefix("192.168.0.0/16"),  // RFC 1918
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // TEST-NET-2
-	netip.MustParsePrefix("203.0.113.0/24"),  // TEST-NET-3
-	netip.MustParsePrefix("224.0.0.0/4"),     // multicast
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, includes broadcast
-	// IPv6.
-	netip.MustParsePrefix("::/128"),         // unspecified
-	netip.MustParsePrefix("::1/128"),        // loopback
-	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated)
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("fc00::/7"),       // unique local
-	netip.MustParsePrefix("fe80::/10"),      // link-local
-	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
-	netip.MustParsePrefix("ff00::/8"),       // multicast
-}
-
+// The ranges the SSRF guard refuses by default are the IANA special-purpose
+// registries as code.dny.dev/ssrf maintains them: for IPv4 every prefix of
+// the IPv4 special-purpose registry (private use, loopback, link-local and
+// cloud metadata, shared address space, documentation, benchmarking,
+// AS112, AMT, multicast, reserved, ...); for IPv6 everything outside global
+// unicast (2000::/3: loopback, unspecified, IPv4-compatible and -mapped,
+// unique and link local, multicast, discard-only, local-use NAT64) and the
+// special-purpose prefixes inside it. IPv4-mapped addresses
+// (::ffff:a.b.c.d) are checked as the IPv4 address they map.
+//
+// Two IPv6 forms reach an IPv4 address through a translator: NAT64
+// (64:ff9b::/96) and 6to4 (2002::/16). They are allowed when the IPv4
+// address they embed is, so that a host with IPv6-only egress can still
+// fetch IPv4 feeds, and refused when it is not.
 var (
-	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Prefix = ssrf.IPv6NAT64Prefix
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 )
 
@@ -75,20 +59,23 @@ func isBlocked(addr netip.Addr) bool {
 		return true
 	}
 	addr = addr.WithZone("").Unmap()
-	for _, p := range blockedPrefixes {
+	if addr.Is4() {
+		return inAny(ssrf.IPv4DeniedPrefixes, addr)
+	}
+	b := addr.As16()
+	switch {
+	case nat64Prefix.Contains(addr):
+		return isBlocked(netip.AddrFrom4([4]byte(b[12:16])))
+	case sixToFour.Contains(addr):
+		return isBlocked(netip.AddrFrom4([4]byte(b[2:6])))
+	}
+	return !ssrf.IPv6GlobalUnicast.Contains(addr) || inAny(ssrf.IPv6DeniedPrefixes, addr)
+}
+
+func inAny(prefixes []netip.Prefix, addr netip.Addr) bool {
+	for _, p := range prefixes {
 		if p.Contains(addr) {
 			return true
-		}
-	}
-	// IPv6 forms that embed an IPv4 address and reach it through a
-	// translator: block them when the embedded address is blocked.
-	if addr.Is6() {
-		b := addr.As16()
-		switch {
-		case nat64Prefix.Contains(addr):
-			return isBlocked(netip.AddrFrom4([4]byte(b[12:16])))
-		case sixToFour.Contains(addr):
-			return isBlocked(netip.AddrFrom4([4]byte(b[2:6])))
 		}
 	}
 	return false
