@@ -463,10 +463,16 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 	newURL := ""
 
 	// fail records a failed crawl and returns when to try again.
+	// fail records a Transient or Permanent failure (Classify) and returns
+	// the next attempt.
 	fail := func(err error) time.Time {
 		st.ConsecutiveErrors++
 		st.LastError = err.Error()
 		rec.Outcome, rec.Error = "error", err.Error()
+		if Classify(err) == Permanent {
+			rec.Class = Permanent.String()
+			return now.Add(time.Duration(s.MaxInterval))
+		}
 		br.Failure(now, c.opts.Breaker, c.rnd)
 		return maxTime(br.NextAttempt(), now.Add(fetch.Backoff(st.ConsecutiveErrors, c.opts.ErrorBackoff, c.opts.MaxErrorBackoff, c.rnd)))
 	}
@@ -527,6 +533,9 @@ func (c *Crawler) logCrawl(s *Source, rec CrawlRecord, consecutive int) {
 	}
 	switch tr, show := c.round.record(s.ID, s.Crawl.ConsecutiveErrors, rec); {
 	case !show:
+	case tr == startedFailing && rec.Class == Permanent.String():
+		l.Warn("crawl: source failing; retrying cannot fix it, trying again after its max interval", "source", s.ID, "name", s.Name,
+			"url", s.FeedURL, "err", rec.Error, "reason", ClassifyFailure(rec.Error).Hint, "next", time.Duration(s.MaxInterval))
 	case tr == startedFailing:
 		l.Warn("crawl: source failing; retrying with backoff", "source", s.ID, "name", s.Name, "url", s.FeedURL, "err", rec.Error,
 			"reason", ClassifyFailure(rec.Error).Hint)
@@ -567,22 +576,24 @@ func (c *Crawler) fetchAndIngest(ctx context.Context, s *Source, st *CrawlState,
 	if resp != nil {
 		rec.Status, rec.Bytes = resp.Status, resp.Bytes
 	}
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil {
 		return now
-	case ferr != nil && fetch.IsGone(ferr):
-		*gone = "410 Gone: the server says the feed was removed permanently"
-		rec.Outcome, rec.Error = "gone", ferr.Error()
-		st.LastError = ferr.Error()
-		return time.Time{}
-	case ferr != nil && fetch.IsRateLimited(ferr):
-		ra := fetch.RetryAfter(ferr)
-		br.RateLimited(now, ra)
-		c.limiter.PauseHost(host, now.Add(max(ra, polite.DefaultRetryAfter)))
-		rec.Outcome, rec.Error = "rate_limited", ferr.Error()
-		st.LastError = ferr.Error()
-		return maxTime(br.NextAttempt(), now.Add(cur))
-	case ferr != nil:
+	}
+	if ferr != nil {
+		switch Classify(ferr) {
+		case Gone:
+			*gone = "410 Gone: the server says the feed was removed permanently"
+			rec.Outcome, rec.Error = "gone", ferr.Error()
+			st.LastError = ferr.Error()
+			return time.Time{}
+		case RateLimited:
+			ra := fetch.RetryAfter(ferr)
+			br.RateLimited(now, ra)
+			c.limiter.PauseHost(host, now.Add(max(ra, polite.DefaultRetryAfter)))
+			rec.Outcome, rec.Error = "rate_limited", ferr.Error()
+			st.LastError = ferr.Error()
+			return maxTime(br.NextAttempt(), now.Add(cur))
+		}
 		return fail(ferr)
 	}
 	hints := Hints{MaxAge: resp.CacheMaxAge, Expires: resp.Expires, RetryAfter: resp.RetryAfter}

@@ -104,6 +104,17 @@ func TestFaultFarm(t *testing.T) {
 	expectError("redirect-loop", "redirect loop")
 	expectError("html", "HTML page")
 	expectError("private", "blocked")
+	// A page that is not a feed cannot become one by retrying sooner: it
+	// is tried again after the source's max interval, not backed off, and
+	// the other failures are transient.
+	if s, r := get("html"), recs[ids["html"]]; r.Class != "permanent" || s.Crawl.NextCrawl.Before(checked.Add(DefaultMaxInterval-time.Minute)) {
+		t.Errorf("html: class %q next crawl %s, want permanent and a retry after %s", r.Class, s.Crawl.NextCrawl, DefaultMaxInterval)
+	}
+	for _, kind := range []string{"slow", "endless", "redirect-loop", "private", "500-burst"} {
+		if c := recs[ids[kind]].Class; c != "" {
+			t.Errorf("%s: class %q, want transient", kind, c)
+		}
+	}
 	if r := recs[ids["500-burst"]]; r.Outcome != "error" || r.Status != 500 {
 		t.Errorf("500-burst: %+v", r)
 	}
@@ -151,5 +162,15 @@ func TestFaultFarm(t *testing.T) {
 	s, _ := h.sources.Get(ctx, id)
 	if res.record.Outcome != "skipped" || h.farm.Requests() != before || !strings.Contains(string(s.Crawl.Circuit), `"open"`) {
 		t.Errorf("after repeated failures: outcome %q, requests %d→%d, circuit %s", res.record.Outcome, before, h.farm.Requests(), s.Crawl.Circuit)
+	}
+	// Permanent failures do not count toward the host's circuit breaker.
+	id = ids["html"]
+	for i := 0; i < 6; i++ {
+		if r := h.c.crawl(ctx, id, true).record; r.Outcome != "error" || r.Class != "permanent" {
+			t.Fatalf("html crawl %d: %+v", i, r)
+		}
+	}
+	if s, _ := h.sources.Get(ctx, id); strings.Contains(string(s.Crawl.Circuit), `"open"`) || s.Crawl.ConsecutiveErrors != 7 {
+		t.Errorf("after repeated permanent failures: circuit %s, errors %d (want closed, 7)", s.Crawl.Circuit, s.Crawl.ConsecutiveErrors)
 	}
 }

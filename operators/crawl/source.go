@@ -161,6 +161,9 @@ type CrawlRecord struct {
 	FullText       int    `json:"full_text,omitempty"`
 	FullTextFailed int    `json:"full_text_failed,omitempty"`
 	Error          string `json:"error,omitempty"`
+	// Class is "permanent" for an error that retrying cannot fix (see
+	// Class): the source is tried again after its max interval.
+	Class string `json:"class,omitempty"`
 }
 
 // crawlRecordJSON is CrawlRecord as JSON: its time in ms since the epoch.
