@@ -5,12 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"github.com/newsflow/newsflow/operators/trending"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/lru"
 	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query/rank"
 	"github.com/valyala/fasthttp"
 )
@@ -39,11 +40,12 @@ type feedList struct {
 	version string
 }
 
-// feedCache keeps the latest feed of each reader.
+// feedCache keeps the latest feed of each reader: at most feedCacheSize
+// of them, the least recently used dropped first, each for feedTTL.
 type feedCache struct {
 	mu struct {
 		sync.Mutex
-		lists map[string]*feedList
+		lists *lru.Cache[string, *feedList]
 		next  uint64
 	}
 	trendMu struct {
@@ -59,7 +61,7 @@ type feedCache struct {
 
 func newFeedCache() *feedCache {
 	c := &feedCache{}
-	c.mu.lists = map[string]*feedList{}
+	c.mu.lists = lru.New[string, *feedList](feedCacheSize, 0)
 	return c
 }
 
@@ -67,8 +69,8 @@ func newFeedCache() *feedCache {
 func (c *feedCache) get(key, version string, now time.Time) *feedList {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	l := c.mu.lists[key]
-	if l == nil || l.version != version || now.Sub(l.at) >= feedTTL {
+	l, ok := c.mu.lists.Get(key, now)
+	if !ok || l.version != version || now.Sub(l.at) >= feedTTL {
 		return nil
 	}
 	return l
@@ -79,23 +81,13 @@ func (c *feedCache) put(key string, l *feedList) {
 	defer c.mu.Unlock()
 	c.mu.next++
 	l.id = c.mu.next
-	if len(c.mu.lists) >= feedCacheSize {
-		// Drop the oldest list.
-		var oldest string
-		for k, v := range c.mu.lists {
-			if oldest == "" || v.at.Before(c.mu.lists[oldest].at) {
-				oldest = k
-			}
-		}
-		delete(c.mu.lists, oldest)
-	}
-	c.mu.lists[key] = l
+	c.mu.lists.Add(key, l, l.at)
 }
 
 // invalidate drops a reader's list (their preferences or reads changed).
 func (c *feedCache) invalidate(key string) {
 	c.mu.Lock()
-	delete(c.mu.lists, key)
+	c.mu.lists.Remove(key)
 	c.mu.Unlock()
 }
 

@@ -1,12 +1,15 @@
 package query
 
 import (
+	"cmp"
 	"math"
 	"net"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/lru"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
 )
@@ -31,33 +34,22 @@ func DefaultRateLimits() RateLimits {
 	return RateLimits{PerIP: 200, BurstIP: 400, PerUser: 50, BurstUser: 100, ExemptLoopback: true, MaxKeys: 100000, IdleAfter: 10 * time.Minute}
 }
 
-// limiters holds one token bucket per key.
+// limiters holds one token bucket per key, at most max of them: the least
+// recently used is dropped beyond it, and a bucket unused for idle (by
+// then it has refilled) is the same as none.
 type limiters struct {
 	limit rate.Limit
 	burst int
-	max   int
-	idle  time.Duration
 	mu    struct {
 		sync.Mutex
-		m map[string]*keyed
+		c *lru.Cache[string, *rate.Limiter]
 	}
-}
-
-type keyed struct {
-	l    *rate.Limiter
-	last time.Time
 }
 
 func newLimiters(l rate.Limit, burst, maxKeys int, idle time.Duration) *limiters {
-	if maxKeys <= 0 {
-		maxKeys = 100000
-	}
-	if idle <= 0 {
-		idle = 10 * time.Minute
-	}
-	burst = max(burst, 1)
-	ls := &limiters{limit: l, burst: burst, max: maxKeys, idle: idle}
-	ls.mu.m = map[string]*keyed{}
+	d := DefaultRateLimits()
+	ls := &limiters{limit: l, burst: max(burst, 1)}
+	ls.mu.c = lru.New[string, *rate.Limiter](cmp.Or(max(maxKeys, 0), d.MaxKeys), cmp.Or(max(idle, 0), d.IdleAfter))
 	return ls
 }
 
@@ -71,25 +63,12 @@ func (ls *limiters) allow(key string, now time.Time) (bool, time.Duration) {
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	k := ls.mu.m[key]
-	if k == nil {
-		if len(ls.mu.m) >= ls.max {
-			// Drop idle buckets; if none is idle, drop an arbitrary one
-			// (a full bucket is the same as a fresh one).
-			for kk, v := range ls.mu.m {
-				if now.Sub(v.last) > ls.idle || len(ls.mu.m) >= ls.max {
-					delete(ls.mu.m, kk)
-				}
-				if len(ls.mu.m) < ls.max*3/4 {
-					break
-				}
-			}
-		}
-		k = &keyed{l: rate.NewLimiter(ls.limit, ls.burst)}
-		ls.mu.m[key] = k
+	l, ok := ls.mu.c.Get(key, now)
+	if !ok {
+		l = rate.NewLimiter(ls.limit, ls.burst)
+		ls.mu.c.Add(key, l, now)
 	}
-	k.last = now
-	r := k.l.ReserveN(now, 1)
+	r := l.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		return false, d
@@ -117,7 +96,7 @@ func (s *Server) rateLimit(next fasthttp.RequestHandler) fasthttp.RequestHandler
 		// The clock, the address as a string and the session are only
 		// looked up for a limit that applies.
 		if byIP.enabled() && !(rl.ExemptLoopback && remoteLoopback(ctx)) {
-			if ok, wait := byIP.allow(clientIP(ctx), time.Now()); !ok {
+			if ok, wait := byIP.allow(auth.ClientKey(clientIP(ctx)), time.Now()); !ok {
 				tooMany(ctx, wait, "rate limit exceeded; retry later")
 				return
 			}

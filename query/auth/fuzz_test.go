@@ -71,8 +71,8 @@ func FuzzIPKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if k := ipKey(s); len(k) > 64 {
-			t.Fatalf("ipKey(%q) = %q: longer than 64 bytes", s, k)
+		if k := ClientKey(s); len(k) > 64 {
+			t.Fatalf("ClientKey(%q) = %q: longer than 64 bytes", s, k)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/lru"
 )
 
 // Defaults of [LimiterOptions].
@@ -114,7 +116,7 @@ func NewLimiter(opts LimiterOptions, now func() time.Time) (*Limiter, error) {
 // Usernames count regardless of case; a username that is not valid has no
 // bucket of its own, since it cannot log in.
 func (l *Limiter) Allow(ip, username string) (ok bool, retryAfter time.Duration) {
-	ipk := ipKey(ip)
+	ipk := ClientKey(ip)
 	name, err := NormalizeUsername(username)
 	hasUser := err == nil
 
@@ -154,13 +156,15 @@ func (l *Limiter) ResetUser(username string) {
 func (l *Limiter) Len() (ips, users int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.mu.ips.m), len(l.mu.users.m)
+	return l.mu.ips.c.Len(), l.mu.users.c.Len()
 }
 
-// ipKey returns the bucket key of a client address: the address, or its
-// /64 for IPv6 (one host usually holds a whole /64). Strings that are not
-// addresses are kept, cut to 64 bytes.
-func ipKey(s string) string {
+// ClientKey returns the key under which the node counts a client address
+// (its login and request rate limits): the address, or its /64 for IPv6
+// (one host usually holds a whole /64); an IPv4-mapped address counts as
+// the IPv4 address. Strings that are not addresses ("ip:port" is one) are
+// kept, cut to 64 bytes.
+func ClientKey(s string) string {
 	a, err := netip.ParseAddr(s)
 	if err != nil {
 		ap, err2 := netip.ParseAddrPort(s)
@@ -178,42 +182,29 @@ func ipKey(s string) string {
 
 // bucket is a token bucket kept as its theoretical arrival time (GCRA):
 // the bucket is full at tat and loses one attempt's worth per take, so the
-// arithmetic stays in exact durations. Buckets are in a list ordered by
-// last use.
+// arithmetic stays in exact durations.
 type bucket struct {
-	key        string
-	tat        time.Time
-	last       time.Time
-	prev, next *bucket
+	tat time.Time
 }
 
-// buckets is a bounded set of token buckets with one burst and rate. head
-// is the most recently used bucket, tail the least.
+// buckets is a bounded set of token buckets with one burst and rate, the
+// least recently used dropped beyond max.
 type buckets struct {
 	every time.Duration
 	// slack is how far tat may run ahead of now: burst-1 intervals.
 	slack time.Duration
-	// idleAfter is how long an untouched bucket takes to refill from
-	// empty: after that it is the same as no bucket.
-	idleAfter  time.Duration
-	max        int
-	m          map[string]*bucket
-	head, tail *bucket
+	c     *lru.Cache[string, *bucket]
 }
 
 func newBuckets(burst int, every time.Duration, maxKeys int) buckets {
-	return buckets{
-		every:     every,
-		slack:     time.Duration(burst-1) * every,
-		idleAfter: time.Duration(burst) * every,
-		max:       maxKeys,
-		m:         make(map[string]*bucket),
-	}
+	// A bucket untouched for burst intervals has refilled from empty: it
+	// is the same as no bucket.
+	return buckets{every: every, slack: time.Duration(burst-1) * every, c: lru.New[string, *bucket](maxKeys, time.Duration(burst)*every)}
 }
 
 // wait returns how long until key's bucket has a token.
 func (bs *buckets) wait(key string, now time.Time) time.Duration {
-	b, ok := bs.m[key]
+	b, ok := bs.c.Peek(key, now)
 	if !ok {
 		return 0
 	}
@@ -221,62 +212,20 @@ func (bs *buckets) wait(key string, now time.Time) time.Duration {
 }
 
 // take takes a token from key's bucket, which must have one, creating the
-// bucket (and dropping the least recently used one beyond max) if needed.
+// bucket if needed.
 func (bs *buckets) take(key string, now time.Time) {
-	b, ok := bs.m[key]
-	if ok {
-		bs.unlink(b)
-	} else {
-		for len(bs.m) >= bs.max && bs.tail != nil {
-			bs.remove(bs.tail.key)
-		}
-		b = &bucket{key: key}
-		bs.m[key] = b
+	b, ok := bs.c.Get(key, now)
+	if !ok {
+		b = &bucket{}
+		bs.c.Add(key, b, now)
 	}
 	if b.tat.Before(now) {
 		b.tat = now
 	}
 	b.tat = b.tat.Add(bs.every)
-	b.last = now
-	bs.pushFront(b)
 }
 
-// evictIdle drops the buckets that have refilled. Buckets are ordered by
-// last use, so the idle ones are at the tail.
-func (bs *buckets) evictIdle(now time.Time) {
-	for bs.tail != nil && now.Sub(bs.tail.last) >= bs.idleAfter {
-		bs.remove(bs.tail.key)
-	}
-}
+// evictIdle drops the buckets that have refilled.
+func (bs *buckets) evictIdle(now time.Time) { bs.c.EvictIdle(now) }
 
-func (bs *buckets) remove(key string) {
-	if b, ok := bs.m[key]; ok {
-		bs.unlink(b)
-		delete(bs.m, key)
-	}
-}
-
-func (bs *buckets) unlink(b *bucket) {
-	if b.prev != nil {
-		b.prev.next = b.next
-	} else {
-		bs.head = b.next
-	}
-	if b.next != nil {
-		b.next.prev = b.prev
-	} else {
-		bs.tail = b.prev
-	}
-	b.prev, b.next = nil, nil
-}
-
-func (bs *buckets) pushFront(b *bucket) {
-	b.next = bs.head
-	if bs.head != nil {
-		bs.head.prev = b
-	}
-	bs.head = b
-	if bs.tail == nil {
-		bs.tail = b
-	}
-}
+func (bs *buckets) remove(key string) { bs.c.Remove(key) }

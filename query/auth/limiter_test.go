@@ -124,8 +124,8 @@ func TestLimiterIPKeys(t *testing.T) {
 		{"2001:db8::1", "[2001:db8::ffff]:443"},
 		{"fe80::1%eth0", "fe80::2"},
 	} {
-		if ka, kb := ipKey(tc.a), ipKey(tc.b); ka != kb {
-			t.Errorf("ipKey(%q) = %q, ipKey(%q) = %q; want one bucket", tc.a, ka, tc.b, kb)
+		if ka, kb := ClientKey(tc.a), ClientKey(tc.b); ka != kb {
+			t.Errorf("ClientKey(%q) = %q, ClientKey(%q) = %q; want one bucket", tc.a, ka, tc.b, kb)
 		}
 	}
 	for _, tc := range []struct{ a, b string }{
@@ -133,12 +133,12 @@ func TestLimiterIPKeys(t *testing.T) {
 		{"2001:db8::1", "2001:db8:0:1::1"},
 		{"unix", "pipe"},
 	} {
-		if ipKey(tc.a) == ipKey(tc.b) {
-			t.Errorf("ipKey(%q) == ipKey(%q)", tc.a, tc.b)
+		if ClientKey(tc.a) == ClientKey(tc.b) {
+			t.Errorf("ClientKey(%q) == ClientKey(%q)", tc.a, tc.b)
 		}
 	}
 	long := string(make([]byte, 10000))
-	if k := ipKey(long); len(k) > 64 {
+	if k := ClientKey(long); len(k) > 64 {
 		t.Errorf("ipKey of garbage is %d bytes", len(k))
 	}
 }
