@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -311,5 +312,60 @@ func fillFull(c *Counts) {
 				c.offer(win, slot, ha, id, 1+rng.Uint64N(1_000_000), &gcols, &ccols)
 			}
 		}
+	}
+}
+
+// BenchmarkPartitionMemory reports the memory of one partition at the
+// product's target of 10,000,000 shares a day on a node of 8 partitions:
+// 1,250,000 shares spread evenly over 24 hours of event time, of
+// Zipf(1.0)-popular articles among 625,000 or 1,250,000 (5M or 10M over
+// the node), each in one of 8 categories, with a Flush every 20,000
+// shares as the operator's commits make. It reports MemoryBytes
+// (memory-MB), the Go heap the counts hold after a GC (heap-MB) and its
+// objects, and the distinct articles shared.
+//
+//	go test -run '^$' -bench PartitionMemory -benchtime 1x ./operators/trending/sketch/
+func BenchmarkPartitionMemory(b *testing.B) {
+	const n = 1_250_000
+	for _, articles := range []int{625_000, 1_250_000} {
+		b.Run(fmt.Sprintf("articles=%d", articles), func(b *testing.B) {
+			z := newZipf(articles, 1)
+			rng := rand.New(rand.NewPCG(uint64(articles), 11))
+			ranks := make([]uint32, n)
+			seen := make(map[uint32]bool)
+			for i := range ranks {
+				ranks[i] = uint32(z.sample(rng))
+				seen[ranks[i]] = true
+			}
+			distinct := len(seen)
+			z, seen = nil, nil
+			var mem int
+			var heap, objects uint64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				c := New(Options{})
+				var buf [32]byte
+				for i, r := range ranks {
+					ts := day0 + int64(i)*ms(24*time.Hour)/n
+					c.Add(rankID(&buf, int(r)), zipfCategoryNames[r%zipfCategories], ts)
+					if i%20_000 == 19_999 {
+						if err := c.Flush(discard{}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				mem = c.MemoryBytes()
+				heap, objects = after.HeapAlloc-before.HeapAlloc, after.HeapObjects-before.HeapObjects
+				runtime.KeepAlive(c)
+			}
+			b.ReportMetric(float64(mem)/(1<<20), "memory-MB")
+			b.ReportMetric(float64(heap)/(1<<20), "heap-MB")
+			b.ReportMetric(float64(objects), "heap-objects")
+			b.ReportMetric(float64(distinct), "distinct")
+		})
 	}
 }
