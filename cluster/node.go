@@ -78,8 +78,10 @@ type Node struct {
 	// applied, since the node started or last lost contact (InSync).
 	synced atomic.Bool
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Internal HTTP paths, served by the node's API server via Handle.
@@ -114,7 +116,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if n.store, err = OpenRaftStore(filepath.Join(cfg.Dir, "raft")); err != nil {
 		return nil, err
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Warn, Output: slogWriter{n.log}})
+	hlog := raftLogger(n.log)
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(filepath.Join(cfg.Dir, "snapshots"), 2, hlog)
 	if err != nil {
 		n.store.Close()
@@ -187,16 +189,13 @@ func (n *Node) closeStores() {
 // Close stops Raft (without leaving the cluster: see Leave) and closes the
 // stores.
 func (n *Node) Close() error {
-	select {
-	case <-n.stop:
-		return nil
-	default:
-	}
-	close(n.stop)
-	err := n.raft.Shutdown().Error()
-	n.wg.Wait()
-	n.closeStores()
-	return err
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		n.closeErr = n.raft.Shutdown().Error()
+		n.wg.Wait()
+		n.closeStores()
+	})
+	return n.closeErr
 }
 
 // ID returns the node's id.
@@ -594,12 +593,28 @@ func (n *Node) Leave(ctx context.Context) error {
 	return n.Apply(ctx, Command{Op: OpRemove, ID: n.cfg.ID})
 }
 
-// slogWriter forwards Raft's log lines to slog.
-type slogWriter struct{ l *slog.Logger }
+// raftLogger returns the logger Raft writes to: its warnings and errors
+// go to l at their level, with their fields; the rest is dropped.
+func raftLogger(l *slog.Logger) hclog.Logger {
+	hl := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "raft", Level: hclog.Off, Output: io.Discard})
+	hl.RegisterSink(slogSink{l})
+	return hl
+}
 
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Info(strings.TrimSpace(string(p)))
-	return len(p), nil
+// slogSink forwards Raft's log lines at Warn and above to slog.
+type slogSink struct{ l *slog.Logger }
+
+func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
+	var lv slog.Level
+	switch {
+	case level == hclog.Off || level < hclog.Warn:
+		return
+	case level >= hclog.Error:
+		lv = slog.LevelError
+	default:
+		lv = slog.LevelWarn
+	}
+	s.l.Log(context.Background(), lv, name+": "+msg, args...)
 }
 
 // InContact reports whether the node may act on the partitions it owns: it
