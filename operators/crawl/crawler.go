@@ -233,42 +233,10 @@ func (c *Crawler) Run(ctx context.Context) error {
 	if _, err := eventlog.EnsureTopic(ctx, c.log, events.TopicArticlesRaw, c.opts.Partitions); err != nil {
 		return fmt.Errorf("crawl: ensure topic: %w", err)
 	}
-	var sched schedule
-	queued := map[string]bool{}
-	results := make(chan crawlResult)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	workers := max(c.limiter.Options().GlobalConcurrency, 1)
-	inflight := 0
-
-	reload := func() {
-		list, err := c.sources.List(ctx)
-		if err != nil {
-			c.opts.Logger.Error("crawl: list sources", "err", err)
-			return
-		}
-		open := 0
-		owned := map[string]bool{}
-		for _, s := range list {
-			var br polite.BreakerState
-			if len(s.Crawl.Circuit) > 0 && json.Unmarshal(s.Crawl.Circuit, &br) == nil && br.State != polite.Closed {
-				open++
-			}
-			if s.Status != StatusActive || (c.opts.Owns != nil && !c.opts.Owns(s.ID)) {
-				continue
-			}
-			owned[s.ID] = true
-			if queued[s.ID] || c.isCrawling(s.ID) {
-				continue
-			}
-			queued[s.ID] = true
-			sched.push(s.ID, s.Crawl.NextCrawl, s.Authority)
-		}
-		c.m.sources.Set(float64(len(list)))
-		c.m.openCircuits.Set(float64(open))
-		c.round.setSources(owned)
-	}
-	reload()
+	r := &runLoop{c: c, queued: map[string]bool{}, results: make(chan crawlResult),
+		workers: max(c.limiter.Options().GlobalConcurrency, 1)}
+	defer r.wg.Wait()
+	r.reload(ctx)
 	reloadTick := time.NewTicker(c.opts.ReloadInterval)
 	defer reloadTick.Stop()
 	summaryTick := time.NewTicker(c.opts.SummaryInterval)
@@ -277,68 +245,129 @@ func (c *Crawler) Run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		now := c.opts.Now()
-		for inflight < workers {
-			it, ok := sched.popDue(now)
-			if !ok {
-				break
-			}
-			delete(queued, it.id)
-			if c.opts.Owns != nil && !c.opts.Owns(it.id) {
-				continue // its partition moved to another node
-			}
-			if !c.startCrawling(it.id) {
-				continue // a manual crawl is running; it reschedules
-			}
-			inflight++
-			c.m.scheduleLag.Observe(max(0, now.Sub(it.at).Seconds()))
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res := c.crawl(ctx, it.id, false)
-				select {
-				case results <- res: // Run clears the crawling mark
-				case <-ctx.Done():
-					c.stopCrawling(it.id)
-				}
-			}()
-		}
+		r.startDue(ctx, now)
 		wait := time.Hour
-		if at, ok := sched.next(); ok && inflight < workers {
+		if at, ok := r.sched.next(); ok && r.inflight < r.workers {
 			wait = max(at.Sub(now), 0)
 		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
-		case res := <-results:
-			inflight--
-			// Cleared here, not by the worker, so that a reload between the
-			// end of the crawl and this moment cannot queue the source again.
-			c.stopCrawling(res.id)
-			if res.reschedule && !queued[res.id] {
-				queued[res.id] = true
-				sched.push(res.id, res.next, res.authority)
-			}
+		case res := <-r.results:
+			r.finished(res)
 		case <-c.kick:
-			reload()
+			r.reload(ctx)
 		case <-c.notify:
-			for _, id := range c.takeChanged() {
-				if queued[id] || c.isCrawling(id) || (c.opts.Owns != nil && !c.opts.Owns(id)) {
-					continue
-				}
-				s, err := c.sources.Get(ctx, id)
-				if err != nil || s.Status != StatusActive {
-					continue // deleted, or not to be crawled
-				}
-				queued[id] = true
-				sched.push(s.ID, s.Crawl.NextCrawl, s.Authority)
-			}
+			r.changed(ctx)
 		case <-reloadTick.C:
-			reload()
+			r.reload(ctx)
 		case <-summaryTick.C:
 			c.round.flush(c.opts.Logger, c.opts.Now())
 		case <-timer.C:
 		}
+	}
+}
+
+// runLoop is Run's state: the sources due in order, which are queued, and
+// the crawls in flight (at most workers). It is owned by Run's goroutine;
+// crawls report on results.
+type runLoop struct {
+	c        *Crawler
+	sched    schedule
+	queued   map[string]bool
+	results  chan crawlResult
+	wg       sync.WaitGroup
+	workers  int
+	inflight int
+}
+
+// reload queues every active source this node crawls that is not queued
+// or being crawled, and updates the source metrics.
+func (r *runLoop) reload(ctx context.Context) {
+	c := r.c
+	list, err := c.sources.List(ctx)
+	if err != nil {
+		c.opts.Logger.Error("crawl: list sources", "err", err)
+		return
+	}
+	open := 0
+	owned := map[string]bool{}
+	for _, s := range list {
+		var br polite.BreakerState
+		if len(s.Crawl.Circuit) > 0 && json.Unmarshal(s.Crawl.Circuit, &br) == nil && br.State != polite.Closed {
+			open++
+		}
+		if s.Status != StatusActive || (c.opts.Owns != nil && !c.opts.Owns(s.ID)) {
+			continue
+		}
+		owned[s.ID] = true
+		if r.queued[s.ID] || c.isCrawling(s.ID) {
+			continue
+		}
+		r.queue(s.ID, s.Crawl.NextCrawl, s.Authority)
+	}
+	c.m.sources.Set(float64(len(list)))
+	c.m.openCircuits.Set(float64(open))
+	c.round.setSources(owned)
+}
+
+func (r *runLoop) queue(id string, at time.Time, authority float64) {
+	r.queued[id] = true
+	r.sched.push(id, at, authority)
+}
+
+// startDue starts the crawls that are due, while workers are free.
+func (r *runLoop) startDue(ctx context.Context, now time.Time) {
+	c := r.c
+	for r.inflight < r.workers {
+		it, ok := r.sched.popDue(now)
+		if !ok {
+			return
+		}
+		delete(r.queued, it.id)
+		if c.opts.Owns != nil && !c.opts.Owns(it.id) {
+			continue // its partition moved to another node
+		}
+		if !c.startCrawling(it.id) {
+			continue // a manual crawl is running; it reschedules
+		}
+		r.inflight++
+		c.m.scheduleLag.Observe(max(0, now.Sub(it.at).Seconds()))
+		r.wg.Go(func() {
+			res := c.crawl(ctx, it.id, false)
+			select {
+			case r.results <- res: // finished clears the crawling mark
+			case <-ctx.Done():
+				c.stopCrawling(it.id)
+			}
+		})
+	}
+}
+
+// finished takes the result of a crawl and queues its source again.
+func (r *runLoop) finished(res crawlResult) {
+	r.inflight--
+	// Cleared here, not by the worker, so that a reload between the end
+	// of the crawl and this moment cannot queue the source again.
+	r.c.stopCrawling(res.id)
+	if res.reschedule && !r.queued[res.id] {
+		r.queue(res.id, res.next, res.authority)
+	}
+}
+
+// changed queues the sources added or edited since the last call.
+func (r *runLoop) changed(ctx context.Context) {
+	c := r.c
+	for _, id := range c.takeChanged() {
+		if r.queued[id] || c.isCrawling(id) || (c.opts.Owns != nil && !c.opts.Owns(id)) {
+			continue
+		}
+		s, err := c.sources.Get(ctx, id)
+		if err != nil || s.Status != StatusActive {
+			continue // deleted, or not to be crawled
+		}
+		r.queue(s.ID, s.Crawl.NextCrawl, s.Authority)
 	}
 }
 
