@@ -26,6 +26,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/crawl/feed"
@@ -279,13 +280,13 @@ func (o *Operator) Clean(value []byte, recordTime int64) (events.Article, error)
 	if a.Title == "" {
 		return a, errors.New("missing title")
 	}
-	a.Author = feed.Text(raw.Author, 256)
+	a.Author = text.Clean(raw.Author, 256)
 	if raw.ImageURL != "" {
 		if a.ImageURL, err = feed.ImageURL(raw.ImageURL, nil); err != nil {
 			return a, fmt.Errorf("image_url: %w", err)
 		}
 	}
-	a.SourceID = feed.Text(raw.SourceID, 256)
+	a.SourceID = text.Clean(raw.SourceID, 256)
 	a.Authority = DefaultAuthority
 	if a.FetchedAt, err = parseTime(raw.FetchedAt); err != nil {
 		return a, fmt.Errorf("fetched_at: %w", err)
@@ -308,7 +309,7 @@ func (o *Operator) Clean(value []byte, recordTime int64) (events.Article, error)
 // CleanText strips markup from an article's title, summary and content,
 // repairs them to valid UTF-8 and truncates them to the configured sizes.
 func (o *Operator) CleanText(title, summary, content string) (string, string, string) {
-	return feed.Text(title, o.opts.MaxTitleBytes), feed.Text(summary, o.opts.MaxSummaryBytes), feed.Text(content, o.opts.MaxContentBytes)
+	return text.Clean(title, o.opts.MaxTitleBytes), text.Clean(summary, o.opts.MaxSummaryBytes), text.Clean(content, o.opts.MaxContentBytes)
 }
 
 func parseTime(v events.Time) (int64, error) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/operators/crawl/feed"
 )
 
@@ -25,7 +26,7 @@ func denseMix(docs, extra []labelled, perMinute int) []labelled {
 	}
 	all := make([]labelled, 0, n)
 	clean := func(d labelled) labelled {
-		d.Title, d.Body = feed.Text(d.Title, feed.MaxTitleBytes), feed.Text(d.Body, feed.MaxSummaryBytes)
+		d.Title, d.Body = text.Clean(d.Title, feed.MaxTitleBytes), text.Clean(d.Body, feed.MaxSummaryBytes)
 		return d
 	}
 	for _, d := range docs {

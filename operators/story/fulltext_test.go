@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/operators/crawl/feed"
 )
 
@@ -29,10 +30,10 @@ func TestFullTextImprovesStories(t *testing.T) {
 		if len(lines) == 0 {
 			t.Fatalf("%s: no text", d.ID)
 		}
-		title := feed.Text(lines[0], feed.MaxTitleBytes)
+		title := text.Clean(lines[0], feed.MaxTitleBytes)
 		line = append(line, labelled{ID: d.ID, Story: d.Story, Title: title})
 		full = append(full, labelled{ID: d.ID, Story: d.Story, Title: title,
-			Body: feed.Text(strings.Join(lines[1:], "\n"), feed.MaxSummaryBytes)})
+			Body: text.Clean(strings.Join(lines[1:], "\n"), feed.MaxSummaryBytes)})
 	}
 	truth := truthOf(docs)
 	sl := scoreBuilder(t, Options{}, line, truth)

@@ -653,38 +653,3 @@ func TestRawArticle(t *testing.T) {
 		t.Fatalf("RawArticle = %+v", ra)
 	}
 }
-
-func TestHTMLToText(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"", ""},
-		{"plain   text\n\twith  space", "plain text with space"},
-		{"a &amp; b &lt; c &#x2014; d&nbsp;e", "a & b < c — d e"},
-		{"<p>one</p><p>two</p>three<br>four<li>five", "one two three four five"},
-		{"in<b>line</b> <i>tags</i>", "inline tags"},
-		{"<script>var x = '<p>';</script>ok<style>b{}</style><noscript>no</noscript>", "ok"},
-		{"<svg><text>drawn</text></svg>kept", "kept"},
-		{"1 < 2 and 3 > 2", "1 < 2 and 3 > 2"},
-		{"zero\u200bwidth\u00adsoft", "zerowidthsoft"},
-		{"<![CDATA[x]]>y<!-- comment -->z", "yz"},
-		{"unclosed <a href='x", "unclosed"},
-		// Mojibake repair, and legitimate text left alone.
-		{"CafÃ© Ã\u00a0 la carte", "Café à la carte"},
-		{"itâ€™s", "it’s"},
-		{"don\u0092t", "don’t"},
-		{"naïve Ångström «CAFÉ» 50 € Grüße — 日本語 ×÷", "naïve Ångström «CAFÉ» 50 € Grüße — 日本語 ×÷"},
-	}
-	for _, tt := range tests {
-		if got := htmlToText(tt.in, 1000); got != tt.want {
-			t.Errorf("htmlToText(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-	// Cutting: at a word near the end, with an ellipsis, within the limit.
-	got := htmlToText("alpha beta gamma delta epsilon", 20)
-	if got != "alpha beta gamma…" {
-		t.Errorf("cut = %q", got)
-	}
-	got = htmlToText(strings.Repeat("語", 100), 20)
-	if len(got) > 20 || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
-		t.Errorf("cut runes = %q (%d bytes)", got, len(got))
-	}
-}

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/newsflow/newsflow/internal/text"
 )
 
 // sharedData is the shared data folder seen from this package's directory.
@@ -300,7 +302,7 @@ func (g *goldenText) text() string {
 	if strings.Contains(g.ContentType, "html") {
 		return htmlToText(g.Content, 1<<20)
 	}
-	return collapse(g.Content, 1<<20)
+	return text.Collapse(g.Content, 1<<20)
 }
 
 // goldenExclusions are fixtures we do not compare, and why.

@@ -1,13 +1,68 @@
-package feed
+package text
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/mmcdole/gofeed"
 )
+
+// sharedData is the shared data folder seen from this package's directory.
+const sharedData = "../../../shared/data"
+
+// maxSummaryBytes is the feed parser's limit on summaries.
+const maxSummaryBytes = 2000
+
+func TestClean(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"plain   text\n\twith  space", "plain text with space"},
+		{"a &amp; b &lt; c &#x2014; d&nbsp;e", "a & b < c — d e"},
+		{"<p>one</p><p>two</p>three<br>four<li>five", "one two three four five"},
+		{"in<b>line</b> <i>tags</i>", "inline tags"},
+		{"<script>var x = '<p>';</script>ok<style>b{}</style><noscript>no</noscript>", "ok"},
+		{"<svg><text>drawn</text></svg>kept", "kept"},
+		{"1 < 2 and 3 > 2", "1 < 2 and 3 > 2"},
+		{"zero\u200bwidth\u00adsoft", "zerowidthsoft"},
+		{"<![CDATA[x]]>y<!-- comment -->z", "yz"},
+		{"unclosed <a href='x", "unclosed"},
+		// Mojibake repair, and legitimate text left alone.
+		{"CafÃ© Ã\u00a0 la carte", "Café à la carte"},
+		{"itâ€™s", "it’s"},
+		{"don\u0092t", "don’t"},
+		{"naïve Ångström «CAFÉ» 50 € Grüße — 日本語 ×÷", "naïve Ångström «CAFÉ» 50 € Grüße — 日本語 ×÷"},
+		{"bad\xffutf8", "bad\ufffdutf8"},
+	}
+	for _, tt := range tests {
+		if got := Clean(tt.in, 1000); got != tt.want {
+			t.Errorf("Clean(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	// Cutting: at a word near the end, with an ellipsis, within the limit.
+	got := Clean("alpha beta gamma delta epsilon", 20)
+	if got != "alpha beta gamma…" {
+		t.Errorf("cut = %q", got)
+	}
+	got = Clean(strings.Repeat("語", 100), 20)
+	if len(got) > 20 || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
+		t.Errorf("cut runes = %q (%d bytes)", got, len(got))
+	}
+}
+
+func TestCollapse(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"  a &amp; <b>b</b>\n\tc  ", "a &amp; <b>b</b> c"},
+		{"CafÃ©", "Café"},
+		{"zero\u200bwidth", "zerowidth"},
+	} {
+		if got := Collapse(tt.in, 1000); got != tt.want {
+			t.Errorf("Collapse(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
 
 // corpusFragments returns the titles, descriptions and contents of every
 // item gofeed reads from the shared feed corpora.
@@ -62,7 +117,7 @@ func TestSimpleHTMLMatchesTokenizer(t *testing.T) {
 		if s == "" {
 			continue
 		}
-		for _, max := range []int{MaxSummaryBytes, 40} {
+		for _, max := range []int{maxSummaryBytes, 40} {
 			got, ok := simpleHTMLToText(s, max)
 			if !ok {
 				continue
@@ -79,12 +134,17 @@ func TestSimpleHTMLMatchesTokenizer(t *testing.T) {
 	t.Logf("%d fragments; %d fragment×limit cases on the simple path, all equal to the tokenizer", len(frags), simple)
 }
 
+// FuzzSimpleHTML checks the simple path against the tokenizer, and that
+// Clean gives valid UTF-8 within the limit.
 func FuzzSimpleHTML(f *testing.F) {
 	for _, s := range textCases {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, max := range []int{MaxSummaryBytes, 16} {
+		if got := Clean(s, 64); len(got) > 64 || !utf8.ValidString(got) {
+			t.Fatalf("Clean(%q, 64) = %q", s, got)
+		}
+		for _, max := range []int{maxSummaryBytes, 16} {
 			if got, ok := simpleHTMLToText(s, max); ok {
 				if want := tokenizeHTMLToText(s, max); got != want {
 					t.Fatalf("simple %q != tokenizer %q for %q", got, want, s)
@@ -98,12 +158,12 @@ func BenchmarkHTMLToText(b *testing.B) {
 	s := strings.Repeat(`<p>Officials said on <b>Tuesday</b> that the talks, which began in Geneva last week, had made &ldquo;significant progress&rdquo;.</p>`, 6)
 	b.Run("simple", func(b *testing.B) {
 		for b.Loop() {
-			htmlToText(s, MaxSummaryBytes)
+			htmlToText(s, maxSummaryBytes)
 		}
 	})
 	b.Run("tokenizer", func(b *testing.B) {
 		for b.Loop() {
-			tokenizeHTMLToText(s, MaxSummaryBytes)
+			tokenizeHTMLToText(s, maxSummaryBytes)
 		}
 	})
 }
