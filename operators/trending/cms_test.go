@@ -331,6 +331,32 @@ func TestCMSWithinBounds(t *testing.T) {
 	t.Logf("%d records, %d restarts, %d dead-lettered; largest error %d, largest bound %d", len(s.recs), h.restarts, h.deadLetters, maxErr, maxBound)
 }
 
+// TestCMSCloseReleases: closing a task in cms mode returns the memory of
+// its sketch's counters, and a query that found the partition before
+// still gets its answers.
+func TestCMSCloseReleases(t *testing.T) {
+	s := genCMSStream(5000, 1, 9)
+	h := newOpHarness(t, OperatorOptions{Counter: CounterCMS}, 1)
+	for _, rec := range s.recs {
+		h.deliver(rec)
+	}
+	h.commitAll()
+	pt := h.o.parts[0].Load()
+	before, top := pt.counts.MemoryBytes(), pt.counts.TopK(2, "", 10)
+	if err := h.tasks[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.tasks[0] = nil
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if after := pt.counts.MemoryBytes(); after >= before || len(top) == 0 {
+		t.Fatalf("memory %d bytes after Close, %d before; top %v", after, before, top)
+	}
+	if got := pt.counts.TopK(2, "", 10); !reflect.DeepEqual(got, top) {
+		t.Fatalf("top after Close %v, want %v", got, top)
+	}
+}
+
 // TestCMSDeterministic: in cms mode, the answers after restoring every
 // partition from flushed state are those before; the same input replayed
 // into a fresh operator, committed at other points and with crashes, gives

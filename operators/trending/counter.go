@@ -99,6 +99,16 @@ func (o OperatorOptions) cmsOptions() sketch.Options {
 	return c
 }
 
+// releaseCounter returns the memory c holds off the Go heap (the sketch's
+// counters; the exact counts hold none). c must not change after, but its
+// queries still answer: the caller holds the partition's write lock, or
+// is the only one to know c.
+func releaseCounter(c counter) {
+	if r, ok := c.(interface{ Release() }); ok {
+		r.Release()
+	}
+}
+
 // newCounter returns an empty counter of the operator's mode.
 func (o *Operator) newCounter() counter {
 	if o.opts.Counter == CounterCMS {
@@ -155,6 +165,7 @@ func (t *task) restoreCounter(r state.Reader) (counter, error) {
 	t.wroteMode = explicit
 	c := t.op.newCounter()
 	if err := c.Load(r); err != nil {
+		releaseCounter(c)
 		if errors.Is(err, ErrLayoutChanged) || errors.Is(err, sketch.ErrLayoutChanged) {
 			return nil, fmt.Errorf("partition %d: %w: the windows or the trending.cms sizes changed: %s, or restore the previous settings",
 				t.p, err, replayHint)

@@ -363,10 +363,12 @@ func (t *task) Restore(r state.Reader) error {
 		return err
 	}
 	if err := t.seen.Load(r); err != nil {
+		releaseCounter(c)
 		return err
 	}
 	t.join = newArticleTopics(r)
 	if err := t.join.load(); err != nil {
+		releaseCounter(c)
 		return err
 	}
 	t.part = &partition{counts: c}
@@ -521,9 +523,17 @@ func (t *task) Committed(info engine.CommitInfo) {
 }
 
 func (t *task) Close() error {
-	if t.part != nil && t.op.parts[t.p].CompareAndSwap(t.part, nil) {
+	if t.part == nil {
+		return nil
+	}
+	if t.op.parts[t.p].CompareAndSwap(t.part, nil) {
 		t.forgetMemory()
 	}
+	// A query that found the partition before may still read it: the
+	// counts answer after release.
+	t.part.mu.Lock()
+	releaseCounter(t.part.counts)
+	t.part.mu.Unlock()
 	return nil
 }
 

@@ -257,8 +257,8 @@ func BenchmarkLoad(b *testing.B) {
 	}
 	b.ReportMetric(float64(stored), "stored-bytes")
 	b.ReportMetric(float64(c.MemoryBytes()), "memory-bytes")
-	if loaded.Mass(2) != c.Mass(2) || loaded.pagesAlloc < c.pagesAlloc {
-		b.Fatalf("loaded %d pages, mass %d; want %d, %d", loaded.pagesAlloc, loaded.Mass(2), c.pagesAlloc, c.Mass(2))
+	if loaded.Mass(2) != c.Mass(2) || loaded.blocks.inUse() != c.blocks.inUse() {
+		b.Fatalf("loaded %d blocks, mass %d; want %d, %d", loaded.blocks.inUse(), loaded.Mass(2), c.blocks.inUse(), c.Mass(2))
 	}
 }
 
@@ -279,17 +279,14 @@ func fillFull(c *Counts) {
 			s.overflow = true
 			s.mass = perBucket
 			win.mass += perBucket
-			for pi := range s.pages {
-				p := c.newPage()
+			p := new(page)
+			for pi := range c.perBucket / blocksPerPage {
 				for j := range p.c {
 					p.c[j] = uint32(rng.Uint64N(2*mean + 2))
-					c.total[(pi*PageSize+j)*len(c.win)+w] += uint64(p.c[j])
 				}
 				p.c[0]++ // no page is all zeros
-				c.total[pi*PageSize*len(c.win)+w]++
-				p.mark()
-				p.dirty = true
-				s.pages[pi] = p
+				c.setPage(win, s, pi, p)
+				s.dirtyBits[pi/64] |= 1 << (pi % 64)
 				s.dirty = append(s.dirty, int32(pi))
 			}
 		}
@@ -339,7 +336,7 @@ func BenchmarkPartitionMemory(b *testing.B) {
 			}
 			distinct := len(seen)
 			z, seen = nil, nil
-			var mem int
+			var mem, mapped int
 			var heap, objects uint64
 			for b.Loop() {
 				var before, after runtime.MemStats
@@ -358,12 +355,13 @@ func BenchmarkPartitionMemory(b *testing.B) {
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				mem = c.MemoryBytes()
+				mem, mapped = c.MemoryBytes(), c.blocks.mapped()
 				heap, objects = after.HeapAlloc-before.HeapAlloc, after.HeapObjects-before.HeapObjects
 				runtime.KeepAlive(c)
 			}
 			b.ReportMetric(float64(mem)/(1<<20), "memory-MB")
 			b.ReportMetric(float64(heap)/(1<<20), "heap-MB")
+			b.ReportMetric(float64(mapped)/(1<<20), "mapped-MB")
 			b.ReportMetric(float64(objects), "heap-objects")
 			b.ReportMetric(float64(distinct), "distinct")
 		})

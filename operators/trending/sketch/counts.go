@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"math/bits"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -61,8 +62,11 @@ type Counts struct {
 	deletedIDs []uint64
 	newIDs     []uint64
 
-	pool       []*page // pages of expired buckets, for reuse
-	pagesAlloc int
+	// The counter blocks of every bucket; a bucket's blocks are owned by
+	// its first owner (bucket.owner) plus their index in the bucket.
+	blocks    *blocks
+	perBucket int   // blocks per bucket: depth × width / blockSize
+	page      *page // scratch of Flush and Load
 
 	// Persistence.
 	wroteLayout bool
@@ -76,6 +80,7 @@ type window struct {
 	width     int64 // ms
 	n         int64 // buckets
 	hi, lo    int64 // live buckets are [lo, hi]; valid once started
+	first     int   // the number of buckets of the windows before this one
 	slots     []bucket
 	mass      uint64  // the sum of the live buckets' masses
 	sets      []*cset // candidate sets by category slot; 0 is global
@@ -84,19 +89,26 @@ type window struct {
 }
 
 // bucket is one time bucket of a window, held in ring slot id mod n: a
-// sketch of depth × width counters in pages, allocated as they are first
-// incremented.
+// sketch of depth × width counters in blocks (block.go), allocated as
+// they are first incremented.
 type bucket struct {
 	id        int64
 	live      bool
 	metaDirty bool   // mass changed since the last Flush
 	mass      uint64 // increments counted: shares × keys per share
-	pages     []*page
-	dirty     []int32 // pages with dirty set, in the order they were dirtied
+	// owner is the owner of block 0 of the ring slot: block bi is owned
+	// by owner + bi, whatever bucket the slot holds.
+	owner uint32
+	refs  []blockRef // by block index; 0: not allocated (zeros)
+	// dirty lists the pages (PageSize counters) that changed since the
+	// last Flush, in the order they changed; dirtyBits marks them.
+	dirty     []int32
+	dirtyBits []uint64
 	// cells lists the counters that became nonzero, as long as there are
-	// at most Counts.maxCells (else overflow): the expiry of a bucket few
-	// shares touched then visits them directly (their cache misses
-	// overlap), instead of each allocated page's nonzero counters.
+	// at most Counts.maxCells (else overflow, and cells is dropped): the
+	// expiry of a bucket few shares touched then visits them directly
+	// (their cache misses overlap), instead of each allocated block's
+	// nonzero counters.
 	cells    []int32
 	overflow bool
 }
@@ -117,39 +129,68 @@ type idRef struct {
 }
 
 // New returns empty counts. It panics if opts.Validate fails: validate
-// options that come from configuration first.
+// options that come from configuration first. Release returns the memory
+// of its counters.
 func New(opts Options) *Counts {
 	if err := opts.Validate(); err != nil {
 		panic(err)
 	}
-	opts = opts.withDefaults()
+	c := emptyCounts(opts.withDefaults())
+	c.blocks = newBlocks()
+	runtime.AddCleanup(c, (*blocks).drop, c.blocks)
+	return c
+}
+
+// emptyCounts returns empty counts without blocks.
+func emptyCounts(opts Options) *Counts {
 	opts.Windows = slices.Clone(opts.Windows)
 	depth, width := opts.Sizes()
 	c := &Counts{
-		opts:     opts,
-		depth:    depth,
-		width:    width,
-		shift:    uint(64 - bits.TrailingZeros(uint(width))),
-		capacity: opts.Capacity(),
-		maxCells: depth * width / cellListDivisor,
-		catIdx:   make(map[string]int),
-		cats:     make([]category, 1, opts.MaxCategories+1),
-		ids:      make(map[uint64]idRef),
+		opts:      opts,
+		depth:     depth,
+		width:     width,
+		shift:     uint(64 - bits.TrailingZeros(uint(width))),
+		capacity:  opts.Capacity(),
+		maxCells:  depth * width / cellListDivisor,
+		catIdx:    make(map[string]int),
+		cats:      make([]category, 1, opts.MaxCategories+1),
+		ids:       make(map[uint64]idRef),
+		perBucket: depth * width / blockSize,
 	}
 	c.win = make([]window, len(opts.Windows))
 	c.total = make([]uint64, depth*width*len(c.win))
+	first := 0
 	for i, s := range opts.Windows {
 		c.win[i] = window{
 			idx:       i,
 			width:     s.Width().Milliseconds(),
 			n:         int64(s.Buckets),
+			first:     first,
 			slots:     make([]bucket, s.Buckets),
 			sets:      make([]*cset, opts.MaxCategories+1),
 			watch:     watchIndex{visitAll: defaultVisitAll},
 			deletedLo: math.MinInt64,
 		}
+		for j := range c.win[i].slots {
+			c.win[i].slots[j].owner = uint32((first + j) * c.perBucket)
+		}
+		first += s.Buckets
 	}
 	return c
+}
+
+// Release returns the memory of c's counters, which is not on the Go heap
+// (see Memory in the package documentation). The queries answer as
+// before, but c must not be changed after, except by Load, which makes it
+// whole again. A Counts that is dropped without Release returns it when
+// the garbage collector finds it unreachable.
+func (c *Counts) Release() {
+	c.blocks.drop()
+	for w := range c.win {
+		for i := range c.win[w].slots {
+			clear(c.win[w].slots[i].refs)
+		}
+	}
 }
 
 // Options returns the options in effect, defaults filled in.
@@ -302,6 +343,10 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)), &gcols, &ccols)
 		}
 	}
+	if c.blocks.slack() {
+		// Blocks were released: by expiry, or moving to a wider class.
+		c.blocks.compact(func(owner uint32, r blockRef) { *c.refAt(owner) = r })
+	}
 	return true
 }
 
@@ -312,41 +357,33 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
 	var vals [MaxDepth]uint32
 	var tots [MaxDepth]uint64
+	nw := len(c.win)
 	m := uint32(math.MaxUint32)
 	for r, i := range cols[:c.depth] {
 		// Load the window's totals with the bucket's counters, so that
 		// their cache misses overlap.
-		tots[r] = c.total[i*len(c.win)+win.idx]
-		if p := s.pages[i/PageSize]; p != nil {
-			vals[r] = p.c[i%PageSize]
-		}
+		tots[r] = c.total[i*nw+win.idx]
+		vals[r] = c.blocks.get(s.refs[i/blockSize], i%blockSize)
 		m = min(m, vals[r])
 	}
 	est := uint64(math.MaxUint64)
 	for r, i := range cols[:c.depth] {
 		t := tots[r]
 		if vals[r] == m && m != math.MaxUint32 { // else saturated: see Limits
-			p := s.pages[i/PageSize]
-			if p == nil {
-				p = c.newPage()
-				s.pages[i/PageSize] = p
-			}
-			p.c[i%PageSize] = m + 1
+			bi := i / blockSize
+			c.blocks.set(&s.refs[bi], s.owner+uint32(bi), i%blockSize, m, m+1)
 			t++
-			c.total[i*len(c.win)+win.idx] = t
-			if m == 0 {
-				p.nz[i%PageSize/64] |= 1 << (i % 64)
-				if !s.overflow {
-					if len(s.cells) < c.maxCells {
-						s.cells = append(s.cells, int32(i))
-					} else {
-						s.overflow, s.cells = true, s.cells[:0]
-					}
+			c.total[i*nw+win.idx] = t
+			if m == 0 && !s.overflow {
+				if len(s.cells) < c.maxCells {
+					s.cells = appendCapped(s.cells, int32(i), c.maxCells)
+				} else {
+					s.overflow, s.cells = true, nil
 				}
 			}
-			if !p.dirty {
-				p.dirty = true
-				s.dirty = append(s.dirty, int32(i/PageSize))
+			if pi := i / PageSize; s.dirtyBits[pi/64]&(1<<(pi%64)) == 0 {
+				s.dirtyBits[pi/64] |= 1 << (pi % 64)
+				s.dirty = appendCapped(s.dirty, int32(pi), c.perBucket/blocksPerPage)
 			}
 		}
 		est = min(est, t)
@@ -373,23 +410,24 @@ func (c *Counts) estimateCols(win *window, cols *[MaxDepth]int) uint64 {
 	return est
 }
 
-func (c *Counts) newPage() *page {
-	if n := len(c.pool); n > 0 {
-		p := c.pool[n-1]
-		c.pool = c.pool[:n-1]
-		p.nz, p.dirty = [PageSize / 64]uint64{}, false
-		return p
-	}
-	c.pagesAlloc++
-	return new(page)
-}
-
 // open makes s the live bucket b.
 func (c *Counts) open(s *bucket, b int64) {
-	if s.pages == nil {
-		s.pages = make([]*page, c.depth*c.width/PageSize)
+	if s.refs == nil {
+		s.refs = make([]blockRef, c.perBucket)
+		s.dirtyBits = make([]uint64, (c.perBucket/blocksPerPage+63)/64)
 	}
 	s.id, s.live, s.mass, s.metaDirty = b, true, 0, true
+}
+
+// refAt returns the reference of the block owned by owner.
+func (c *Counts) refAt(owner uint32) *blockRef {
+	n := int(owner) / c.perBucket
+	for w := range c.win {
+		if win := &c.win[w]; n < win.first+int(win.n) {
+			return &win.slots[n-win.first].refs[int(owner)%c.perBucket]
+		}
+	}
+	panic("sketch: block owner out of range")
 }
 
 // addPage adds sign (1 or -1) times the counters of page pi of a bucket
@@ -414,67 +452,47 @@ func (c *Counts) expire(win *window, s *bucket) {
 	nw := len(c.win)
 	if !s.overflow {
 		for _, i := range s.cells {
-			p := &s.pages[i/PageSize].c[i%PageSize]
-			c.total[int(i)*nw+win.idx] -= uint64(*p)
-			*p = 0
+			c.total[int(i)*nw+win.idx] -= uint64(c.blocks.get(s.refs[i/blockSize], int(i%blockSize)))
 			if !x.all && x.reads(int(i)) {
 				x.collect(int(i))
 			}
 		}
-		// The listed counters are on every page the bucket allocated.
+		// The listed counters are in every block the bucket allocated.
 		for _, i := range s.cells {
-			if s.pages[i/PageSize] != nil {
-				c.release(s, int(i/PageSize))
+			if r := &s.refs[i/blockSize]; *r != 0 {
+				c.blocks.clear(*r)
+				c.blocks.release(*r)
+				*r = 0
 			}
 		}
 	} else {
-		for pi, p := range s.pages {
-			if p == nil {
+		var base int
+		collect := func(j int) {
+			if !x.all {
+				x.collect(base + j)
+			}
+		}
+		for bi := range s.refs {
+			r := &s.refs[bi]
+			if *r == 0 {
 				continue
 			}
-			base := pi * PageSize
-			dense := p.nonzero() > PageSize/4
-			if dense {
-				// Without a branch per counter.
-				c.addPage(win, pi, &p.c, -1)
+			base = bi * blockSize
+			var read uint64 // the block's counters candidates read
+			if x.read != nil && !x.all {
+				read = x.read[bi]
 			}
-			tot := c.total[base*nw : (base+PageSize)*nw]
-			for wi, word := range p.nz {
-				var read uint64 // the page's counters candidates read
-				if x.read != nil && !x.all {
-					read = x.read[base/64+wi]
-				}
-				if dense {
-					word &= read
-				}
-				for ; word != 0; word &= word - 1 {
-					j := wi*64 + bits.TrailingZeros64(word)
-					if !dense {
-						tot[j*nw+win.idx] -= uint64(p.c[j])
-						p.c[j] = 0
-					}
-					if read&(1<<(j%64)) != 0 && !x.all {
-						x.collect(base + j)
-					}
-				}
-			}
-			if dense {
-				p.c = [PageSize]uint32{}
-			}
-			c.release(s, pi)
+			c.blocks.subtract(*r, c.total[base*nw+win.idx:], nw, read, collect)
+			c.blocks.release(*r)
+			*r = 0
 		}
+	}
+	for _, pi := range s.dirty {
+		s.dirtyBits[pi/64] = 0
 	}
 	win.mass -= s.mass
 	s.live, s.mass, s.metaDirty = false, 0, false
 	s.dirty, s.cells, s.overflow = s.dirty[:0], s.cells[:0], false
-}
-
-// release returns page pi of bucket s, its counters all zero, to the
-// pool: newPage resets its nonzero bits and dirty flag (expire does not
-// touch them).
-func (c *Counts) release(s *bucket, pi int) {
-	c.pool = append(c.pool, s.pages[pi])
-	s.pages[pi] = nil
 }
 
 // TooOld reports whether a share at ts would be older than every window
@@ -670,17 +688,22 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 	return out
 }
 
-// MemoryBytes returns the heap bytes held by c (an estimate for its maps),
-// at most Options().MaxMemoryBytes().
+// MemoryBytes returns the bytes held by c: its counter blocks, off the Go
+// heap, and its heap (an estimate for its maps). It is at most
+// Options().MaxMemoryBytes().
 func (c *Counts) MemoryBytes() int {
 	n := int(unsafe.Sizeof(*c)) + cap(c.total)*8
-	n += c.pagesAlloc*int(unsafe.Sizeof(page{})) + cap(c.pool)*8
+	n += c.blocks.bytes()
+	if c.page != nil {
+		n += int(unsafe.Sizeof(page{}))
+	}
 	for i := range c.win {
 		w := &c.win[i]
 		n += int(unsafe.Sizeof(*w)) + cap(w.sets)*8
 		n += cap(w.slots) * int(unsafe.Sizeof(bucket{}))
 		for j := range w.slots {
-			n += cap(w.slots[j].pages)*8 + cap(w.slots[j].dirty)*4 + cap(w.slots[j].cells)*4
+			s := &w.slots[j]
+			n += cap(s.refs)*4 + cap(s.dirty)*4 + cap(s.dirtyBits)*8 + cap(s.cells)*4
 		}
 		for _, s := range w.sets {
 			if s != nil {

@@ -469,14 +469,21 @@ func checkCandidates(t *testing.T, c *Counts) {
 		x := &win.watch
 		listed := map[int32]int{} // member → nodes found in chains
 		for i := range win.slots {
-			for pi, p := range win.slots[i].pages {
-				if p == nil {
+			s := &win.slots[i]
+			for bi, r := range s.refs {
+				if r == 0 {
 					continue
 				}
-				q := *p
+				var vals [blockSize]uint32
+				c.blocks.read(r, &vals)
+				var q page
+				copy(q.c[:], vals[:])
 				q.mark()
-				if q.nz != p.nz || p.nonzero() == 0 {
-					t.Fatalf("window %d bucket %d page %d: nonzero bits %x, counters %x", w, win.slots[i].id, pi, p.nz, q.nz)
+				if q.nz[0] != c.blocks.nz(r) || q.nz[0] == 0 || classOf(slices.Max(vals[:])) > r.class() {
+					t.Fatalf("window %d bucket %d block %d (class %d): nonzero bits %x, counters %x", w, s.id, bi, r.class(), c.blocks.nz(r), q.nz[0])
+				}
+				if owner := s.owner + uint32(bi); *c.refAt(owner) != r || *c.blocks.owner(r) != owner {
+					t.Fatalf("window %d bucket %d block %d: owner %d", w, s.id, bi, *c.blocks.owner(r))
 				}
 			}
 		}

@@ -179,6 +179,7 @@ func (o Options) Validate() error {
 		return invalid("max_k × candidates_per_k = %d, at most %d", d.MaxK*d.CandidatesPerK, 1<<20)
 	}
 	seen := make(map[string]bool, len(o.Windows))
+	buckets := 0
 	for i, w := range o.Windows {
 		switch {
 		case w.Name == "":
@@ -193,6 +194,11 @@ func (o Options) Validate() error {
 			return invalid("window %q: bucket width %v/%d is not a whole number of milliseconds", w.Name, w.Size, w.Buckets)
 		}
 		seen[w.Name] = true
+		buckets += w.Buckets
+	}
+	if depth, width := d.Sizes(); buckets*depth*width/blockSize > maxBlocks {
+		return invalid("%d buckets of depth %d × width %d counters: at most %d counters over all buckets",
+			buckets, depth, width, maxBlocks*blockSize)
 	}
 	return nil
 }
@@ -221,9 +227,9 @@ func (o Options) Capacity() int {
 	return o.MaxK * o.CandidatesPerK
 }
 
-// MaxMemoryBytes returns the most heap a [Counts] with these options can
-// hold, whatever its input (see Memory in the package documentation). It
-// assumes valid options.
+// MaxMemoryBytes returns the most memory a [Counts] with these options can
+// hold, on the Go heap and off it, whatever its input (see Memory in the
+// package documentation). It assumes valid options.
 func (o Options) MaxMemoryBytes() int {
 	o = o.withDefaults()
 	depth, width := o.Sizes()
@@ -234,11 +240,25 @@ func (o Options) MaxMemoryBytes() int {
 		buckets += w.Buckets
 	}
 	nw := len(o.Windows)
-	n := int(unsafe.Sizeof(Counts{}))
-	// Counter pages, their pointers and dirty lists; window totals.
-	n += buckets * pagesPerBucket * (int(unsafe.Sizeof(page{})) + 8 + 4 + 8) // page, pointer, dirty entry, in the pool
+	n := int(unsafe.Sizeof(Counts{})) + int(unsafe.Sizeof(page{}))
+	// Counter blocks: one per block position at most, 32-bit at most, and
+	// their references. A class holds at most a chunk of free slots, a
+	// chunk it has not filled and a spare chunk (see slab.compact), and
+	// an Add may take a few blocks before its compaction: four chunks more
+	// per class, whose chunk lists are grown by doubling.
+	positions := buckets * cells / blockSize
+	n += positions * (blockSize*4 + 8 + 4 + 4)
+	bl := newBlocks()
+	for _, s := range []int{bl.b8.chunkBytes(), bl.b16.chunkBytes(), bl.b32.chunkBytes()} {
+		chunks := (positions*(blockSize*4+12)+s-1)/s + 4
+		n += 4*s + 2*chunks*4*int(unsafe.Sizeof([]byte(nil)))
+	}
+	n += int(unsafe.Sizeof(blocks{}))
+	// Per bucket: its dirty pages (list and bits) and its cell list.
+	n += buckets * (pagesPerBucket*4 + (pagesPerBucket+63)/64*8)
 	n += buckets * cells / cellListDivisor * 4
 	n += buckets * int(unsafe.Sizeof(bucket{}))
+	// Window totals.
 	n += nw * (cells*8 + int(unsafe.Sizeof(window{})) + (o.MaxCategories+1)*8)
 	// Candidate sets and the article ids they refer to (each kept once).
 	sets := nw * (o.MaxCategories + 1)

@@ -7,12 +7,11 @@ import (
 )
 
 // page holds PageSize consecutive counters of one row of one bucket's
-// sketch. A bucket allocates a page when it first increments one of its
-// counters: a page that is not allocated holds zeros.
+// sketch, as Flush writes them and Load reads them: the counters of
+// blocksPerPage blocks.
 type page struct {
-	c     [PageSize]uint32
-	nz    [PageSize / 64]uint64 // bit j: c[j] is not zero
-	dirty bool                  // changed since the last Flush
+	c  [PageSize]uint32
+	nz [PageSize / 64]uint64 // bit j: c[j] is not zero
 }
 
 // nonzero returns the number of counters of p that are not zero.

@@ -130,14 +130,13 @@ func (c *Counts) flushWindow(wr state.Writer, w int) error {
 			s.metaDirty = false
 		}
 		for _, pi := range s.dirty {
-			p := s.pages[pi]
 			k := binary.BigEndian.AppendUint16(c.bucketKey(w, s.id), uint16(pi))
 			c.key = k
-			c.val = appendPage(c.val[:0], p)
+			c.val = appendPage(c.val[:0], c.pageOf(s, int(pi)))
 			if err := wr.Set(k, c.val); err != nil {
 				return err
 			}
-			p.dirty = false
+			s.dirtyBits[pi/64] = 0
 		}
 		s.dirty = s.dirty[:0]
 	}
@@ -246,7 +245,10 @@ func (c *Counts) flushSets(wr state.Writer, w int) error {
 // Counts did, and behaves identically under further calls (its next Flush
 // writes the same bytes).
 func (c *Counts) Load(r state.Reader) error {
-	*c = *New(c.opts)
+	b := c.blocks
+	b.drop()
+	*c = *emptyCounts(c.opts)
+	c.blocks = b
 	v, ok, err := r.Get(c.kindKey(kindLayout))
 	if err != nil {
 		return fmt.Errorf("sketch: load layout: %w", err)
@@ -375,19 +377,63 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 		return false, nil
 	}
 	pi := int(binary.BigEndian.Uint16(k[11:]))
-	if !s.live || s.id != b || pi >= len(s.pages) || s.pages[pi] != nil {
+	if !s.live || s.id != b || pi >= c.perBucket/blocksPerPage || s.pageAllocated(pi) {
 		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
 	}
-	p := c.newPage()
+	p := c.scratchPage()
 	nz, err := decodePage(v, &p.c)
 	if err != nil || nz == 0 {
-		c.pool = append(c.pool, p)
 		return false, fmt.Errorf("page %d of bucket %d: %w", pi, b, ErrCorrupt)
 	}
-	p.mark()
-	s.pages[pi] = p
-	c.addPage(win, pi, &p.c, 1)
+	c.setPage(win, s, pi, p)
 	return false, nil
+}
+
+// setPage sets page pi of bucket s of window win, all zeros, to p, each
+// block in the narrowest class that holds it, and adds it to the window's
+// totals.
+func (c *Counts) setPage(win *window, s *bucket, pi int, p *page) {
+	p.mark()
+	for k, word := range p.nz {
+		if word == 0 {
+			continue
+		}
+		vals := (*[blockSize]uint32)(p.c[k*blockSize:])
+		bi := pi*blocksPerPage + k
+		r := c.blocks.alloc(classOf(slices.Max(vals[:])), s.owner+uint32(bi))
+		c.blocks.write(r, vals, word)
+		s.refs[bi] = r
+	}
+	c.addPage(win, pi, &p.c, 1)
+}
+
+// scratchPage returns c's page for encoding and decoding.
+func (c *Counts) scratchPage() *page {
+	if c.page == nil {
+		c.page = new(page)
+	}
+	return c.page
+}
+
+// pageOf returns page pi of bucket s, in c's scratch page.
+func (c *Counts) pageOf(s *bucket, pi int) *page {
+	p := c.scratchPage()
+	for k := range blocksPerPage {
+		r := s.refs[pi*blocksPerPage+k]
+		c.blocks.read(r, (*[blockSize]uint32)(p.c[k*blockSize:]))
+		p.nz[k] = c.blocks.nz(r)
+	}
+	return p
+}
+
+// pageAllocated reports whether a block of page pi of s is allocated.
+func (s *bucket) pageAllocated(pi int) bool {
+	for _, r := range s.refs[pi*blocksPerPage : (pi+1)*blocksPerPage] {
+		if r != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Counts) loadSet(k, v []byte) error {

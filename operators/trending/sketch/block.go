@@ -1,0 +1,471 @@
+package sketch
+
+import (
+	"math"
+	"math/bits"
+	"unsafe"
+)
+
+// Counter blocks.
+//
+// A bucket's sketch is held in blocks of blockSize consecutive counters of
+// one row, allocated when one of their counters is first incremented: a
+// block that is not allocated holds zeros. A block stores its counters in
+// the narrowest of three widths (8, 16 or 32 bits) that holds them; it
+// moves to a wider class when a counter outgrows its width, and never back
+// while its bucket lives. Along with its counters a block has a bit per
+// counter (whether it is nonzero) and its owner (the position of the block
+// in the buckets, to update the reference when the block moves).
+//
+// The blocks of a class are slots of one slab, allocated in chunks off the
+// Go heap (see chunk_unix.go): the garbage collector neither scans them nor
+// counts them in its heap goal, and a bucket refers to its blocks by
+// pointer-free references (blockRef). A released block's slot goes to its
+// class's free list; once a class has more than a chunk of free slots,
+// compact moves its last blocks into the free slots and returns the chunks
+// left empty (all but one spare), so that the memory of a class follows
+// the blocks it holds.
+
+// blockSize is the number of counters in a block: 64, so that its nonzero
+// bits are one word. A page (PageSize counters, the unit of persistence)
+// is blocksPerPage blocks.
+const (
+	blockSize     = 64
+	blocksPerPage = PageSize / blockSize
+)
+
+// Width classes of a block; 0 stands for no block.
+const (
+	class8  = 1
+	class16 = 2
+	class32 = 3
+)
+
+// classMax is the largest counter a class holds.
+var classMax = [4]uint32{0, math.MaxUint8, math.MaxUint16, math.MaxUint32}
+
+// classOf returns the narrowest class that holds v.
+func classOf(v uint32) uint32 {
+	switch {
+	case v <= math.MaxUint8:
+		return class8
+	case v <= math.MaxUint16:
+		return class16
+	}
+	return class32
+}
+
+// blockRef names a block: its class in the top two bits, its slot in the
+// class's slab below. 0 is no block.
+type blockRef uint32
+
+const (
+	refClassShift = 30
+	refSlotMask   = 1<<refClassShift - 1
+	// maxBlocks bounds the blocks of a Counts (Options.Validate refuses
+	// options with more block positions): a slot and an owner fit in
+	// refClassShift bits.
+	maxBlocks = refSlotMask
+	noOwner   = math.MaxUint32 // owner of a free slot
+)
+
+func makeRef(class, slot uint32) blockRef { return blockRef(class<<refClassShift | slot) }
+func (r blockRef) class() uint32          { return uint32(r) >> refClassShift }
+func (r blockRef) slot() uint32           { return uint32(r) & refSlotMask }
+
+// chunkCounterBytes is the size of the counters of one chunk of any class.
+const chunkCounterBytes = 64 << 10
+
+// slab holds the blocks of one class: slot s is block s%perChunk of chunk
+// s/perChunk. Slots below used are blocks or free (owner noOwner, their
+// nonzero word linking the free list); slots from used on are zero.
+type slab[T uint8 | uint16 | uint32] struct {
+	shift uint32     // log2(slots per chunk)
+	cnt   [][]T      // by chunk, the counters of its slots
+	nz    [][]uint64 // by chunk, per slot, bit j: counter j is not zero
+	owner [][]uint32 // by chunk, per slot, its owner
+	mem   [][]byte   // by chunk, its memory
+	used  uint32     // slots handed out, free or not
+	free  uint32     // 1 + the first free slot; 0 if none
+	nfree int        // slots in the free list
+}
+
+func (s *slab[T]) perChunk() uint32 { return 1 << s.shift }
+
+func (s *slab[T]) counters(slot uint32) []T {
+	off := (slot & (s.perChunk() - 1)) * blockSize
+	return s.cnt[slot>>s.shift][off : off+blockSize : off+blockSize]
+}
+
+func (s *slab[T]) nzWord(slot uint32) *uint64 {
+	return &s.nz[slot>>s.shift][slot&(s.perChunk()-1)]
+}
+
+func (s *slab[T]) ownerOf(slot uint32) *uint32 {
+	return &s.owner[slot>>s.shift][slot&(s.perChunk()-1)]
+}
+
+func (s *slab[T]) get(slot uint32, j int) uint32 {
+	return uint32(s.cnt[slot>>s.shift][(slot&(s.perChunk()-1))*blockSize+uint32(j)])
+}
+
+func (s *slab[T]) set(slot uint32, j int, v uint32) {
+	s.cnt[slot>>s.shift][(slot&(s.perChunk()-1))*blockSize+uint32(j)] = T(v)
+}
+
+// chunkBytes returns the size of one chunk of s: counters, nonzero words
+// and owners of its slots.
+func (s *slab[T]) chunkBytes() int {
+	var zero T
+	return int(s.perChunk()) * (blockSize*int(unsafe.Sizeof(zero)) + 8 + 4)
+}
+
+// alloc returns a slot of zeros owned by owner.
+func (s *slab[T]) alloc(owner uint32) uint32 {
+	var slot uint32
+	if s.free != 0 {
+		slot = s.free - 1
+		w := s.nzWord(slot)
+		s.free, *w = uint32(*w), 0
+		s.nfree--
+	} else {
+		if s.used == maxBlocks {
+			panic("sketch: too many counter blocks") // Validate bounds them
+		}
+		if s.used>>s.shift == uint32(len(s.cnt)) {
+			s.grow()
+		}
+		slot = s.used
+		s.used++
+	}
+	*s.ownerOf(slot) = owner
+	return slot
+}
+
+// grow adds a chunk.
+func (s *slab[T]) grow() {
+	var zero T
+	n := int(s.perChunk())
+	b := allocChunk(s.chunkBytes())
+	// Nonzero words first (8-byte aligned), then the counters, then the
+	// owners.
+	s.nz = append(s.nz, unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n))
+	cnt := b[n*8 : n*8+n*blockSize*int(unsafe.Sizeof(zero))]
+	s.cnt = append(s.cnt, unsafe.Slice((*T)(unsafe.Pointer(&cnt[0])), n*blockSize))
+	own := b[n*8+len(cnt):]
+	s.owner = append(s.owner, unsafe.Slice((*uint32)(unsafe.Pointer(&own[0])), n))
+	s.mem = append(s.mem, b)
+}
+
+// release returns slot, whose counters are zero, to the free list.
+func (s *slab[T]) release(slot uint32) {
+	*s.nzWord(slot) = uint64(s.free)
+	*s.ownerOf(slot) = noOwner
+	s.free = slot + 1
+	s.nfree++
+}
+
+// clear zeroes the counters of slot.
+func (s *slab[T]) clear(slot uint32) { clear(s.counters(slot)) }
+
+// drop returns every chunk's memory.
+func (s *slab[T]) drop() {
+	for _, b := range s.mem {
+		freeChunk(b)
+	}
+	*s = slab[T]{shift: s.shift}
+}
+
+// mapped returns the bytes of s's chunks.
+func (s *slab[T]) mapped() int { return len(s.mem) * s.chunkBytes() }
+
+// compact moves the blocks of the slots at the end of s into the free
+// slots below them, so that s holds its blocks in its first slots, and
+// returns the chunks left empty but one. move is told each block's new
+// reference, by owner.
+func (s *slab[T]) compact(class uint32, move func(owner uint32, r blockRef)) {
+	target := s.used - uint32(s.nfree) // slots in use once compact
+	src := s.used
+	for f := s.free; f != 0; {
+		dst := f - 1
+		f = uint32(*s.nzWord(dst)) // before dst is overwritten
+		if dst >= target {
+			continue
+		}
+		for {
+			src--
+			if *s.ownerOf(src) != noOwner {
+				break
+			}
+		}
+		owner := *s.ownerOf(src)
+		copy(s.counters(dst), s.counters(src))
+		*s.nzWord(dst) = *s.nzWord(src)
+		*s.ownerOf(dst) = owner
+		s.clear(src)
+		move(owner, makeRef(class, dst))
+	}
+	// The slots from target on are zero but for their nonzero words.
+	for slot := target; slot < s.used; slot++ {
+		*s.nzWord(slot) = 0
+	}
+	s.used, s.free, s.nfree = target, 0, 0
+	keep := int((target+s.perChunk()-1)>>s.shift) + 1 // one spare
+	for len(s.mem) > keep {
+		last := len(s.mem) - 1
+		freeChunk(s.mem[last])
+		s.mem, s.cnt, s.nz, s.owner = s.mem[:last], s.cnt[:last], s.nz[:last], s.owner[:last]
+	}
+}
+
+// blocks holds the counter blocks of a Counts: one slab per class.
+type blocks struct {
+	b8  slab[uint8]
+	b16 slab[uint16]
+	b32 slab[uint32]
+}
+
+func newBlocks() *blocks {
+	// chunkCounterBytes of counters per chunk in every class.
+	return &blocks{
+		b8:  slab[uint8]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize))},
+		b16: slab[uint16]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize / 2))},
+		b32: slab[uint32]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize / 4))},
+	}
+}
+
+// get returns counter j of block r (0 if r is 0).
+func (a *blocks) get(r blockRef, j int) uint32 {
+	switch r.class() {
+	case class8:
+		return a.b8.get(r.slot(), j)
+	case class16:
+		return a.b16.get(r.slot(), j)
+	case class32:
+		return a.b32.get(r.slot(), j)
+	}
+	return 0
+}
+
+// nz returns the nonzero bits of block r (0 if r is 0).
+func (a *blocks) nz(r blockRef) uint64 {
+	switch r.class() {
+	case class8:
+		return *a.b8.nzWord(r.slot())
+	case class16:
+		return *a.b16.nzWord(r.slot())
+	case class32:
+		return *a.b32.nzWord(r.slot())
+	}
+	return 0
+}
+
+// owner returns the owner of block r.
+func (a *blocks) owner(r blockRef) *uint32 {
+	switch r.class() {
+	case class8:
+		return a.b8.ownerOf(r.slot())
+	case class16:
+		return a.b16.ownerOf(r.slot())
+	}
+	return a.b32.ownerOf(r.slot())
+}
+
+// alloc returns a block of class, of zeros, owned by owner.
+func (a *blocks) alloc(class, owner uint32) blockRef {
+	switch class {
+	case class8:
+		return makeRef(class8, a.b8.alloc(owner))
+	case class16:
+		return makeRef(class16, a.b16.alloc(owner))
+	}
+	return makeRef(class32, a.b32.alloc(owner))
+}
+
+// set sets counter j of block *p, whose value is old, to v > old,
+// allocating the block (owned by owner) or moving it to a wider class as
+// v needs. It keeps the nonzero bit.
+func (a *blocks) set(p *blockRef, owner uint32, j int, old, v uint32) {
+	r := *p
+	if v > classMax[r.class()] {
+		r = a.widen(r, owner, classOf(v))
+		*p = r
+	}
+	bit := uint64(1) << j
+	switch s := r.slot(); r.class() {
+	case class8:
+		a.b8.set(s, j, v)
+		if old == 0 {
+			*a.b8.nzWord(s) |= bit
+		}
+	case class16:
+		a.b16.set(s, j, v)
+		if old == 0 {
+			*a.b16.nzWord(s) |= bit
+		}
+	default:
+		a.b32.set(s, j, v)
+		if old == 0 {
+			*a.b32.nzWord(s) |= bit
+		}
+	}
+}
+
+// widen moves block r (0: none) to a new block of class, owned by owner,
+// and returns it.
+func (a *blocks) widen(r blockRef, owner, class uint32) blockRef {
+	n := a.alloc(class, owner)
+	if r == 0 {
+		return n
+	}
+	var vals [blockSize]uint32
+	a.read(r, &vals)
+	a.write(n, &vals, a.nz(r))
+	a.clear(r)
+	a.release(r)
+	return n
+}
+
+// read copies the counters of block r into vals.
+func (a *blocks) read(r blockRef, vals *[blockSize]uint32) {
+	switch s := r.slot(); r.class() {
+	case class8:
+		for j, v := range a.b8.counters(s) {
+			vals[j] = uint32(v)
+		}
+	case class16:
+		for j, v := range a.b16.counters(s) {
+			vals[j] = uint32(v)
+		}
+	case class32:
+		copy(vals[:], a.b32.counters(s))
+	default:
+		*vals = [blockSize]uint32{}
+	}
+}
+
+// write sets the counters of block r, of a class that holds them, to vals
+// and its nonzero bits to nz.
+func (a *blocks) write(r blockRef, vals *[blockSize]uint32, nz uint64) {
+	switch s := r.slot(); r.class() {
+	case class8:
+		c := a.b8.counters(s)
+		for j, v := range vals {
+			c[j] = uint8(v)
+		}
+		*a.b8.nzWord(s) = nz
+	case class16:
+		c := a.b16.counters(s)
+		for j, v := range vals {
+			c[j] = uint16(v)
+		}
+		*a.b16.nzWord(s) = nz
+	case class32:
+		copy(a.b32.counters(s), vals[:])
+		*a.b32.nzWord(s) = nz
+	}
+}
+
+// clear zeroes the counters of block r.
+func (a *blocks) clear(r blockRef) {
+	switch r.class() {
+	case class8:
+		a.b8.clear(r.slot())
+	case class16:
+		a.b16.clear(r.slot())
+	case class32:
+		a.b32.clear(r.slot())
+	}
+}
+
+// release frees block r, whose counters are zero.
+func (a *blocks) release(r blockRef) {
+	switch r.class() {
+	case class8:
+		a.b8.release(r.slot())
+	case class16:
+		a.b16.release(r.slot())
+	case class32:
+		a.b32.release(r.slot())
+	}
+}
+
+// subtract subtracts the counters of block r, and sets them to zero, from
+// tot[j*stride] for each counter j; where a candidate reads counter j (bit
+// j of read) it calls collect(j). It visits only the nonzero counters of
+// a sparse block.
+func (a *blocks) subtract(r blockRef, tot []uint64, stride int, read uint64, collect func(j int)) {
+	switch s := r.slot(); r.class() {
+	case class8:
+		subtractBlock(a.b8.counters(s), *a.b8.nzWord(s), tot, stride, read, collect)
+	case class16:
+		subtractBlock(a.b16.counters(s), *a.b16.nzWord(s), tot, stride, read, collect)
+	case class32:
+		subtractBlock(a.b32.counters(s), *a.b32.nzWord(s), tot, stride, read, collect)
+	}
+}
+
+func subtractBlock[T uint8 | uint16 | uint32](c []T, nz uint64, tot []uint64, stride int, read uint64, collect func(j int)) {
+	tot = tot[:(blockSize-1)*stride+1]
+	if bits.OnesCount64(nz) > blockSize/4 {
+		// Without a branch per counter.
+		for j, v := range c[:blockSize] {
+			tot[j*stride] -= uint64(v)
+		}
+		nz &= read
+	} else {
+		for w := nz; w != 0; w &= w - 1 {
+			j := bits.TrailingZeros64(w)
+			tot[j*stride] -= uint64(c[j])
+		}
+		nz &= read
+	}
+	for ; nz != 0; nz &= nz - 1 {
+		collect(bits.TrailingZeros64(nz))
+	}
+	clear(c)
+}
+
+// inUse returns the blocks allocated.
+func (a *blocks) inUse() int {
+	return int(a.b8.used) - a.b8.nfree + int(a.b16.used) - a.b16.nfree + int(a.b32.used) - a.b32.nfree
+}
+
+// mapped returns the bytes of the chunks.
+func (a *blocks) mapped() int { return a.b8.mapped() + a.b16.mapped() + a.b32.mapped() }
+
+// bytes returns the bytes a holds: its chunks, and on the heap the slices
+// that hold them.
+func (a *blocks) bytes() int {
+	n := int(unsafe.Sizeof(*a)) + a.mapped()
+	for _, c := range []int{cap(a.b8.mem), cap(a.b16.mem), cap(a.b32.mem)} {
+		n += 4 * c * int(unsafe.Sizeof([]byte(nil))) // mem, cnt, nz, owner
+	}
+	return n
+}
+
+// slack reports whether a slab has more than a chunk of free slots.
+func (a *blocks) slack() bool {
+	return a.b8.nfree > int(a.b8.perChunk()) || a.b16.nfree > int(a.b16.perChunk()) || a.b32.nfree > int(a.b32.perChunk())
+}
+
+// compact compacts each slab with more than a chunk of free slots (see
+// slab.compact).
+func (a *blocks) compact(move func(owner uint32, r blockRef)) {
+	if a.b8.nfree > int(a.b8.perChunk()) {
+		a.b8.compact(class8, move)
+	}
+	if a.b16.nfree > int(a.b16.perChunk()) {
+		a.b16.compact(class16, move)
+	}
+	if a.b32.nfree > int(a.b32.perChunk()) {
+		a.b32.compact(class32, move)
+	}
+}
+
+// drop returns the memory of every block.
+func (a *blocks) drop() {
+	a.b8.drop()
+	a.b16.drop()
+	a.b32.drop()
+}
