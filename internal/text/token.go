@@ -1,0 +1,211 @@
+package text
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Options say how tokens are normalized beyond the segmentation and
+// lower-casing every token gets. The zero value folds nothing, keeps
+// tokens of any length and drops none.
+type Options struct {
+	// FoldAccents removes the accents of Latin letters ("É" → "e", "ß" →
+	// "ss", a combining acute after "e" dropped).
+	FoldAccents bool
+	// FoldPlurals folds English plural endings ("companies" → "company",
+	// "taxes" → "tax"), after the stop-word check.
+	FoldPlurals bool
+	// JoinApostrophes drops an apostrophe between a word and a letter,
+	// joining them ("don't" → "dont", "BBC's" → "bbcs", which plural folding
+	// makes "bbc"), instead of separating words there.
+	JoinApostrophes bool
+	// MaxBytes drops tokens longer than this many bytes (before plural
+	// folding); 0 or less keeps every token.
+	MaxBytes int
+	// Stop lists tokens to drop, as they are before plural folding. The
+	// zero value drops none.
+	Stop StopWords
+}
+
+// Tokenize returns the tokens of s, normalized as opts say. A Tokenizer
+// gives the same tokens without allocating.
+func Tokenize(s string, opts Options) []string {
+	var toks []string
+	t := NewTokenizer(opts)
+	t.Reset(s)
+	for t.Next() {
+		toks = append(toks, string(t.Token()))
+	}
+	return toks
+}
+
+// Tokenizer yields the tokens of a string one at a time, in a buffer it
+// reuses, so that once the buffer has grown to the longest token it does
+// not allocate. It is not safe for concurrent use; the zero value
+// tokenizes with the zero Options.
+//
+//	t := text.NewTokenizer(opts)
+//	t.Reset(s)
+//	for t.Next() {
+//		use(t.Token())
+//	}
+type Tokenizer struct {
+	opts Options
+	s    string
+	i    int
+	buf  []byte
+	tok  []byte
+}
+
+// NewTokenizer returns a Tokenizer that normalizes tokens as opts say.
+func NewTokenizer(opts Options) Tokenizer {
+	return Tokenizer{opts: opts}
+}
+
+// Reset starts tokenizing s.
+func (t *Tokenizer) Reset(s string) {
+	t.s, t.i, t.tok = s, 0, nil
+}
+
+// Token returns the current token. It is valid until the next call to Next
+// or Reset; copy it to keep it.
+func (t *Tokenizer) Token() []byte { return t.tok }
+
+// runeClass says how the tokenizer treats a rune.
+type runeClass uint8
+
+const (
+	sepRune        runeClass = iota // separates tokens
+	wordRune                        // a letter or digit: part of a word
+	markRune                        // a combining mark: part of the word it is in
+	ideoRune                        // a token by itself (Han, Hiragana, Katakana)
+	apostropheRune                  // ' or ’: see Options.JoinApostrophes
+)
+
+// asciiClass classifies the ASCII runes.
+var asciiClass = func() (t [utf8.RuneSelf]runeClass) {
+	for c := range utf8.RuneSelf {
+		switch {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9':
+			t[c] = wordRune
+		case c == '\'':
+			t[c] = apostropheRune
+		}
+	}
+	return t
+}()
+
+// firstIdeo is the first rune of the Han, Hiragana and Katakana scripts (CJK
+// Radicals Supplement), below which classOf need not look them up.
+const firstIdeo = 0x2E80
+
+func classOf(r rune) runeClass {
+	switch {
+	case r < utf8.RuneSelf:
+		return asciiClass[r]
+	case r >= firstIdeo && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
+		return ideoRune
+	case unicode.IsLetter(r) || unicode.IsDigit(r):
+		return wordRune
+	case unicode.IsMark(r):
+		return markRune
+	case r == '\u2019':
+		return apostropheRune
+	}
+	return sepRune
+}
+
+// Next advances to the next token and reports whether there is one.
+func (t *Tokenizer) Next() bool {
+	s, i := t.s, t.i
+	for i < len(s) {
+		b := t.buf[:0]
+		inWord := false // a word rune or mark was read
+	scan:
+		for i < len(s) {
+			c := s[i]
+			class, size := sepRune, 1
+			var r rune
+			if c < utf8.RuneSelf {
+				class = asciiClass[c]
+				if class == wordRune {
+					if 'A' <= c && c <= 'Z' {
+						c += 'a' - 'A'
+					}
+					b = append(b, c)
+					i++
+					inWord = true
+					continue
+				}
+			} else {
+				r, size = utf8.DecodeRuneInString(s[i:])
+				class = classOf(r)
+			}
+			switch class {
+			case wordRune:
+				if t.opts.FoldAccents {
+					b = appendFolded(b, r)
+				} else {
+					b = utf8.AppendRune(b, unicode.ToLower(r))
+				}
+				i += size
+				inWord = true
+			case markRune:
+				// Combining marks belong to the word they are in (Indic
+				// vowel signs, decomposed accents); folding drops those of
+				// Latin letters.
+				if !t.opts.FoldAccents || r < 0x300 || r > 0x36f {
+					b = utf8.AppendRune(b, r)
+				}
+				i += size
+				inWord = true
+			case ideoRune:
+				if inWord {
+					break scan // the word ends; the rune is the next token
+				}
+				b = utf8.AppendRune(b, r)
+				i += size
+				inWord = true
+				break scan
+			case apostropheRune:
+				i += size
+				if inWord && t.opts.JoinApostrophes && i < len(s) && startsLetter(s[i:]) {
+					continue
+				}
+				if inWord {
+					break scan
+				}
+			default:
+				i += size
+				if inWord {
+					break scan
+				}
+			}
+		}
+		t.buf = b
+		if len(b) == 0 || t.opts.MaxBytes > 0 && len(b) > t.opts.MaxBytes {
+			continue
+		}
+		if t.opts.Stop.m != nil {
+			if _, stop := t.opts.Stop.m[string(b)]; stop {
+				continue
+			}
+		}
+		if t.opts.FoldPlurals {
+			b = foldPlural(b)
+		}
+		t.i, t.tok = i, b
+		return true
+	}
+	t.i, t.tok = i, nil
+	return false
+}
+
+// startsLetter reports whether s starts with a letter.
+func startsLetter(s string) bool {
+	if c := s[0]; c < utf8.RuneSelf {
+		return 'a' <= c|0x20 && c|0x20 <= 'z'
+	}
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r)
+}
