@@ -10,17 +10,20 @@
 //
 // # Tokens
 //
-// Rules and models match on the same normalized tokens ([Tokenize]): maximal
-// runs of Unicode letters and digits (combining marks stay with their
-// letter), lower-cased, with the accents of Latin letters removed ("Pokémon"
-// → "pokemon", "ß" → "ss"). An apostrophe between letters is dropped
-// ("don't" → "dont"); any other character separates tokens, so "e-mail" is
-// two tokens and "U.S." is "u", "s". English plurals and possessives are
-// folded by a light, dictionary-free stemmer: "companies" → "company",
-// "taxes" → "tax", "matches" → "match", "rates" → "rate", "BBC's" → "bbc";
-// words of up to three letters, words ending in "ss", "us" or "is" and a
-// short list of exceptions ("news", "series", "physics", ...) are kept.
-// Tokens longer than 64 bytes are dropped. Invalid UTF-8 separates tokens.
+// Rules and models match on the same normalized tokens, those of
+// internal/text with accents and plurals folded and apostrophes joining:
+// maximal runs of Unicode letters and digits (combining marks stay with
+// their letter), lower-cased, with the accents of Latin letters removed
+// ("Pokémon" → "pokemon", "ß" → "ss"), and each Han, Hiragana and Katakana
+// rune a token by itself ("東京" → "東", "京"). An apostrophe between letters
+// is dropped ("don't" → "dont"); any other character separates tokens, so
+// "e-mail" is two tokens and "U.S." is "u", "s". English plurals and
+// possessives are folded by a light, dictionary-free stemmer: "companies"
+// → "company", "taxes" → "tax", "matches" → "match", "rates" → "rate",
+// "BBC's" → "bbc"; words of up to three letters, words ending in "ss", "us"
+// or "is" and a short list of exceptions ("news", "series", "physics", ...)
+// are kept. Tokens longer than 64 bytes are dropped. Invalid UTF-8
+// separates tokens.
 //
 // # Rules
 //

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/newsflow/newsflow/internal/text"
 )
 
 // Example is a labelled document to train or evaluate on.
@@ -121,7 +123,7 @@ type Model struct {
 }
 
 type modelScratch struct {
-	tok     tokenizer
+	tok     text.Tokenizer
 	weight  []float64 // per feature, within one document
 	touched []int32
 	logp    []float64 // per topic
@@ -226,7 +228,7 @@ func Train(examples []Example, opts TrainOptions) (*Model, error) {
 // each new feature the next id.
 type extractor struct {
 	opts    TrainOptions
-	tok     tokenizer
+	tok     text.Tokenizer
 	ids     map[string]int32
 	bigrams map[uint64]int32
 	names   []string
@@ -234,7 +236,7 @@ type extractor struct {
 }
 
 func newExtractor(opts TrainOptions) *extractor {
-	return &extractor{opts: opts, ids: map[string]int32{}, bigrams: map[uint64]int32{}}
+	return &extractor{opts: opts, tok: text.NewTokenizer(tokenOptions), ids: map[string]int32{}, bigrams: map[uint64]int32{}}
 }
 
 // docVector is a document's features with their weights.
@@ -269,12 +271,9 @@ func (e *extractor) vector(v *docVector, d Document) {
 			continue
 		}
 		prev := int32(-1)
-		e.tok.reset(text)
-		for {
-			tok, ok := e.tok.next()
-			if !ok {
-				break
-			}
+		e.tok.Reset(text)
+		for e.tok.Next() {
+			tok := e.tok.Token()
 			id, ok := e.ids[string(tok)]
 			if !ok {
 				id = e.newFeature(string(tok), [2]int32{-1, -1})
@@ -321,13 +320,9 @@ func (m *Model) Classify(d Document) []Label {
 			continue
 		}
 		prev := int32(-1)
-		s.tok.reset(text)
-		for {
-			tok, ok := s.tok.next()
-			if !ok {
-				break
-			}
-			id, ok := m.unigrams[string(tok)]
+		s.tok.Reset(text)
+		for s.tok.Next() {
+			id, ok := m.unigrams[string(s.tok.Token())]
 			if !ok {
 				prev = -1
 				continue
@@ -582,7 +577,7 @@ func (f *modelFile) model() (*Model, error) {
 	}
 	nf := len(f.Features)
 	m.pool.New = func() any {
-		return &modelScratch{weight: make([]float64, nf), logp: make([]float64, k)}
+		return &modelScratch{tok: text.NewTokenizer(tokenOptions), weight: make([]float64, nf), logp: make([]float64, k)}
 	}
 	return m, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/newsflow/newsflow/internal/text"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -49,7 +50,7 @@ type phrase struct {
 
 // ruleScratch is the per-call state of Classify, pooled.
 type ruleScratch struct {
-	tok     tokenizer
+	tok     text.Tokenizer
 	ids     []int32
 	counts  []int32 // per key, within one field
 	touched []int32 // keys with counts > 0
@@ -119,13 +120,9 @@ func (r *Rules) scoreField(s *ruleScratch, text string, fieldWeight float64) {
 		return
 	}
 	s.ids = s.ids[:0]
-	s.tok.reset(text)
-	for {
-		tok, ok := s.tok.next()
-		if !ok {
-			break
-		}
-		id, ok := r.dict[string(tok)]
+	s.tok.Reset(text)
+	for s.tok.Next() {
+		id, ok := r.dict[string(s.tok.Token())]
 		if !ok {
 			id = -1
 		}
@@ -362,7 +359,7 @@ func parseEntries(field string, n *yaml.Node) ([]ruleEntry, error) {
 		if k.Kind != yaml.ScalarNode {
 			return nil, fmt.Errorf("line %d: key must be a string", k.Line)
 		}
-		e := ruleEntry{field: field, line: k.Line, text: k.Value, tokens: Tokenize(k.Value)}
+		e := ruleEntry{field: field, line: k.Line, text: k.Value, tokens: tokenize(k.Value)}
 		if err := decodeWeight(v, &e.weight); err != nil {
 			return nil, fmt.Errorf("%q: %w (line %d)", k.Value, err, v.Line)
 		}
@@ -449,6 +446,6 @@ func (r *Rules) compile(specs []topicSpec) {
 	}
 	nkeys, ntopics := len(r.keys), len(r.topics)
 	r.pool.New = func() any {
-		return &ruleScratch{counts: make([]int32, nkeys), scores: make([]float64, ntopics)}
+		return &ruleScratch{tok: text.NewTokenizer(tokenOptions), counts: make([]int32, nkeys), scores: make([]float64, ntopics)}
 	}
 }

@@ -7,41 +7,21 @@ import (
 	"unicode/utf8"
 )
 
+// TestTokenize checks the normalization the package documentation states
+// (the tokenizer itself is tested in internal/text).
 func TestTokenize(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want []string
 	}{
-		{"", nil},
-		{"  ,.;  ", nil},
-		{"Hello, World!", []string{"hello", "world"}},
-		{"E-mail and WI-FI", []string{"e", "mail", "and", "wi", "fi"}},
-		{"U.S. stocks", []string{"u", "s", "stock"}},
-		{"Don't stop", []string{"dont", "stop"}},
-		{"The BBC's new show", []string{"the", "bbc", "new", "show"}},
-		{"Apple’s iPhone", []string{"apple", "iphone"}},
-		{"players' union", []string{"player", "union"}},
-		{"'quoted' words", []string{"quoted", "word"}},
-		{"Pokémon CAFÉ Škoda Łódź Straße Ærø", []string{"pokemon", "cafe", "skoda", "lodz", "strasse", "aero"}},
-		{"Café with a combining accent", []string{"cafe", "with", "a", "combining", "accent"}},
-		{"Москва Μόσχα 東京", []string{"москва", "μόσχα", "東京"}},
-		{"हिन्दी समाचार", []string{"हिन्दी", "समाचार"}},
-		{"5G 4K covid-19 1990s £5bn", []string{"5g", "4k", "covid", "19", "1990", "5bn"}},
-		{"a\xffb\xc3", []string{"a", "b"}},
-		{"\u212b\u212a \u0130", []string{"ak", "i"}}, // Angstrom and Kelvin signs, dotted İ
-		{strings.Repeat("x", 65) + " ok", []string{"ok"}},
-		{strings.Repeat("y", 64), []string{strings.Repeat("y", 64)}},
-		// plural folding
-		{"companies economies movies cookies ties", []string{"company", "economy", "movie", "cookie", "tie"}},
-		{"taxes boxes classes businesses losses", []string{"tax", "box", "class", "business", "loss"}},
-		{"matches crashes headaches niches", []string{"match", "crash", "headache", "nich"}},
-		{"rates games cases houses responses prizes", []string{"rate", "game", "case", "house", "response", "prize"}},
-		{"news series species physics politics", []string{"news", "series", "species", "physics", "politics"}},
-		{"virus bonus crisis tennis glass", []string{"virus", "bonus", "crisis", "tennis", "glass"}},
-		{"its gas has bus", []string{"its", "gas", "has", "bus"}},
+		{"Pokémon Straße", []string{"pokemon", "strasse"}},
+		{"Don't stop the BBC's e-mail, U.S.", []string{"dont", "stop", "the", "bbc", "e", "mail", "u", "s"}},
+		{"companies taxes matches rates", []string{"company", "tax", "match", "rate"}},
+		{"news series physics virus", []string{"news", "series", "physics", "virus"}},
+		{"東京 " + strings.Repeat("x", 65) + " " + strings.Repeat("y", 64), []string{"東", "京", strings.Repeat("y", 64)}},
 	} {
-		if got := Tokenize(tc.in); !slices.Equal(got, tc.want) {
-			t.Errorf("Tokenize(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := tokenize(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("tokenize(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -65,7 +45,7 @@ func FuzzClassify(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, title, content string) {
-		toks := Tokenize(title)
+		toks := tokenize(title)
 		for _, tok := range toks {
 			if tok == "" || len(tok) > maxTokenBytes || !utf8.ValidString(tok) {
 				t.Fatalf("bad token %q in %q", tok, toks)
@@ -73,8 +53,8 @@ func FuzzClassify(f *testing.F) {
 		}
 		// Tokenizing the tokens again changes nothing (so they are lower
 		// case and folded).
-		if again := Tokenize(strings.Join(toks, " ")); !slices.Equal(again, toks) {
-			t.Fatalf("Tokenize not idempotent: %q → %q", toks, again)
+		if again := tokenize(strings.Join(toks, " ")); !slices.Equal(again, toks) {
+			t.Fatalf("tokenize not idempotent: %q → %q", toks, again)
 		}
 		d := Document{Title: title, Summary: content, Content: title + content}
 		checkLabels(t, rules.Classify(d), rules.Topics(), rules.limits)
