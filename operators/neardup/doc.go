@@ -21,10 +21,11 @@
 // Everything is deterministic: hashes are xxhash64 and fixed mixes of it,
 // MinHash permutations derive from an explicit seed, and SimHash sums
 // fixed-point weights, so fingerprints and signatures can be stored and
-// compared across processes and platforms. Changing the tokenizer, the
-// features or the weights changes fingerprints (TestGoldenFingerprints
-// guards them), and stored ones must then be recomputed; so may a Go release
-// that updates the Unicode tables, for text in newly assigned characters.
+// compared across processes and platforms. Changing the tokens (those of
+// internal/text with the zero Options), the features or the weights changes
+// fingerprints (TestGoldenFingerprints guards them), and stored ones must
+// then be recomputed; so may a Go release that updates the Unicode tables,
+// for text in newly assigned characters.
 //
 // Concurrency: Hasher and Detector hold scratch space and are not safe for
 // concurrent use; MinHasher is. Index allows one writer or many readers at

@@ -250,7 +250,7 @@ func TestShingleChoice(t *testing.T) {
 		norm := make([]string, len(titles))
 		for i, title := range titles {
 			heads[i] = mh.Signature(sc.shingles(title))
-			norm[i] = Normalize(title)
+			norm[i] = normalize(title)
 		}
 		rng := rand.New(rand.NewPCG(1, 1))
 		var cross []float64
@@ -295,7 +295,7 @@ func readUCI(tb testing.TB) (titles, stories []string) {
 
 // wordShingles is Shingles with k-word shingles, hashed on their text.
 func wordShingles(s string, k int) []uint64 {
-	toks := Tokenize(s)
+	toks := tokenize(s)
 	var out []uint64
 	for i := 0; i+k <= len(toks); i++ {
 		out = append(out, xxhash.Sum64String(strings.Join(toks[i:i+k], " ")))
@@ -305,7 +305,7 @@ func wordShingles(s string, k int) []uint64 {
 
 // charShingles hashes every run of k runes of the normalized text.
 func charShingles(s string, k int) []uint64 {
-	n := Normalize(s)
+	n := normalize(s)
 	var out []uint64
 	for i := 0; i < len(n); {
 		j := i

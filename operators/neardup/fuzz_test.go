@@ -8,7 +8,7 @@ import (
 
 // FuzzText checks Features, SimHash and Shingles on arbitrary strings: no
 // panics, deterministic, independent of Hasher history, invariant under
-// Normalize, and well-formed.
+// normalize, and well-formed.
 func FuzzText(f *testing.F) {
 	for _, s := range [][2]string{
 		{"", ""},
@@ -49,9 +49,9 @@ func FuzzText(f *testing.F) {
 		if SimHash(rev) != fp {
 			t.Fatal("SimHash depends on feature order")
 		}
-		nt, ns := Normalize(title), Normalize(summary)
-		if Normalize(nt) != nt {
-			t.Fatalf("Normalize not idempotent: %q → %q → %q", title, nt, Normalize(nt))
+		nt, ns := normalize(title), normalize(summary)
+		if normalize(nt) != nt {
+			t.Fatalf("normalize not idempotent: %q → %q → %q", title, nt, normalize(nt))
 		}
 		if Fingerprint(nt, ns) != fp {
 			t.Fatalf("normalized text has another fingerprint: %q %q", nt, ns)
@@ -62,9 +62,9 @@ func FuzzText(f *testing.F) {
 
 		sh := Shingles(summary)
 		if !slices.Equal(sh, h.AppendShingles(nil, summary)) || !slices.Equal(sh, Shingles(ns)) {
-			t.Fatal("Shingles not deterministic or not invariant under Normalize")
+			t.Fatal("Shingles not deterministic or not invariant under normalize")
 		}
-		toks := len(Tokenize(summary))
+		toks := len(tokenize(summary))
 		if want := max(toks-ShingleWords+1, min(toks, 1)); len(sh) != want {
 			t.Fatalf("%d shingles for %d tokens, want %d", len(sh), toks, want)
 		}

@@ -3,11 +3,9 @@ package neardup
 import (
 	"math"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/newsflow/newsflow/internal/text"
 )
 
 // Feature is one weighted text feature: the 64-bit hash of a word or of a
@@ -39,135 +37,24 @@ const (
 // And a word costs one hash, not one per character.
 const ShingleWords = 3
 
-// runeClass says how the tokenizer treats a rune.
-type runeClass uint8
-
-const (
-	sepRune  runeClass = iota // splits tokens
-	wordRune                  // part of a word
-	ideoRune                  // a token by itself (Han, Hiragana, Katakana)
-)
-
-// asciiClass classifies the ASCII runes: letters and digits make words.
-var asciiClass = func() (t [utf8.RuneSelf]runeClass) {
-	for c := range utf8.RuneSelf {
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
-			t[c] = wordRune
-		}
-	}
-	return t
-}()
-
-func classify(r rune) runeClass {
-	switch {
-	case r < utf8.RuneSelf:
-		return asciiClass[r]
-	case r >= firstIdeo && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
-		return ideoRune
-	case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
-		return wordRune
-	}
-	return sepRune
-}
-
-// firstIdeo is the first rune of the Han, Hiragana and Katakana scripts (CJK
-// Radicals Supplement), below which classify need not look them up.
-const firstIdeo = 0x2E80
-
-// forEachToken calls fn with every token of s, lower-cased, in order. The
-// token is built in buf, whose storage is returned for reuse; fn must not
-// retain tok.
-//
-// Tokens are maximal runs of letters, digits and combining marks (marks
-// keep decomposed accents and the vowel signs of Indic scripts inside their
-// word). Han, Hiragana and Katakana runes are tokens of their own, since
-// those scripts do not separate words with spaces; word shingles over them
-// are then character n-grams, the usual approach for CJK text. Everything
-// else, including invalid UTF-8, separates tokens.
-func forEachToken(buf []byte, s string, fn func(tok []byte)) []byte {
-	tok := buf[:0]
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			i++
-			if asciiClass[c] == wordRune {
-				if 'A' <= c && c <= 'Z' {
-					c += 'a' - 'A'
-				}
-				tok = append(tok, c)
-			} else if len(tok) > 0 {
-				fn(tok)
-				tok = tok[:0]
-			}
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		i += n
-		switch classify(r) {
-		case wordRune:
-			tok = utf8.AppendRune(tok, unicode.ToLower(r))
-		case ideoRune:
-			if len(tok) > 0 {
-				fn(tok)
-			}
-			tok = utf8.AppendRune(tok[:0], r)
-			fn(tok)
-			tok = tok[:0]
-		default:
-			if len(tok) > 0 {
-				fn(tok)
-				tok = tok[:0]
-			}
-		}
-	}
-	if len(tok) > 0 {
-		fn(tok)
-	}
-	return tok[:0]
-}
-
-// Tokenize returns the tokens of s: lower-cased maximal runs of Unicode
-// letters, digits and combining marks, with each Han, Hiragana and Katakana
-// rune a token by itself. Punctuation, symbols, spaces and invalid UTF-8
-// separate tokens.
-func Tokenize(s string) []string {
-	var toks []string
-	forEachToken(nil, s, func(tok []byte) { toks = append(toks, string(tok)) })
-	return toks
-}
-
-// Normalize returns the tokens of s (see Tokenize) joined by single spaces.
-// Texts with equal Normalize results have equal features, fingerprints and
-// shingles.
-func Normalize(s string) string {
-	var sb strings.Builder
-	sb.Grow(len(s))
-	forEachToken(nil, s, func(tok []byte) {
-		if sb.Len() > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.Write(tok)
-	})
-	return sb.String()
-}
-
 // Hasher computes features, fingerprints and shingles, reusing its scratch
 // space between calls so that, once warmed up, it does not allocate. The
 // zero value is ready to use. A Hasher is not safe for concurrent use: give
 // each goroutine its own.
 type Hasher struct {
-	buf    []byte    // the token being built
-	toks   []uint64  // token hashes of one field
-	feats  []Feature // features for Fingerprint
-	slots  []int32   // hash table of mergeFeatures
-	counts []int32   // occurrences of each feature in mergeFeatures
+	tok    text.Tokenizer // with the zero Options; see Features
+	toks   []uint64       // token hashes of one field
+	feats  []Feature      // features for Fingerprint
+	slots  []int32        // hash table of mergeFeatures
+	counts []int32        // occurrences of each feature in mergeFeatures
 }
 
 // tokenHashes appends the hashes of the tokens of s to dst.
 func (h *Hasher) tokenHashes(dst []uint64, s string) []uint64 {
-	h.buf = forEachToken(h.buf, s, func(tok []byte) {
-		dst = append(dst, xxhash.Sum64(tok))
-	})
+	h.tok.Reset(s)
+	for h.tok.Next() {
+		dst = append(dst, xxhash.Sum64(h.tok.Token()))
+	}
 	return dst
 }
 
@@ -299,7 +186,10 @@ func appendWordShingles(dst []uint64, toks []uint64) []uint64 {
 
 // Features returns the weighted features of an article for SimHash: every
 // word and every 2-word shingle (pair of adjacent words) of the title and of
-// the summary, tokenized as by Tokenize. Shingles do not span from the title
+// the summary. Tokens are those of internal/text with the zero Options:
+// lower-cased words, with accents, plurals and stop words kept and no
+// length limit (a run of an unsegmented script such as Thai is one long
+// token, and still tells texts apart). Shingles do not span from the title
 // into the summary. Title features weigh twice as much as summary features;
 // repeated features are merged into one with a sub-linearly growing weight.
 // The result has distinct hashes, in order of first occurrence. Hashes are
@@ -318,7 +208,7 @@ func Fingerprint(title, summary string) uint64 {
 }
 
 // Shingles returns the MinHash shingles of text: the hash of every run of
-// ShingleWords consecutive tokens (see Tokenize), in text order and with
+// ShingleWords consecutive tokens (see Features), in text order and with
 // repeats. A text with fewer tokens has a single shingle hashing all of
 // them, and an empty text has none.
 func Shingles(text string) []uint64 {
