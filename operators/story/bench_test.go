@@ -72,7 +72,7 @@ var benchVocabWords = sync.OnceValue(func() []string {
 	w := make([]string, benchVocab)
 	for i := range w {
 		w[i] = benchWord(i)
-		if _, stop := stopWords[w[i]]; stop {
+		if stopWords.Has(w[i]) {
 			w[i] += "q"
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/text"
 )
 
 // ClusterOptions tune the story-level clustering.
@@ -188,7 +190,7 @@ type Clusterer struct {
 	closed       []uint64
 
 	// scratch
-	toks  []string
+	tok   text.Tokenizer
 	tf    map[uint32]float64
 	cands []candidate
 }
@@ -205,6 +207,7 @@ func NewClusterer(opts ClusterOptions) (*Clusterer, error) {
 	}
 	return &Clusterer{
 		opts:         opts.withDefaults(),
+		tok:          text.NewTokenizer(tokenOptions),
 		vocab:        map[string]uint32{},
 		postings:     map[uint32][]uint64{},
 		dirtyTerms:   map[uint32]struct{}{},
@@ -240,14 +243,14 @@ type Vector []term
 // document frequencies. Call it once per article, before Assign or Join.
 func (c *Clusterer) Vectorize(t Text) Vector {
 	clear(c.tf)
-	c.toks = Tokens(c.toks[:0], t.Title)
-	for _, w := range c.toks {
-		id := c.termID(w)
+	c.tok.Reset(t.Title)
+	for c.tok.Next() {
+		id := c.termID(c.tok.Token())
 		c.tf[id] += c.opts.TitleWeight * c.wordWeight(id)
 	}
-	c.toks = Tokens(c.toks[:0], t.Body)
-	for _, w := range c.toks {
-		id := c.termID(w)
+	c.tok.Reset(t.Body)
+	for c.tok.Next() {
+		id := c.termID(c.tok.Token())
 		c.tf[id] += c.wordWeight(id)
 	}
 	c.docs++
@@ -313,10 +316,12 @@ func cmpU32(a, b uint32) int {
 	return 0
 }
 
-func (c *Clusterer) termID(w string) uint32 {
-	if id, ok := c.vocab[w]; ok {
+// termID returns the id of an index term, giving a new one the next id.
+func (c *Clusterer) termID(b []byte) uint32 {
+	if id, ok := c.vocab[string(b)]; ok {
 		return id
 	}
+	w := string(b)
 	id := uint32(len(c.words))
 	c.vocab[w] = id
 	c.words = append(c.words, w)

@@ -2,102 +2,24 @@ package story
 
 import (
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/newsflow/newsflow/internal/text"
 )
 
-// Tokens appends the index terms of s to dst: lower-cased runs of letters
-// and digits, without stop words, folded by a light English stemmer.
-// Apostrophes inside words are dropped ("Dick's" → "dick").
-func Tokens(dst []string, s string) []string {
-	start := -1
-	flush := func(end int) {
-		if start < 0 {
-			return
-		}
-		w := s[start:end]
-		start = -1
-		if t := normalize(w); t != "" {
-			dst = append(dst, t)
-		}
-	}
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if start < 0 {
-				start = i
-			}
-		case (r == '\'' || r == '’') && start >= 0:
-			// possessive or contraction: end the word here, skip the rest
-			flush(i)
-			j := i + size
-			for j < len(s) {
-				r2, s2 := utf8.DecodeRuneInString(s[j:])
-				if !unicode.IsLetter(r2) {
-					break
-				}
-				j += s2
-			}
-			i = j
-			continue
-		default:
-			flush(i)
-		}
-		i += size
-	}
-	flush(len(s))
-	return dst
-}
+// tokenOptions make the index terms of a text: the tokens of internal/text
+// with accents and English plurals folded, without stop words.
+var tokenOptions = text.Options{FoldAccents: true, FoldPlurals: true, Stop: stopWords}
 
-func normalize(w string) string {
-	w = strings.ToLower(w)
-	if len(w) < 2 && !isDigits(w) {
-		return ""
-	}
-	if _, stop := stopWords[w]; stop {
-		return ""
-	}
-	return stem(w)
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// stem folds plurals and a few inflections; it is deliberately light, since
-// headline words are short and over-stemming merges unrelated names.
-func stem(w string) string {
-	n := len(w)
-	switch {
-	case n > 4 && strings.HasSuffix(w, "ies"):
-		return w[:n-3] + "y"
-	case n > 4 && (strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "xes")):
-		return w[:n-2]
-	case n > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		return w[:n-1]
-	}
-	return w
-}
-
-var stopWords = func() map[string]struct{} {
-	m := map[string]struct{}{}
-	for _, w := range strings.Fields(`a about above after again against all am an and any are as at be because been
+// stopWords are function words, headline boilerplate that says nothing
+// about the event, and every single letter (initials, the "s" of "U.S.").
+var stopWords = text.NewStopWords(`a about above after again against all am an and any are as at be because been
 before being below between both but by can could did do does doing down during each few for from further had has
 have having he her here hers herself him himself his how i if in into is it its itself just me more most my
 myself no nor not now of off on once only or other our ours ourselves out over own same she should so some such
 than that the their theirs them themselves then there these they this those through to too under until up very
 was we were what when where which while who whom why will with would you your yours yourself yourselves
-says say said new news update updated video watch report reports via amp vs s t`) {
-		m[w] = struct{}{}
-	}
-	return m
-}()
+says say said new news update updated video watch report reports via amp vs
+b c d e f g h j k l m n o p q r s t u v w x y z`)
 
 // genericWords are words that say little about which event a text is
 // about: headline boilerplate ("live updates", "what we know", "explainer",
@@ -105,8 +27,8 @@ says say said new news update updated video watch report reports via amp vs s t`
 // weight they do not deserve. They are not dropped, since they still
 // separate two texts that are otherwise alike, but weigh less and never
 // count as shared evidence (Clusterer.sharedWords). Entries are index
-// terms, as Tokens gives them: stemmed ("updates" → "update"), and not stop
-// words ("what", "we", "news" are dropped before).
+// terms, as tokenOptions make them: plurals folded ("updates" → "update"),
+// and not stop words ("what", "we", "news" are dropped before).
 var genericWords = func() map[string]struct{} {
 	m := map[string]struct{}{}
 	for _, w := range strings.Fields(`live update know explainer explained analysis opinion editorial column
