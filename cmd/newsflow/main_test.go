@@ -201,6 +201,9 @@ func (n *nodeProc) waitReady(timeout time.Duration) time.Duration {
 		}
 		select {
 		case err := <-n.waitc:
+			n.mu.Lock()
+			n.cmd = nil // gone: kill must not wait for it
+			n.mu.Unlock()
 			n.t.Fatalf("node exited while starting: %v", err)
 		case <-time.After(20 * time.Millisecond):
 		}
