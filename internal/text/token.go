@@ -50,16 +50,18 @@ func Tokenize(s string, opts Options) []string {
 //		use(t.Token())
 //	}
 type Tokenizer struct {
-	opts Options
-	s    string
-	i    int
-	buf  []byte
-	tok  []byte
+	opts   Options
+	filter bool // opts drop or fold tokens
+	s      string
+	i      int
+	buf    []byte
+	tok    []byte
 }
 
 // NewTokenizer returns a Tokenizer that normalizes tokens as opts say.
 func NewTokenizer(opts Options) Tokenizer {
-	return Tokenizer{opts: opts}
+	filter := opts.MaxBytes > 0 || opts.Stop.m != nil || opts.FoldPlurals
+	return Tokenizer{opts: opts, filter: filter}
 }
 
 // Reset starts tokenizing s.
@@ -71,7 +73,7 @@ func (t *Tokenizer) Reset(s string) {
 // or Reset; copy it to keep it.
 func (t *Tokenizer) Token() []byte { return t.tok }
 
-// runeClass says how the tokenizer treats a rune.
+// runeClass says how the tokenizer treats a non-ASCII rune.
 type runeClass uint8
 
 const (
@@ -79,17 +81,20 @@ const (
 	wordRune                        // a letter or digit: part of a word
 	markRune                        // a combining mark: part of the word it is in
 	ideoRune                        // a token by itself (Han, Hiragana, Katakana)
-	apostropheRune                  // ' or ’: see Options.JoinApostrophes
+	apostropheRune                  // ’: see Options.JoinApostrophes
 )
 
-// asciiClass classifies the ASCII runes.
-var asciiClass = func() (t [utf8.RuneSelf]runeClass) {
-	for c := range utf8.RuneSelf {
+// asciiFold maps an ASCII letter or digit to itself lower-cased, the
+// apostrophe to itself, and every other ASCII rune, a separator, to 0.
+var asciiFold = func() (t [utf8.RuneSelf]byte) {
+	for c := range byte(utf8.RuneSelf) {
 		switch {
-		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9':
-			t[c] = wordRune
+		case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+			t[c] = c
+		case 'A' <= c && c <= 'Z':
+			t[c] = c + 'a' - 'A'
 		case c == '\'':
-			t[c] = apostropheRune
+			t[c] = c
 		}
 	}
 	return t
@@ -99,10 +104,9 @@ var asciiClass = func() (t [utf8.RuneSelf]runeClass) {
 // Radicals Supplement), below which classOf need not look them up.
 const firstIdeo = 0x2E80
 
+// classOf classifies a rune outside ASCII.
 func classOf(r rune) runeClass {
 	switch {
-	case r < utf8.RuneSelf:
-		return asciiClass[r]
 	case r >= firstIdeo && unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
 		return ideoRune
 	case unicode.IsLetter(r) || unicode.IsDigit(r):
@@ -123,25 +127,35 @@ func (t *Tokenizer) Next() bool {
 		inWord := false // a word rune or mark was read
 	scan:
 		for i < len(s) {
-			c := s[i]
-			class, size := sepRune, 1
-			var r rune
-			if c < utf8.RuneSelf {
-				class = asciiClass[c]
-				if class == wordRune {
-					if 'A' <= c && c <= 'Z' {
-						c += 'a' - 'A'
+			if c := s[i]; c < utf8.RuneSelf {
+				if v := asciiFold[c]; v >= '0' {
+					// A run of ASCII letters and digits, copied at once
+					// and lower-cased after if it has upper case.
+					j, upper := i+1, c^v
+					for j < len(s) && s[j] < utf8.RuneSelf && asciiFold[s[j]] >= '0' {
+						upper |= s[j] ^ asciiFold[s[j]]
+						j++
 					}
-					b = append(b, c)
-					i++
+					n := len(b)
+					b = append(b, s[i:j]...)
+					if upper != 0 {
+						for k := n; k < len(b); k++ {
+							b[k] = asciiFold[b[k]&0x7f]
+						}
+					}
+					i = j
 					inWord = true
 					continue
+				} else if i++; v == '\'' && inWord && t.opts.JoinApostrophes && i < len(s) && startsLetter(s[i:]) {
+					continue
 				}
-			} else {
-				r, size = utf8.DecodeRuneInString(s[i:])
-				class = classOf(r)
+				if inWord {
+					break
+				}
+				continue
 			}
-			switch class {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch classOf(r) {
 			case wordRune:
 				if t.opts.FoldAccents {
 					b = appendFolded(b, r)
@@ -183,16 +197,21 @@ func (t *Tokenizer) Next() bool {
 			}
 		}
 		t.buf = b
-		if len(b) == 0 || t.opts.MaxBytes > 0 && len(b) > t.opts.MaxBytes {
+		if len(b) == 0 {
 			continue
 		}
-		if t.opts.Stop.m != nil {
-			if _, stop := t.opts.Stop.m[string(b)]; stop {
+		if t.filter {
+			if t.opts.MaxBytes > 0 && len(b) > t.opts.MaxBytes {
 				continue
 			}
-		}
-		if t.opts.FoldPlurals {
-			b = foldPlural(b)
+			if t.opts.Stop.m != nil {
+				if _, stop := t.opts.Stop.m[string(b)]; stop {
+					continue
+				}
+			}
+			if t.opts.FoldPlurals {
+				b = foldPlural(b)
+			}
 		}
 		t.i, t.tok = i, b
 		return true

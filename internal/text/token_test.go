@@ -199,3 +199,77 @@ func BenchmarkTokenizer(b *testing.B) {
 		})
 	}
 }
+
+// reference tokenizes rune by rune, as the package documentation says,
+// without the fast paths of Tokenizer.
+func reference(s string, o Options) []string {
+	var toks []string
+	var w []rune
+	flush := func() {
+		var b []byte
+		for _, r := range w {
+			switch {
+			case o.FoldAccents && r >= 0x300 && r <= 0x36f:
+			case o.FoldAccents:
+				b = appendFolded(b, r)
+			default:
+				b = utf8.AppendRune(b, unicode.ToLower(r))
+			}
+		}
+		w = w[:0]
+		if len(b) == 0 || o.MaxBytes > 0 && len(b) > o.MaxBytes || o.Stop.Has(string(b)) {
+			return
+		}
+		if o.FoldPlurals {
+			b = foldPlural(b)
+		}
+		toks = append(toks, string(b))
+	}
+	for i, r := range s {
+		size := utf8.RuneLen(r)
+		if r == utf8.RuneError {
+			_, size = utf8.DecodeRuneInString(s[i:])
+		}
+		switch {
+		case r == utf8.RuneError:
+			flush()
+		case unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana):
+			flush()
+			w = append(w, r)
+			flush()
+		case unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r):
+			w = append(w, r)
+		case (r == '\'' || r == '’') && o.JoinApostrophes && len(w) > 0:
+			if n, _ := utf8.DecodeRuneInString(s[i+size:]); !unicode.IsLetter(n) {
+				flush()
+			}
+		default:
+			flush()
+		}
+	}
+	flush()
+	return toks
+}
+
+// FuzzReference checks Tokenize against reference under each option.
+func FuzzReference(f *testing.F) {
+	for _, s := range []string{
+		"", "Hello, World! It's O'Brien's don't", "ÉCOLE Straße cafe\u0301 \u0301x", "東京の天気abc東",
+		"a\xffb\xc3", "'x' x'' x'\xff", "Ⅻ ⅻ ﬁnance K", "ABC's Q&A", "مرحبا ١٢٣", "हिन्दी",
+	} {
+		f.Add(s)
+	}
+	stop := NewStopWords("the a of s t")
+	var optss []Options
+	for bits := range 32 {
+		optss = append(optss, Options{FoldAccents: bits&1 != 0, FoldPlurals: bits&2 != 0,
+			JoinApostrophes: bits&4 != 0, MaxBytes: 8 * (bits >> 3 & 1), Stop: [2]StopWords{{}, stop}[bits>>4]})
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, o := range optss {
+			if got, want := Tokenize(s, o), reference(s, o); !slices.Equal(got, want) {
+				t.Fatalf("Tokenize(%q, %+v) = %q, reference %q", s, o, got, want)
+			}
+		}
+	})
+}
