@@ -96,6 +96,10 @@ type Options struct {
 	MaxStreams      int
 	StreamInterval  time.Duration
 	StreamHeartbeat time.Duration
+	// TrendingChanges configures the trending.changes topic and the
+	// trending.entered stream events (changes.go); it looks every
+	// StreamInterval.
+	TrendingChanges ChangesOptions
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -105,6 +109,7 @@ func DefaultOptions() Options {
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
+		TrendingChanges: ChangesOptions{K: defaultChangesK},
 	}
 }
 
@@ -116,6 +121,9 @@ func (o Options) Validate() error {
 		return errors.New("query: sizes and durations must not be negative")
 	}
 	if err := o.Images.Validate(); err != nil {
+		return err
+	}
+	if err := o.TrendingChanges.Validate(); err != nil {
 		return err
 	}
 	return o.Rank.Validate()
@@ -153,6 +161,7 @@ func (o Options) withDefaults() Options {
 	o.MaxStreams = cmp.Or(o.MaxStreams, d.MaxStreams)
 	o.StreamInterval = cmp.Or(o.StreamInterval, d.StreamInterval)
 	o.StreamHeartbeat = cmp.Or(o.StreamHeartbeat, d.StreamHeartbeat)
+	o.TrendingChanges.K = cmp.Or(o.TrendingChanges.K, d.TrendingChanges.K)
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -243,6 +252,8 @@ type Server struct {
 	stream *streamHub // GET /api/v1/stream (stream.go); nil without the story API
 
 	trend *trendingCache // precomputed trending answers (trending_cache.go)
+
+	changes *changesWatcher // the trending.changes topic (changes.go); nil when disabled
 }
 
 // New returns a server; call Run to serve.
@@ -362,6 +373,17 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/admin/cluster/local", s.instrument("cluster_local", s.handleClusterLocal))
 		r.POST("/api/v1/admin/cluster/leave", s.instrument("cluster_leave", s.handleLeave))
 	}
+	if !opts.TrendingChanges.Disabled {
+		var announce func([][]byte)
+		if s.stream != nil {
+			announce = s.stream.entered
+		}
+		s.changes, err = newChangesWatcher(deps.Log, deps.Trending.Options(), changesSource{top: s.changesTop, emits: s.emitsChanges, progress: s.trendingProgress},
+			opts.TrendingChanges, opts.StreamInterval, announce, opts.Logger, opts.Registerer)
+		if err != nil {
+			return nil, err
+		}
+	}
 	ui := web.Handler()
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		// Everything outside the API, health and metrics is the web UI
@@ -443,6 +465,12 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		hctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); s.stream.run(hctx) }()
+		defer func() { stop(); <-done }()
+	}
+	if s.changes != nil {
+		cctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); s.changes.run(cctx) }()
 		defer func() { stop(); <-done }()
 	}
 	errc := make(chan error, 1)

@@ -28,6 +28,12 @@ import (
 //	event: breaking   {"stories":[...],"as_of":...}: the stories that became
 //	                  breaking, as /api/v1/breaking lists them, each once per
 //	                  breaking episode (it ends when the story leaves the list)
+//	event: trending.entered
+//	                  {"window","article_id","rank","count","entered_at"}
+//	                  (and "error_bound" in cms mode): an article entered a
+//	                  window's top K, one event per record of the
+//	                  trending.changes topic (changes.go), as soon as this
+//	                  node appends or reads it
 //	: ping            a comment every StreamHeartbeat, for proxies
 //
 // The stream starts with "retry:" (the reconnection delay) and the current
@@ -36,7 +42,10 @@ import (
 // process: a client that reconnects to the same process with Last-Event-ID
 // (the header EventSource sends, or ?last_event_id=) gets only what came
 // after it; with an id of another process (a restart, another node) it gets
-// the current state again.
+// the current state again. trending.entered events are announcements, not
+// state: a new stream gets none from before it opened, a reconnection the
+// last streamEnteredKeep of those after its id, and none that came while no
+// stream was open (the trending.changes topic has every one).
 //
 // One hub per server computes the state every StreamInterval while at
 // least one stream is open, once for all of them, and hands each stream the
@@ -57,6 +66,7 @@ import (
 const (
 	eventTrending     = "trending"
 	eventBreaking     = "breaking"
+	eventEntered      = "trending.entered"
 	streamWindow      = "1h"
 	streamK           = 10
 	streamTrendingURI = "/api/v1/trending?by=story&window=1h&k=10"
@@ -66,6 +76,9 @@ const (
 	// streamBuffer is how many events may wait for a stream's client
 	// before the stream is ended as too slow.
 	streamBuffer = 16
+	// streamEnteredKeep is how many trending.entered events the hub keeps
+	// for streams that reconnect.
+	streamEnteredKeep = 64
 	// streamDrainGrace is how long a stream the hub ends may take to
 	// write what it has: a client that does not read loses its connection
 	// then.
@@ -123,7 +136,15 @@ type streamHub struct {
 		trendSeq  uint64
 		breaking  []breakingEntry // breaking now, ranked
 		asOf      int64           // of breaking
+		// entered are the last trending.entered events, oldest first.
+		entered []enteredEvent
 	}
+}
+
+// enteredEvent is a trending.entered event as it is written.
+type enteredEvent struct {
+	seq uint64
+	msg []byte
 }
 
 // breakingEntry is a story breaking now and the event that announced it.
@@ -138,6 +159,9 @@ type streamSub struct {
 	ch   chan []byte // events to write; closed when the hub ends the stream
 	conn net.Conn    // nil when the request has no connection (tests)
 	last uint64      // Last-Event-ID within this process, or 0
+	// since: the trending.entered events after this one are the stream's
+	// (last, or the last event when it opened without one).
+	since uint64
 	// pending: the stream waits for the hub's first computation.
 	pending bool
 	ended   atomic.Bool
@@ -164,7 +188,7 @@ func (h *streamHub) run(ctx context.Context) {
 			// that the next stream gets it whole, even with an id from
 			// before (stories may have stopped and started breaking
 			// meanwhile).
-			h.mu.fresh, h.mu.trendKey, h.mu.trendData, h.mu.breaking = false, nil, nil, nil
+			h.mu.fresh, h.mu.trendKey, h.mu.trendData, h.mu.breaking, h.mu.entered = false, nil, nil, nil, nil
 		}
 		h.mu.Unlock()
 		if listening {
@@ -235,7 +259,7 @@ func (h *streamHub) refresh() {
 			if !h.mu.fresh {
 				continue
 			}
-			msgs, sub.pending = h.stateLocked(sub.last), false
+			msgs, sub.pending = h.catchUpLocked(sub), false
 		}
 		h.sendLocked(sub, msgs)
 	}
@@ -273,6 +297,50 @@ func (h *streamHub) stateLocked(last uint64) [][]byte {
 		out = append(out, h.breakingEvent(h.mu.seq, news, h.mu.asOf))
 	}
 	return out
+}
+
+// catchUpLocked returns the events sub is owed when it starts: the
+// trending.entered events after sub.since (in one message), then the state
+// after sub.last.
+func (h *streamHub) catchUpLocked(sub *streamSub) [][]byte {
+	var entered []byte
+	for _, e := range h.mu.entered {
+		if e.seq > sub.since {
+			entered = append(entered, e.msg...)
+		}
+	}
+	state := h.stateLocked(sub.last)
+	if entered == nil {
+		return state
+	}
+	return append([][]byte{entered}, state...)
+}
+
+// entered sends a trending.entered event with each of values (records of
+// trending.changes) to every open stream, as one message (a client is not
+// too slow for a burst of them), and keeps the last streamEnteredKeep for
+// streams that reconnect. With no stream open it does nothing.
+func (h *streamHub) entered(values [][]byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.closed || len(h.mu.subs) == 0 || len(values) == 0 {
+		return
+	}
+	var msg []byte
+	for _, v := range values {
+		h.mu.seq++
+		ev := h.event(h.mu.seq, eventEntered, v)
+		h.mu.entered = append(h.mu.entered, enteredEvent{h.mu.seq, ev})
+		msg = append(msg, ev...)
+	}
+	if n := len(h.mu.entered) - streamEnteredKeep; n > 0 {
+		h.mu.entered = append(h.mu.entered[:0:0], h.mu.entered[n:]...)
+	}
+	for sub := range h.mu.subs {
+		if !sub.pending { // a pending stream gets them with the state
+			h.sendLocked(sub, [][]byte{msg})
+		}
+	}
 }
 
 // sendLocked queues msgs for sub, or ends the stream if its client is too
@@ -326,10 +394,14 @@ func (h *streamHub) subscribe(conn net.Conn, lastID string) (*streamSub, error) 
 		return nil, errStreamsFull
 	}
 	sub := &streamSub{ch: make(chan []byte, streamBuffer), conn: conn, last: h.lastSeqLocked(lastID)}
+	sub.since = sub.last
+	if sub.since == 0 {
+		sub.since = h.mu.seq
+	}
 	h.mu.subs[sub] = struct{}{}
 	h.open.Inc()
 	if h.mu.fresh {
-		h.sendLocked(sub, h.stateLocked(sub.last))
+		h.sendLocked(sub, h.catchUpLocked(sub))
 		return sub, nil
 	}
 	sub.pending = true

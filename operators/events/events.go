@@ -16,6 +16,9 @@ import (
 const (
 	TopicShares = "shares"
 	TopicReads  = "reads"
+	// TopicTrendingChanges carries one record each time an article enters
+	// a trending window's top K, keyed by article id (query/changes.go).
+	TopicTrendingChanges = "trending.changes"
 )
 
 // Limits on event size and field lengths.
