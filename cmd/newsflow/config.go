@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -100,6 +101,15 @@ type TrendingConfig struct {
 	// Counter is exact or cms (a Count-Min Sketch configured by CMS).
 	Counter string    `yaml:"counter"`
 	CMS     CMSConfig `yaml:"cms"`
+	// Changes is the trending.changes topic (query.ChangesOptions).
+	Changes TrendingChangesConfig `yaml:"changes"`
+}
+
+// TrendingChangesConfig: when Enabled, each article that enters the top K
+// of a window is announced on trending.changes and the live stream.
+type TrendingChangesConfig struct {
+	Enabled bool `yaml:"enabled"`
+	K       int  `yaml:"k"`
 }
 
 // CMSConfig sizes the sketch of trending.counter: cms (sketch.Options).
@@ -260,6 +270,7 @@ func defaultConfig() Config {
 			Counter: trending.CounterExact,
 			CMS: CMSConfig{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta,
 				CandidatesPerK: sketch.DefaultCandidatesPerK, MaxCategories: sketch.DefaultMaxCategories},
+			Changes: TrendingChangesConfig{Enabled: true, K: 10},
 		},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
 			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,
@@ -426,6 +437,9 @@ func (c Config) validate() error {
 	}
 	if err := c.Trending.operatorOptions().Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
+	}
+	if maxK := cmp.Or(c.Trending.MaxK, trending.DefaultOperatorOptions().MaxK); c.Trending.Changes.K < 1 || c.Trending.Changes.K > maxK {
+		return fmt.Errorf("config: trending.changes.k %d: want 1 to trending.max_k (%d)", c.Trending.Changes.K, maxK)
 	}
 	if cc := c.Cluster; c.clustered() {
 		switch {

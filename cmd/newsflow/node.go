@@ -228,6 +228,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() }, SetupToken: setupToken,
 		Images:     query.ImageOptions{Fetch: imageFetch},
 		MaxStreams: n.cfg.HTTP.MaxStreams, StreamInterval: n.cfg.HTTP.StreamInterval, StreamHeartbeat: n.cfg.HTTP.StreamHeartbeat,
+		TrendingChanges: query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K},
 	})
 	if err != nil {
 		if ownLn {
