@@ -251,6 +251,9 @@ func (w *changesWatcher) step(ctx context.Context) error {
 			w.loaded, w.seen = false, nil
 		}
 		w.target, w.caughtUp = nil, time.Time{}
+		if w.announce == nil {
+			return w.ensure(ctx) // no streams to hand records to
+		}
 		return w.follow(ctx, true)
 	}
 	if !w.loaded {
