@@ -40,6 +40,10 @@ var apiOps = []apiOp{
 		body: "SetupAdmin", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 429}},
 	{method: "POST", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Create an account with a role (user or admin; newsflow user add against a running node)",
 		body: "NewUser", ok: 201, okSchema: "User", errs: []int{400, 401, 403, 409}},
+	{method: "GET", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Every account, by username", ok: 200, okSchema: "Users", errs: []int{401, 403}},
+	{method: "DELETE", path: "/api/v1/admin/users/{id}", tag: "admin", auth: "admin", summary: "Delete an account with its sessions, preferences and read state (not the last admin: 409)",
+		ok: 204, errs: []int{401, 403, 404, 409}},
+	{method: "DELETE", path: "/api/v1/admin/users/{id}/sessions", tag: "admin", auth: "admin", summary: "End every session of an account (log out everywhere)", ok: 204, errs: []int{401, 403, 404}},
 
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
@@ -171,6 +175,7 @@ var apiSchemas = map[string]any{
 	"Profile":     obj(map[string]string{"user_id": "string", "topics": "[]object", "updated_at": "ms", "reads": "integer", "history": "[]object"}),
 	"Credentials": obj(map[string]string{"username": "string", "password": "string"}, "username", "password"),
 	"User":        obj(map[string]string{"id": "string", "username": "string", "role": "string", "created_at": "ms"}),
+	"Users":       obj(map[string]string{"users": "[]User"}),
 	"Session":     obj(map[string]string{"user": "User", "token": "string", "expires_at": "ms"}),
 	"Preferences": obj(map[string]string{"topics": "[]string", "preferred_sources": "[]string", "excluded_sources": "[]string", "updated_at": "ms"}),
 	"Source": obj(map[string]string{"id": "string", "feed_url": "string", "homepage": "string", "name": "string", "category": "string",
