@@ -28,10 +28,11 @@ type storedResponse struct {
 // idempotency remembers recent Idempotency-Keys and their responses. The
 // keys are persisted in IdempotencyTopic, which every node reads on start
 // and then follows, so a retry that reaches another node of a cluster finds
-// the key too (once that node has read it: typically within milliseconds,
-// long before a client retries). Two copies of one request sent to two
-// nodes at the same instant can both be appended; the operators' event-id
-// deduplication still applies their events once.
+// the key too: before it decides that a key is new, a node reads the topic
+// up to its end as of the request (catchUp), so a retry sent after the
+// first answer came back is always recognised. Two copies of one request
+// sent to two nodes at the same instant can both be appended; the
+// operators' event-id deduplication still applies their events once.
 type idempotency struct {
 	log eventlog.Log
 	ttl time.Duration
@@ -43,6 +44,10 @@ type idempotency struct {
 		inflight map[string]bool
 		// order lists done keys oldest first, for expiry.
 		order []keyAt
+		// next is the offset of the topic read next; read is closed and
+		// replaced whenever it moves.
+		next int64
+		read chan struct{}
 	}
 }
 
@@ -50,6 +55,7 @@ func newIdempotency(l eventlog.Log, ttl time.Duration, now func() time.Time) *id
 	i := &idempotency{log: l, ttl: ttl, now: now}
 	i.mu.done = map[string]*storedResponse{}
 	i.mu.inflight = map[string]bool{}
+	i.mu.read = make(chan struct{})
 	return i
 }
 
@@ -81,6 +87,9 @@ func (i *idempotency) load(ctx context.Context) (eventlog.Reader, error) {
 		i.remember(recs)
 		next = recs[len(recs)-1].Offset + 1
 	}
+	i.mu.Lock()
+	i.mu.next = max(i.mu.next, from) // records before from are older than the TTL
+	i.mu.Unlock()
 	return r, nil
 }
 
@@ -103,6 +112,11 @@ func (i *idempotency) follow(ctx context.Context, r eventlog.Reader) error {
 func (i *idempotency) remember(recs []*eventlog.Record) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if len(recs) > 0 {
+		i.mu.next = recs[len(recs)-1].Offset + 1
+		close(i.mu.read)
+		i.mu.read = make(chan struct{})
+	}
 	for _, rec := range recs {
 		var sr storedResponse
 		if json.Unmarshal(rec.Value, &sr) != nil {
@@ -115,6 +129,37 @@ func (i *idempotency) remember(recs []*eventlog.Record) {
 		i.rememberLocked(key, &sr)
 	}
 	i.expireLocked()
+}
+
+// catchUp waits until the keys appended to the topic before the call are
+// remembered, or ctx ends (then a retry may be taken for new, as before
+// the topic could be read).
+func (i *idempotency) catchUp(ctx context.Context) error {
+	end, err := i.log.Offsets(ctx, eventlog.TopicPartition{Topic: IdempotencyTopic})
+	if err != nil {
+		return err
+	}
+	for {
+		i.mu.Lock()
+		next, read := i.mu.next, i.mu.read
+		i.mu.Unlock()
+		if next >= end.End {
+			return nil
+		}
+		select {
+		case <-read:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// known reports whether key has a stored response.
+func (i *idempotency) known(key string) bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	_, ok := i.mu.done[key]
+	return ok
 }
 
 // begin returns the stored response for key, or marks key in flight.

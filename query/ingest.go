@@ -49,6 +49,10 @@ func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
 // records to append and the number of rejected events.
 type recordBuilder func(ctx *fasthttp.RequestCtx, body []byte, batch bool) (status int, resp []byte, recs []*eventlog.Record, rejected int)
 
+// idempotencyCatchUp bounds the wait for the idempotency topic before a
+// key is taken for new.
+const idempotencyCatchUp = 2 * time.Second
+
 // ingest appends the records build makes of the body, with idempotency.
 func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build recordBuilder) {
 	key := string(ctx.Request.Header.Peek(HeaderIdempotencyKey))
@@ -59,6 +63,16 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	if key != "" {
 		// A key is scoped to its endpoint.
 		key = string(ctx.Path()) + " " + key
+		if !s.idem.known(key) {
+			// Another node may have answered it: read what the topic
+			// holds first. A log that does not answer in time leaves the
+			// request to the event-id deduplication.
+			cctx, cancel := context.WithTimeout(context.Background(), idempotencyCatchUp)
+			if err := s.idem.catchUp(cctx); err != nil {
+				s.opts.Logger.Warn("idempotency keys not read up to date; taking the key for new", "err", err)
+			}
+			cancel()
+		}
 		prev, err := s.idem.begin(key)
 		if err != nil {
 			writeError(ctx, fasthttp.StatusConflict, err.Error())
