@@ -428,6 +428,10 @@ func (c *Clusterer) Join(num uint64, v Vector, now int64) bool {
 
 // candidates scores the open stories sharing one of the article's most
 // distinctive terms, best first.
+// It stays whole (cyclomatic 29): it is the clustering's hot loop, and its
+// filters (live postings within the probe depth, an age past which decay
+// alone is below the thresholds, the shared evidence of small stories, the
+// score floor) run in the order that makes the cheap ones run first.
 func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 	probe := v
 	if len(probe) > c.opts.ProbeTerms {
