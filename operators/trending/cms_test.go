@@ -335,7 +335,7 @@ func TestCMSWithinBounds(t *testing.T) {
 // its sketch's counters, and a query that found the partition before
 // still gets its answers.
 func TestCMSCloseReleases(t *testing.T) {
-	s := genCMSStream(5000, 1, 9)
+	s := genCMSStream(40_000, 1, 9)
 	h := newOpHarness(t, OperatorOptions{Counter: CounterCMS}, 1)
 	for _, rec := range s.recs {
 		h.deliver(rec)

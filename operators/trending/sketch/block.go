@@ -8,19 +8,21 @@ import (
 
 // Counter blocks.
 //
-// A bucket's sketch is held in blocks of blockSize consecutive counters of
-// one row, allocated when one of their counters is first incremented: a
-// block that is not allocated holds zeros. A block stores its counters in
-// the narrowest of three widths (8, 16 or 32 bits) that holds them; it
-// moves to a wider class when a counter outgrows its width, and never back
-// while its bucket lives. Along with its counters a block has a bit per
-// counter (whether it is nonzero) and its owner (the position of the block
-// in the buckets, to update the reference when the block moves).
+// A bucket that holds more counters than its cells can (cells.go) holds
+// them in blocks of blockSize consecutive counters of one row, allocated
+// when one of their counters is first incremented: a block that is not
+// allocated holds zeros. A block stores its counters in the narrowest of
+// three widths (8, 16 or 32 bits) that holds them; it moves to a wider
+// class when a counter outgrows its width, and never back while its
+// bucket lives. Along with its counters a block has its owner (the
+// position of the block in the buckets, to update the reference when the
+// block moves); the bucket keeps the block's reference and a bit per
+// counter (whether it is nonzero) in tables indexed by block.
 //
 // The blocks of a class are slots of one slab, allocated in chunks off the
-// Go heap (see chunk_unix.go): the garbage collector neither scans them nor
-// counts them in its heap goal, and a bucket refers to its blocks by
-// pointer-free references (blockRef). A released block's slot goes to its
+// Go heap (see chunk_unix.go), and so are the buckets' tables: the garbage
+// collector neither scans them nor counts them in its heap goal, and the
+// references hold no pointers. A released block's slot goes to its
 // class's free list; once a class has more than a chunk of free slots,
 // compact moves its last blocks into the free slots and returns the chunks
 // left empty (all but one spare), so that the memory of a class follows
@@ -66,7 +68,9 @@ const (
 	// options with more block positions): a slot and an owner fit in
 	// refClassShift bits.
 	maxBlocks = refSlotMask
-	noOwner   = math.MaxUint32 // owner of a free slot
+	// freeSlot marks the owner word of a free slot, whose other bits are
+	// 1 + the next free slot (0: none).
+	freeSlot = 1 << 31
 )
 
 func makeRef(class, slot uint32) blockRef { return blockRef(class<<refClassShift | slot) }
@@ -74,20 +78,20 @@ func (r blockRef) class() uint32          { return uint32(r) >> refClassShift }
 func (r blockRef) slot() uint32           { return uint32(r) & refSlotMask }
 
 // chunkCounterBytes is the size of the counters of one chunk of any class.
-const chunkCounterBytes = 64 << 10
+const chunkCounterBytes = 1 << shift8 * blockSize
 
 // slab holds the blocks of one class: slot s is block s%perChunk of chunk
-// s/perChunk. Slots below used are blocks or free (owner noOwner, their
-// nonzero word linking the free list); slots from used on are zero.
+// s/perChunk. Slots below used are blocks or free (their owner word
+// marked freeSlot, linking the free list); slots from used on are zero.
 type slab[T uint8 | uint16 | uint32] struct {
-	shift uint32     // log2(slots per chunk)
-	cnt   [][]T      // by chunk, the counters of its slots
-	nz    [][]uint64 // by chunk, per slot, bit j: counter j is not zero
-	owner [][]uint32 // by chunk, per slot, its owner
-	mem   [][]byte   // by chunk, its memory
-	used  uint32     // slots handed out, free or not
-	free  uint32     // 1 + the first free slot; 0 if none
-	nfree int        // slots in the free list
+	shift uint32                     // log2(slots per chunk)
+	cnt   [][]T                      // by chunk, the counters of its slots
+	raw   []*[chunkCounterBytes]byte // by chunk, the same as bytes
+	owner [][]uint32                 // by chunk, per slot, its owner
+	mem   [][]byte                   // by chunk, its memory
+	used  uint32                     // slots handed out, free or not
+	free  uint32                     // 1 + the first free slot; 0 if none
+	nfree int                        // slots in the free list
 }
 
 func (s *slab[T]) perChunk() uint32 { return 1 << s.shift }
@@ -95,10 +99,6 @@ func (s *slab[T]) perChunk() uint32 { return 1 << s.shift }
 func (s *slab[T]) counters(slot uint32) []T {
 	off := (slot & (s.perChunk() - 1)) * blockSize
 	return s.cnt[slot>>s.shift][off : off+blockSize : off+blockSize]
-}
-
-func (s *slab[T]) nzWord(slot uint32) *uint64 {
-	return &s.nz[slot>>s.shift][slot&(s.perChunk()-1)]
 }
 
 func (s *slab[T]) ownerOf(slot uint32) *uint32 {
@@ -113,11 +113,11 @@ func (s *slab[T]) set(slot uint32, j int, v uint32) {
 	s.cnt[slot>>s.shift][(slot&(s.perChunk()-1))*blockSize+uint32(j)] = T(v)
 }
 
-// chunkBytes returns the size of one chunk of s: counters, nonzero words
-// and owners of its slots.
+// chunkBytes returns the size of one chunk of s: counters and owners of
+// its slots.
 func (s *slab[T]) chunkBytes() int {
 	var zero T
-	return int(s.perChunk()) * (blockSize*int(unsafe.Sizeof(zero)) + 8 + 4)
+	return int(s.perChunk()) * (blockSize*int(unsafe.Sizeof(zero)) + 4)
 }
 
 // alloc returns a slot of zeros owned by owner.
@@ -125,8 +125,7 @@ func (s *slab[T]) alloc(owner uint32) uint32 {
 	var slot uint32
 	if s.free != 0 {
 		slot = s.free - 1
-		w := s.nzWord(slot)
-		s.free, *w = uint32(*w), 0
+		s.free = *s.ownerOf(slot) &^ freeSlot
 		s.nfree--
 	} else {
 		if s.used == maxBlocks {
@@ -147,20 +146,17 @@ func (s *slab[T]) grow() {
 	var zero T
 	n := int(s.perChunk())
 	b := allocChunk(s.chunkBytes())
-	// Nonzero words first (8-byte aligned), then the counters, then the
-	// owners.
-	s.nz = append(s.nz, unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n))
-	cnt := b[n*8 : n*8+n*blockSize*int(unsafe.Sizeof(zero))]
+	cnt := b[:n*blockSize*int(unsafe.Sizeof(zero))]
 	s.cnt = append(s.cnt, unsafe.Slice((*T)(unsafe.Pointer(&cnt[0])), n*blockSize))
-	own := b[n*8+len(cnt):]
+	s.raw = append(s.raw, (*[chunkCounterBytes]byte)(cnt))
+	own := b[len(cnt):]
 	s.owner = append(s.owner, unsafe.Slice((*uint32)(unsafe.Pointer(&own[0])), n))
 	s.mem = append(s.mem, b)
 }
 
 // release returns slot, whose counters are zero, to the free list.
 func (s *slab[T]) release(slot uint32) {
-	*s.nzWord(slot) = uint64(s.free)
-	*s.ownerOf(slot) = noOwner
+	*s.ownerOf(slot) = freeSlot | s.free
 	s.free = slot + 1
 	s.nfree++
 }
@@ -188,74 +184,85 @@ func (s *slab[T]) compact(class uint32, move func(owner uint32, r blockRef)) {
 	src := s.used
 	for f := s.free; f != 0; {
 		dst := f - 1
-		f = uint32(*s.nzWord(dst)) // before dst is overwritten
+		f = *s.ownerOf(dst) &^ freeSlot // before dst is overwritten
 		if dst >= target {
 			continue
 		}
 		for {
 			src--
-			if *s.ownerOf(src) != noOwner {
+			if *s.ownerOf(src)&freeSlot == 0 {
 				break
 			}
 		}
 		owner := *s.ownerOf(src)
 		copy(s.counters(dst), s.counters(src))
-		*s.nzWord(dst) = *s.nzWord(src)
 		*s.ownerOf(dst) = owner
 		s.clear(src)
 		move(owner, makeRef(class, dst))
-	}
-	// The slots from target on are zero but for their nonzero words.
-	for slot := target; slot < s.used; slot++ {
-		*s.nzWord(slot) = 0
 	}
 	s.used, s.free, s.nfree = target, 0, 0
 	keep := int((target+s.perChunk()-1)>>s.shift) + 1 // one spare
 	for len(s.mem) > keep {
 		last := len(s.mem) - 1
 		freeChunk(s.mem[last])
-		s.mem, s.cnt, s.nz, s.owner = s.mem[:last], s.cnt[:last], s.nz[:last], s.owner[:last]
+		s.mem, s.cnt, s.raw, s.owner = s.mem[:last], s.cnt[:last], s.raw[:last], s.owner[:last]
 	}
 }
 
-// blocks holds the counter blocks of a Counts: one slab per class.
+// blocks holds the counter blocks of a Counts, one slab per class, and
+// the buckets' tables of references and nonzero bits.
 type blocks struct {
-	b8  slab[uint8]
-	b16 slab[uint16]
-	b32 slab[uint32]
+	b8     slab[uint8]
+	b16    slab[uint16]
+	b32    slab[uint32]
+	tables [][]byte // memory of the buckets' tables
+}
+
+// table returns a bucket's tables for n blocks, of zeros: the blocks'
+// references, and a word of nonzero bits per block (bit j: counter j is
+// not zero).
+func (a *blocks) table(n int) ([]blockRef, []uint64) {
+	b := allocChunk(n * (8 + 4))
+	a.tables = append(a.tables, b)
+	nz := unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), n)
+	refs := unsafe.Slice((*blockRef)(unsafe.Pointer(&b[n*8])), n)
+	return refs, nz
 }
 
 func newBlocks() *blocks {
 	// chunkCounterBytes of counters per chunk in every class.
 	return &blocks{
-		b8:  slab[uint8]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize))},
+		b8:  slab[uint8]{shift: shift8},
 		b16: slab[uint16]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize / 2))},
 		b32: slab[uint32]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize / 4))},
 	}
+}
+
+// shift8 is log2 of the slots of an 8-bit chunk (newBlocks), a constant
+// for the inlined paths of get and set.
+const shift8 = 10
+
+// get8 returns counter j of the 8-bit block in slot s (inlined in
+// update).
+func (a *blocks) get8(s uint32, j int) uint32 {
+	return uint32(a.b8.raw[s>>shift8][(s&(1<<shift8-1))*blockSize+uint32(j)&(blockSize-1)])
+}
+
+// set8 sets counter j of the 8-bit block in slot s to v, which is not
+// zero, nor was the counter.
+func (a *blocks) set8(s uint32, j int, v uint32) {
+	a.b8.raw[s>>shift8][(s&(1<<shift8-1))*blockSize+uint32(j)&(blockSize-1)] = uint8(v)
 }
 
 // get returns counter j of block r (0 if r is 0).
 func (a *blocks) get(r blockRef, j int) uint32 {
 	switch r.class() {
 	case class8:
-		return a.b8.get(r.slot(), j)
+		return a.get8(r.slot(), j)
 	case class16:
 		return a.b16.get(r.slot(), j)
 	case class32:
 		return a.b32.get(r.slot(), j)
-	}
-	return 0
-}
-
-// nz returns the nonzero bits of block r (0 if r is 0).
-func (a *blocks) nz(r blockRef) uint64 {
-	switch r.class() {
-	case class8:
-		return *a.b8.nzWord(r.slot())
-	case class16:
-		return *a.b16.nzWord(r.slot())
-	case class32:
-		return *a.b32.nzWord(r.slot())
 	}
 	return 0
 }
@@ -282,32 +289,22 @@ func (a *blocks) alloc(class, owner uint32) blockRef {
 	return makeRef(class32, a.b32.alloc(owner))
 }
 
-// set sets counter j of block *p, whose value is old, to v > old,
-// allocating the block (owned by owner) or moving it to a wider class as
-// v needs. It keeps the nonzero bit.
-func (a *blocks) set(p *blockRef, owner uint32, j int, old, v uint32) {
+// set sets counter j of block *p to v (not zero), allocating the block
+// (owned by owner) or moving it to a wider class as v needs. The caller
+// keeps the nonzero bit.
+func (a *blocks) set(p *blockRef, owner uint32, j int, v uint32) {
 	r := *p
 	if v > classMax[r.class()] {
 		r = a.widen(r, owner, classOf(v))
 		*p = r
 	}
-	bit := uint64(1) << j
 	switch s := r.slot(); r.class() {
 	case class8:
 		a.b8.set(s, j, v)
-		if old == 0 {
-			*a.b8.nzWord(s) |= bit
-		}
 	case class16:
 		a.b16.set(s, j, v)
-		if old == 0 {
-			*a.b16.nzWord(s) |= bit
-		}
 	default:
 		a.b32.set(s, j, v)
-		if old == 0 {
-			*a.b32.nzWord(s) |= bit
-		}
 	}
 }
 
@@ -320,7 +317,7 @@ func (a *blocks) widen(r blockRef, owner, class uint32) blockRef {
 	}
 	var vals [blockSize]uint32
 	a.read(r, &vals)
-	a.write(n, &vals, a.nz(r))
+	a.write(n, &vals)
 	a.clear(r)
 	a.release(r)
 	return n
@@ -344,25 +341,22 @@ func (a *blocks) read(r blockRef, vals *[blockSize]uint32) {
 	}
 }
 
-// write sets the counters of block r, of a class that holds them, to vals
-// and its nonzero bits to nz.
-func (a *blocks) write(r blockRef, vals *[blockSize]uint32, nz uint64) {
+// write sets the counters of block r, of a class that holds them, to
+// vals.
+func (a *blocks) write(r blockRef, vals *[blockSize]uint32) {
 	switch s := r.slot(); r.class() {
 	case class8:
 		c := a.b8.counters(s)
 		for j, v := range vals {
 			c[j] = uint8(v)
 		}
-		*a.b8.nzWord(s) = nz
 	case class16:
 		c := a.b16.counters(s)
 		for j, v := range vals {
 			c[j] = uint16(v)
 		}
-		*a.b16.nzWord(s) = nz
 	case class32:
 		copy(a.b32.counters(s), vals[:])
-		*a.b32.nzWord(s) = nz
 	}
 }
 
@@ -390,18 +384,18 @@ func (a *blocks) release(r blockRef) {
 	}
 }
 
-// subtract subtracts the counters of block r, and sets them to zero, from
-// tot[j*stride] for each counter j; where a candidate reads counter j (bit
-// j of read) it calls collect(j). It visits only the nonzero counters of
-// a sparse block.
-func (a *blocks) subtract(r blockRef, tot []uint64, stride int, read uint64, collect func(j int)) {
+// subtract subtracts the counters of block r, whose nonzero bits are nz,
+// from tot[j*stride] for each counter j, and sets them to zero; where a
+// candidate reads counter j (bit j of read) it calls collect(j). It visits
+// only the nonzero counters of a sparse block.
+func (a *blocks) subtract(r blockRef, nz uint64, tot []uint64, stride int, read uint64, collect func(j int)) {
 	switch s := r.slot(); r.class() {
 	case class8:
-		subtractBlock(a.b8.counters(s), *a.b8.nzWord(s), tot, stride, read, collect)
+		subtractBlock(a.b8.counters(s), nz, tot, stride, read, collect)
 	case class16:
-		subtractBlock(a.b16.counters(s), *a.b16.nzWord(s), tot, stride, read, collect)
+		subtractBlock(a.b16.counters(s), nz, tot, stride, read, collect)
 	case class32:
-		subtractBlock(a.b32.counters(s), *a.b32.nzWord(s), tot, stride, read, collect)
+		subtractBlock(a.b32.counters(s), nz, tot, stride, read, collect)
 	}
 }
 
@@ -431,17 +425,23 @@ func (a *blocks) inUse() int {
 	return int(a.b8.used) - a.b8.nfree + int(a.b16.used) - a.b16.nfree + int(a.b32.used) - a.b32.nfree
 }
 
-// mapped returns the bytes of the chunks.
-func (a *blocks) mapped() int { return a.b8.mapped() + a.b16.mapped() + a.b32.mapped() }
+// mapped returns the bytes of the chunks and the tables.
+func (a *blocks) mapped() int {
+	n := a.b8.mapped() + a.b16.mapped() + a.b32.mapped()
+	for _, t := range a.tables {
+		n += len(t)
+	}
+	return n
+}
 
 // bytes returns the bytes a holds: its chunks, and on the heap the slices
 // that hold them.
 func (a *blocks) bytes() int {
 	n := int(unsafe.Sizeof(*a)) + a.mapped()
 	for _, c := range []int{cap(a.b8.mem), cap(a.b16.mem), cap(a.b32.mem)} {
-		n += 4 * c * int(unsafe.Sizeof([]byte(nil))) // mem, cnt, nz, owner
+		n += c * (3*int(unsafe.Sizeof([]byte(nil))) + 8) // mem, cnt, owner, raw
 	}
-	return n
+	return n + cap(a.tables)*int(unsafe.Sizeof([]byte(nil)))
 }
 
 // slack reports whether a slab has more than a chunk of free slots.
@@ -463,9 +463,13 @@ func (a *blocks) compact(move func(owner uint32, r blockRef)) {
 	}
 }
 
-// drop returns the memory of every block.
+// drop returns the memory of every block and table.
 func (a *blocks) drop() {
 	a.b8.drop()
 	a.b16.drop()
 	a.b32.drop()
+	for _, b := range a.tables {
+		freeChunk(b)
+	}
+	a.tables = nil
 }

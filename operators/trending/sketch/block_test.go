@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -23,12 +24,31 @@ func checkBlocks(t *testing.T, c *Counts) {
 		sum := make([]uint64, c.depth*c.width)
 		for i := range win.slots {
 			s := &win.slots[i]
+			if s.live && !s.overflow {
+				for p, cl := range s.cells {
+					if s.find(int(cl.i)) != p || cl.v == 0 {
+						t.Fatalf("window %d bucket %d: cell %d (%+v) found at %d", w, s.id, p, cl, s.find(int(cl.i)))
+					}
+					sum[cl.i] += uint64(cl.v)
+				}
+				n := 0
+				for _, x := range s.index {
+					if x != 0 {
+						n++
+					}
+				}
+				if n != len(s.cells) || len(s.cells) > c.maxCells {
+					t.Fatalf("window %d bucket %d: %d cells, %d indexed", w, s.id, len(s.cells), n)
+				}
+			} else if len(s.cells) > 0 {
+				t.Fatalf("window %d bucket %d (live %v): cells and blocks", w, s.id, s.live)
+			}
 			for bi, r := range s.refs {
 				if r == 0 {
 					continue
 				}
-				if !s.live {
-					t.Fatalf("window %d: expired bucket %d holds block %d", w, s.id, bi)
+				if !s.live || !s.overflow {
+					t.Fatalf("window %d: bucket %d (live %v) holds block %d", w, s.id, s.live, bi)
 				}
 				blocks++
 				var vals [blockSize]uint32
@@ -46,6 +66,43 @@ func checkBlocks(t *testing.T, c *Counts) {
 	}
 	if got := c.blocks.inUse(); got != blocks {
 		t.Fatalf("%d blocks in use, buckets hold %d", got, blocks)
+	}
+	// Flush encodes each page from its blocks or cells as appendPage
+	// would.
+	for w := range c.win {
+		for i := range c.win[w].slots {
+			s := &c.win[w].slots[i]
+			if !s.live {
+				continue
+			}
+			if !s.overflow {
+				sorted := c.sortCells(s)
+				for pi := range c.perBucket / blocksPerPage {
+					var p page
+					for _, cl := range s.cells {
+						if int(cl.i)/PageSize == pi {
+							p.c[int(cl.i)%PageSize] = cl.v
+						}
+					}
+					if p.mark(); p.nonzero() == 0 {
+						continue
+					}
+					if got, want := c.appendCellPage(nil, sorted, pi), appendPage(nil, &p); !bytes.Equal(got, want) {
+						t.Fatalf("window %d bucket %d page %d: encoded %x from cells, want %x", w, s.id, pi, got, want)
+					}
+				}
+				continue
+			}
+			for pi := range len(s.refs) / blocksPerPage {
+				if !s.pageAllocated(pi) {
+					continue
+				}
+				got := c.appendPage(nil, s, pi)
+				if want := appendPage(nil, c.pageOf(s, pi)); !bytes.Equal(got, want) {
+					t.Fatalf("window %d bucket %d page %d: encoded %x, want %x", w, s.id, pi, got, want)
+				}
+			}
+		}
 	}
 	for class, s := range map[int]interface{ stats() (int, int, int) }{8: &c.blocks.b8, 16: &c.blocks.b16, 32: &c.blocks.b32} {
 		used, nfree, perChunk := s.stats()
@@ -132,37 +189,52 @@ func TestBlocks(t *testing.T) {
 		}
 		ts += 1000
 	}
-	// A minute later every bucket has expired: a share leaves a block per
-	// row and key, and the chunks but a spare per class are returned.
+	// A minute later every bucket has expired: a share takes at most a
+	// block per row in each window (its bucket's ring slot was dense), and
+	// the chunks but a spare per class are returned.
 	c.Add("last", "", ts+ms(time.Minute))
 	checkBlocks(t, c)
-	if got := c.blocks.inUse(); got != 2*o.Depth {
-		t.Fatalf("%d blocks in use, want %d", got, 2*o.Depth)
+	if got := c.blocks.inUse(); got > len(o.Windows)*o.Depth {
+		t.Fatalf("%d blocks in use, want at most %d", got, len(o.Windows)*o.Depth)
 	}
-	if got, most := c.blocks.mapped(), 2*(c.blocks.b8.chunkBytes()+c.blocks.b16.chunkBytes()+c.blocks.b32.chunkBytes()); got > most {
+	if got, most := c.blocks.b8.mapped()+c.blocks.b16.mapped()+c.blocks.b32.mapped(), 2*(c.blocks.b8.chunkBytes()+c.blocks.b16.chunkBytes()+c.blocks.b32.chunkBytes()); got > most {
 		t.Fatalf("%d bytes mapped, want at most %d", got, most)
 	}
 }
 
-// TestSaturation: a counter stops at 2^32-1 (see Limits).
+// TestSaturation: a counter stops at 2^32-1 (see Limits), in cells and in
+// blocks.
 func TestSaturation(t *testing.T) {
-	c := New(Options{Width: PageSize, Depth: 1, Windows: []WindowSpec{{Name: "h", Size: time.Hour, Buckets: 1}}})
-	defer c.Release()
-	c.Add("a", "", day0)
-	s := c.win[0].slot(day0 / ms(time.Hour))
-	var cols [MaxDepth]int
-	c.cols(keyOf(articleHash("a"), globalSalt), &cols)
-	// Set the counter near saturation, as that many Adds would.
-	bi := cols[0] / blockSize
-	c.blocks.set(&s.refs[bi], s.owner+uint32(bi), cols[0]%blockSize, 1, math.MaxUint32-1)
-	c.total[cols[0]] = math.MaxUint32 - 1
-	for range 3 {
+	for _, blocks := range []bool{false, true} {
+		c := New(Options{Width: PageSize, Depth: 1, Windows: []WindowSpec{{Name: "h", Size: time.Hour, Buckets: 1}}})
+		defer c.Release()
 		c.Add("a", "", day0)
+		s := c.win[0].slot(day0 / ms(time.Hour))
+		var cols [MaxDepth]int
+		c.cols(keyOf(articleHash("a"), globalSalt), &cols)
+		// Set the counter near saturation, as that many Adds would.
+		bi := cols[0] / blockSize
+		if blocks {
+			c.toBlocks(s)
+			c.blocks.set(&s.refs[bi], s.owner+uint32(bi), cols[0]%blockSize, math.MaxUint32-1)
+		} else {
+			s.cells[s.find(cols[0])].v = math.MaxUint32 - 1
+		}
+		c.total[cols[0]] = math.MaxUint32 - 1
+		for range 3 {
+			c.Add("a", "", day0)
+		}
+		got := uint32(0)
+		if blocks {
+			got = c.blocks.get(s.refs[bi], cols[0]%blockSize)
+		} else {
+			got = s.cells[s.find(cols[0])].v
+		}
+		if got != math.MaxUint32 {
+			t.Fatalf("blocks %v: counter %d, want %d", blocks, got, uint32(math.MaxUint32))
+		}
+		checkBlocks(t, c)
 	}
-	if got := c.blocks.get(s.refs[bi], cols[0]%blockSize); got != math.MaxUint32 {
-		t.Fatalf("counter %d, want %d", got, uint32(math.MaxUint32))
-	}
-	checkBlocks(t, c)
 }
 
 // TestRelease: Release returns the counters' memory; the queries answer
@@ -196,8 +268,8 @@ func TestRelease(t *testing.T) {
 }
 
 // TestSlabCompact allocates and releases blocks at random, with bursts of
-// each, and compacts as Add does: every block keeps its counters, nonzero
-// bits and owner wherever it moves, and the slab maps no more than its
+// each, and compacts as Add does: every block keeps its counters and
+// owner wherever it moves, and the slab maps no more than its
 // blocks need, a chunk of free slots and two more chunks.
 func TestSlabCompact(t *testing.T) {
 	s := &newBlocks().b16
@@ -210,8 +282,8 @@ func TestSlabCompact(t *testing.T) {
 		t.Helper()
 		for _, o := range owners {
 			slot := refs[o]
-			if *s.ownerOf(slot) != o || *s.nzWord(slot) != uint64(o)|1 {
-				t.Fatalf("owner %d in slot %d: owner %d, nonzero word %x", o, slot, *s.ownerOf(slot), *s.nzWord(slot))
+			if *s.ownerOf(slot) != o {
+				t.Fatalf("owner %d in slot %d: owner %d", o, slot, *s.ownerOf(slot))
 			}
 			for j, v := range s.counters(slot) {
 				if v != uint16(o+uint32(j)) {
@@ -233,7 +305,6 @@ func TestSlabCompact(t *testing.T) {
 				for j := range s.counters(slot) {
 					s.set(slot, j, o+uint32(j))
 				}
-				*s.nzWord(slot) = uint64(o) | 1
 				refs[o] = slot
 				owners = append(owners, o)
 				continue

@@ -57,7 +57,7 @@ type Counts struct {
 	// The article ids of candidate set members, by article hash, each
 	// kept once. The next Flush writes the unstored ones and deletes the
 	// stored ones that were dropped (deletedIDs); newIDs is its scratch.
-	ids        map[uint64]idRef
+	ids        table[idRef]
 	unstored   int
 	deletedIDs []uint64
 	newIDs     []uint64
@@ -65,8 +65,9 @@ type Counts struct {
 	// The counter blocks of every bucket; a bucket's blocks are owned by
 	// its first owner (bucket.owner) plus their index in the bucket.
 	blocks    *blocks
-	perBucket int   // blocks per bucket: depth × width / blockSize
-	page      *page // scratch of Flush and Load
+	perBucket int    // blocks per bucket: depth × width / blockSize
+	page      *page  // scratch of Flush and Load
+	sorted    []cell // scratch of Flush
 
 	// Persistence.
 	wroteLayout bool
@@ -99,18 +100,25 @@ type bucket struct {
 	// owner is the owner of block 0 of the ring slot: block bi is owned
 	// by owner + bi, whatever bucket the slot holds.
 	owner uint32
-	refs  []blockRef // by block index; 0: not allocated (zeros)
+	// refs holds the bucket's blocks by index (0: not allocated, zeros)
+	// and nz their nonzero bits once it holds more than Counts.maxCells
+	// counters (overflow); until then cells and index hold them
+	// (cells.go). Both tables are off the Go heap, and kept by the ring
+	// slot.
+	refs     []blockRef
+	nz       []uint64
+	cells    []cell
+	index    []uint16 // 1 + a position in cells; 0 empty
+	overflow bool
+	// nonzero counts the counters that became nonzero; dense is set at
+	// expiry when the bucket overflowed with more than maxCells/2 of
+	// them: the next bucket of the ring slot starts in blocks.
+	nonzero int
+	dense   bool
 	// dirty lists the pages (PageSize counters) that changed since the
 	// last Flush, in the order they changed; dirtyBits marks them.
 	dirty     []int32
 	dirtyBits []uint64
-	// cells lists the counters that became nonzero, as long as there are
-	// at most Counts.maxCells (else overflow, and cells is dropped): the
-	// expiry of a bucket few shares touched then visits them directly
-	// (their cache misses overlap), instead of each allocated block's
-	// nonzero counters.
-	cells    []int32
-	overflow bool
 }
 
 type category struct {
@@ -151,10 +159,9 @@ func emptyCounts(opts Options) *Counts {
 		width:     width,
 		shift:     uint(64 - bits.TrailingZeros(uint(width))),
 		capacity:  opts.Capacity(),
-		maxCells:  depth * width / cellListDivisor,
+		maxCells:  min(depth*width/cellListDivisor, maxCellsLimit),
 		catIdx:    make(map[string]int),
 		cats:      make([]category, 1, opts.MaxCategories+1),
-		ids:       make(map[uint64]idRef),
 		perBucket: depth * width / blockSize,
 	}
 	c.win = make([]window, len(opts.Windows))
@@ -188,7 +195,8 @@ func (c *Counts) Release() {
 	c.blocks.drop()
 	for w := range c.win {
 		for i := range c.win[w].slots {
-			clear(c.win[w].slots[i].refs)
+			s := &c.win[w].slots[i]
+			s.refs, s.nz = nil, nil
 		}
 	}
 }
@@ -357,30 +365,56 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
 	var vals [MaxDepth]uint32
 	var tots [MaxDepth]uint64
+	var refs [MaxDepth]blockRef
+	var at [MaxDepth]int // positions in s.cells
 	nw := len(c.win)
+	bl := c.blocks
+	if !s.overflow && len(s.cells)+c.depth > c.maxCells {
+		c.toBlocks(s)
+	}
 	m := uint32(math.MaxUint32)
 	for r, i := range cols[:c.depth] {
 		// Load the window's totals with the bucket's counters, so that
 		// their cache misses overlap.
 		tots[r] = c.total[i*nw+win.idx]
-		vals[r] = c.blocks.get(s.refs[i/blockSize], i%blockSize)
+		if !s.overflow {
+			if at[r] = s.find(i); at[r] >= 0 {
+				vals[r] = s.cells[at[r]].v
+			}
+		} else {
+			ref := s.refs[i/blockSize]
+			refs[r] = ref
+			switch {
+			case ref.class() == class8: // most often: without a call
+				vals[r] = bl.get8(ref.slot(), i%blockSize)
+			case ref != 0:
+				vals[r] = bl.get(ref, i%blockSize)
+			}
+		}
 		m = min(m, vals[r])
 	}
 	est := uint64(math.MaxUint64)
+	if m == 0 {
+		s.nonzero++ // at least one
+	}
 	for r, i := range cols[:c.depth] {
 		t := tots[r]
 		if vals[r] == m && m != math.MaxUint32 { // else saturated: see Limits
-			bi := i / blockSize
-			c.blocks.set(&s.refs[bi], s.owner+uint32(bi), i%blockSize, m, m+1)
+			switch ref := refs[r]; {
+			case !s.overflow && at[r] >= 0:
+				s.cells[at[r]].v = m + 1
+			case !s.overflow:
+				s.insert(i, 1)
+			case ref.class() == class8 && m < math.MaxUint8:
+				bl.set8(ref.slot(), i%blockSize, m+1)
+				s.nz[i/blockSize] |= 1 << (i % blockSize)
+			default:
+				bi := i / blockSize
+				bl.set(&s.refs[bi], s.owner+uint32(bi), i%blockSize, m+1)
+				s.nz[bi] |= 1 << (i % blockSize)
+			}
 			t++
 			c.total[i*nw+win.idx] = t
-			if m == 0 && !s.overflow {
-				if len(s.cells) < c.maxCells {
-					s.cells = appendCapped(s.cells, int32(i), c.maxCells)
-				} else {
-					s.overflow, s.cells = true, nil
-				}
-			}
 			if pi := i / PageSize; s.dirtyBits[pi/64]&(1<<(pi%64)) == 0 {
 				s.dirtyBits[pi/64] |= 1 << (pi % 64)
 				s.dirty = appendCapped(s.dirty, int32(pi), c.perBucket/blocksPerPage)
@@ -410,13 +444,17 @@ func (c *Counts) estimateCols(win *window, cols *[MaxDepth]int) uint64 {
 	return est
 }
 
-// open makes s the live bucket b.
+// open makes s the live bucket b: in blocks if the previous bucket of the
+// ring slot was dense, else in cells.
 func (c *Counts) open(s *bucket, b int64) {
-	if s.refs == nil {
-		s.refs = make([]blockRef, c.perBucket)
+	if s.dirtyBits == nil {
 		s.dirtyBits = make([]uint64, (c.perBucket/blocksPerPage+63)/64)
 	}
 	s.id, s.live, s.mass, s.metaDirty = b, true, 0, true
+	s.nonzero, s.overflow = 0, s.dense
+	if s.overflow {
+		c.ensureRefs(s)
+	}
 }
 
 // refAt returns the reference of the block owned by owner.
@@ -440,8 +478,8 @@ func (c *Counts) addPage(win *window, pi int, p *[PageSize]uint32, sign int) {
 	}
 }
 
-// cellListDivisor sets the length of a bucket's cell list: depth × width
-// / cellListDivisor.
+// cellListDivisor sets the most cells a bucket holds: depth × width /
+// cellListDivisor (but at most maxCellsLimit).
 const cellListDivisor = 32
 
 // expire subtracts bucket s from the totals of window win and empties it.
@@ -451,20 +489,13 @@ func (c *Counts) expire(win *window, s *bucket) {
 	x := &win.watch
 	nw := len(c.win)
 	if !s.overflow {
-		for _, i := range s.cells {
-			c.total[int(i)*nw+win.idx] -= uint64(c.blocks.get(s.refs[i/blockSize], int(i%blockSize)))
-			if !x.all && x.reads(int(i)) {
-				x.collect(int(i))
+		for _, cl := range s.cells {
+			c.total[int(cl.i)*nw+win.idx] -= uint64(cl.v)
+			if !x.all && x.reads(int(cl.i)) {
+				x.collect(int(cl.i))
 			}
 		}
-		// The listed counters are in every block the bucket allocated.
-		for _, i := range s.cells {
-			if r := &s.refs[i/blockSize]; *r != 0 {
-				c.blocks.clear(*r)
-				c.blocks.release(*r)
-				*r = 0
-			}
-		}
+		clear(s.index)
 	} else {
 		var base int
 		collect := func(j int) {
@@ -472,9 +503,8 @@ func (c *Counts) expire(win *window, s *bucket) {
 				x.collect(base + j)
 			}
 		}
-		for bi := range s.refs {
-			r := &s.refs[bi]
-			if *r == 0 {
+		for bi, nz := range s.nz {
+			if nz == 0 {
 				continue
 			}
 			base = bi * blockSize
@@ -482,11 +512,13 @@ func (c *Counts) expire(win *window, s *bucket) {
 			if x.read != nil && !x.all {
 				read = x.read[bi]
 			}
-			c.blocks.subtract(*r, c.total[base*nw+win.idx:], nw, read, collect)
+			r := &s.refs[bi]
+			c.blocks.subtract(*r, nz, c.total[base*nw+win.idx:], nw, read, collect)
 			c.blocks.release(*r)
-			*r = 0
+			*r, s.nz[bi] = 0, 0
 		}
 	}
+	s.dense = s.overflow && s.nonzero > c.maxCells/2
 	for _, pi := range s.dirty {
 		s.dirtyBits[pi/64] = 0
 	}
@@ -636,7 +668,7 @@ func (c *Counts) CategoryCount(w int, category, articleID string) Estimate {
 		est = min(est, c.estimate(win, keyOf(ha, c.salt(slot))))
 	}
 	if set := win.sets[slot]; set != nil {
-		if i, ok := set.pos[ha]; ok {
+		if i, ok := set.index(ha); ok {
 			est = min(est, set.heap[i].est)
 		}
 	}
@@ -703,25 +735,23 @@ func (c *Counts) MemoryBytes() int {
 		n += cap(w.slots) * int(unsafe.Sizeof(bucket{}))
 		for j := range w.slots {
 			s := &w.slots[j]
-			n += cap(s.refs)*4 + cap(s.dirty)*4 + cap(s.dirtyBits)*8 + cap(s.cells)*4
+			n += cap(s.refs)*4 + cap(s.dirty)*4 + cap(s.dirtyBits)*8 + cap(s.cells)*8 + cap(s.index)*2
 		}
 		for _, s := range w.sets {
 			if s != nil {
-				n += int(unsafe.Sizeof(*s)) + cap(s.heap)*int(unsafe.Sizeof(entry{})) + len(s.pos)*posMapEntry
+				n += int(unsafe.Sizeof(*s)) + cap(s.heap)*int(unsafe.Sizeof(entry{})) + cap(s.pos.slots)*int(unsafe.Sizeof(tableSlot[int32]{})) + (cap(s.where)+cap(s.free))*4
 			}
 		}
 		x := &w.watch
 		n += cap(x.head)*4 + cap(x.read)*8 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
 		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.changes)*int(unsafe.Sizeof(change{})) + cap(x.zeros)*8
 	}
-	n += len(c.ids) * idMapEntry
-	for _, r := range c.ids {
-		n += len(r.id)
-	}
+	n += cap(c.ids.slots) * int(unsafe.Sizeof(tableSlot[idRef]{}))
+	c.ids.all(func(_ uint64, r *idRef) { n += len(r.id) })
 	n += (cap(c.newIDs) + cap(c.deletedIDs)) * 8
 	n += cap(c.cats)*int(unsafe.Sizeof(category{})) + len(c.catIdx)*catMapEntry
 	for _, cat := range c.cats {
 		n += 2 * len(cat.name) // in cats and as the map key
 	}
-	return n + cap(c.key) + cap(c.val)
+	return n + cap(c.key) + cap(c.val) + cap(c.sorted)*8
 }

@@ -423,8 +423,8 @@ func TestMemoryBounded(t *testing.T) {
 			flushTo(t, c, m)
 		}
 	}
-	if len(c.ids) > len(c.win)*(o.MaxCategories+1)*c.capacity {
-		t.Fatalf("%d ids kept", len(c.ids))
+	if c.ids.len() > len(c.win)*(o.MaxCategories+1)*c.capacity {
+		t.Fatalf("%d ids kept", c.ids.len())
 	}
 	t.Logf("peak %d bytes of at most %d", peak, limit)
 }
@@ -472,6 +472,9 @@ func checkCandidates(t *testing.T, c *Counts) {
 			s := &win.slots[i]
 			for bi, r := range s.refs {
 				if r == 0 {
+					if s.nz[bi] != 0 {
+						t.Fatalf("window %d bucket %d block %d: none, nonzero bits %x", w, s.id, bi, s.nz[bi])
+					}
 					continue
 				}
 				var vals [blockSize]uint32
@@ -479,8 +482,8 @@ func checkCandidates(t *testing.T, c *Counts) {
 				var q page
 				copy(q.c[:], vals[:])
 				q.mark()
-				if q.nz[0] != c.blocks.nz(r) || q.nz[0] == 0 || classOf(slices.Max(vals[:])) > r.class() {
-					t.Fatalf("window %d bucket %d block %d (class %d): nonzero bits %x, counters %x", w, s.id, bi, r.class(), c.blocks.nz(r), q.nz[0])
+				if q.nz[0] != s.nz[bi] || q.nz[0] == 0 || classOf(slices.Max(vals[:])) > r.class() {
+					t.Fatalf("window %d bucket %d block %d (class %d): nonzero bits %x, counters %x", w, s.id, bi, r.class(), s.nz[bi], q.nz[0])
 				}
 				if owner := s.owner + uint32(bi); *c.refAt(owner) != r || *c.blocks.owner(r) != owner {
 					t.Fatalf("window %d bucket %d block %d: owner %d", w, s.id, bi, *c.blocks.owner(r))
@@ -503,12 +506,15 @@ func checkCandidates(t *testing.T, c *Counts) {
 			if set == nil {
 				continue
 			}
+			if set.pos.len() != len(set.heap) || len(set.where)-len(set.free) != len(set.heap) {
+				t.Fatalf("window %d slot %d: %d members, %d keys, %d of %d free", w, slot, len(set.heap), set.pos.len(), len(set.free), len(set.where))
+			}
 			for i, e := range set.heap {
 				members++
 				if i > 0 && worse(&set.heap[i], &set.heap[(i-1)/2]) {
 					t.Fatalf("window %d slot %d: heap order broken at %d", w, slot, i)
 				}
-				if p, ok := set.pos[e.h]; !ok || int(p) != i {
+				if p, ok := set.index(e.h); !ok || p != i || set.pos.slots[set.pos.find(e.h)].val != e.k {
 					t.Fatalf("window %d slot %d: position of %s", w, slot, e.id)
 				}
 				cur := c.estimate(win, keyOf(e.h, globalSalt))
@@ -521,7 +527,7 @@ func checkCandidates(t *testing.T, c *Counts) {
 					t.Fatalf("window %d slot %d: %s has estimate %d, current %d", w, slot, e.id, e.est, cur)
 				}
 				wt := x.members[e.m]
-				if wt.h != e.h || int(wt.slot) != slot || int(wt.n) != want || listed[e.m] != want || wt.touched {
+				if wt.h != e.h || int(wt.slot) != slot || wt.k != e.k || int(wt.n) != want || listed[e.m] != want || wt.touched {
 					t.Fatalf("window %d slot %d: %s watched as %+v with %d nodes listed", w, slot, e.id, wt, listed[e.m])
 				}
 			}

@@ -241,30 +241,37 @@ func (o Options) MaxMemoryBytes() int {
 	}
 	nw := len(o.Windows)
 	n := int(unsafe.Sizeof(Counts{})) + int(unsafe.Sizeof(page{}))
-	// Counter blocks: one per block position at most, 32-bit at most, and
-	// their references. A class holds at most a chunk of free slots, a
-	// chunk it has not filled and a spare chunk (see slab.compact), and
-	// an Add may take a few blocks before its compaction: four chunks more
-	// per class, whose chunk lists are grown by doubling.
+	// Counter blocks: one per block position at most, 32-bit at most,
+	// with its owner, and in its bucket's tables its reference and
+	// nonzero bits. A class holds at most a chunk of free slots, a chunk
+	// it has not filled and a spare chunk (see slab.compact), and an Add
+	// may take a few blocks before its compaction: four chunks more per
+	// class, whose chunk lists are grown by doubling.
 	positions := buckets * cells / blockSize
-	n += positions * (blockSize*4 + 8 + 4 + 4)
+	n += positions * (blockSize*4 + 4 + 4 + 8)
 	bl := newBlocks()
 	for _, s := range []int{bl.b8.chunkBytes(), bl.b16.chunkBytes(), bl.b32.chunkBytes()} {
-		chunks := (positions*(blockSize*4+12)+s-1)/s + 4
-		n += 4*s + 2*chunks*4*int(unsafe.Sizeof([]byte(nil)))
+		chunks := (positions*(blockSize*4+4)+s-1)/s + 4
+		n += 4*s + 2*chunks*(3*int(unsafe.Sizeof([]byte(nil)))+8)
 	}
-	n += int(unsafe.Sizeof(blocks{}))
-	// Per bucket: its dirty pages (list and bits) and its cell list.
+	n += int(unsafe.Sizeof(blocks{})) + 2*buckets*int(unsafe.Sizeof([]byte(nil)))
+	// A bucket holds cells (at most maxCells of 8 bytes and an index of
+	// at most 4 × maxCells slots of 2 bytes) or blocks, not both: the
+	// bound of its blocks covers its cells. Flush sorts a copy of them.
+	// Per bucket: its dirty pages (list and bits).
+	n += min(cells/cellListDivisor, maxCellsLimit) * 8
 	n += buckets * (pagesPerBucket*4 + (pagesPerBucket+63)/64*8)
-	n += buckets * cells / cellListDivisor * 4
 	n += buckets * int(unsafe.Sizeof(bucket{}))
 	// Window totals.
 	n += nw * (cells*8 + int(unsafe.Sizeof(window{})) + (o.MaxCategories+1)*8)
 	// Candidate sets and the article ids they refer to (each kept once).
 	sets := nw * (o.MaxCategories + 1)
 	entries := sets * o.Capacity()
-	n += sets*int(unsafe.Sizeof(cset{})) + entries*(int(unsafe.Sizeof(entry{}))+posMapEntry)
-	n += entries * (idMapEntry + o.MaxIDLen)
+	// A set's index table has at most 4/3 slots per member (table.grow),
+	// and so has the table of ids.
+	n += sets * (int(unsafe.Sizeof(cset{})) + (o.Capacity()*4+2)/3*int(unsafe.Sizeof(tableSlot[int32]{})))
+	n += entries * (int(unsafe.Sizeof(entry{})) + 4 + 4) // entry, where, free
+	n += (entries*4+2)/3*int(unsafe.Sizeof(tableSlot[idRef]{})) + entries*o.MaxIDLen
 	// The windows' watch indexes: a chain head per counter, and per
 	// candidate its nodes (2 × depth), its record, and its places in the
 	// free list and the list of candidates an expiry touched.
@@ -281,10 +288,7 @@ func (o Options) MaxMemoryBytes() int {
 	return n
 }
 
-// Map entry costs used by MemoryBytes: key and value, padded, divided by
-// the swiss table's load factor (7/8), plus control bytes.
-const (
-	posMapEntry = 24 // uint64 → int32
-	idMapEntry  = 48 // uint64 → idRef
-	catMapEntry = 32 // string → int
-)
+// catMapEntry is the cost of an entry of the map of categories, used by
+// MemoryBytes: key and value, padded, divided by the swiss table's load
+// factor (7/8), plus control bytes.
+const catMapEntry = 32 // string → int

@@ -50,7 +50,7 @@ func appendPage(buf []byte, pg *page) []byte {
 	// A page with few nonzero counters, as most of a sparse bucket's are,
 	// is shorter sparse whatever its values: each costs at most maxGapLen
 	// bytes more sparse than dense, and each zero one byte dense and none
-	// sparse.
+	// sparse. (Counts.appendPage makes the same choice.)
 	if pg.nonzero()*(1+maxGapLen) < PageSize {
 		return appendSparse(buf, pg)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/newsflow/newsflow/state"
@@ -129,10 +130,18 @@ func (c *Counts) flushWindow(wr state.Writer, w int) error {
 			}
 			s.metaDirty = false
 		}
+		var sorted []cell
+		if !s.overflow && len(s.dirty) > 0 {
+			sorted = c.sortCells(s)
+		}
 		for _, pi := range s.dirty {
 			k := binary.BigEndian.AppendUint16(c.bucketKey(w, s.id), uint16(pi))
 			c.key = k
-			c.val = appendPage(c.val[:0], c.pageOf(s, int(pi)))
+			if s.overflow {
+				c.val = c.appendPage(c.val[:0], s, int(pi))
+			} else {
+				c.val = c.appendCellPage(c.val[:0], sorted, int(pi))
+			}
 			if err := wr.Set(k, c.val); err != nil {
 				return err
 			}
@@ -178,7 +187,7 @@ func (c *Counts) idKey(h uint64) []byte {
 func (c *Counts) flushIDs(wr state.Writer) error {
 	sortUnique(&c.deletedIDs)
 	for _, h := range c.deletedIDs {
-		if _, ok := c.ids[h]; ok {
+		if c.ids.find(h) >= 0 {
 			continue // kept again: written below
 		}
 		if err := wr.Delete(c.idKey(h)); err != nil {
@@ -190,19 +199,18 @@ func (c *Counts) flushIDs(wr state.Writer) error {
 		return nil
 	}
 	hs := c.newIDs[:0]
-	for h, r := range c.ids {
+	c.ids.all(func(h uint64, r *idRef) {
 		if !r.stored {
 			hs = append(hs, h)
 		}
-	}
-	slices.Sort(hs) // map order is random; Flush writes in one order
+	})
+	slices.Sort(hs) // in hash order, whatever the table's
 	for _, h := range hs {
-		r := c.ids[h]
+		r := c.ids.ref(h)
 		if err := wr.Set(c.idKey(h), []byte(r.id)); err != nil {
 			return err
 		}
 		r.stored = true
-		c.ids[h] = r
 		c.unstored--
 	}
 	c.newIDs = hs[:0]
@@ -302,15 +310,17 @@ func (c *Counts) Load(r state.Reader) error {
 			}
 			c.trim(set)
 			for i := range set.heap {
-				set.heap[i].m = c.watchStored(win, slot, set.heap[i].h)
+				set.heap[i].m = c.watchStored(win, slot, set.heap[i].h, set.heap[i].k)
 			}
 		}
 	}
-	for h, r := range c.ids {
+	c.ids.all(func(h uint64, r *idRef) {
 		if r.refs == 0 { // no set refers to it: delete it
-			delete(c.ids, h)
 			c.deletedIDs = append(c.deletedIDs, h)
 		}
+	})
+	for _, h := range c.deletedIDs {
+		c.ids.del(h)
 	}
 	for w := range c.win {
 		win := &c.win[w]
@@ -346,7 +356,7 @@ func (c *Counts) loadID(k, v []byte) error {
 	if len(k) != 10 || len(v) == 0 || articleHash(string(v)) != binary.BigEndian.Uint64(k[2:]) {
 		return ErrCorrupt
 	}
-	c.ids[binary.BigEndian.Uint64(k[2:])] = idRef{id: string(v), stored: true}
+	c.ids.put(binary.BigEndian.Uint64(k[2:]), idRef{id: string(v), stored: true}, math.MaxInt)
 	return nil
 }
 
@@ -372,7 +382,8 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 		}
 		c.open(s, b)
 		s.mass, s.metaDirty = mass, false
-		s.overflow = true // the cell list is not stored
+		s.overflow = true // loaded into blocks
+		c.ensureRefs(s)
 		win.mass += mass
 		return false, nil
 	}
@@ -393,16 +404,25 @@ func (c *Counts) loadBucket(k, v []byte) (expired bool, err error) {
 // block in the narrowest class that holds it, and adds it to the window's
 // totals.
 func (c *Counts) setPage(win *window, s *bucket, pi int, p *page) {
-	p.mark()
-	for k, word := range p.nz {
+	c.ensureRefs(s)
+	for k := range blocksPerPage {
+		vals := (*[blockSize]uint32)(p.c[k*blockSize:])
+		var word uint64
+		var most uint32
+		for j, v := range vals {
+			if v != 0 {
+				word |= 1 << j
+			}
+			most = max(most, v)
+		}
 		if word == 0 {
 			continue
 		}
-		vals := (*[blockSize]uint32)(p.c[k*blockSize:])
 		bi := pi*blocksPerPage + k
-		r := c.blocks.alloc(classOf(slices.Max(vals[:])), s.owner+uint32(bi))
-		c.blocks.write(r, vals, word)
-		s.refs[bi] = r
+		r := c.blocks.alloc(classOf(most), s.owner+uint32(bi))
+		c.blocks.write(r, vals)
+		s.refs[bi], s.nz[bi] = r, word
+		s.nonzero += bits.OnesCount64(word)
 	}
 	c.addPage(win, pi, &p.c, 1)
 }
@@ -415,21 +435,55 @@ func (c *Counts) scratchPage() *page {
 	return c.page
 }
 
+// appendPage appends the encoding of page pi of bucket s to buf, as
+// appendPage of the page would: a page with few nonzero counters is
+// encoded sparse from its blocks, the others from the page.
+func (c *Counts) appendPage(buf []byte, s *bucket, pi int) []byte {
+	refs := s.refs[pi*blocksPerPage : (pi+1)*blocksPerPage]
+	nz := s.nz[pi*blocksPerPage : (pi+1)*blocksPerPage]
+	n := 0
+	for _, word := range nz {
+		n += bits.OnesCount64(word)
+	}
+	if n*(1+maxGapLen) >= PageSize {
+		return appendPage(buf, c.pageOf(s, pi))
+	}
+	// appendSparse
+	buf = append(buf, pageSparse)
+	next := 0
+	for k, word := range nz {
+		r := refs[k]
+		for ; word != 0; word &= word - 1 {
+			j := bits.TrailingZeros64(word)
+			v := uint32(0)
+			if r.class() == class8 {
+				v = c.blocks.get8(r.slot(), j)
+			} else {
+				v = c.blocks.get(r, j)
+			}
+			buf = binary.AppendUvarint(buf, uint64(k*blockSize+j-next))
+			buf = binary.AppendUvarint(buf, uint64(v))
+			next = k*blockSize + j + 1
+		}
+	}
+	return buf
+}
+
 // pageOf returns page pi of bucket s, in c's scratch page.
 func (c *Counts) pageOf(s *bucket, pi int) *page {
 	p := c.scratchPage()
 	for k := range blocksPerPage {
-		r := s.refs[pi*blocksPerPage+k]
-		c.blocks.read(r, (*[blockSize]uint32)(p.c[k*blockSize:]))
-		p.nz[k] = c.blocks.nz(r)
+		bi := pi*blocksPerPage + k
+		c.blocks.read(s.refs[bi], (*[blockSize]uint32)(p.c[k*blockSize:]))
+		p.nz[k] = s.nz[bi]
 	}
 	return p
 }
 
 // pageAllocated reports whether a block of page pi of s is allocated.
 func (s *bucket) pageAllocated(pi int) bool {
-	for _, r := range s.refs[pi*blocksPerPage : (pi+1)*blocksPerPage] {
-		if r != 0 {
+	for _, nz := range s.nz[pi*blocksPerPage : (pi+1)*blocksPerPage] {
+		if nz != 0 {
 			return true
 		}
 	}
@@ -444,7 +498,8 @@ func (c *Counts) loadSet(k, v []byte) error {
 	if slot >= len(c.cats) || (slot > 0 && !c.cats[slot].live) || win.sets[slot] != nil {
 		return fmt.Errorf("candidates of category slot %d: %w", slot, ErrCorrupt)
 	}
-	set := &cset{pos: make(map[uint64]int32), stored: true}
+	set := newSet()
+	set.stored = true
 	for len(v) > 0 {
 		if len(v) < 9 {
 			return ErrCorrupt
@@ -455,14 +510,13 @@ func (c *Counts) loadSet(k, v []byte) error {
 			return ErrCorrupt
 		}
 		v = v[8+n:]
-		r, ok := c.ids[h]
-		if _, dup := set.pos[h]; !ok || dup {
+		r := c.ids.ref(h)
+		if _, dup := set.pos.get(h); r == nil || dup {
 			return fmt.Errorf("candidate %016x: %w", h, ErrCorrupt)
 		}
 		r.refs++
-		c.ids[h] = r
-		set.pos[h] = int32(len(set.heap))
-		set.heap = append(set.heap, entry{est: est, h: h, id: r.id})
+		k := set.key(h, math.MaxInt)
+		set.heap = append(set.heap, entry{est: est, h: h, pre: idPrefix(r.id), id: r.id, k: k})
 	}
 	set.heapify() // a no-op for a heap Flush wrote
 	win.sets[slot] = set
@@ -476,7 +530,7 @@ func (c *Counts) trim(set *cset) {
 		last := len(set.heap) - 1
 		set.swap(0, last)
 		c.unref(set.heap[last].h)
-		delete(set.pos, set.heap[last].h)
+		set.forget(&set.heap[last], math.MaxInt)
 		set.heap[last] = entry{}
 		set.heap = set.heap[:last]
 		set.down(0)

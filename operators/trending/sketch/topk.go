@@ -1,6 +1,9 @@
 package sketch
 
-import "strings"
+import (
+	"encoding/binary"
+	"strings"
+)
 
 // cset is the candidate set of one window and group: at most capacity
 // articles with their estimates, in a binary heap whose root is the
@@ -9,29 +12,84 @@ import "strings"
 // that held one of its counters expires (refresh): it is the least of the
 // article's estimates since its last Add.
 type cset struct {
-	heap   []entry
-	pos    map[uint64]int32 // article hash → index in heap
-	dirty  bool             // changed since the last Flush
-	stored bool             // a Flush wrote it
+	heap []entry
+	// pos maps an article hash to its member's key k, which it keeps
+	// while a member; where[k] is the member's index in heap (so that
+	// moving members in the heap does not write the map), and free lists
+	// the keys not in use.
+	pos    table[int32]
+	where  []int32
+	free   []int32
+	dirty  bool // changed since the last Flush
+	stored bool // a Flush wrote it
 }
 
 type entry struct {
 	est uint64
 	h   uint64 // article hash
+	pre uint64 // the first 8 bytes of id, big-endian, zero-padded
 	id  string
 	m   int32 // the member's index in the window's watchIndex
+	k   int32 // the member's key in the set (cset.pos)
+}
+
+// idPrefix returns the first 8 bytes of id as a big-endian number,
+// zero-padded: ids compare as their prefixes do, unless those are equal.
+func idPrefix(id string) uint64 {
+	if len(id) >= 8 {
+		return binary.BigEndian.Uint64([]byte(id[:8]))
+	}
+	var b [8]byte
+	copy(b[:], id)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+func newSet() *cset { return &cset{} }
+
+// index returns the heap index of the member with article hash h.
+func (s *cset) index(h uint64) (int, bool) {
+	k, ok := s.pos.get(h)
+	if !ok {
+		return 0, false
+	}
+	return int(s.where[k]), true
+}
+
+// key gives article hash h a key, and returns it.
+func (s *cset) key(h uint64, limit int) int32 {
+	var k int32
+	if n := len(s.free); n > 0 {
+		k, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		k = int32(len(s.where))
+		s.where = appendCapped(s.where, 0, limit)
+	}
+	s.pos.put(h, k, limit)
+	return k
+}
+
+// forget frees the key of the member e, which leaves the set.
+func (s *cset) forget(e *entry, limit int) {
+	s.pos.del(e.h)
+	s.free = appendCapped(s.free, e.k, limit)
 }
 
 // worse reports whether a ranks after b: a lower estimate, or the same
 // and a greater id.
 func worse(a, b *entry) bool {
-	return a.est < b.est || (a.est == b.est && a.id > b.id)
+	if a.est != b.est {
+		return a.est < b.est
+	}
+	if a.pre != b.pre {
+		return a.pre > b.pre
+	}
+	return a.id > b.id
 }
 
 func (s *cset) swap(i, j int) {
 	s.heap[i], s.heap[j] = s.heap[j], s.heap[i]
-	s.pos[s.heap[i].h] = int32(i)
-	s.pos[s.heap[j].h] = int32(j)
+	s.where[s.heap[i].k] = int32(i)
+	s.where[s.heap[j].k] = int32(j)
 }
 
 func (s *cset) up(i int) {
@@ -63,11 +121,10 @@ func (s *cset) down(i int) {
 	}
 }
 
-// heapify rebuilds pos and the heap order after the entries changed.
+// heapify rebuilds where and the heap order after the entries changed.
 func (s *cset) heapify() {
-	clear(s.pos)
 	for i, e := range s.heap {
-		s.pos[e.h] = int32(i)
+		s.where[e.k] = int32(i)
 	}
 	for i := len(s.heap)/2 - 1; i >= 0; i-- {
 		s.down(i)
@@ -86,7 +143,7 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, 
 	}
 	set := win.sets[slot]
 	if set == nil {
-		set = &cset{pos: make(map[uint64]int32)}
+		set = newSet()
 		win.sets[slot] = set
 	}
 	full := len(set.heap) >= c.capacity
@@ -95,13 +152,13 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, 
 	if full && est < set.heap[0].est {
 		return
 	}
-	if i, ok := set.pos[ha]; ok {
+	if i, ok := set.index(ha); ok {
 		set.heap[i].est = est
-		set.down(int(i))
+		set.down(i)
 		set.dirty = true
 		return
 	}
-	e := entry{est: est, h: ha, id: id}
+	e := entry{est: est, h: ha, pre: idPrefix(id), id: id}
 	if full && !worse(&set.heap[0], &e) {
 		return
 	}
@@ -110,25 +167,28 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, 
 		return // another id with the same 64-bit hash is a member
 	}
 	e.id = sid
-	e.m = c.watch(win, slot, ha, gcols, ccols)
 	set.dirty = true
 	if full {
-		old := set.heap[0]
-		delete(set.pos, old.h)
+		old := &set.heap[0]
+		set.forget(old, c.capacity)
 		c.unref(old.h)
 		win.watch.unwatch(old.m)
+		e.k = set.key(ha, c.capacity)
+		e.m = c.watch(win, slot, ha, e.k, gcols, ccols)
 		set.heap[0] = e
-		set.pos[ha] = 0
+		set.where[e.k] = 0
 		set.down(0)
 		return
 	}
+	e.k = set.key(ha, c.capacity)
+	e.m = c.watch(win, slot, ha, e.k, gcols, ccols)
 	if len(set.heap) == cap(set.heap) {
 		grown := make([]entry, len(set.heap), min(max(16, 2*cap(set.heap)), c.capacity))
 		copy(grown, set.heap)
 		set.heap = grown
 	}
 	set.heap = append(set.heap, e)
-	set.pos[ha] = int32(len(set.heap) - 1)
+	set.where[e.k] = int32(len(set.heap) - 1)
 	set.up(len(set.heap) - 1)
 }
 
@@ -136,13 +196,13 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, 
 // win.
 func (c *Counts) remove(win *window, set *cset, i int) {
 	e := set.heap[i]
-	delete(set.pos, e.h)
+	set.forget(&e, c.capacity)
 	c.unref(e.h)
 	win.watch.unwatch(e.m)
 	last := len(set.heap) - 1
 	if i != last {
 		set.heap[i] = set.heap[last]
-		set.pos[set.heap[i].h] = int32(i)
+		set.where[set.heap[i].k] = int32(i)
 	}
 	set.heap[last] = entry{} // release the id
 	set.heap = set.heap[:last]
@@ -160,34 +220,37 @@ func (c *Counts) clearSet(win *window, set *cset) {
 	}
 	clear(set.heap)
 	set.heap = set.heap[:0]
-	clear(set.pos)
+	set.pos.clear()
+	set.where, set.free = set.where[:0], set.free[:0]
 	set.dirty = true
 }
 
 // ref counts one more reference to the article id with hash h and returns
 // the kept copy of id; false if another id with hash h is kept.
 func (c *Counts) ref(h uint64, id string) (string, bool) {
-	if r, ok := c.ids[h]; ok {
+	if r := c.ids.ref(h); r != nil {
 		if r.id != id {
 			return "", false
 		}
 		r.refs++
-		c.ids[h] = r
 		return r.id, true
 	}
 	id = strings.Clone(id) // don't pin the caller's buffer
-	c.ids[h] = idRef{id: id, refs: 1}
+	c.ids.put(h, idRef{id: id, refs: 1}, c.maxIDs())
 	c.unstored++
 	return id, true
 }
 
+// maxIDs returns the most article ids c keeps: one per candidate.
+func (c *Counts) maxIDs() int { return len(c.win) * c.maxMembers() }
+
 func (c *Counts) unref(h uint64) {
-	r := c.ids[h]
-	if r.refs--; r.refs > 0 {
-		c.ids[h] = r
+	p := c.ids.ref(h)
+	if p.refs--; p.refs > 0 {
 		return
 	}
-	delete(c.ids, h)
+	r := *p
+	c.ids.del(h)
 	if r.stored {
 		c.deletedIDs = append(c.deletedIDs, h)
 	} else {

@@ -46,14 +46,15 @@ type watchNode struct {
 type watcher struct {
 	h       uint64 // article hash
 	slot    int32  // category slot of the member's set
+	k       int32  // its key in the set (cset.pos)
 	n       int32  // nodes in use: depth, or 2 × depth in a category's set; 0 if free
 	touched bool   // listed in touched
 }
 
 // watch lists the member of window win's set slot with article hash h
-// under the counters its estimate reads: gcols, and in a category's set
-// also ccols. It returns the member's index.
-func (c *Counts) watch(win *window, slot int, h uint64, gcols, ccols *[MaxDepth]int) int32 {
+// and key k under the counters its estimate reads: gcols, and in a
+// category's set also ccols. It returns the member's index.
+func (c *Counts) watch(win *window, slot int, h uint64, k int32, gcols, ccols *[MaxDepth]int) int32 {
 	x := &win.watch
 	if x.head == nil {
 		x.stride, x.limit = 2*c.depth, c.maxMembers()
@@ -71,7 +72,7 @@ func (c *Counts) watch(win *window, slot int, h uint64, gcols, ccols *[MaxDepth]
 		}
 	}
 	w := &x.members[m]
-	w.h, w.slot = h, int32(slot)
+	w.h, w.slot, w.k = h, int32(slot), k
 	j := int(m) * x.stride
 	link := func(cell int) {
 		x.nodes[j] = watchNode{next: x.head[cell], cell: int32(cell)}
@@ -92,13 +93,13 @@ func (c *Counts) watch(win *window, slot int, h uint64, gcols, ccols *[MaxDepth]
 }
 
 // watchStored lists a member whose counters are not at hand (loaded).
-func (c *Counts) watchStored(win *window, slot int, h uint64) int32 {
+func (c *Counts) watchStored(win *window, slot int, h uint64, k int32) int32 {
 	var gcols, ccols [MaxDepth]int
 	c.cols(keyOf(h, globalSalt), &gcols)
 	if slot != 0 {
 		c.cols(keyOf(h, c.salt(slot)), &ccols)
 	}
-	return c.watch(win, slot, h, &gcols, &ccols)
+	return c.watch(win, slot, h, k, &gcols, &ccols)
 }
 
 // unwatch removes member m from the index.
@@ -189,7 +190,7 @@ func (c *Counts) refresh(win *window) {
 			w := &x.members[m]
 			w.touched = false
 			set := win.sets[w.slot]
-			i := set.pos[w.h]
+			i := set.where[w.k]
 			if est := c.current(win, m); est < set.heap[i].est {
 				ch = appendCapped(ch, change{key: uint64(w.slot)<<32 | uint64(i), est: est}, x.limit)
 			}
@@ -219,7 +220,8 @@ func (c *Counts) refresh(win *window) {
 		}
 		slices.Sort(zeros)
 		for _, h := range zeros {
-			c.remove(win, set, int(set.pos[h]))
+			i, _ := set.index(h)
+			c.remove(win, set, i)
 		}
 		x.zeros = zeros[:0]
 		set.dirty = true
