@@ -126,6 +126,8 @@ func leaderOf(ms ...*testMember) *testMember {
 	return nil
 }
 
+// TestClusterJoinReplicateFailover is one scenario checked step by step (cyclomatic 32): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestClusterJoinReplicateFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node Raft test")

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// TestRaftStoreLogsAndStableValues is one scenario checked step by step (cyclomatic 32): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestRaftStoreLogsAndStableValues(t *testing.T) {
 	dir := t.TempDir()
 	s, err := OpenRaftStore(dir)

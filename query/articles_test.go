@@ -163,6 +163,8 @@ func assignments(t testing.TB, n *testNode) map[string]string {
 	return m
 }
 
+// TestStoriesGroupEventsAcrossOutlets is one scenario checked step by step (cyclomatic 31): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestStoriesGroupEventsAcrossOutlets(t *testing.T) {
 	n := newTestNode(t, withArticles())
 	ingestFixture(t, n, articleFixture)

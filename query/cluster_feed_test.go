@@ -55,6 +55,9 @@ func feedOf(t testing.TB, n *testNode, hdr ...string) clusterFeed {
 // is on a and one whose profile is on b, get the same personal feed,
 // through either node; when b is down the second reader still gets a
 // feed, ranked without the profile, and the page says why.
+//
+// It is one scenario checked step by step (cyclomatic 49): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestClusterFeedReadsInterestFromOwner(t *testing.T) {
 	c := newClusterNet(t, map[string][]int32{"a": {0, 2}, "b": {1, 3}}, withQuery(query.Options{PeerTimeout: time.Second}))
 	a, b := c.node("a"), c.node("b")

@@ -22,6 +22,9 @@ func (discardLogger) Printf(string, ...any) {}
 // node and checks the response against the event decoder: valid JSON, a
 // known status, every non-blank line either accepted or listed as
 // rejected, and exactly the accepted lines appended.
+//
+// It checks each property of an answer in turn (cyclomatic 27): one
+// branch per property.
 func FuzzShareBatch(f *testing.F) {
 	n := newTestNode(f)
 	h := n.srv.Handler()

@@ -61,6 +61,9 @@ func TestReadIngestion(t *testing.T) {
 // TestReadsMoveInterest: reads of articles move the reader's interest
 // towards the articles' topics; repeats of (user, article, session) count
 // once; a read of an article the node has not seen waits for it.
+//
+// It is one scenario checked step by step (cyclomatic 26): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestReadsMoveInterest(t *testing.T) {
 	n := newTestNode(t, withArticles())
 	ingestFixture(t, n, articleFixture)

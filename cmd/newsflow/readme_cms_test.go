@@ -14,6 +14,9 @@ import (
 // against a node with trending.counter: cms, as a reader who switched
 // counters would: every trending item carries its count and error_bound
 // (the exact count is within it), and so does an article's shares.
+//
+// It is one scenario checked step by step (cyclomatic 27): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestREADMETrendingCMS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")

@@ -12,6 +12,9 @@ import (
 
 // TestKcatReadMovesInterestAndFeed: a read produced by kcat on the reads
 // topic changes the reader's interest vector and feed within 2 seconds.
+//
+// It is one scenario checked step by step (cyclomatic 29): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestKcatReadMovesInterestAndFeed(t *testing.T) {
 	kcat, broker, n := kcatNode(t)
 

@@ -15,6 +15,9 @@ import (
 // it runs, newsflow user add creates the first admin through it with that
 // token, explains what to do without one, and adds more accounts with the
 // admin token.
+//
+// It is one scenario checked step by step (cyclomatic 27): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestUserAddAgainstRunningNode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a node process")

@@ -151,6 +151,8 @@ func (h *crawlHarness) eachRaw(fn func(*eventlog.Record)) {
 	}
 }
 
+// TestCrawlRealFeedsExactlyOnce is one scenario checked step by step (cyclomatic 41): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestCrawlRealFeedsExactlyOnce(t *testing.T) {
 	if _, err := os.Stat(realFeeds); err != nil {
 		t.Skipf("shared feed data not found at %s: %v", realFeeds, err)

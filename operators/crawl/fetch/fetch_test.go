@@ -449,6 +449,8 @@ func redirectServer(t *testing.T, extra http.HandlerFunc) *httptest.Server {
 	})
 }
 
+// TestRedirects is one scenario checked step by step (cyclomatic 29): the steps
+// depend on each other's state, so they stay in order in one function.
 func TestRedirects(t *testing.T) {
 	srv := redirectServer(t, func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
