@@ -306,7 +306,7 @@ func fillFull(c *Counts) {
 				var gcols, ccols [MaxDepth]int
 				c.cols(keyOf(ha, globalSalt), &gcols)
 				c.cols(keyOf(ha, c.salt(slot)), &ccols)
-				c.offer(win, slot, ha, id, 1+rng.Uint64N(1_000_000), &gcols, &ccols)
+				c.offer(win, slot, ha, id, 1+rng.Uint64N(1_000_000), c.ids.find(ha) >= 0, &gcols, &ccols)
 			}
 		}
 	}

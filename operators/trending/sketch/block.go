@@ -384,40 +384,40 @@ func (a *blocks) release(r blockRef) {
 	}
 }
 
+// counters8 returns the counters of the 8-bit block in slot s.
+func (a *blocks) counters8(s uint32) *[blockSize]uint8 {
+	return (*[blockSize]uint8)(a.b8.raw[s>>shift8][(s&(1<<shift8-1))*blockSize:])
+}
+
 // subtract subtracts the counters of block r, whose nonzero bits are nz,
-// from tot[j*stride] for each counter j, and sets them to zero; where a
-// candidate reads counter j (bit j of read) it calls collect(j). It visits
+// from tot[j*stride] for each counter j, and sets them to zero. It visits
 // only the nonzero counters of a sparse block.
-func (a *blocks) subtract(r blockRef, nz uint64, tot []uint64, stride int, read uint64, collect func(j int)) {
+func (a *blocks) subtract(r blockRef, nz uint64, tot []uint64, stride int) {
 	switch s := r.slot(); r.class() {
 	case class8:
-		subtractBlock(a.b8.counters(s), nz, tot, stride, read, collect)
+		subtractBlock(a.b8.counters(s), nz, tot, stride)
 	case class16:
-		subtractBlock(a.b16.counters(s), nz, tot, stride, read, collect)
+		subtractBlock(a.b16.counters(s), nz, tot, stride)
 	case class32:
-		subtractBlock(a.b32.counters(s), nz, tot, stride, read, collect)
+		subtractBlock(a.b32.counters(s), nz, tot, stride)
 	}
 }
 
-func subtractBlock[T uint8 | uint16 | uint32](c []T, nz uint64, tot []uint64, stride int, read uint64, collect func(j int)) {
+func subtractBlock[T uint8 | uint16 | uint32](c []T, nz uint64, tot []uint64, stride int) {
 	tot = tot[:(blockSize-1)*stride+1]
 	if bits.OnesCount64(nz) > blockSize/4 {
 		// Without a branch per counter.
 		for j, v := range c[:blockSize] {
 			tot[j*stride] -= uint64(v)
 		}
-		nz &= read
-	} else {
-		for w := nz; w != 0; w &= w - 1 {
-			j := bits.TrailingZeros64(w)
-			tot[j*stride] -= uint64(c[j])
-		}
-		nz &= read
+		clear(c)
+		return
 	}
-	for ; nz != 0; nz &= nz - 1 {
-		collect(bits.TrailingZeros64(nz))
+	for w := nz; w != 0; w &= w - 1 {
+		j := bits.TrailingZeros64(w)
+		tot[j*stride] -= uint64(c[j])
+		c[j] = 0
 	}
-	clear(c)
 }
 
 // inUse returns the blocks allocated.

@@ -319,6 +319,8 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 		return false
 	}
 	ha := articleHash(id)
+	// An article no set holds is a member of none: offer need not look.
+	kept := c.ids.find(ha) >= 0
 	var gcols, ccols [MaxDepth]int
 	c.cols(keyOf(ha, globalSalt), &gcols)
 	if slot != 0 {
@@ -343,12 +345,12 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 			g = c.estimateCols(win, &gcols)
 		} else {
 			g = c.update(win, s, &gcols)
-			c.offer(win, 0, ha, id, g, &gcols, nil)
+			c.offer(win, 0, ha, id, g, kept, &gcols, nil)
 		}
 		if slot != 0 {
 			// A category count never exceeds the global count (see
 			// AddToCategory), so both estimates bound it.
-			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)), &gcols, &ccols)
+			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)), kept, &gcols, &ccols)
 		}
 	}
 	if c.blocks.slack() {
@@ -497,25 +499,31 @@ func (c *Counts) expire(win *window, s *bucket) {
 		}
 		clear(s.index)
 	} else {
-		var base int
-		collect := func(j int) {
-			if !x.all {
-				x.collect(base + j)
-			}
-		}
 		for bi, nz := range s.nz {
 			if nz == 0 {
 				continue
 			}
-			base = bi * blockSize
-			var read uint64 // the block's counters candidates read
-			if x.read != nil && !x.all {
-				read = x.read[bi]
+			base := bi * blockSize
+			r := s.refs[bi]
+			if r.class() == class8 && bits.OnesCount64(nz) <= blockSize/4 {
+				// A sparse 8-bit block, as most are: without a call.
+				cnt := c.blocks.counters8(r.slot())
+				for w := nz; w != 0; w &= w - 1 {
+					j := bits.TrailingZeros64(w)
+					c.total[(base+j)*nw+win.idx] -= uint64(cnt[j])
+					cnt[j] = 0
+				}
+			} else {
+				c.blocks.subtract(r, nz, c.total[base*nw+win.idx:], nw)
 			}
-			r := &s.refs[bi]
-			c.blocks.subtract(*r, nz, c.total[base*nw+win.idx:], nw, read, collect)
-			c.blocks.release(*r)
-			*r, s.nz[bi] = 0, 0
+			if x.read != nil {
+				// The block's counters candidates read.
+				for w := nz & x.read[bi]; w != 0 && !x.all; w &= w - 1 {
+					x.collect(base + bits.TrailingZeros64(w))
+				}
+			}
+			c.blocks.release(r)
+			s.refs[bi], s.nz[bi] = 0, 0
 		}
 	}
 	s.dense = s.overflow && s.nonzero > c.maxCells/2
@@ -744,7 +752,7 @@ func (c *Counts) MemoryBytes() int {
 		}
 		x := &w.watch
 		n += cap(x.head)*4 + cap(x.read)*8 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
-		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.changes)*int(unsafe.Sizeof(change{})) + cap(x.zeros)*8
+		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.marks)*8 + cap(x.changes)*int(unsafe.Sizeof(change{})) + cap(x.zeros)*8
 	}
 	n += cap(c.ids.slots) * int(unsafe.Sizeof(tableSlot[idRef]{}))
 	c.ids.all(func(_ uint64, r *idRef) { n += len(r.id) })

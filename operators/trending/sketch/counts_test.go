@@ -527,7 +527,7 @@ func checkCandidates(t *testing.T, c *Counts) {
 					t.Fatalf("window %d slot %d: %s has estimate %d, current %d", w, slot, e.id, e.est, cur)
 				}
 				wt := x.members[e.m]
-				if wt.h != e.h || int(wt.slot) != slot || wt.k != e.k || int(wt.n) != want || listed[e.m] != want || wt.touched {
+				if wt.h != e.h || int(wt.slot) != slot || wt.k != e.k || int(wt.n) != want || listed[e.m] != want || x.marks[e.m/64]&(1<<(e.m%64)) != 0 {
 					t.Fatalf("window %d slot %d: %s watched as %+v with %d nodes listed", w, slot, e.id, wt, listed[e.m])
 				}
 			}

@@ -267,16 +267,17 @@ func (o Options) MaxMemoryBytes() int {
 	// Candidate sets and the article ids they refer to (each kept once).
 	sets := nw * (o.MaxCategories + 1)
 	entries := sets * o.Capacity()
-	// A set's index table has at most 4/3 slots per member (table.grow),
+	// A set's index table has at most 2 slots per member (table.grow),
 	// and so has the table of ids.
-	n += sets * (int(unsafe.Sizeof(cset{})) + (o.Capacity()*4+2)/3*int(unsafe.Sizeof(tableSlot[int32]{})))
+	n += sets * (int(unsafe.Sizeof(cset{})) + 2*o.Capacity()*int(unsafe.Sizeof(tableSlot[int32]{})))
 	n += entries * (int(unsafe.Sizeof(entry{})) + 4 + 4) // entry, where, free
-	n += (entries*4+2)/3*int(unsafe.Sizeof(tableSlot[idRef]{})) + entries*o.MaxIDLen
+	n += 2*entries*int(unsafe.Sizeof(tableSlot[idRef]{})) + entries*o.MaxIDLen
 	// The windows' watch indexes: a chain head per counter, and per
 	// candidate its nodes (2 × depth), its record, and its places in the
 	// free list and the list of candidates an expiry touched.
 	n += nw * (cells*4 + cells/8)
 	n += entries * (2*depth*int(unsafe.Sizeof(watchNode{})) + int(unsafe.Sizeof(watcher{})) + 4 + 4 + int(unsafe.Sizeof(change{})) + 8)
+	n += entries/8 + nw*8 // a bit per candidate: touched
 	// Hashes of the ids the next Flush deletes, and its scratch for those
 	// it writes: at most one per candidate each, in slices grown by
 	// doubling.

@@ -9,7 +9,8 @@ import (
 // probing. The keys are xxHash64 values, uniform already, so a key's home
 // slot is found with a multiplication rather than by hashing it again (the
 // index maps of the candidate sets and the kept ids are looked up on every
-// Add). It holds at most 3/4 of its slots. The zero value is empty.
+// Add). It holds at most half of its slots, so that probes and the shifts
+// of a removal stay short. The zero value is empty.
 type table[V any] struct {
 	slots []tableSlot[V]
 	n     int
@@ -72,7 +73,7 @@ func (t *table[V]) ref(h uint64) *V {
 // put sets the value of key h, growing t (to at most limit keys' worth
 // of slots) if needed.
 func (t *table[V]) put(h uint64, v V, limit int) {
-	if (t.n+1)*4 > len(t.slots)*3 {
+	if (t.n+1)*2 > len(t.slots) {
 		t.grow(limit)
 	}
 	n := len(t.slots)
@@ -96,8 +97,8 @@ func (t *table[V]) put(h uint64, v V, limit int) {
 // grow doubles the slots, to at most those that limit keys need.
 func (t *table[V]) grow(limit int) {
 	size := max(16, 2*len(t.slots))
-	if most := limit + (limit+2)/3; limit < math.MaxInt/2 && size > most {
-		size = max(most, (t.n+1)*4/3+1)
+	if most := 2 * limit; limit < math.MaxInt/4 && size > most {
+		size = max(most, 2*(t.n+1))
 	}
 	old := t.slots
 	t.slots, t.n = make([]tableSlot[V], size), 0

@@ -59,7 +59,7 @@ func TestTable(t *testing.T) {
 				}
 			}
 		}
-		if most := min(limit, 40_000) + (min(limit, 40_000)+2)/3; len(tb.slots) > max(16, most) {
+		if most := 2 * min(limit, 40_000); len(tb.slots) > max(16, most) {
 			t.Fatalf("limit %d: %d slots", limit, len(tb.slots))
 		}
 	}

@@ -136,8 +136,8 @@ func (s *cset) heapify() {
 // member, and admits a non-member if the set has room or the article
 // ranks before the set's last member, which it replaces. gcols and ccols
 // are the counters of the article's global and category keys (ccols only
-// for a category's set).
-func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, gcols, ccols *[MaxDepth]int) {
+// for a category's set). If kept is false, no set holds the article.
+func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, kept bool, gcols, ccols *[MaxDepth]int) {
 	if len(id) > c.opts.MaxIDLen || est == 0 {
 		return
 	}
@@ -152,11 +152,13 @@ func (c *Counts) offer(win *window, slot int, ha uint64, id string, est uint64, 
 	if full && est < set.heap[0].est {
 		return
 	}
-	if i, ok := set.index(ha); ok {
-		set.heap[i].est = est
-		set.down(i)
-		set.dirty = true
-		return
+	if kept {
+		if i, ok := set.index(ha); ok {
+			set.heap[i].est = est
+			set.down(i)
+			set.dirty = true
+			return
+		}
 	}
 	e := entry{est: est, h: ha, pre: idPrefix(id), id: id}
 	if full && !worse(&set.heap[0], &e) {

@@ -29,7 +29,10 @@ type watchIndex struct {
 	members []watcher
 	free    []int32 // indices of free members
 	touched []int32 // members an expiry touched, for refresh
-	all     bool    // touched holds more than 1/visitAll of the members: refresh visits all
+	// marks has a bit per member: listed in touched (a smaller array to
+	// test than members).
+	marks []uint64
+	all   bool // touched holds more than 1/visitAll of the members: refresh visits all
 	// visitAll sets when refresh visits every member rather than the
 	// touched ones (0: never): defaultVisitAll, but for tests, which check
 	// that both ways give the same result.
@@ -44,11 +47,10 @@ type watchNode struct {
 }
 
 type watcher struct {
-	h       uint64 // article hash
-	slot    int32  // category slot of the member's set
-	k       int32  // its key in the set (cset.pos)
-	n       int32  // nodes in use: depth, or 2 × depth in a category's set; 0 if free
-	touched bool   // listed in touched
+	h    uint64 // article hash
+	slot int32  // category slot of the member's set
+	k    int32  // its key in the set (cset.pos)
+	n    int32  // nodes in use: depth, or 2 × depth in a category's set; 0 if free
 }
 
 // watch lists the member of window win's set slot with article hash h
@@ -67,6 +69,9 @@ func (c *Counts) watch(win *window, slot int, h uint64, k int32, gcols, ccols *[
 	} else {
 		m = int32(len(x.members))
 		x.members = appendCapped(x.members, watcher{}, x.limit)
+		if int(m)/64 == len(x.marks) {
+			x.marks = append(x.marks, 0)
+		}
 		for range x.stride {
 			x.nodes = appendCapped(x.nodes, watchNode{}, x.limit*x.stride)
 		}
@@ -132,8 +137,8 @@ func (x *watchIndex) reads(cell int) bool {
 func (x *watchIndex) collect(cell int) {
 	for n := x.head[cell]; n != 0 && !x.all; n = x.nodes[n-1].next {
 		m := (n - 1) / int32(x.stride)
-		if w := &x.members[m]; !w.touched {
-			w.touched = true
+		if x.marks[m/64]&(1<<(m%64)) == 0 {
+			x.marks[m/64] |= 1 << (m % 64)
 			x.touched = appendCapped(x.touched, m, x.limit)
 			x.all = x.visitAll > 0 && x.visitAll*len(x.touched) > len(x.members)-len(x.free)
 		}
@@ -171,7 +176,7 @@ func (c *Counts) refresh(win *window) {
 	ch := x.changes[:0]
 	if x.all {
 		for _, m := range x.touched {
-			x.members[m].touched = false
+			x.marks[m/64] = 0
 		}
 		x.all = false
 		for slot, set := range win.sets {
@@ -188,16 +193,17 @@ func (c *Counts) refresh(win *window) {
 	} else {
 		for _, m := range x.touched {
 			w := &x.members[m]
-			w.touched = false
+			x.marks[m/64] = 0
 			set := win.sets[w.slot]
 			i := set.where[w.k]
 			if est := c.current(win, m); est < set.heap[i].est {
 				ch = appendCapped(ch, change{key: uint64(w.slot)<<32 | uint64(i), est: est}, x.limit)
 			}
 		}
-		slices.SortFunc(ch, func(a, b change) int { return cmp.Compare(a.key, b.key) })
+		sortChanges(ch)
 	}
 	x.touched = x.touched[:0]
+	x.changes = ch[:0] // before ch is consumed
 	for len(ch) > 0 {
 		slot := int(ch[0].key >> 32)
 		n := 1
@@ -227,7 +233,6 @@ func (c *Counts) refresh(win *window) {
 		set.dirty = true
 		ch = ch[n:]
 	}
-	x.changes = ch[:0]
 }
 
 // defaultVisitAll is watchIndex.visitAll: refresh visits every member
@@ -237,6 +242,19 @@ const defaultVisitAll = 4
 // change is an estimate that falls in refresh: the set's slot and the
 // member's position (slot<<32 | position), and the new estimate.
 type change struct{ key, est uint64 }
+
+// sortChanges sorts ch by key: by insertion when short, as most are.
+func sortChanges(ch []change) {
+	if len(ch) > 32 {
+		slices.SortFunc(ch, func(a, b change) int { return cmp.Compare(a.key, b.key) })
+		return
+	}
+	for i := 1; i < len(ch); i++ {
+		for j := i; j > 0 && ch[j].key < ch[j-1].key; j-- {
+			ch[j], ch[j-1] = ch[j-1], ch[j]
+		}
+	}
+}
 
 // maxMembers returns the most members the candidate sets of one window
 // hold at once.
