@@ -23,10 +23,10 @@ import (
 // Go heap (see chunk_unix.go), and so are the buckets' tables: the garbage
 // collector neither scans them nor counts them in its heap goal, and the
 // references hold no pointers. A released block's slot goes to its
-// class's free list; once a class has more than a chunk of free slots,
-// compact moves its last blocks into the free slots and returns the chunks
-// left empty (all but one spare), so that the memory of a class follows
-// the blocks it holds.
+// class's free list; once a class has more free slots than two buckets'
+// blocks (or a chunk's), compact moves its last blocks into the free slots
+// and returns the chunks left empty (all but one spare), so that the
+// memory of a class follows the blocks it holds.
 
 // blockSize is the number of counters in a block: 64, so that its nonzero
 // bits are one word. A page (PageSize counters, the unit of persistence)
@@ -216,6 +216,7 @@ type blocks struct {
 	b16    slab[uint16]
 	b32    slab[uint32]
 	tables [][]byte // memory of the buckets' tables
+	keep   int      // free slots a slab keeps: two buckets' blocks
 }
 
 // table returns a bucket's tables for n blocks, of zeros: the blocks'
@@ -233,14 +234,17 @@ func newBlocks() *blocks {
 	// chunkCounterBytes of counters per chunk in every class.
 	return &blocks{
 		b8:  slab[uint8]{shift: shift8},
-		b16: slab[uint16]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize / 2))},
-		b32: slab[uint32]{shift: uint32(bits.TrailingZeros(chunkCounterBytes / blockSize / 4))},
+		b16: slab[uint16]{shift: shift16},
+		b32: slab[uint32]{shift: shift16 - 1},
 	}
 }
 
-// shift8 is log2 of the slots of an 8-bit chunk (newBlocks), a constant
-// for the inlined paths of get and set.
-const shift8 = 10
+// shift8 and shift16 are log2 of the slots of an 8-bit and a 16-bit
+// chunk (newBlocks), constants for the inlined paths of update.
+const (
+	shift8  = 10
+	shift16 = shift8 - 1
+)
 
 // get8 returns counter j of the 8-bit block in slot s (inlined in
 // update).
@@ -252,6 +256,16 @@ func (a *blocks) get8(s uint32, j int) uint32 {
 // zero, nor was the counter.
 func (a *blocks) set8(s uint32, j int, v uint32) {
 	a.b8.raw[s>>shift8][(s&(1<<shift8-1))*blockSize+uint32(j)&(blockSize-1)] = uint8(v)
+}
+
+// get16 returns counter j of the 16-bit block in slot s.
+func (a *blocks) get16(s uint32, j int) uint32 {
+	return uint32(a.b16.cnt[s>>shift16][(s&(1<<shift16-1))*blockSize+uint32(j)&(blockSize-1)])
+}
+
+// set16 sets counter j of the 16-bit block in slot s to v.
+func (a *blocks) set16(s uint32, j int, v uint32) {
+	a.b16.cnt[s>>shift16][(s&(1<<shift16-1))*blockSize+uint32(j)&(blockSize-1)] = uint16(v)
 }
 
 // get returns counter j of block r (0 if r is 0).
@@ -446,19 +460,24 @@ func (a *blocks) bytes() int {
 
 // slack reports whether a slab has more than a chunk of free slots.
 func (a *blocks) slack() bool {
-	return a.b8.nfree > int(a.b8.perChunk()) || a.b16.nfree > int(a.b16.perChunk()) || a.b32.nfree > int(a.b32.perChunk())
+	return a.b8.nfree > a.most(&a.b8.shift) || a.b16.nfree > a.most(&a.b16.shift) || a.b32.nfree > a.most(&a.b32.shift)
 }
 
-// compact compacts each slab with more than a chunk of free slots (see
+// most returns the free slots a slab (by its shift) keeps without
+// compacting: a chunk's, or two buckets' blocks if more (a bucket's
+// expiry frees its blocks, and the next bucket takes as many back).
+func (a *blocks) most(shift *uint32) int { return max(1<<*shift, a.keep) }
+
+// compact compacts each slab with more free slots than it keeps (see
 // slab.compact).
 func (a *blocks) compact(move func(owner uint32, r blockRef)) {
-	if a.b8.nfree > int(a.b8.perChunk()) {
+	if a.b8.nfree > a.most(&a.b8.shift) {
 		a.b8.compact(class8, move)
 	}
-	if a.b16.nfree > int(a.b16.perChunk()) {
+	if a.b16.nfree > a.most(&a.b16.shift) {
 		a.b16.compact(class16, move)
 	}
-	if a.b32.nfree > int(a.b32.perChunk()) {
+	if a.b32.nfree > a.most(&a.b32.shift) {
 		a.b32.compact(class32, move)
 	}
 }

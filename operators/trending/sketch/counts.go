@@ -58,6 +58,7 @@ type Counts struct {
 	// kept once. The next Flush writes the unstored ones and deletes the
 	// stored ones that were dropped (deletedIDs); newIDs is its scratch.
 	ids        table[idRef]
+	filter     idFilter
 	unstored   int
 	deletedIDs []uint64
 	newIDs     []uint64
@@ -145,6 +146,7 @@ func New(opts Options) *Counts {
 	}
 	c := emptyCounts(opts.withDefaults())
 	c.blocks = newBlocks()
+	c.blocks.keep = 2 * c.perBucket
 	runtime.AddCleanup(c, (*blocks).drop, c.blocks)
 	return c
 }
@@ -320,7 +322,8 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 	}
 	ha := articleHash(id)
 	// An article no set holds is a member of none: offer need not look.
-	kept := c.ids.find(ha) >= 0
+	// (The filter may say so of one no set holds.)
+	kept := c.filter.mayHold(ha)
 	var gcols, ccols [MaxDepth]int
 	c.cols(keyOf(ha, globalSalt), &gcols)
 	if slot != 0 {
@@ -365,33 +368,78 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 // in the bucket are incremented. It returns the key's estimate in the
 // window.
 func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
+	if s.overflow {
+		return c.updateBlocks(win, s, cols)
+	}
+	return c.updateCells(win, s, cols)
+}
+
+// updateCells is update of a bucket in cells.
+func (c *Counts) updateCells(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
+	if len(s.cells)+c.depth > c.maxCells {
+		c.toBlocks(s)
+		return c.updateBlocks(win, s, cols)
+	}
+	s.mass++
+	win.mass++
+	var vals [MaxDepth]uint32
+	var tots [MaxDepth]uint64
+	var at [MaxDepth]int32 // positions in s.cells
+	nw := len(c.win)
+	m := uint32(math.MaxUint32)
+	for r, i := range cols[:c.depth] {
+		tots[r] = c.total[i*nw+win.idx]
+		if at[r] = int32(s.find(i)); at[r] >= 0 {
+			vals[r] = s.cells[at[r]].v
+		}
+		m = min(m, vals[r])
+	}
+	est := uint64(math.MaxUint64)
+	if m == 0 {
+		s.nonzero++ // at least one
+	}
+	for r, i := range cols[:c.depth] {
+		t := tots[r]
+		if vals[r] == m && m != math.MaxUint32 { // else saturated: see Limits
+			if at[r] >= 0 {
+				s.cells[at[r]].v = m + 1
+			} else {
+				s.insert(i, 1)
+			}
+			t++
+			c.total[i*nw+win.idx] = t
+			if pi := i / PageSize; s.dirtyBits[pi/64]&(1<<(pi%64)) == 0 {
+				c.dirtyPage(s, pi)
+			}
+		}
+		est = min(est, t)
+	}
+	return est
+}
+
+// updateBlocks is update of a bucket in blocks.
+func (c *Counts) updateBlocks(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
+	s.mass++
+	win.mass++
 	var vals [MaxDepth]uint32
 	var tots [MaxDepth]uint64
 	var refs [MaxDepth]blockRef
-	var at [MaxDepth]int // positions in s.cells
 	nw := len(c.win)
 	bl := c.blocks
-	if !s.overflow && len(s.cells)+c.depth > c.maxCells {
-		c.toBlocks(s)
-	}
 	m := uint32(math.MaxUint32)
 	for r, i := range cols[:c.depth] {
 		// Load the window's totals with the bucket's counters, so that
 		// their cache misses overlap.
 		tots[r] = c.total[i*nw+win.idx]
-		if !s.overflow {
-			if at[r] = s.find(i); at[r] >= 0 {
-				vals[r] = s.cells[at[r]].v
-			}
-		} else {
-			ref := s.refs[i/blockSize]
-			refs[r] = ref
-			switch {
-			case ref.class() == class8: // most often: without a call
-				vals[r] = bl.get8(ref.slot(), i%blockSize)
-			case ref != 0:
-				vals[r] = bl.get(ref, i%blockSize)
-			}
+		ref := s.refs[i/blockSize]
+		refs[r] = ref
+		switch ref.class() { // 8 and 16 bits without a call
+		case class8:
+			vals[r] = bl.get8(ref.slot(), i%blockSize)
+		case class16:
+			vals[r] = bl.get16(ref.slot(), i%blockSize)
+		case class32:
+			vals[r] = bl.get(ref, i%blockSize)
 		}
 		m = min(m, vals[r])
 	}
@@ -403,30 +451,32 @@ func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
 		t := tots[r]
 		if vals[r] == m && m != math.MaxUint32 { // else saturated: see Limits
 			switch ref := refs[r]; {
-			case !s.overflow && at[r] >= 0:
-				s.cells[at[r]].v = m + 1
-			case !s.overflow:
-				s.insert(i, 1)
 			case ref.class() == class8 && m < math.MaxUint8:
 				bl.set8(ref.slot(), i%blockSize, m+1)
-				s.nz[i/blockSize] |= 1 << (i % blockSize)
+			case ref.class() == class16 && m < math.MaxUint16:
+				bl.set16(ref.slot(), i%blockSize, m+1)
 			default:
 				bi := i / blockSize
 				bl.set(&s.refs[bi], s.owner+uint32(bi), i%blockSize, m+1)
-				s.nz[bi] |= 1 << (i % blockSize)
+			}
+			if m == 0 {
+				s.nz[i/blockSize] |= 1 << (i % blockSize)
 			}
 			t++
 			c.total[i*nw+win.idx] = t
 			if pi := i / PageSize; s.dirtyBits[pi/64]&(1<<(pi%64)) == 0 {
-				s.dirtyBits[pi/64] |= 1 << (pi % 64)
-				s.dirty = appendCapped(s.dirty, int32(pi), c.perBucket/blocksPerPage)
+				c.dirtyPage(s, pi)
 			}
 		}
 		est = min(est, t)
 	}
-	s.mass++
-	win.mass++
 	return est
+}
+
+// dirtyPage lists page pi of s as changed.
+func (c *Counts) dirtyPage(s *bucket, pi int) {
+	s.dirtyBits[pi/64] |= 1 << (pi % 64)
+	s.dirty = appendCapped(s.dirty, int32(pi), c.perBucket/blocksPerPage)
 }
 
 // estimate returns key k's estimate in window win: the least of its
@@ -754,7 +804,7 @@ func (c *Counts) MemoryBytes() int {
 		n += cap(x.head)*4 + cap(x.read)*8 + cap(x.nodes)*int(unsafe.Sizeof(watchNode{})) + cap(x.members)*int(unsafe.Sizeof(watcher{}))
 		n += cap(x.free)*4 + cap(x.touched)*4 + cap(x.marks)*8 + cap(x.changes)*int(unsafe.Sizeof(change{})) + cap(x.zeros)*8
 	}
-	n += cap(c.ids.slots) * int(unsafe.Sizeof(tableSlot[idRef]{}))
+	n += cap(c.ids.slots)*int(unsafe.Sizeof(tableSlot[idRef]{})) + cap(c.filter.n)*2
 	c.ids.all(func(_ uint64, r *idRef) { n += len(r.id) })
 	n += (cap(c.newIDs) + cap(c.deletedIDs)) * 8
 	n += cap(c.cats)*int(unsafe.Sizeof(category{})) + len(c.catIdx)*catMapEntry

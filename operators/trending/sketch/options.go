@@ -243,9 +243,10 @@ func (o Options) MaxMemoryBytes() int {
 	n := int(unsafe.Sizeof(Counts{})) + int(unsafe.Sizeof(page{}))
 	// Counter blocks: one per block position at most, 32-bit at most,
 	// with its owner, and in its bucket's tables its reference and
-	// nonzero bits. A class holds at most a chunk of free slots, a chunk
-	// it has not filled and a spare chunk (see slab.compact), and an Add
-	// may take a few blocks before its compaction: four chunks more per
+	// nonzero bits. A class holds at most the free slots it keeps (two
+	// buckets' blocks, or a chunk's), a chunk it has not filled and a
+	// spare chunk (see slab.compact), and an Add may take a few blocks
+	// before its compaction: the kept slots and four chunks more per
 	// class, whose chunk lists are grown by doubling.
 	positions := buckets * cells / blockSize
 	n += positions * (blockSize*4 + 4 + 4 + 8)
@@ -254,6 +255,7 @@ func (o Options) MaxMemoryBytes() int {
 		chunks := (positions*(blockSize*4+4)+s-1)/s + 4
 		n += 4*s + 2*chunks*(3*int(unsafe.Sizeof([]byte(nil)))+8)
 	}
+	n += 2 * cells / blockSize * (blockSize*(1+2+4) + 3*4) // the kept slots of each class
 	n += int(unsafe.Sizeof(blocks{})) + 2*buckets*int(unsafe.Sizeof([]byte(nil)))
 	// A bucket holds cells (at most maxCells of 8 bytes and an index of
 	// at most 4 × maxCells slots of 2 bytes) or blocks, not both: the
@@ -272,6 +274,7 @@ func (o Options) MaxMemoryBytes() int {
 	n += sets * (int(unsafe.Sizeof(cset{})) + 2*o.Capacity()*int(unsafe.Sizeof(tableSlot[int32]{})))
 	n += entries * (int(unsafe.Sizeof(entry{})) + 4 + 4) // entry, where, free
 	n += 2*entries*int(unsafe.Sizeof(tableSlot[idRef]{})) + entries*o.MaxIDLen
+	n += 2 << idFilterBits // idFilter
 	// The windows' watch indexes: a chain head per counter, and per
 	// candidate its nodes (2 × depth), its record, and its places in the
 	// free list and the list of candidates an expiry touched.

@@ -322,6 +322,7 @@ func (c *Counts) Load(r state.Reader) error {
 	for _, h := range c.deletedIDs {
 		c.ids.del(h)
 	}
+	c.ids.all(func(h uint64, _ *idRef) { c.filter.add(h) })
 	for w := range c.win {
 		win := &c.win[w]
 		if !stale {
@@ -446,7 +447,43 @@ func (c *Counts) appendPage(buf []byte, s *bucket, pi int) []byte {
 		n += bits.OnesCount64(word)
 	}
 	if n*(1+maxGapLen) >= PageSize {
-		return appendPage(buf, c.pageOf(s, pi))
+		// Measure both encodings, as appendPage does.
+		bl := c.blocks
+		dense, sparse, gap := 0, 0, 0
+		for k, r := range refs {
+			var d int
+			switch s := r.slot(); r.class() {
+			case class8:
+				d = denseLen8(bl.b8.counters(s))
+			case class16:
+				d = denseLen(bl.b16.counters(s))
+			case class32:
+				d = denseLen(bl.b32.counters(s))
+			default:
+				d = blockSize
+			}
+			// The sparse encoding has the nonzero counters' lengths, and
+			// the gaps'.
+			var g int
+			g, gap = gapsLen(nz[k], gap)
+			dense, sparse = dense+d, sparse+d-(blockSize-bits.OnesCount64(nz[k]))+g
+		}
+		if dense <= sparse {
+			buf = append(buf, pageDense)
+			for _, r := range refs {
+				switch s := r.slot(); r.class() {
+				case class8:
+					buf = appendUvarints8(buf, bl.b8.counters(s))
+				case class16:
+					buf = appendUvarints(buf, bl.b16.counters(s))
+				case class32:
+					buf = appendUvarints(buf, bl.b32.counters(s))
+				default:
+					buf = append(buf, make([]byte, blockSize)...)
+				}
+			}
+			return buf
+		}
 	}
 	// appendSparse
 	buf = append(buf, pageSparse)
@@ -467,6 +504,61 @@ func (c *Counts) appendPage(buf []byte, s *bucket, pi int) []byte {
 		}
 	}
 	return buf
+}
+
+// denseLen returns the length of the uvarints of vals.
+func denseLen[T uint16 | uint32](vals []T) int {
+	n := 0
+	for _, v := range vals {
+		n += (bits.Len32(uint32(v)|1) + 6) / 7
+	}
+	return n
+}
+
+// denseLen8 is denseLen of 8-bit counters: one byte each, two from 128.
+func denseLen8(vals []uint8) int {
+	n := len(vals)
+	for i := 0; i+8 <= len(vals); i += 8 {
+		n += bits.OnesCount64(binary.LittleEndian.Uint64(vals[i:]) & 0x8080808080808080)
+	}
+	return n
+}
+
+// gapsLen returns the length of the uvarints of the gaps before the
+// nonzero counters of a block whose nonzero bits are nz, which follows
+// gap zeros, and the zeros at its end.
+func gapsLen(nz uint64, gap int) (n, end int) {
+	next := 0 // after the last nonzero counter
+	for w := nz; w != 0; w &= w - 1 {
+		j := bits.TrailingZeros64(w)
+		n += uvarintLen(uint64(gap + j - next))
+		gap, next = 0, j+1
+	}
+	return n, gap + blockSize - next
+}
+
+func appendUvarints[T uint8 | uint16 | uint32](buf []byte, vals []T) []byte {
+	for _, v := range vals {
+		if v < 0x80 {
+			buf = append(buf, byte(v))
+		} else {
+			buf = binary.AppendUvarint(buf, uint64(v))
+		}
+	}
+	return buf
+}
+
+// appendUvarints8 is appendUvarints of 8-bit counters: those below 128,
+// as most are, are their own encoding.
+func appendUvarints8(buf []byte, vals []uint8) []byte {
+	var high uint8
+	for _, v := range vals {
+		high |= v
+	}
+	if high < 0x80 {
+		return append(buf, vals...)
+	}
+	return appendUvarints(buf, vals)
 }
 
 // pageOf returns page pi of bucket s, in c's scratch page.

@@ -70,6 +70,35 @@ func (t *table[V]) ref(h uint64) *V {
 	return nil
 }
 
+// upsert returns the value of key h to update in place, adding the key
+// with the zero value if t does not hold it (added), growing t (to at
+// most limit keys' worth of slots) if needed.
+func (t *table[V]) upsert(h uint64, limit int) (v *V, added bool) {
+	n := len(t.slots)
+	if n > 0 {
+		for i := home(h, n); ; {
+			s := &t.slots[i]
+			if !s.used {
+				if (t.n+1)*2 > n {
+					break // grow first
+				}
+				*s = tableSlot[V]{key: h, used: true}
+				t.n++
+				return &s.val, true
+			}
+			if s.key == h {
+				return &s.val, false
+			}
+			if i++; i == n {
+				i = 0
+			}
+		}
+	}
+	var zero V
+	t.put(h, zero, limit)
+	return &t.slots[t.find(h)].val, true
+}
+
 // put sets the value of key h, growing t (to at most limit keys' worth
 // of slots) if needed.
 func (t *table[V]) put(h uint64, v V, limit int) {
@@ -109,12 +138,16 @@ func (t *table[V]) grow(limit int) {
 	}
 }
 
-// del removes key h, shifting back the keys probed past it.
+// del removes key h.
 func (t *table[V]) del(h uint64) {
-	i := t.find(h)
-	if i < 0 {
-		return
+	if i := t.find(h); i >= 0 {
+		t.delSlot(i)
 	}
+}
+
+// delSlot removes the key in slot i (found with find), shifting back the
+// keys probed past it.
+func (t *table[V]) delSlot(i int) {
 	n := len(t.slots)
 	for {
 		t.slots[i] = tableSlot[V]{}

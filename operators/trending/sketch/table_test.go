@@ -25,7 +25,11 @@ func TestTable(t *testing.T) {
 					keys = append(keys, h)
 				}
 				want[h] = int32(i)
-				tb.put(h, int32(i), limit)
+				if i%2 == 0 {
+					tb.put(h, int32(i), limit)
+				} else if v, _ := tb.upsert(h, limit); true {
+					*v = int32(i)
+				}
 			case op < 8 && len(keys) > 0:
 				j := rng.IntN(len(keys))
 				h := keys[j]
@@ -35,7 +39,11 @@ func TestTable(t *testing.T) {
 				tb.del(h)
 			case len(keys) > 0:
 				h := keys[rng.IntN(len(keys))]
-				*tb.ref(h) = -int32(i)
+				if v, added := tb.upsert(h, limit); added {
+					t.Fatalf("limit %d: upsert of a kept key adds it", limit)
+				} else {
+					*v = -int32(i)
+				}
 				want[h] = -int32(i)
 			}
 			if tb.len() != len(want) {

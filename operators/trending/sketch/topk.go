@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"encoding/binary"
+	"math"
 	"strings"
 )
 
@@ -230,7 +231,8 @@ func (c *Counts) clearSet(win *window, set *cset) {
 // ref counts one more reference to the article id with hash h and returns
 // the kept copy of id; false if another id with hash h is kept.
 func (c *Counts) ref(h uint64, id string) (string, bool) {
-	if r := c.ids.ref(h); r != nil {
+	r, added := c.ids.upsert(h, c.maxIDs())
+	if !added {
 		if r.id != id {
 			return "", false
 		}
@@ -238,21 +240,52 @@ func (c *Counts) ref(h uint64, id string) (string, bool) {
 		return r.id, true
 	}
 	id = strings.Clone(id) // don't pin the caller's buffer
-	c.ids.put(h, idRef{id: id, refs: 1}, c.maxIDs())
+	*r = idRef{id: id, refs: 1}
 	c.unstored++
+	c.filter.add(h)
 	return id, true
+}
+
+// idFilter counts the kept ids by the top bits of their hashes: an
+// article whose count is zero is no set's member, and offer need not look
+// it up (most articles of a sparse stream are new). A count that reaches
+// its maximum stays there.
+type idFilter struct{ n []uint16 }
+
+const idFilterBits = 15
+
+func (f *idFilter) add(h uint64) {
+	if f.n == nil {
+		f.n = make([]uint16, 1<<idFilterBits)
+	}
+	if p := &f.n[h>>(64-idFilterBits)]; *p != math.MaxUint16 {
+		*p++
+	}
+}
+
+func (f *idFilter) remove(h uint64) {
+	if p := &f.n[h>>(64-idFilterBits)]; *p != math.MaxUint16 {
+		*p--
+	}
+}
+
+// mayHold reports whether an id with hash h may be kept.
+func (f *idFilter) mayHold(h uint64) bool {
+	return f.n != nil && f.n[h>>(64-idFilterBits)] != 0
 }
 
 // maxIDs returns the most article ids c keeps: one per candidate.
 func (c *Counts) maxIDs() int { return len(c.win) * c.maxMembers() }
 
 func (c *Counts) unref(h uint64) {
-	p := c.ids.ref(h)
+	i := c.ids.find(h)
+	p := &c.ids.slots[i].val
 	if p.refs--; p.refs > 0 {
 		return
 	}
 	r := *p
-	c.ids.del(h)
+	c.ids.delSlot(i)
+	c.filter.remove(h)
 	if r.stored {
 		c.deletedIDs = append(c.deletedIDs, h)
 	} else {
