@@ -23,11 +23,11 @@ import (
 //
 // The feed parser cleans titles, summaries and authors with it, and the
 // articles operator every article, whichever way it entered.
-func Clean(s string, max int) string { return validUTF8(htmlToText(s, max)) }
+func Clean(s string, max int) string { return ValidUTF8(htmlToText(s, max)) }
 
 // Collapse is Clean for text that is not markup: '<' and '&' are kept as
 // they are.
-func Collapse(s string, max int) string { return validUTF8(collapse(s, max)) }
+func Collapse(s string, max int) string { return ValidUTF8(collapse(s, max)) }
 
 const ellipsis = "…"
 
@@ -361,7 +361,7 @@ func cutWithEllipsis(s string, max int) string {
 		return ""
 	}
 	if len(s) > limit {
-		s = s[:runeStart(s, limit)]
+		s = s[:RuneStart(s, limit)]
 	}
 	if i := strings.LastIndexByte(s, ' '); i > 0 && i >= len(s)*3/4 {
 		s = s[:i]
@@ -373,8 +373,8 @@ func cutWithEllipsis(s string, max int) string {
 	return s + ellipsis
 }
 
-// runeStart returns the largest i <= n at which a rune starts in s.
-func runeStart(s string, n int) int {
+// RuneStart returns the largest i <= n at which a rune starts in s.
+func RuneStart(s string, n int) int {
 	if n >= len(s) {
 		return len(s)
 	}
@@ -384,8 +384,8 @@ func runeStart(s string, n int) int {
 	return n
 }
 
-// validUTF8 returns s with invalid sequences replaced by U+FFFD.
-func validUTF8(s string) string {
+// ValidUTF8 returns s with invalid sequences replaced by U+FFFD.
+func ValidUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}

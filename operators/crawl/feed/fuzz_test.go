@@ -5,13 +5,14 @@ import (
 
 	"errors"
 	"fmt"
-	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/events"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/operators/events"
 )
 
 // fuzzSeeds are small feeds of each kind, plus hostile bits.

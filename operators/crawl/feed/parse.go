@@ -16,6 +16,7 @@ import (
 	"github.com/mmcdole/gofeed/atom"
 	jsonfeed "github.com/mmcdole/gofeed/json"
 	"github.com/mmcdole/gofeed/rss"
+	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/newsflow/newsflow/operators/events"
 )
@@ -349,7 +350,7 @@ func (d *document) build(feedURL *url.URL, fetchedAt time.Time) *Feed {
 	gf := d.feed
 	f := &Feed{
 		Format:   d.format,
-		Title:    validUTF8(htmlToText(gf.Title, MaxTitleBytes)),
+		Title:    text.ValidUTF8(htmlToText(gf.Title, MaxTitleBytes)),
 		TTL:      parseTTL(d.ttl),
 		Repaired: d.repaired,
 	}
@@ -395,16 +396,16 @@ func buildItem(gi *gofeed.Item, feedAuthors []*gofeed.Person, feedURL *url.URL, 
 	it := Item{
 		ArticleID: canon.ArticleID(u),
 		URL:       u,
-		GUID:      validUTF8(truncateBytes(strings.TrimSpace(gi.GUID), MaxGUIDBytes)),
-		Title:     validUTF8(htmlToText(gi.Title, MaxTitleBytes)),
-		Content:   validUTF8(truncateHTML(strings.TrimSpace(gi.Content), MaxContentBytes)),
+		GUID:      text.ValidUTF8(truncateBytes(strings.TrimSpace(gi.GUID), MaxGUIDBytes)),
+		Title:     text.ValidUTF8(htmlToText(gi.Title, MaxTitleBytes)),
+		Content:   text.ValidUTF8(truncateHTML(strings.TrimSpace(gi.Content), MaxContentBytes)),
 		FetchedAt: fetchedAt.UTC(),
 	}
 	src := gi.Description
 	if strings.TrimSpace(src) == "" {
 		src = gi.Content
 	}
-	it.Summary = validUTF8(htmlToText(src, MaxSummaryBytes))
+	it.Summary = text.ValidUTF8(htmlToText(src, MaxSummaryBytes))
 	if it.Title == "" {
 		it.Title = firstWords(it.Summary, DerivedTitleRunes)
 		if it.Title == "" {
@@ -418,7 +419,7 @@ func buildItem(gi *gofeed.Item, feedAuthors []*gofeed.Person, feedURL *url.URL, 
 	if len(authors) == 0 {
 		authors = feedAuthors
 	}
-	it.Author = validUTF8(authorText(authors))
+	it.Author = text.ValidUTF8(authorText(authors))
 	it.ImageURL = leadImage(gi, itemBase(gi, feedURL, u))
 
 	published := validTime(gi.PublishedParsed)

@@ -37,7 +37,7 @@ func truncateBytes(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	return s[:runeStart(s, max)]
+	return s[:text.RuneStart(s, max)]
 }
 
 // truncateHTML cuts HTML to at most max bytes at a rune boundary, and not
@@ -46,30 +46,11 @@ func truncateHTML(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	s = s[:runeStart(s, max)]
+	s = s[:text.RuneStart(s, max)]
 	if lt := strings.LastIndexByte(s, '<'); lt >= 0 && lt > strings.LastIndexByte(s, '>') {
 		s = s[:lt]
 	}
 	return s
-}
-
-// runeStart returns the largest i <= n at which a rune starts in s.
-func runeStart(s string, n int) int {
-	if n >= len(s) {
-		return len(s)
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
-}
-
-// validUTF8 returns s with invalid sequences replaced by U+FFFD.
-func validUTF8(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // Text returns the visible text of an HTML fragment (or plain text) as
