@@ -93,7 +93,7 @@ func newGuardMetrics() *guardMetrics {
 		}, []string{"partition"}),
 		cmsBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "newsflow_trending_cms_bytes",
-			Help: "Heap bytes of a partition's sketch counts (trending.counter: cms), as of its last commit; fixed at most by trending.cms.",
+			Help: "Bytes of a partition's sketch counts (trending.counter: cms), on the Go heap and off it, as of its last commit; bounded by trending.cms.",
 		}, []string{"partition"}),
 	}
 }

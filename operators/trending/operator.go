@@ -804,8 +804,9 @@ func (o *Operator) Shares(articleID string) (Shares, error) {
 	return out, nil
 }
 
-// MemoryBytes estimates the heap the windows and the remembered event ids of
-// each running partition hold.
+// MemoryBytes estimates the memory the windows and the remembered event ids
+// of each running partition hold (in cms mode the sketch's counters are off
+// the Go heap).
 func (o *Operator) MemoryBytes() []int {
 	out := make([]int, len(o.parts))
 	for i := range o.parts {

@@ -3,6 +3,7 @@ package sketch
 import (
 	"math"
 	"math/bits"
+	"os"
 	"unsafe"
 )
 
@@ -114,10 +115,11 @@ func (s *slab[T]) set(slot uint32, j int, v uint32) {
 }
 
 // chunkBytes returns the size of one chunk of s: counters and owners of
-// its slots.
+// its slots, in whole pages of the operating system.
 func (s *slab[T]) chunkBytes() int {
 	var zero T
-	return int(s.perChunk()) * (blockSize*int(unsafe.Sizeof(zero)) + 4)
+	n, page := int(s.perChunk())*(blockSize*int(unsafe.Sizeof(zero))+4), os.Getpagesize()
+	return (n + page - 1) / page * page
 }
 
 // alloc returns a slot of zeros owned by owner.
@@ -173,7 +175,13 @@ func (s *slab[T]) drop() {
 }
 
 // mapped returns the bytes of s's chunks.
-func (s *slab[T]) mapped() int { return len(s.mem) * s.chunkBytes() }
+func (s *slab[T]) mapped() int {
+	n := 0
+	for _, b := range s.mem {
+		n += len(b)
+	}
+	return n
+}
 
 // compact moves the blocks of the slots at the end of s into the free
 // slots below them, so that s holds its blocks in its first slots, and
@@ -252,8 +260,7 @@ func (a *blocks) get8(s uint32, j int) uint32 {
 	return uint32(a.b8.raw[s>>shift8][(s&(1<<shift8-1))*blockSize+uint32(j)&(blockSize-1)])
 }
 
-// set8 sets counter j of the 8-bit block in slot s to v, which is not
-// zero, nor was the counter.
+// set8 sets counter j of the 8-bit block in slot s to v.
 func (a *blocks) set8(s uint32, j int, v uint32) {
 	a.b8.raw[s>>shift8][(s&(1<<shift8-1))*blockSize+uint32(j)&(blockSize-1)] = uint8(v)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"os"
 	"time"
 	"unsafe"
 )
@@ -256,7 +257,8 @@ func (o Options) MaxMemoryBytes() int {
 		n += 4*s + 2*chunks*(3*int(unsafe.Sizeof([]byte(nil)))+8)
 	}
 	n += 2 * cells / blockSize * (blockSize*(1+2+4) + 3*4) // the kept slots of each class
-	n += int(unsafe.Sizeof(blocks{})) + 2*buckets*int(unsafe.Sizeof([]byte(nil)))
+	// A bucket's tables are whole pages of the operating system.
+	n += int(unsafe.Sizeof(blocks{})) + buckets*(2*int(unsafe.Sizeof([]byte(nil)))+os.Getpagesize())
 	// A bucket holds cells (at most maxCells of 8 bytes and an index of
 	// at most 4 × maxCells slots of 2 bytes) or blocks, not both: the
 	// bound of its blocks covers its cells. Flush sorts a copy of them.
