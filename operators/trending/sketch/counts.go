@@ -48,6 +48,7 @@ type Counts struct {
 
 	started bool
 	wm      int64
+	oldest  int64 // TooOld before it; valid once started
 
 	// Categories by slot (1..MaxCategories); cats[0] stands for the
 	// global group and is never live.
@@ -78,16 +79,21 @@ type Counts struct {
 }
 
 type window struct {
-	idx       int   // in Counts.win
-	width     int64 // ms
-	n         int64 // buckets
-	hi, lo    int64 // live buckets are [lo, hi]; valid once started
-	first     int   // the number of buckets of the windows before this one
-	slots     []bucket
-	mass      uint64  // the sum of the live buckets' masses
-	sets      []*cset // candidate sets by category slot; 0 is global
-	watch     watchIndex
-	deletedLo int64 // stored buckets below this are deleted
+	idx    int   // in Counts.win
+	width  int64 // ms
+	n      int64 // buckets
+	hi, lo int64 // live buckets are [lo, hi]; valid once started
+	// hiStart and loStart are the first ms of buckets hi and lo, and
+	// hiSlot the ring slot of hi: most shares fall in bucket hi, found
+	// without a division.
+	hiStart, loStart int64
+	hiSlot           int
+	first            int // the number of buckets of the windows before this one
+	slots            []bucket
+	mass             uint64  // the sum of the live buckets' masses
+	sets             []*cset // candidate sets by category slot; 0 is global
+	watch            watchIndex
+	deletedLo        int64 // stored buckets below this are deleted
 }
 
 // bucket is one time bucket of a window, held in ring slot id mod n: a
@@ -334,11 +340,17 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 	}
 	for w := range c.win {
 		win := &c.win[w]
-		b := ts / win.width
-		if b < win.lo {
+		var b int64
+		var s *bucket
+		switch {
+		case ts >= win.hiStart:
+			b, s = win.hi, &win.slots[win.hiSlot]
+		case ts < win.loStart:
 			continue
+		default:
+			b = ts / win.width
+			s = win.slot(b)
 		}
-		s := win.slot(b)
 		if !s.live {
 			c.open(s, b)
 		}
@@ -422,24 +434,21 @@ func (c *Counts) updateBlocks(win *window, s *bucket, cols *[MaxDepth]int) uint6
 	s.mass++
 	win.mass++
 	var vals [MaxDepth]uint32
-	var tots [MaxDepth]uint64
 	var refs [MaxDepth]blockRef
-	nw := len(c.win)
-	bl := c.blocks
+	total, blockRefs, bl := c.total, s.refs, c.blocks
+	nw, w := uint(len(c.win)), uint(win.idx)
 	m := uint32(math.MaxUint32)
-	for r, i := range cols[:c.depth] {
-		// Load the window's totals with the bucket's counters, so that
-		// their cache misses overlap.
-		tots[r] = c.total[i*nw+win.idx]
-		ref := s.refs[i/blockSize]
+	for r, col := range cols[:c.depth] {
+		i := uint(col)
+		ref := blockRefs[i/blockSize]
 		refs[r] = ref
 		switch ref.class() { // 8 and 16 bits without a call
 		case class8:
-			vals[r] = bl.get8(ref.slot(), i%blockSize)
+			vals[r] = bl.get8(ref.slot(), int(i%blockSize))
 		case class16:
-			vals[r] = bl.get16(ref.slot(), i%blockSize)
+			vals[r] = bl.get16(ref.slot(), int(i%blockSize))
 		case class32:
-			vals[r] = bl.get(ref, i%blockSize)
+			vals[r] = bl.get(ref, int(i%blockSize))
 		}
 		m = min(m, vals[r])
 	}
@@ -447,25 +456,26 @@ func (c *Counts) updateBlocks(win *window, s *bucket, cols *[MaxDepth]int) uint6
 	if m == 0 {
 		s.nonzero++ // at least one
 	}
-	for r, i := range cols[:c.depth] {
-		t := tots[r]
+	for r, col := range cols[:c.depth] {
+		i := uint(col)
+		t := total[i*nw+w]
 		if vals[r] == m && m != math.MaxUint32 { // else saturated: see Limits
 			switch ref := refs[r]; {
 			case ref.class() == class8 && m < math.MaxUint8:
-				bl.set8(ref.slot(), i%blockSize, m+1)
+				bl.set8(ref.slot(), int(i%blockSize), m+1)
 			case ref.class() == class16 && m < math.MaxUint16:
-				bl.set16(ref.slot(), i%blockSize, m+1)
+				bl.set16(ref.slot(), int(i%blockSize), m+1)
 			default:
 				bi := i / blockSize
-				bl.set(&s.refs[bi], s.owner+uint32(bi), i%blockSize, m+1)
+				bl.set(&blockRefs[bi], s.owner+uint32(bi), int(i%blockSize), m+1)
 			}
 			if m == 0 {
 				s.nz[i/blockSize] |= 1 << (i % blockSize)
 			}
 			t++
-			c.total[i*nw+win.idx] = t
+			total[i*nw+w] = t
 			if pi := i / PageSize; s.dirtyBits[pi/64]&(1<<(pi%64)) == 0 {
-				c.dirtyPage(s, pi)
+				c.dirtyPage(s, int(pi))
 			}
 		}
 		est = min(est, t)
@@ -589,22 +599,28 @@ func (c *Counts) expire(win *window, s *bucket) {
 // at the current watermark, so that Add would not apply it.
 func (c *Counts) TooOld(ts int64) bool { return ts < 0 || (c.started && c.tooOld(ts)) }
 
-func (c *Counts) tooOld(ts int64) bool {
-	for w := range c.win {
-		if ts/c.win[w].width >= c.win[w].lo {
-			return false
-		}
-	}
-	return true
-}
+func (c *Counts) tooOld(ts int64) bool { return ts < c.oldest }
 
 func (c *Counts) start(ts int64) {
 	c.started = true
 	c.wm = ts
 	for i := range c.win {
-		w := &c.win[i]
-		w.hi = ts / w.width
-		w.lo = w.hi - w.n + 1
+		c.win[i].setRange(ts / c.win[i].width)
+	}
+	c.setOldest()
+}
+
+// setRange makes hi the newest bucket of w.
+func (w *window) setRange(hi int64) {
+	w.hi, w.lo = hi, hi-w.n+1
+	w.hiStart, w.loStart, w.hiSlot = hi*w.width, w.lo*w.width, int(hi%w.n)
+}
+
+// setOldest sets c.oldest: a share before it is older than every window.
+func (c *Counts) setOldest() {
+	c.oldest = math.MaxInt64
+	for i := range c.win {
+		c.oldest = min(c.oldest, c.win[i].loStart)
 	}
 }
 
@@ -615,21 +631,22 @@ func (c *Counts) advance(ts int64) {
 	c.wm = ts
 	for i := range c.win {
 		w := &c.win[i]
-		hi := ts / w.width
-		if hi <= w.hi {
+		if ts < w.hiStart+w.width { // in bucket hi
 			continue
 		}
+		hi := ts / w.width
 		lo := hi - w.n + 1
 		for b := max(w.lo, 0); b < lo && b <= w.hi; b++ {
 			if s := w.slot(b); s.live && s.id == b {
 				c.expire(w, s)
 			}
 		}
-		w.hi, w.lo = hi, lo
+		w.setRange(hi)
 		if len(w.watch.touched) > 0 || w.watch.all {
 			c.refresh(w)
 		}
 	}
+	c.setOldest()
 	for slot := 1; slot < len(c.cats); slot++ {
 		if cat := &c.cats[slot]; cat.live && c.tooOld(cat.lastTS) {
 			c.freeCategory(slot)

@@ -128,8 +128,9 @@
 //     counters as cells, 8 bytes each and a slot of an index (2 or 4
 //     bytes), at most depth × width / 32 of them. A bucket with more holds
 //     them in blocks of 64 counters of one row, allocated as counters are
-//     first incremented and freed when the bucket expires; the next bucket
-//     of its ring slot starts in blocks. A block stores its counters in 8
+//     first incremented and freed when the bucket expires (the next bucket
+//     of its ring slot starts in blocks if it ended with more than half as
+//     many nonzero counters). A block stores its counters in 8
 //     bits until one of them passes 255, then in 16 bits until one passes
 //     65,535, then in 32, and never narrower again while its bucket lives:
 //     with its owner it takes 68, 132 or 260 bytes, and its bucket keeps
@@ -139,9 +140,10 @@
 //     could), and per class a few chunks of free or unused slots (below);
 //     per bucket a list of the pages that changed since the last Flush;
 //   - window sums: W × depth × width × 8 bytes;
-//   - candidate sets: W × C × K entries (about 64 bytes each with their
+//   - candidate sets: W × C × K entries (about 90 bytes each with their
 //     index), and the article ids they refer to, each kept once, at most
-//     W × C × K ids of at most MaxIDLen bytes;
+//     W × C × K ids of at most MaxIDLen bytes (about 80 bytes more each
+//     in their table), and a 64 KiB filter of them;
 //   - the windows' indexes from counters to candidates: W × depth × width
 //     × 4 bytes, and per candidate 2 × depth entries of 8 bytes and about
 //     60 bytes more;
@@ -154,8 +156,9 @@
 // buckets' tables of blocks: the garbage collector neither scans them nor
 // counts them in its heap goal (which would let the heap grow to twice the
 // counters), and the references to them hold no pointers. A freed slot is
-// reused by the next block of its width; once a slab has more than a
-// chunk of free slots, its last blocks move into them and the chunks left
+// reused by the next block of its width; once a slab has more free slots
+// than two buckets' blocks (a bucket's expiry frees about as many as the
+// next bucket takes), its last blocks move into them and the chunks left
 // empty are returned to the operating system, but one spare.
 // [Counts.Release] returns the memory of a Counts its owner drops (the
 // garbage collector does when the owner forgets).
@@ -163,20 +166,20 @@
 // [Options.MaxMemoryBytes] computes that bound, and [Counts.MemoryBytes]
 // the current use, both on the Go heap and off it. With the default
 // options (windows 1m/1h/24h of 60/60/96 buckets, width 16384, depth 4, 64
-// categories, 200 candidates, ids up to 64 bytes) the bound is 74 MiB per
+// categories, 200 candidates, ids up to 64 bytes) the bound is 77 MiB per
 // partition, 58 MiB of it counter blocks and their tables and 5 MiB the
 // indexes from counters to candidates: every block 32-bit, which takes a
 // counter above 65,535 in each block of each bucket. What a partition
 // holds is far less (BenchmarkPartitionMemory): at the product's target of
 // 10 million shares a day on a node of 8 partitions (1.25 million shares
 // over 24 hours, Zipf-popular articles among 625,000 or 1.25 million, 8
-// categories), 16.7 MiB, of which 12.4 MiB counter blocks and tables off
+// categories), 16.9 MiB, of which 12.4 MiB counter blocks and tables off
 // the heap (nearly all 8-bit: the 1h and 24h windows' buckets hold a block
-// for nearly every 64 counters, the 1m window's cells) and 3.7 MiB of Go
-// heap (1.5 MiB of it the window sums), in 3,100 heap objects; whole pages
-// of 32-bit counters on the heap took 51 MiB of heap in 49,000 objects. A
-// partition whose every bucket is dense at the design's rate (12,500
-// shares a second; BenchmarkLoad) holds 36 MiB.
+// for nearly every 64 counters; the 1m window's hold cells) and 4.0 MiB of
+// Go heap (1.5 MiB of it the window sums), in 3,200 heap objects; whole
+// pages of 32-bit counters on the heap took 51 MiB of heap in 49,000
+// objects. A partition whose every bucket is dense at the design's rate
+// (12,500 shares a second; BenchmarkLoad) holds 36 MiB.
 //
 // # Determinism
 //
