@@ -207,7 +207,10 @@ func TestRunLogsRoundsNotEveryFailure(t *testing.T) {
 	}
 	elapsed := time.Since(start)
 
-	var summaries, warns, infos, crawls int
+	// At most maxTransitionLogs "source failing" lines per round (between
+	// two summaries): on a busy machine the first failures of the 20
+	// sources may fall in more than one round.
+	var summaries, warns, roundWarns, infos, crawls int
 	var last slog.Record
 	for _, r := range h.records() {
 		switch {
@@ -217,8 +220,12 @@ func TestRunLogsRoundsNotEveryFailure(t *testing.T) {
 		case strings.HasPrefix(r.Message, "crawl round:"):
 			summaries++
 			last = r
+			roundWarns = 0
 		case r.Level == slog.LevelWarn:
 			warns++
+			if roundWarns++; roundWarns > maxTransitionLogs {
+				t.Errorf("more than %d warnings in one round", maxTransitionLogs)
+			}
 			if !strings.HasPrefix(r.Message, "crawl: source failing") {
 				t.Errorf("unexpected warning %q", r.Message)
 			}
@@ -230,8 +237,8 @@ func TestRunLogsRoundsNotEveryFailure(t *testing.T) {
 	if most := int(elapsed/interval) + 1; summaries > most {
 		t.Errorf("%d summaries in %s, want at most one per %s", summaries, elapsed, interval)
 	}
-	if warns > maxTransitionLogs {
-		t.Errorf("%d warnings for %d failing sources, want at most %d", warns, failing, maxTransitionLogs)
+	if warns >= failing {
+		t.Errorf("%d warnings for %d failing sources: each failure was logged", warns, failing)
 	}
 	if crawls < 3*failing {
 		t.Errorf("only %d crawls logged at debug", crawls)
