@@ -464,7 +464,7 @@ func TestConcurrentQueries(t *testing.T) {
 // also checks each page's count of nonzero counters.
 //
 // It checks every invariant of the candidate sets in one pass (cyclomatic
-// 36): one branch per invariant.
+// 39): one branch per invariant.
 func checkCandidates(t *testing.T, c *Counts) {
 	t.Helper()
 	for w := range c.win {
@@ -532,6 +532,23 @@ func checkCandidates(t *testing.T, c *Counts) {
 				wt := x.members[e.m]
 				if wt.h != e.h || int(wt.slot) != slot || wt.k != e.k || int(wt.n) != want || listed[e.m] != want || x.marks[e.m/64]&(1<<(e.m%64)) != 0 {
 					t.Fatalf("window %d slot %d: %s watched as %+v with %d nodes listed", w, slot, e.id, wt, listed[e.m])
+				}
+				// Under exactly the counters its estimate reads.
+				var gcols, ccols [MaxDepth]int
+				c.cols(keyOf(e.h, globalSalt), &gcols)
+				wantCells := slices.Clone(gcols[:c.depth])
+				if slot != 0 {
+					c.cols(keyOf(e.h, c.salt(slot)), &ccols)
+					wantCells = append(wantCells, ccols[:c.depth]...)
+				}
+				var gotCells []int
+				for j := int(e.m) * x.stride; j < int(e.m)*x.stride+int(wt.n); j++ {
+					gotCells = append(gotCells, int(x.nodes[j].cell))
+				}
+				slices.Sort(wantCells)
+				slices.Sort(gotCells)
+				if !slices.Equal(gotCells, wantCells) {
+					t.Fatalf("window %d slot %d: %s watched under counters %v, reads %v", w, slot, e.id, gotCells, wantCells)
 				}
 			}
 		}

@@ -115,6 +115,11 @@ func TestFlushLoad(t *testing.T) {
 		if err := loaded.Load(ns); err != nil {
 			t.Fatal(err)
 		}
+		// The loaded counts keep every index the live ones keep (the
+		// counters each candidate reads, global and category), not only
+		// the answers.
+		checkCandidates(t, loaded)
+		checkBlocks(t, loaded)
 		if got, want := answers(loaded, ids), answers(live, ids); got != want {
 			t.Fatalf("after %d shares, loaded answers differ:\n%s\nlive:\n%s", i+1, got, want)
 		}
