@@ -18,7 +18,7 @@ import (
 
 // Cache maps keys to values. The zero value is not usable: call New.
 type Cache[K comparable, V any] struct {
-	l   *simplelru.LRU[K, entry[V]]
+	l   *simplelru.LRU[K, *entry[V]]
 	ttl time.Duration
 }
 
@@ -30,14 +30,14 @@ type entry[V any] struct {
 // New returns a cache of at most size entries (at least 1) whose entries
 // are dropped when unused for ttl (0: never).
 func New[K comparable, V any](size int, ttl time.Duration) *Cache[K, V] {
-	l, err := simplelru.NewLRU[K, entry[V]](max(size, 1), nil)
+	l, err := simplelru.NewLRU[K, *entry[V]](max(size, 1), nil)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
 	return &Cache[K, V]{l: l, ttl: ttl}
 }
 
-func (c *Cache[K, V]) idle(e entry[V], now time.Time) bool {
+func (c *Cache[K, V]) idle(e *entry[V], now time.Time) bool {
 	return c.ttl > 0 && now.Sub(e.used) >= c.ttl
 }
 
@@ -53,8 +53,7 @@ func (c *Cache[K, V]) Get(key K, now time.Time) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	e.used = now
-	c.l.Add(key, e)
+	e.used = now // Get moved it to the front
 	return e.v, true
 }
 
@@ -72,7 +71,7 @@ func (c *Cache[K, V]) Peek(key K, now time.Time) (V, bool) {
 // Add sets key's value, used at now. When the cache is full the least
 // recently used entry makes room; it reports whether one did.
 func (c *Cache[K, V]) Add(key K, v V, now time.Time) (evicted bool) {
-	return c.l.Add(key, entry[V]{v: v, used: now})
+	return c.l.Add(key, &entry[V]{v: v, used: now})
 }
 
 // Remove drops key.
