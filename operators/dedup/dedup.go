@@ -30,16 +30,21 @@
 //
 // and removes the buckets that expired with one DeleteRange. A chunk number
 // grows with every Flush, so chunks of one bucket never overwrite each other;
-// re-applying a batch rewrites the same chunk. [Set.Load] reads the chunks
-// back. On disk an id costs its 8 bytes plus a key per bucket and Flush.
+// re-applying a batch rewrites the same chunk. On disk an id costs its 8
+// bytes plus a key per bucket and Flush.
 //
 // # Memory
 //
-// Fingerprints live in one open-addressing table with linear probing: 8
-// bytes of fingerprint and 2 of bucket tag per slot, between 5/16 and 3/4
-// full, so 13-32 bytes per remembered id depending on where the table is in
-// its growth (plus 8 per id added since the last Flush). Expiry sweeps the table once per bucket that leaves the horizon,
-// leaving tombstones that the next rehash drops.
+// The fingerprints themselves stay on disk. In memory the set keeps the ids
+// added since the last Flush (exactly), and a cuckoo filter (filter.go) of
+// every remembered id: 16 bits of its fingerprint and 16 bits of its bucket
+// in 4 bytes, between 35% and 93% full, so 4.3-11 bytes per id (about 5 in a
+// steady stream). When the filter matches an id that was flushed, the set
+// reads the bucket the entry names back from disk to tell a repeat from a
+// false match (about one new id in 4,000); a bucket where a repeat was found
+// is cached, so a burst of repeats reads each bucket once. The set reads with
+// the [state.Reader] given to [Set.Load], which must see every batch the set
+// flushed into once it is committed.
 package dedup
 
 import (
@@ -47,7 +52,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 	"time"
 	"unsafe"
@@ -109,15 +113,13 @@ type Set struct {
 	started bool
 	hi, lo  int64 // remembered buckets are [lo, hi]
 
-	fps   []Fingerprint // open addressing; len a power of two
-	tags  []uint16      // bucket id mod 2^16 of each slot
-	live  int           // slots holding an id
-	used  int           // slots holding an id or a tombstone
-	shift uint8         // 64 - log2(len(fps))
+	r       state.Reader // the committed state; nil until Load
+	filter  *filter
+	pending map[Fingerprint]int64 // added since the last Flush → bucket
+	order   []pendingID           // the same, in the order added
+	matches []uint16              // scratch for filter lookups
+	cache   bucketCache
 
-	// Persistence: fingerprints added since the last Flush, with their
-	// buckets; the next chunk number; buckets below deletedLo are deleted.
-	pending   []pendingID
 	buckets   []int64 // scratch for Flush
 	chunk     uint64
 	deletedLo int64
@@ -125,7 +127,8 @@ type Set struct {
 }
 
 // New returns an empty set. It panics if opts.Validate fails: validate
-// options that come from configuration first.
+// options that come from configuration first. Load it before the first
+// Flush.
 func New(opts Options) *Set {
 	if err := opts.Validate(); err != nil {
 		panic(err)
@@ -135,16 +138,10 @@ func New(opts Options) *Set {
 	}
 	hz := opts.Horizon.Milliseconds()
 	nb := int64(opts.Buckets)
-	s := &Set{opts: opts, n: nb, width: (hz + nb - 2) / (nb - 1), deletedLo: math.MinInt64}
-	s.reset(16)
-	return s
-}
-
-func (s *Set) reset(size int) {
-	s.fps = make([]Fingerprint, size)
-	s.tags = make([]uint16, size)
-	s.live, s.used = 0, 0
-	s.shift = uint8(64 - bits.TrailingZeros(uint(size)))
+	return &Set{
+		opts: opts, n: nb, width: (hz + nb - 2) / (nb - 1), deletedLo: math.MinInt64,
+		filter: newFilter(0), pending: map[Fingerprint]int64{},
+	}
 }
 
 type pendingID struct {
@@ -156,7 +153,7 @@ type pendingID struct {
 func (s *Set) Horizon() time.Duration { return s.opts.Horizon }
 
 // Len returns how many ids the set remembers.
-func (s *Set) Len() int { return s.live }
+func (s *Set) Len() int { return s.filter.count }
 
 // bucket returns the bucket of timestamp ts.
 func (s *Set) bucket(ts int64) int64 {
@@ -171,116 +168,186 @@ func (s *Set) bucket(ts int64) int64 {
 // its watermark: whether it was applied before cannot be told.
 func (s *Set) TooOld(ts int64) bool { return s.started && s.bucket(ts) < s.lo }
 
-// Contains reports whether the id with fingerprint f is remembered.
-func (s *Set) Contains(f Fingerprint) bool {
-	mask := len(s.fps) - 1
-	for i := int(uint64(f) >> s.shift); ; i = (i + 1) & mask {
-		switch s.fps[i] {
-		case f:
-			return true
-		case empty:
-			return false
+// Contains reports whether the id with fingerprint f is remembered. The
+// error is the store's, when a filter match had to be verified on disk.
+func (s *Set) Contains(f Fingerprint) (bool, error) {
+	if !s.started {
+		return false, nil
+	}
+	if _, ok := s.pending[f]; ok {
+		return true, nil
+	}
+	s.matches = s.filter.lookup(f, s.matches[:0])
+	for _, t := range s.matches {
+		// Every remembered bucket is in [s.lo, s.hi], fewer than 2^16
+		// apart, so a tag identifies its bucket.
+		b := s.lo + int64(t-uint16(s.lo))
+		if ok, err := s.flushed(b, f); ok || err != nil {
+			return ok, err
 		}
 	}
+	return false, nil
+}
+
+// flushed reports whether f was flushed in bucket b. A bucket where a
+// repeat was found is cached: repeats come in bursts. A false match, the
+// common case, only scans.
+func (s *Set) flushed(b int64, f Fingerprint) (bool, error) {
+	if s.r == nil {
+		return false, nil // nothing was flushed: Flush requires Load
+	}
+	if fps, ok := s.cache.get(b); ok {
+		_, found := fps[f]
+		return found, nil
+	}
+	found := false
+	if err := s.scanBucket(b, func(fps []byte) {
+		for j := 0; j < len(fps) && !found; j += 8 {
+			found = Fingerprint(binary.BigEndian.Uint64(fps[j:])) == f
+		}
+	}); err != nil || !found {
+		return false, err
+	}
+	all := map[Fingerprint]struct{}{}
+	if err := s.scanBucket(b, func(fps []byte) {
+		for j := 0; j < len(fps); j += 8 {
+			all[Fingerprint(binary.BigEndian.Uint64(fps[j:]))] = struct{}{}
+		}
+	}); err != nil {
+		return false, err
+	}
+	s.cache.put(b, all)
+	return true, nil
+}
+
+// scanBucket calls fn with each chunk flushed in bucket b.
+func (s *Set) scanBucket(b int64, fn func(fps []byte)) error {
+	lo := slices.Clone(s.chunkKey(b, 0))
+	hi := s.chunkKey(b+1, 0)
+	err := s.r.Scan(lo, hi, func(k, v []byte) error {
+		if len(k) != 17 || len(v)%8 != 0 {
+			return fmt.Errorf("%w: key %x, %d bytes", errBadChunk, k, len(v))
+		}
+		fn(v)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("dedup: read bucket %d: %w", b, err)
+	}
+	return nil
 }
 
 // Add remembers the id with fingerprint f, of an event at ts, first moving
 // the watermark to ts if it is newer (which forgets the buckets that leave
 // the horizon). It returns false, changing nothing, if the id is remembered
-// already or ts is TooOld.
-func (s *Set) Add(f Fingerprint, ts int64) bool {
+// already or ts is TooOld. The error is the store's (see Contains); after
+// one, discard s and Load a new one.
+func (s *Set) Add(f Fingerprint, ts int64) (bool, error) {
 	b := s.bucket(ts)
 	switch {
 	case !s.started:
 		s.started, s.hi, s.lo = true, b, b-s.n+1
 	case b > s.hi:
-		s.advance(b)
-	case b < s.lo:
-		return false
-	}
-	if (s.used+1)*4 > len(s.fps)*3 {
-		s.rehash(s.live + 1)
-	}
-	mask := len(s.fps) - 1
-	at := -1
-	for i := int(uint64(f) >> s.shift); ; i = (i + 1) & mask {
-		switch s.fps[i] {
-		case f:
-			return false
-		case tomb:
-			if at < 0 {
-				at = i
-			}
-			continue
-		case empty:
-			if at < 0 {
-				at = i
-				s.used++
-			}
-		default:
-			continue
+		if err := s.advance(b); err != nil {
+			return false, err
 		}
-		break
+	case b < s.lo:
+		return false, nil
 	}
-	s.fps[at], s.tags[at] = f, uint16(b)
-	s.live++
-	s.pending = append(s.pending, pendingID{b, f})
-	return true
+	if had, err := s.Contains(f); had || err != nil {
+		return false, err
+	}
+	s.pending[f] = b
+	s.order = append(s.order, pendingID{b, f})
+	if s.filter.full() || !s.filter.insert(f, uint16(b)) {
+		// A failed insert dropped an entry; the rebuild puts it back.
+		if err := s.rebuild(s.filter.count + 1); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // advance moves the newest bucket to hi, forgetting the buckets that leave
 // the horizon.
-func (s *Set) advance(hi int64) {
+func (s *Set) advance(hi int64) error {
 	lo := hi - s.n + 1
-	if gone := lo - s.lo; gone >= s.n {
-		s.reset(16) // everything expired
-		s.pending = s.pending[:0]
-	} else if gone > 0 && s.live > 0 {
-		// Every remembered bucket is in [s.lo, s.hi], fewer than 2^16
-		// apart, so a tag identifies its bucket; the expired ones are
-		// the tags in [s.lo, lo).
-		from, span := uint16(s.lo), uint16(gone)
-		for i, f := range s.fps {
-			if f > tomb && s.tags[i]-from < span {
-				s.fps[i] = tomb
-				s.live--
-			}
-		}
-		s.pending = slices.DeleteFunc(s.pending, func(p pendingID) bool { return p.b < lo })
-		if len(s.fps) > 64 && s.live*8 < len(s.fps) {
-			s.rehash(s.live) // shrink
+	gone := lo - s.lo
+	s.hi, s.lo = hi, lo
+	if gone <= 0 {
+		return nil
+	}
+	s.cache.expire(lo)
+	s.order = slices.DeleteFunc(s.order, func(p pendingID) bool { return p.b < lo })
+	for f, b := range s.pending {
+		if b < lo {
+			delete(s.pending, f)
 		}
 	}
-	s.hi, s.lo = hi, lo
+	if gone >= s.n {
+		return s.rebuild(len(s.order)) // everything flushed expired
+	}
+	s.filter.expire(uint16(lo-gone), uint16(gone))
+	if s.filter.sparse() {
+		return s.rebuild(s.filter.count)
+	}
+	return nil
 }
 
-// rehash rebuilds the table, without tombstones, with room for need ids.
-func (s *Set) rehash(need int) {
-	size := 16
-	for size*5 < need*8 { // at most 5/8 full after a rehash
-		size *= 2
-	}
-	oldF, oldT := s.fps, s.tags
-	s.reset(size)
-	mask := size - 1
-	for j, f := range oldF {
-		if f <= tomb {
-			continue
+// rebuild makes a new filter for n ids from the flushed buckets and the
+// ids added since.
+func (s *Set) rebuild(n int) error {
+	for {
+		f := newFilter(n)
+		ok := true
+		insert := func(p pendingID) {
+			if ok && p.b >= s.lo && !f.insert(p.f, uint16(p.b)) {
+				ok = false
+			}
 		}
-		i := int(uint64(f) >> s.shift)
-		for s.fps[i] != empty {
-			i = (i + 1) & mask
+		if err := s.scan(func(b int64, fps []byte) error {
+			for j := 0; j < len(fps); j += 8 {
+				f := Fingerprint(binary.BigEndian.Uint64(fps[j:]))
+				if f <= tomb {
+					return fmt.Errorf("%w: fingerprint %d", errBadChunk, f)
+				}
+				insert(pendingID{b, f})
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		s.fps[i], s.tags[i] = f, oldT[j]
-		s.live++
-		s.used++
+		for _, p := range s.order {
+			insert(p)
+		}
+		if ok {
+			s.filter = f
+			return nil
+		}
+		n = f.capacity() + f.capacity()/4 // a failed insert: rare, try bigger
 	}
+}
+
+// scan calls fn with each chunk flushed in a live bucket.
+func (s *Set) scan(fn func(b int64, fps []byte) error) error {
+	if s.r == nil || !s.started {
+		return nil
+	}
+	lo := slices.Clone(s.chunkKey(max(s.lo, 0), 0))
+	return s.r.Scan(lo, []byte{s.opts.Prefix + 1}, func(k, v []byte) error {
+		if len(k) != 17 || len(v)%8 != 0 {
+			return fmt.Errorf("%w: key %x, %d bytes", errBadChunk, k, len(v))
+		}
+		return fn(int64(binary.BigEndian.Uint64(k[1:9])), v)
+	})
 }
 
 // MemoryBytes estimates the heap bytes the set holds.
 func (s *Set) MemoryBytes() int {
-	n := int(unsafe.Sizeof(*s)) + cap(s.fps)*8 + cap(s.tags)*2 + cap(s.key) + cap(s.val)
-	return n + cap(s.pending)*int(unsafe.Sizeof(pendingID{}))
+	n := int(unsafe.Sizeof(*s)) + s.filter.memoryBytes() + cap(s.key) + cap(s.val) + s.cache.memoryBytes()
+	// A map entry costs its key and value and about 2 bytes of overhead
+	// at the map's usual fill.
+	return n + len(s.pending)*18 + cap(s.order)*int(unsafe.Sizeof(pendingID{}))
 }
 
 func (s *Set) chunkKey(b int64, chunk uint64) []byte {
@@ -290,11 +357,17 @@ func (s *Set) chunkKey(b int64, chunk uint64) []byte {
 	return s.key
 }
 
+var errNotLoaded = errors.New("dedup: Flush before Load: the set would not read back what it flushes")
+
 // Flush stages every change since the previous Flush into w: a chunk of
 // new fingerprints per bucket, and the removal of expired buckets. Commit
 // w atomically with the input offsets the changes came from. After Flush,
-// s assumes w is committed; if it is not, discard s and Load a new one.
+// s assumes w is committed and visible to the reader given to Load; if it
+// is not, discard s and Load a new one.
 func (s *Set) Flush(w state.Writer) error {
+	if s.r == nil {
+		return errNotLoaded
+	}
 	if s.started && s.lo > s.deletedLo {
 		start := []byte{s.opts.Prefix}
 		if err := w.DeleteRange(start, s.chunkKey(max(s.lo, 0), 0)); err != nil {
@@ -302,13 +375,13 @@ func (s *Set) Flush(w state.Writer) error {
 		}
 		s.deletedLo = s.lo
 	}
-	if len(s.pending) == 0 {
+	if len(s.order) == 0 {
 		return nil
 	}
 	// Ids mostly arrive in time order, so a flush holds few buckets: one
 	// pass over the pending ids per bucket, without sorting them.
 	buckets := s.buckets[:0]
-	for _, p := range s.pending {
+	for _, p := range s.order {
 		if len(buckets) == 0 || buckets[len(buckets)-1] != p.b && !slices.Contains(buckets, p.b) {
 			buckets = append(buckets, p.b)
 		}
@@ -316,7 +389,7 @@ func (s *Set) Flush(w state.Writer) error {
 	s.buckets = buckets
 	for _, b := range buckets {
 		v := s.val[:0]
-		for _, p := range s.pending {
+		for _, p := range s.order {
 			if p.b == b {
 				v = binary.BigEndian.AppendUint64(v, uint64(p.f))
 			}
@@ -325,11 +398,21 @@ func (s *Set) Flush(w state.Writer) error {
 		if err := w.Set(s.chunkKey(b, s.chunk), v); err != nil {
 			return fmt.Errorf("dedup: flush bucket %d: %w", b, err)
 		}
+		if cached, ok := s.cache.get(b); ok {
+			for _, p := range s.order {
+				if p.b == b {
+					cached[p.f] = struct{}{}
+				}
+			}
+		}
 	}
 	s.chunk++
-	s.pending = s.pending[:0]
-	if cap(s.val) > 64<<10 || cap(s.pending) > 64<<10 {
-		s.val, s.pending = nil, nil // a burst's buffers
+	if n := len(s.order); cap(s.order) > 1024 && n < cap(s.order)/4 || n > 64<<10 {
+		s.val, s.order = nil, nil // a burst's buffers
+		s.pending = map[Fingerprint]int64{}
+	} else {
+		s.order = s.order[:0]
+		clear(s.pending)
 	}
 	return nil
 }
@@ -337,19 +420,18 @@ func (s *Set) Flush(w state.Writer) error {
 var errBadChunk = errors.New("dedup: malformed chunk")
 
 // Load replaces the contents of s with the committed state in r, as
-// written by Flush.
+// written by Flush, and keeps r to read flushed buckets back: r must see
+// every batch s flushes once it is committed.
 func (s *Set) Load(r state.Reader) error {
-	*s = *New(s.opts)
-	type chunk struct {
-		b   int64
-		fps []byte
-	}
-	var chunks []chunk
-	lo, hi := []byte{s.opts.Prefix}, []byte{s.opts.Prefix + 1}
 	if s.opts.Prefix == math.MaxUint8 {
 		return errors.New("dedup: prefix 0xff is reserved")
 	}
-	err := r.Scan(lo, hi, func(k, v []byte) error {
+	*s = *New(s.opts)
+	s.r = r
+	// Two passes: the newest bucket and the count, then the filter, so
+	// that no fingerprint is held in memory on the way.
+	total := 0
+	err := r.Scan([]byte{s.opts.Prefix}, []byte{s.opts.Prefix + 1}, func(k, v []byte) error {
 		if len(k) != 17 || len(v)%8 != 0 {
 			return fmt.Errorf("%w: key %x, %d bytes", errBadChunk, k, len(v))
 		}
@@ -358,44 +440,65 @@ func (s *Set) Load(r state.Reader) error {
 		if !s.started || b > s.hi {
 			s.started, s.hi = true, b
 		}
-		chunks = append(chunks, chunk{b, slices.Clone(v)})
+		total += len(v) / 8
 		return nil
 	})
-	if err != nil {
+	if err != nil || !s.started {
 		return err
 	}
-	if !s.started {
-		return nil
-	}
 	s.lo = s.hi - s.n + 1
-	total := 0
-	for _, c := range chunks {
-		if c.b >= s.lo {
-			total += len(c.fps) / 8
+	return s.rebuild(total)
+}
+
+// bucketCache keeps the fingerprints of the last buckets read back from
+// disk, with those flushed into them since, so that a burst of repeats (a
+// producer resending a file) reads each bucket once.
+type bucketCache struct {
+	entries [4]cachedBucket
+	tick    uint64
+}
+
+type cachedBucket struct {
+	b    int64
+	fps  map[Fingerprint]struct{} // nil: unused
+	used uint64
+}
+
+func (c *bucketCache) get(b int64) (map[Fingerprint]struct{}, bool) {
+	for i := range c.entries {
+		if e := &c.entries[i]; e.fps != nil && e.b == b {
+			c.tick++
+			e.used = c.tick
+			return e.fps, true
 		}
 	}
-	s.rehash(total)
-	mask := len(s.fps) - 1
-	for _, c := range chunks {
-		if c.b < s.lo {
-			continue // expired: the next Flush deletes it
-		}
-		for j := 0; j < len(c.fps); j += 8 {
-			f := Fingerprint(binary.BigEndian.Uint64(c.fps[j:]))
-			if f <= tomb {
-				return fmt.Errorf("%w: fingerprint %d", errBadChunk, f)
-			}
-			i := int(uint64(f) >> s.shift)
-			for s.fps[i] != empty && s.fps[i] != f {
-				i = (i + 1) & mask
-			}
-			if s.fps[i] == f {
-				continue
-			}
-			s.fps[i], s.tags[i] = f, uint16(c.b)
-			s.live++
-			s.used++
+	return nil, false
+}
+
+func (c *bucketCache) put(b int64, fps map[Fingerprint]struct{}) {
+	old := &c.entries[0]
+	for i := range c.entries {
+		if e := &c.entries[i]; e.fps == nil || e.used < old.used {
+			old = e
 		}
 	}
-	return nil
+	c.tick++
+	*old = cachedBucket{b: b, fps: fps, used: c.tick}
+}
+
+// expire drops the buckets below lo.
+func (c *bucketCache) expire(lo int64) {
+	for i := range c.entries {
+		if c.entries[i].fps != nil && c.entries[i].b < lo {
+			c.entries[i] = cachedBucket{}
+		}
+	}
+}
+
+func (c *bucketCache) memoryBytes() int {
+	n := 0
+	for _, e := range c.entries {
+		n += len(e.fps) * 18 // as for Set.pending
+	}
+	return n
 }

@@ -78,45 +78,161 @@ func (s *stream) event() (string, int64) {
 	return id, ts
 }
 
+// mustAdd and mustContain fail the test on a store error.
+func mustAdd(t testing.TB, s *Set, f Fingerprint, ts int64) bool {
+	t.Helper()
+	ok, err := s.Add(f, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func mustContain(t testing.TB, s *Set, f Fingerprint) bool {
+	t.Helper()
+	ok, err := s.Contains(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// newLoaded returns a set loaded from ns.
+func newLoaded(t testing.TB, opts Options, ns state.Namespace) *Set {
+	t.Helper()
+	s := New(opts)
+	if err := s.Load(ns); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The set answers like the brute-force model whether its ids are pending
+// or flushed (every flushEvery adds; 0 never), through filter growth,
+// expiry and shrinking.
 func TestMatchesModel(t *testing.T) {
 	for _, buckets := range []int{2, 7, 64} {
-		t.Run(fmt.Sprintf("buckets=%d", buckets), func(t *testing.T) {
-			s := New(Options{Horizon: time.Hour, Buckets: buckets, Prefix: 'e'})
-			m := newModel(s)
-			st := &stream{rng: rand.New(rand.NewPCG(uint64(buckets), 1)), now: 1_700_000_000_000}
-			added, dups, old := 0, 0, 0
-			for i := range 60_000 {
-				id, ts := st.event()
-				f := FingerprintOf(id)
-				wasOld, had := s.TooOld(ts), s.Contains(f)
-				got, want := s.Add(f, ts), m.add(id, ts)
-				if got != want {
-					t.Fatalf("step %d: Add(%s, %d) = %v, model %v (contained %v, too old %v)", i, id, ts, got, want, had, wasOld)
+		for _, flushEvery := range []int{0, 1, 97} {
+			t.Run(fmt.Sprintf("buckets=%d/flush=%d", buckets, flushEvery), func(t *testing.T) {
+				ns := openNS(t)
+				s := newLoaded(t, Options{Horizon: time.Hour, Buckets: buckets, Prefix: 'e'}, ns)
+				m := newModel(s)
+				st := &stream{rng: rand.New(rand.NewPCG(uint64(buckets), 1)), now: 1_700_000_000_000}
+				added, dups, old := 0, 0, 0
+				steps := 60_000
+				if flushEvery == 1 {
+					steps = 10_000 // a commit per event
 				}
-				switch {
-				case got:
-					added++
-				case wasOld:
-					old++
-				default:
-					dups++
-				}
-				if s.Len() != len(m.ids) {
-					t.Fatalf("step %d: %d ids remembered, model %d", i, s.Len(), len(m.ids))
-				}
-				if i%997 == 0 {
-					for id := range m.ids {
-						if !s.Contains(FingerprintOf(id)) {
-							t.Fatalf("step %d: %s forgotten", i, id)
+				for i := range steps {
+					id, ts := st.event()
+					f := FingerprintOf(id)
+					wasOld, had := s.TooOld(ts), mustContain(t, s, f)
+					got, want := mustAdd(t, s, f, ts), m.add(id, ts)
+					if got != want {
+						t.Fatalf("step %d: Add(%s, %d) = %v, model %v (contained %v, too old %v)", i, id, ts, got, want, had, wasOld)
+					}
+					switch {
+					case got:
+						added++
+					case wasOld:
+						old++
+					default:
+						dups++
+					}
+					if s.Len() != len(m.ids) {
+						t.Fatalf("step %d: %d ids remembered, model %d", i, s.Len(), len(m.ids))
+					}
+					if flushEvery > 0 && i%flushEvery == 0 {
+						commit(t, s, ns)
+					}
+					if i%997 == 0 {
+						for id := range m.ids {
+							if !mustContain(t, s, FingerprintOf(id)) {
+								t.Fatalf("step %d: %s forgotten", i, id)
+							}
 						}
 					}
 				}
-			}
-			if added == 0 || dups == 0 || old == 0 {
-				t.Fatalf("stream exercised too little: %d added, %d repeats, %d too old", added, dups, old)
-			}
-			t.Logf("%d added, %d repeats, %d too old, %d remembered, table %d slots", added, dups, old, s.Len(), len(s.fps))
-		})
+				if added == 0 || dups == 0 || old == 0 {
+					t.Fatalf("stream exercised too little: %d added, %d repeats, %d too old", added, dups, old)
+				}
+				t.Logf("%d added, %d repeats, %d too old, %d remembered, filter %d slots", added, dups, old, s.Len(), s.filter.capacity())
+			})
+		}
+	}
+}
+
+// A filter match on an id that was never added (same 16-bit tag, same
+// groups) is resolved by reading the flushed bucket: the id is new.
+func TestFilterFalseMatch(t *testing.T) {
+	ns := openNS(t)
+	opts := Options{Horizon: time.Hour, Prefix: 'e'}
+	s := newLoaded(t, opts, ns)
+	const t0 = 1_700_000_000_000
+	f := FingerprintOf("a")
+	twin := f ^ 0x8 // differs only in bits the filter does not keep
+	if s.filter.lookup(twin, nil) != nil {
+		t.Fatal("twin matched an empty filter")
+	}
+	if !mustAdd(t, s, f, t0) {
+		t.Fatal("a new id was not added")
+	}
+	if len(s.filter.lookup(twin, nil)) != 1 {
+		t.Fatal("the twin does not match the filter: the test no longer tests a false match")
+	}
+	if mustContain(t, s, twin) {
+		t.Fatal("pending: the twin was taken for the id")
+	}
+	commit(t, s, ns)
+	for _, set := range []*Set{s, newLoaded(t, opts, ns)} {
+		if mustContain(t, set, twin) || !mustContain(t, set, f) {
+			t.Fatal("flushed: the twin was taken for the id, or the id was forgotten")
+		}
+	}
+	if !mustAdd(t, s, twin, t0+1) || mustAdd(t, s, twin, t0+2) || mustAdd(t, s, f, t0+3) {
+		t.Fatal("the twin and the id are not two ids")
+	}
+}
+
+// countReader counts the scans a set makes.
+type countReader struct {
+	state.Reader
+	scans int
+}
+
+func (r *countReader) Scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	r.scans++
+	return r.Reader.Scan(lo, hi, fn)
+}
+
+// A burst of repeats of flushed ids reads each bucket once, not once per
+// repeat.
+func TestRepeatsReadBucketOnce(t *testing.T) {
+	ns := openNS(t)
+	r := &countReader{Reader: ns}
+	s := New(Options{Horizon: time.Hour, Buckets: 8, Prefix: 'e'})
+	if err := s.Load(r); err != nil {
+		t.Fatal(err)
+	}
+	const t0 = 1_700_000_000_000
+	const n = 20_000
+	for i := range n {
+		mustAdd(t, s, FingerprintOf(fmt.Sprint(i)), t0+int64(i)*100) // 2000 s: 4 buckets
+		if i%1000 == 0 {
+			commit(t, s, ns)
+		}
+	}
+	commit(t, s, ns)
+	r.scans = 0
+	buckets := map[int64]bool{}
+	for i := range n {
+		buckets[s.bucket(t0+int64(i)*100)] = true
+		if mustAdd(t, s, FingerprintOf(fmt.Sprint(i)), t0+int64(i)*100) {
+			t.Fatalf("repeat %d added", i)
+		}
+	}
+	if r.scans > 2*len(buckets) { // one scan finds the repeat, one reads the bucket
+		t.Fatalf("%d repeats in %d buckets read the store %d times", n, len(buckets), r.scans)
 	}
 }
 
@@ -127,18 +243,18 @@ func TestHorizonBounds(t *testing.T) {
 	s := New(Options{Horizon: hz, Prefix: 'e'})
 	const t0 = 1_700_000_000_000
 	f := FingerprintOf("a")
-	if !s.Add(f, t0) || s.Add(f, t0) || s.Add(f, t0+1000) {
+	if !mustAdd(t, s, f, t0) || mustAdd(t, s, f, t0) || mustAdd(t, s, f, t0+1000) {
 		t.Fatal("a repeat was added")
 	}
-	s.Add(FingerprintOf("b"), t0+hz.Milliseconds())
-	if !s.Contains(f) || s.TooOld(t0) {
+	mustAdd(t, s, FingerprintOf("b"), t0+hz.Milliseconds())
+	if !mustContain(t, s, f) || s.TooOld(t0) {
 		t.Fatal("forgotten within the horizon")
 	}
-	s.Add(FingerprintOf("c"), t0+hz.Milliseconds()+2*s.width)
-	if s.Contains(f) || !s.TooOld(t0) {
+	mustAdd(t, s, FingerprintOf("c"), t0+hz.Milliseconds()+2*s.width)
+	if mustContain(t, s, f) || !s.TooOld(t0) {
 		t.Fatal("remembered more than a bucket past the horizon")
 	}
-	if s.Add(f, t0) {
+	if mustAdd(t, s, f, t0) {
 		t.Fatal("an event older than the horizon was added")
 	}
 }
@@ -169,13 +285,13 @@ func commit(t *testing.T, s *Set, ns state.Namespace) {
 func TestFlushLoadRoundTrip(t *testing.T) {
 	opts := Options{Horizon: 30 * time.Minute, Buckets: 8, Prefix: 'e'}
 	ns := openNS(t)
-	s, ref := New(opts), New(opts)
+	s, ref := newLoaded(t, opts, ns), New(opts)
 	st := &stream{rng: rand.New(rand.NewPCG(5, 6)), now: 1_700_000_000_000}
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := range 40_000 {
 		id, ts := st.event()
 		f := FingerprintOf(id)
-		if got, want := s.Add(f, ts), ref.Add(f, ts); got != want {
+		if got, want := mustAdd(t, s, f, ts), mustAdd(t, ref, f, ts); got != want {
 			t.Fatalf("step %d: Add after reloads = %v, without = %v", i, got, want)
 		}
 		switch rng.IntN(800) {
@@ -196,7 +312,7 @@ func TestFlushLoadRoundTrip(t *testing.T) {
 			}
 			for range 50 {
 				id, ts := st.event()
-				lost.Add(FingerprintOf(id), ts)
+				mustAdd(t, lost, FingerprintOf(id), ts)
 			}
 			if err := s.Load(ns); err != nil { // lost is discarded
 				t.Fatal(err)
@@ -238,21 +354,25 @@ func TestLoadRejectsMalformed(t *testing.T) {
 // Memory follows the horizon: once the watermark moves on, the table
 // shrinks back.
 func TestMemoryBounded(t *testing.T) {
-	s := New(Options{Horizon: time.Hour, Prefix: 'e'})
+	ns := openNS(t)
+	s := newLoaded(t, Options{Horizon: time.Hour, Prefix: 'e'}, ns)
 	const t0 = 1_700_000_000_000
 	for i := range 200_000 {
-		s.Add(FingerprintOf(fmt.Sprint(i)), t0+int64(i))
+		mustAdd(t, s, FingerprintOf(fmt.Sprint(i)), t0+int64(i))
+		if i%10_000 == 0 {
+			commit(t, s, ns)
+		}
 	}
-	if err := s.Flush(&countWriter{}); err != nil {
-		t.Fatal(err)
-	}
+	commit(t, s, ns)
 	big := s.MemoryBytes()
-	if s.Len() != 200_000 || big > 200_000*32 {
+	if s.Len() != 200_000 || big > 200_000*8 {
 		t.Fatalf("%d ids in %d bytes", s.Len(), big)
 	}
+	t.Logf("%.1f bytes per id", float64(big)/200_000)
 	for i := range 1000 {
-		s.Add(FingerprintOf(fmt.Sprint("late", i)), t0+2*3600_000+int64(i))
+		mustAdd(t, s, FingerprintOf(fmt.Sprint("late", i)), t0+2*3600_000+int64(i))
 	}
+	commit(t, s, ns)
 	if s.Len() != 1000 || s.MemoryBytes() > big/20 {
 		t.Fatalf("after the horizon: %d ids in %d bytes (was %d)", s.Len(), s.MemoryBytes(), big)
 	}
@@ -269,35 +389,93 @@ func TestOptionsValidate(t *testing.T) {
 	}
 }
 
-// BenchmarkAdd measures Add on a set that holds 10 million ids (half the
-// calls add a new id, half repeat one), and reports the memory per
-// remembered id and the bytes written per id by Flush.
+// BenchmarkAdd measures Add in a steady state: a set that holds 10 million
+// ids over 24h, flushed to a store, where each call either adds a new id
+// (as many expire as are added) or repeats one added 10,000 calls before.
+// It reports the memory per remembered id and the bytes written per id by
+// Flush; BenchmarkFill measures a set growing from empty.
 func BenchmarkAdd(b *testing.B) {
 	const n = 10_000_000
-	const t0 = 1_700_000_000_000
-	s := New(Options{Horizon: 25 * time.Hour, Prefix: 'e'})
+	s, ns, w := newBenchSet(b)
 	step := int64(24*time.Hour/time.Millisecond) / n
+	id := func(i int) Fingerprint { return FingerprintOf(fmt.Sprintf("%016x", i)) }
+	flush := func() { benchFlush(b, s, ns, w) }
 	for i := range n {
-		s.Add(FingerprintOf(fmt.Sprintf("%016x", i)), t0+int64(i)*step)
+		mustAdd(b, s, id(i), benchT0+int64(i)*step)
+		if i%100_000 == 0 {
+			flush()
+		}
 	}
-	var w countWriter
-	if err := s.Flush(&w); err != nil {
-		b.Fatal(err)
-	}
+	flush()
 	mem, disk, held := float64(s.MemoryBytes()), float64(w.bytes), float64(s.Len())
-	ids := make([]string, 1<<20)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("new-%016x", i)
-	}
-	ts := t0 + int64(n)*step
+	next := n
 	i := 0
 	for b.Loop() {
-		s.Add(FingerprintOf(ids[i&(len(ids)-1)]), ts) // as the operators do: a repeat is reported, not added
-		i++
+		j := next
+		if i&1 == 1 {
+			j = next - 5_000 // a repeat
+		} else {
+			next++
+		}
+		if _, err := s.Add(id(j), benchT0+int64(j)*step); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i%10_000 == 0 {
+			flush()
+		}
 	}
 	b.ReportMetric(mem/held, "mem-B/id")
 	b.ReportMetric(disk/held, "disk-B/id")
 	b.ReportMetric(mem/(1<<20), "MiB@10M")
+}
+
+// BenchmarkFill measures Add into a set growing from empty: new ids in
+// time order, a Flush every 10,000.
+func BenchmarkFill(b *testing.B) {
+	s, ns, w := newBenchSet(b)
+	i := 0
+	for b.Loop() {
+		if _, err := s.Add(FingerprintOf(fmt.Sprintf("%016x", i)), benchT0+int64(i)); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i%10_000 == 0 {
+			benchFlush(b, s, ns, w)
+		}
+	}
+	b.ReportMetric(float64(s.MemoryBytes())/float64(s.Len()), "mem-B/id")
+}
+
+const benchT0 = 1_700_000_000_000
+
+func newBenchSet(b *testing.B) (*Set, state.Namespace, *countWriter) {
+	db, err := state.Open(b.TempDir(), state.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	ns := db.Namespace("t")
+	return newLoaded(b, Options{Horizon: 24 * time.Hour, Prefix: 'e'}, ns), ns, &countWriter{}
+}
+
+func benchFlush(b *testing.B, s *Set, ns state.Namespace, w *countWriter) {
+	batch := ns.NewBatch()
+	if err := s.Flush(&teeWriter{batch, w}); err != nil {
+		b.Fatal(err)
+	}
+	if err := batch.Commit(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// teeWriter stages into a batch and counts the bytes.
+type teeWriter struct {
+	state.Writer
+	count *countWriter
+}
+
+func (w *teeWriter) Set(k, v []byte) error {
+	w.count.Set(k, v)
+	return w.Writer.Set(k, v)
 }
 
 type countWriter struct{ bytes int }

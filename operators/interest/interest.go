@@ -227,9 +227,15 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 		return engine.Invalid("read: timestamp %s is older than the dedup horizon (%s) behind the partition's newest read",
 			time.UnixMilli(e.Timestamp).UTC().Format(time.RFC3339Nano), t.op.opts.DedupHorizon)
 	}
-	if e.EventID != "" && !t.seen.Add(dedup.FingerprintOf(e.EventID), e.Timestamp) {
-		t.op.dups.Inc()
-		return nil
+	if e.EventID != "" {
+		added, err := t.seen.Add(dedup.FingerprintOf(e.EventID), e.Timestamp)
+		if err != nil {
+			return err
+		}
+		if !added {
+			t.op.dups.Inc()
+			return nil
+		}
 	}
 	p, ok := t.dirty[e.UserID]
 	if !ok {

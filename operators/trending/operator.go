@@ -403,9 +403,15 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	}
 	// The set's horizon covers every window, so it remembers every share
 	// that could still count.
-	if !t.op.opts.NoDedup && !t.seen.Add(dedup.FingerprintOf(s.EventID), s.Timestamp) {
-		t.op.dups.Inc()
-		return nil
+	if !t.op.opts.NoDedup {
+		added, err := t.seen.Add(dedup.FingerprintOf(s.EventID), s.Timestamp)
+		if err != nil {
+			return err
+		}
+		if !added {
+			t.op.dups.Inc()
+			return nil
+		}
 	}
 	// A share without a category counts under its article's topics too
 	// (topics.go).
