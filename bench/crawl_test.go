@@ -21,8 +21,8 @@ import (
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/operators/crawl"
-	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
 	"github.com/newsflow/newsflow/operators/crawl/fetch"
 	"github.com/newsflow/newsflow/operators/crawl/polite"
 	"github.com/newsflow/newsflow/operators/events"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
+	"github.com/newsflow/newsflow/internal/feedfarm"
 )
 
 // A running node crawls: a web page added as a source is resolved to the

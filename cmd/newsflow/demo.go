@@ -23,8 +23,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/operators/crawl"
-	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
 	"github.com/newsflow/newsflow/operators/crawl/opml"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/query/auth"

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
+	"github.com/newsflow/newsflow/internal/feedfarm"
 )
 
 // cmdFeedfarm serves a directory of feed files, generated feeds and,

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
+	"github.com/newsflow/newsflow/internal/feedfarm"
 )
 
 // newsflow sources import of a broken file says what is wrong with it

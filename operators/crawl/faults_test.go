@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl/feedfarm"
+	"github.com/newsflow/newsflow/internal/feedfarm"
 	"go.uber.org/goleak"
 )
 
