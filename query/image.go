@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/cluster"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
+	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
+	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"

@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/state/meta"
 	"log/slog"
 	"net"

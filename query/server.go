@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/operators/article"
-	"github.com/newsflow/newsflow/operators/crawl"
 	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/story"

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl"
+	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"

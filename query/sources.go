@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
-	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/valyala/fasthttp"
 )
 

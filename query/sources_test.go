@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
-	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/query"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"

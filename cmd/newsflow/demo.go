@@ -23,9 +23,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/feedfarm"
-	"github.com/newsflow/newsflow/operators/crawl"
-	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/query/auth"
 	"golang.org/x/sync/errgroup"

@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/internal/opml"
 )
 
 // cmdSources manages the sources of a running node over its admin API.

@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/internal/opml"
 )
 
 // The news world: a deterministic sequence of events, each covered by

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsflow/newsflow/operators/crawl/feed"
-	"github.com/newsflow/newsflow/operators/crawl/opml"
+	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/opml"
 )
 
 // With ArticlePages, every link of every news feed answers 200 with a page

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/text"
-	"github.com/newsflow/newsflow/operators/crawl/feed"
 )
 
 // denseMix compresses the UCI headlines and the orx365 items onto one time

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/text"
-	"github.com/newsflow/newsflow/operators/crawl/feed"
 )
 
 // TestFullTextImprovesStories scores the ECB+ events twice through the

@@ -6,10 +6,10 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/newsflow/newsflow/operators/crawl/feed"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
-	"github.com/newsflow/newsflow/operators/crawl/fulltext"
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/fulltext"
+	"github.com/newsflow/newsflow/internal/polite"
 )
 
 // FullTextOptions configure fetching the pages of new items for their full

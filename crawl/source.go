@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/jsontime"
-	"github.com/newsflow/newsflow/operators/crawl/opml"
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/opml"
+	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/state/meta"
 )
 

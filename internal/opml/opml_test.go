@@ -128,7 +128,7 @@ func TestParseFileErrors(t *testing.T) {
 // The shipped default list parses, has about 50 feeds over the main
 // sections, and has no duplicates.
 func TestDefaultSources(t *testing.T) {
-	f, err := os.Open("../../../configs/sources.opml")
+	f, err := os.Open("../../configs/sources.opml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/crawl/feed"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl/feed"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/polite"
 )
 
 func TestClassify(t *testing.T) {

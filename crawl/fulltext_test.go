@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/feedfarm"
-	"github.com/newsflow/newsflow/operators/crawl/feed"
 	"github.com/newsflow/newsflow/operators/events"
 )
 

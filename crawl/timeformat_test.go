@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/polite"
 )
 
 // oldSource is a source as an earlier version stored it: times in RFC

@@ -3,9 +3,9 @@ package crawl
 import (
 	"errors"
 
-	"github.com/newsflow/newsflow/operators/crawl/feed"
-	"github.com/newsflow/newsflow/operators/crawl/fetch"
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/polite"
 )
 
 // Class is what a failed crawl means for the source's next attempt. The

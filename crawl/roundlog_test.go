@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/feedfarm"
-	"github.com/newsflow/newsflow/operators/crawl/polite"
+	"github.com/newsflow/newsflow/internal/polite"
 )
 
 // captured is a slog handler that keeps every record.

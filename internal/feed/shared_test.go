@@ -21,7 +21,7 @@ import (
 )
 
 // sharedData is the shared data folder seen from this package's directory.
-const sharedData = "../../../../shared/data"
+const sharedData = "../../../shared/data"
 
 // sharedDir returns a folder under the shared data, or skips the test.
 func sharedDir(tb testing.TB, sub string) string {
