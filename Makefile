@@ -45,8 +45,8 @@ bench:
 
 FUZZTIME ?= 30s
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeShare -fuzztime $(FUZZTIME) ./operators/events/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeRead -fuzztime $(FUZZTIME) ./operators/events/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeShare -fuzztime $(FUZZTIME) ./internal/schema/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRead -fuzztime $(FUZZTIME) ./internal/schema/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeRecord -fuzztime $(FUZZTIME) ./engine/eventlog/embedded/
 	$(GO) test -run '^$$' -fuzz FuzzShareBatch -fuzztime $(FUZZTIME) ./query/
 	$(GO) test -run '^$$' -fuzz FuzzCanonical -fuzztime $(FUZZTIME) ./operators/canon/

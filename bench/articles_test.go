@@ -22,10 +22,10 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state"
@@ -198,15 +198,15 @@ func articleRecords(b *testing.B, n int, partitions int32) [][]*eventlog.Record 
 		seen[id] = true
 		pub := end.Add(-time.Duration(n-i) * articleStep)
 		fetched := pub.Add(time.Minute)
-		v, err := json.Marshal(events.RawArticle{
+		v, err := json.Marshal(schema.RawArticle{
 			URL: u, SourceID: it.source, Title: it.title, Summary: it.summary,
-			PublishedAt: events.Time(pub.UTC().Format(time.RFC3339Nano)), FetchedAt: events.Time(fetched.UTC().Format(time.RFC3339Nano)),
+			PublishedAt: schema.Time(pub.UTC().Format(time.RFC3339Nano)), FetchedAt: schema.Time(fetched.UTC().Format(time.RFC3339Nano)),
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		key := []byte(id)
-		batch = append(batch, &eventlog.Record{Topic: events.TopicArticlesRaw, Partition: eventlog.PartitionFor(key, partitions),
+		batch = append(batch, &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(key, partitions),
 			Key: key, Value: v, Timestamp: fetched.UnixMilli(),
 			Headers: []eventlog.Header{{Key: "source_id", Value: []byte(it.source)}}})
 		if len(batch) == articleBatch {
@@ -282,7 +282,7 @@ func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, er
 		}
 	}
 	// The crawler creates articles.raw before it appends.
-	if _, err := eventlog.EnsureTopic(ctx, l, events.TopicArticlesRaw, benchPartitions); err != nil {
+	if _, err := eventlog.EnsureTopic(ctx, l, schema.TopicArticlesRaw, benchPartitions); err != nil {
 		return fail(fmt.Errorf("ensure topic: %w", err))
 	}
 	rctx, cancel := context.WithCancel(context.Background())

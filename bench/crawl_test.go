@@ -25,7 +25,7 @@ import (
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/polite"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"
 	"github.com/prometheus/client_golang/prometheus"
@@ -384,7 +384,7 @@ func (e *crawlEnv) counters(b *testing.B) crawlCounters {
 func (e *crawlEnv) logEnd(b *testing.B, mustExist bool) int64 {
 	b.Helper()
 	ctx := context.Background()
-	parts, err := e.log.Partitions(ctx, events.TopicArticlesRaw)
+	parts, err := e.log.Partitions(ctx, schema.TopicArticlesRaw)
 	if err != nil {
 		if !mustExist {
 			return 0
@@ -393,7 +393,7 @@ func (e *crawlEnv) logEnd(b *testing.B, mustExist bool) int64 {
 	}
 	var end int64
 	for p := range parts {
-		o, err := e.log.Offsets(ctx, eventlog.TopicPartition{Topic: events.TopicArticlesRaw, Partition: p})
+		o, err := e.log.Offsets(ctx, eventlog.TopicPartition{Topic: schema.TopicArticlesRaw, Partition: p})
 		if err != nil {
 			b.Fatal(err)
 		}

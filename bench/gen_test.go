@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 )
 
 // Shape of the generated traffic.
@@ -121,7 +121,7 @@ func recordBatches(s stream, part partitioner) [][]*eventlog.Record {
 			var a int
 			buf, a = g.appendEvent(buf, i)
 			r := &recs[i-from]
-			*r = eventlog.Record{Topic: events.TopicShares, Partition: part(i, articleKeys[a]), Key: articleKeys[a],
+			*r = eventlog.Record{Topic: schema.TopicShares, Partition: part(i, articleKeys[a]), Key: articleKeys[a],
 				Value: buf[n:len(buf):len(buf)], Timestamp: s.ts(i)}
 			batch[i-from] = r
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
@@ -46,7 +46,7 @@ type pipeline struct {
 // startPipeline opens the state in dir, wires the engine to l and runs it
 // until stop. The shares topic is created first, as a node does.
 func startPipeline(ctx context.Context, l eventlog.Log, dir string, topts trending.OperatorOptions) (*pipeline, error) {
-	if _, err := eventlog.EnsureTopic(ctx, l, events.TopicShares, benchPartitions); err != nil {
+	if _, err := eventlog.EnsureTopic(ctx, l, schema.TopicShares, benchPartitions); err != nil {
 		return nil, fmt.Errorf("ensure shares topic: %w", err)
 	}
 	db, err := state.Open(filepath.Join(dir, "state"), state.Options{Logger: slog.New(slog.DiscardHandler)})

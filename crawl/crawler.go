@@ -16,7 +16,7 @@ import (
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/polite"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,7 +116,7 @@ func (o Options) Validate() error {
 }
 
 // Crawler crawls the active sources it owns on their schedules and appends
-// new items to events.TopicArticlesRaw.
+// new items to schema.TopicArticlesRaw.
 //
 // Delivery: an item is appended, then remembered as seen in the state
 // database. A crash between the two can append an item again on the next
@@ -230,7 +230,7 @@ func (c *Crawler) fetchRobots(ctx context.Context, robotsURL string) (int, []byt
 
 // Run crawls until ctx is done, then waits for crawls in flight.
 func (c *Crawler) Run(ctx context.Context) error {
-	if _, err := eventlog.EnsureTopic(ctx, c.log, events.TopicArticlesRaw, c.opts.Partitions); err != nil {
+	if _, err := eventlog.EnsureTopic(ctx, c.log, schema.TopicArticlesRaw, c.opts.Partitions); err != nil {
 		return fmt.Errorf("crawl: ensure topic: %w", err)
 	}
 	r := &runLoop{c: c, queued: map[string]bool{}, results: make(chan crawlResult),
@@ -696,7 +696,7 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 			seen[id] = true
 		}
 	}
-	parts, err := c.log.Partitions(ctx, events.TopicArticlesRaw)
+	parts, err := c.log.Partitions(ctx, schema.TopicArticlesRaw)
 	if err != nil {
 		return 0, err
 	}
@@ -720,7 +720,7 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 			return 0, err
 		}
 		k := []byte(it.ArticleID)
-		recs = append(recs, &eventlog.Record{Topic: events.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
+		recs = append(recs, &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: v, Timestamp: it.FetchedAt.UnixMilli(),
 			Headers: []eventlog.Header{{Key: "source_id", Value: []byte(sourceID)}}})
 		fresh = append(fresh, it.ArticleID)

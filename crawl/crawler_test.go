@@ -18,7 +18,7 @@ import (
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/polite"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/meta"
 )
@@ -67,7 +67,7 @@ func newCrawlHarness(t *testing.T, farm feedfarm.Options, mutate func(*Options))
 	if h.c, err = New(h.sources, l, db, opts); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eventlog.EnsureTopic(context.Background(), l, events.TopicArticlesRaw, 4); err != nil {
+	if _, err := eventlog.EnsureTopic(context.Background(), l, schema.TopicArticlesRaw, 4); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -126,9 +126,9 @@ func (h *crawlHarness) raw() map[[2]string]int {
 func (h *crawlHarness) eachRaw(fn func(*eventlog.Record)) {
 	h.t.Helper()
 	ctx := context.Background()
-	parts, _ := h.log.Partitions(ctx, events.TopicArticlesRaw)
+	parts, _ := h.log.Partitions(ctx, schema.TopicArticlesRaw)
 	for p := int32(0); p < parts; p++ {
-		tp := eventlog.TopicPartition{Topic: events.TopicArticlesRaw, Partition: p}
+		tp := eventlog.TopicPartition{Topic: schema.TopicArticlesRaw, Partition: p}
 		o, err := h.log.Offsets(ctx, tp)
 		if err != nil {
 			h.t.Fatal(err)

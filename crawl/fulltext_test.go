@@ -12,7 +12,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/feedfarm"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 )
 
 // pageSite serves feeds whose items carry one line, the items' article
@@ -105,7 +105,7 @@ func TestCrawlFetchesFullTextForOneLineFeeds(t *testing.T) {
 
 	content := map[string]string{} // item path → content written
 	h.eachRaw(func(rec *eventlog.Record) {
-		var a events.RawArticle
+		var a schema.RawArticle
 		if err := json.Unmarshal(rec.Value, &a); err != nil {
 			t.Fatal(err)
 		}

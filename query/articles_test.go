@@ -13,7 +13,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
 )
 
@@ -357,8 +357,8 @@ func TestArticleIngestRejectsBadLines(t *testing.T) {
 	// Records that bypass HTTP (a crawler or a Kafka producer) go to the
 	// dead-letter topic with the reason.
 	bad := []*eventlog.Record{
-		{Topic: events.TopicArticlesRaw, Partition: 0, Value: []byte(`{"url":"https://x.example/c","summary":"no title"}`), Timestamp: baseTime.UnixMilli()},
-		{Topic: events.TopicArticlesRaw, Partition: 1, Value: []byte(`not json`), Timestamp: baseTime.UnixMilli()},
+		{Topic: schema.TopicArticlesRaw, Partition: 0, Value: []byte(`{"url":"https://x.example/c","summary":"no title"}`), Timestamp: baseTime.UnixMilli()},
+		{Topic: schema.TopicArticlesRaw, Partition: 1, Value: []byte(`not json`), Timestamp: baseTime.UnixMilli()},
 	}
 	if err := n.log.Append(context.Background(), bad); err != nil {
 		t.Fatal(err)

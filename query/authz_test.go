@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
@@ -31,7 +31,7 @@ func readsOnLog(t *testing.T, n *testNode) []string {
 	t.Helper()
 	var users []string
 	for p := range n.eng.Partitions() {
-		for _, rec := range readAll(t, n, eventlog.TopicPartition{Topic: events.TopicReads, Partition: p}) {
+		for _, rec := range readAll(t, n, eventlog.TopicPartition{Topic: schema.TopicReads, Partition: p}) {
 			users = append(users, string(rec.Key))
 		}
 	}
@@ -126,9 +126,9 @@ func TestArticlesNeedIngestOrAdmin(t *testing.T) {
 	body := `{"url":"https://example.com/a","source_id":"ex","title":"Volcano erupts near Reykjavik"}`
 	wantError(t, n.post(t, "/api/v1/articles", body, "X-Anonymous", "1"), fasthttp.StatusUnauthorized, "ingestion token")
 	wantError(t, n.post(t, "/api/v1/articles", body, bearer(bobTok)...), fasthttp.StatusForbidden, "bob is not an admin")
-	if got := len(readAll(t, n, eventlog.TopicPartition{Topic: events.TopicArticlesRaw, Partition: 0})); got != 0 {
+	if got := len(readAll(t, n, eventlog.TopicPartition{Topic: schema.TopicArticlesRaw, Partition: 0})); got != 0 {
 		for p := range n.eng.Partitions() {
-			got += len(readAll(t, n, eventlog.TopicPartition{Topic: events.TopicArticlesRaw, Partition: p}))
+			got += len(readAll(t, n, eventlog.TopicPartition{Topic: schema.TopicArticlesRaw, Partition: p}))
 		}
 		t.Fatalf("refused articles appended %d records", got)
 	}

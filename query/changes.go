@@ -11,7 +11,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -92,7 +92,7 @@ const (
 var errIncomplete = errors.New("trending answer incomplete")
 
 // ChangesOptions configures the trending.changes topic and the
-// trending.entered stream events. The zero value is valid: enabled, the
+// trending.entered stream schema. The zero value is valid: enabled, the
 // top 10 of every window.
 type ChangesOptions struct {
 	// Disabled turns the watcher off: nothing is appended or followed.
@@ -323,7 +323,7 @@ func (w *changesWatcher) step(ctx context.Context) error {
 				return fmt.Errorf("encode %s: %w", c.ID(), err)
 			}
 			news = append(news, c)
-			recs = append(recs, &eventlog.Record{Topic: events.TopicTrendingChanges,
+			recs = append(recs, &eventlog.Record{Topic: schema.TopicTrendingChanges,
 				Partition: eventlog.PartitionFor([]byte(c.ArticleID), w.parts), Key: []byte(c.ArticleID), Value: value,
 				Timestamp: c.EnteredAt, Headers: []eventlog.Header{{Key: HeaderChangeID, Value: []byte(c.ID())}}})
 		}
@@ -333,7 +333,7 @@ func (w *changesWatcher) step(ctx context.Context) error {
 	}
 	if err := w.log.Append(ctx, recs); err != nil {
 		// Whatever of it was written is read back next time.
-		return fmt.Errorf("append %d records to %s: %w", len(recs), events.TopicTrendingChanges, err)
+		return fmt.Errorf("append %d records to %s: %w", len(recs), schema.TopicTrendingChanges, err)
 	}
 	values := make([][]byte, len(recs))
 	for i, c := range news {
@@ -385,7 +385,7 @@ func (w *changesWatcher) ensure(ctx context.Context) error {
 	if w.parts > 0 {
 		return nil
 	}
-	n, err := eventlog.EnsureTopic(ctx, w.log, events.TopicTrendingChanges, 1)
+	n, err := eventlog.EnsureTopic(ctx, w.log, schema.TopicTrendingChanges, 1)
 	if err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func (w *changesWatcher) load(ctx context.Context, cut int64) error {
 	pos := make(map[eventlog.TopicPartition]int64, w.parts)
 	next := make([]int64, w.parts)
 	for p := range w.parts {
-		tp := eventlog.TopicPartition{Topic: events.TopicTrendingChanges, Partition: p}
+		tp := eventlog.TopicPartition{Topic: schema.TopicTrendingChanges, Partition: p}
 		off, err := w.log.OffsetForTime(ctx, tp, cut)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", tp, err)
@@ -411,7 +411,7 @@ func (w *changesWatcher) load(ctx context.Context, cut int64) error {
 	}
 	r, err := w.log.NewReader(pos)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", events.TopicTrendingChanges, err)
+		return fmt.Errorf("read %s: %w", schema.TopicTrendingChanges, err)
 	}
 	w.close()
 	w.reader, w.next, w.seen = r, next, map[string]map[string]int64{}
@@ -433,7 +433,7 @@ func (w *changesWatcher) follow(ctx context.Context, announce bool) error {
 	}
 	ends := make([]int64, w.parts)
 	for p := range w.parts {
-		tp := eventlog.TopicPartition{Topic: events.TopicTrendingChanges, Partition: p}
+		tp := eventlog.TopicPartition{Topic: schema.TopicTrendingChanges, Partition: p}
 		o, err := w.log.Offsets(ctx, tp)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", tp, err)
@@ -446,11 +446,11 @@ func (w *changesWatcher) follow(ctx context.Context, announce bool) error {
 	if w.reader == nil {
 		pos := make(map[eventlog.TopicPartition]int64, w.parts)
 		for p := range w.parts {
-			pos[eventlog.TopicPartition{Topic: events.TopicTrendingChanges, Partition: p}] = ends[p]
+			pos[eventlog.TopicPartition{Topic: schema.TopicTrendingChanges, Partition: p}] = ends[p]
 		}
 		r, err := w.log.NewReader(pos)
 		if err != nil {
-			return fmt.Errorf("read %s: %w", events.TopicTrendingChanges, err)
+			return fmt.Errorf("read %s: %w", schema.TopicTrendingChanges, err)
 		}
 		w.reader, w.next = r, ends
 		return nil
@@ -473,7 +473,7 @@ func (w *changesWatcher) follow(ctx context.Context, announce bool) error {
 		recs, err := w.reader.Poll(pctx, 1000)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("read %s: %w", events.TopicTrendingChanges, err)
+			return fmt.Errorf("read %s: %w", schema.TopicTrendingChanges, err)
 		}
 		for _, rec := range recs {
 			if rec.Partition < 0 || rec.Partition >= w.parts {

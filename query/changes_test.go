@@ -16,7 +16,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -142,7 +142,7 @@ func readChanges(t *testing.T, l eventlog.Log) []*eventlog.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tp := eventlog.TopicPartition{Topic: events.TopicTrendingChanges}
+	tp := eventlog.TopicPartition{Topic: schema.TopicTrendingChanges}
 	o, err := l.Offsets(ctx, tp)
 	if err != nil {
 		t.Fatalf("offsets of %s: %v", tp, err)
@@ -378,19 +378,19 @@ func TestChangesFailover(t *testing.T) {
 func TestChangesWaitsForReplay(t *testing.T) {
 	l := openChangesLog(t)
 	ctx := context.Background()
-	if err := l.CreateTopic(ctx, events.TopicShares, 1); err != nil {
+	if err := l.CreateTopic(ctx, schema.TopicShares, 1); err != nil {
 		t.Fatal(err)
 	}
 	share := func(n int) {
 		for range n {
-			if err := l.Append(ctx, []*eventlog.Record{{Topic: events.TopicShares, Key: []byte("k"), Value: []byte("{}")}}); err != nil {
+			if err := l.Append(ctx, []*eventlog.Record{{Topic: schema.TopicShares, Key: []byte("k"), Value: []byte("{}")}}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	share(5)
 	src := &fakeTrending{restoring: true,
-		progress: []engine.Progress{{Stage: trending.Name, Topic: events.TopicShares, Partition: 0, Committed: 2}}}
+		progress: []engine.Progress{{Stage: trending.Name, Topic: schema.TopicShares, Partition: 0, Committed: 2}}}
 	r := newChangesRig(t, l, src.source(), trending.OperatorOptions{SnapshotInterval: 50 * time.Millisecond}, 2, nil)
 	src.set(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixMilli(), map[string]uint64{"a": 3, "b": 2})
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
@@ -85,9 +85,9 @@ func FuzzShareBatch(f *testing.F) {
 				continue
 			}
 			nonBlank++
-			s, err := events.DecodeShare(&parser, line)
+			s, err := schema.DecodeShare(&parser, line)
 			if err == nil {
-				err = events.CheckTime(s.Timestamp, now, opts.MaxPast, opts.MaxFuture)
+				err = schema.CheckTime(s.Timestamp, now, opts.MaxPast, opts.MaxFuture)
 			}
 			if err != nil {
 				wantRejected = append(wantRejected, i+1)

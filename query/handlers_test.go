@@ -16,7 +16,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/prometheus/client_golang/prometheus"
@@ -277,11 +277,11 @@ func TestProgressAndTopology(t *testing.T) {
 		}
 		committed[in.Stage+" "+in.Topic] += in.Committed
 	}
-	rt := engine.RepartitionTopic(trending.Name, events.TopicShares)
+	rt := engine.RepartitionTopic(trending.Name, schema.TopicShares)
 	want := map[string]int64{
-		"trending " + events.TopicShares:                    int64(total),
+		"trending " + schema.TopicShares:                    int64(total),
 		"trending " + rt:                                    0,
-		"trending.shares.repartition " + events.TopicShares: int64(total),
+		"trending.shares.repartition " + schema.TopicShares: int64(total),
 	}
 	for k, v := range want {
 		if committed[k] != v {

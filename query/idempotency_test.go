@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
@@ -384,7 +384,7 @@ func (h *hideTopicLog) Partitions(ctx context.Context, topic string) (int32, err
 	h.mu.Lock()
 	hide := h.hide
 	h.mu.Unlock()
-	if hide && topic == events.TopicShares {
+	if hide && topic == schema.TopicShares {
 		return 0, fmt.Errorf("%w: %s", eventlog.ErrUnknownTopic, topic)
 	}
 	return h.gateLog.Partitions(ctx, topic)

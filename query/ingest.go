@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
 )
 
@@ -46,7 +46,7 @@ func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
 }
 
 // recordBuilder validates a request body and returns the response, the
-// records to append and the number of rejected events.
+// records to append and the number of rejected schema.
 type recordBuilder func(ctx *fasthttp.RequestCtx, body []byte, batch bool) (status int, resp []byte, recs []*eventlog.Record, rejected int)
 
 // idempotencyCatchUp bounds the wait for the idempotency topic before a
@@ -115,9 +115,9 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 }
 
 // buildShares validates the body and returns the response, the records to
-// append and the number of rejected events.
+// append and the number of rejected schema.
 func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(events.TopicShares)
+	parts, err := s.partitions(schema.TopicShares)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "shares topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
@@ -127,18 +127,18 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 	now := s.opts.Now().UnixMilli()
 	w := s.writer(ctx)
 	decode := func(line []byte) (*eventlog.Record, error) {
-		sh, err := events.DecodeShare(p, line)
+		sh, err := schema.DecodeShare(p, line)
 		if err != nil {
 			return nil, err
 		}
 		if err := w.mayWrite("share", sh.UserID); err != nil {
 			return nil, err
 		}
-		if err := events.CheckTime(sh.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
+		if err := schema.CheckTime(sh.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
 			return nil, err
 		}
 		k := []byte(sh.ArticleID)
-		return &eventlog.Record{Topic: events.TopicShares, Partition: eventlog.PartitionFor(k, parts),
+		return &eventlog.Record{Topic: schema.TopicShares, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: bytes.Clone(line), Timestamp: sh.Timestamp}, nil
 	}
 	return decodeLines(body, batch, "share event", decode)
@@ -195,14 +195,14 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	return status, b, recs, res.Rejected
 }
 
-// handleRead ingests one read event; handleReadBatch NDJSON read events.
+// handleRead ingests one read event; handleReadBatch NDJSON read schema.
 // A read is keyed by user_id.
 func (s *Server) handleRead(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", false, s.buildReads) }
 
 func (s *Server) handleReadBatch(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", true, s.buildReads) }
 
 func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(events.TopicReads)
+	parts, err := s.partitions(schema.TopicReads)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "reads topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
@@ -212,20 +212,20 @@ func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (
 	now := s.opts.Now().UnixMilli()
 	w := s.writer(ctx)
 	decode := func(line []byte) (*eventlog.Record, error) {
-		r, err := events.DecodeRead(p, line)
+		r, err := schema.DecodeRead(p, line)
 		if err != nil {
 			return nil, err
 		}
 		if err := w.mayWrite("read", r.UserID); err != nil {
 			return nil, err
 		}
-		if err := events.CheckTime(r.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
+		if err := schema.CheckTime(r.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
 			return nil, err
 		}
 		// The reader's feed pushes read stories down: compute it anew.
 		s.feeds.invalidate(r.UserID)
 		k := []byte(r.UserID)
-		return &eventlog.Record{Topic: events.TopicReads, Partition: eventlog.PartitionFor(k, parts),
+		return &eventlog.Record{Topic: schema.TopicReads, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: bytes.Clone(line), Timestamp: r.Timestamp}, nil
 	}
 	return decodeLines(body, batch, "read event", decode)

@@ -23,9 +23,9 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/story"
@@ -257,8 +257,8 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 			fail("replay %s: %v", op, err)
 		}
 	}
-	// Like the node: the shares topic exists before the server takes events.
-	for _, topic := range []string{events.TopicShares, events.TopicReads} {
+	// Like the node: the shares topic exists before the server takes schema.
+	for _, topic := range []string{schema.TopicShares, schema.TopicReads} {
 		if _, err := eventlog.EnsureTopic(context.Background(), n.log, topic, n.eng.Partitions()); err != nil {
 			fail("ensure topic: %v", err)
 		}
@@ -526,13 +526,13 @@ func (n *testNode) waitCaughtUp(t testing.TB) progress {
 func (n *testNode) appended(t testing.TB) int64 {
 	t.Helper()
 	ctx := context.Background()
-	parts, err := n.log.Partitions(ctx, events.TopicShares)
+	parts, err := n.log.Partitions(ctx, schema.TopicShares)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var sum int64
 	for p := range parts {
-		o, err := n.log.Offsets(ctx, eventlog.TopicPartition{Topic: events.TopicShares, Partition: p})
+		o, err := n.log.Offsets(ctx, eventlog.TopicPartition{Topic: schema.TopicShares, Partition: p})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/events"
 	"github.com/valyala/fasthttp"
 )
 
@@ -46,7 +46,7 @@ func TestReadIngestion(t *testing.T) {
 	parts := n.eng.Partitions()
 	byUser := map[string]int{}
 	for p := range parts {
-		for _, rec := range readAll(t, n, eventlog.TopicPartition{Topic: events.TopicReads, Partition: p}) {
+		for _, rec := range readAll(t, n, eventlog.TopicPartition{Topic: schema.TopicReads, Partition: p}) {
 			if want := eventlog.PartitionFor(rec.Key, parts); want != p {
 				t.Errorf("read of %s in partition %d, want %d", rec.Key, p, want)
 			}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
@@ -177,7 +177,7 @@ func (s *Server) setupStatus(ctx context.Context) (SetupStatus, error) {
 		}
 		st.Sources = summarizeSources(list)
 	}
-	n, err := topicRecords(ctx, s.deps.Log, events.TopicArticlesRaw)
+	n, err := topicRecords(ctx, s.deps.Log, schema.TopicArticlesRaw)
 	if err != nil {
 		return st, fmt.Errorf("read offsets: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/valyala/fasthttp"
 )
@@ -30,13 +30,13 @@ func (s *Server) handleArticles(ctx *fasthttp.RequestCtx) {
 
 // rawArticleIn is a raw article with the aliases ingestion accepts.
 type rawArticleIn struct {
-	events.RawArticle
+	schema.RawArticle
 	Publisher string `json:"publisher"`
 	Source    string `json:"source"`
 }
 
 func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(events.TopicArticlesRaw)
+	parts, err := s.partitions(schema.TopicArticlesRaw)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "articles topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
@@ -56,7 +56,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 			raw.SourceID = in.Source
 		}
 		if raw.FetchedAt == "" {
-			raw.FetchedAt = events.Time(time.UnixMilli(now).UTC().Format(time.RFC3339))
+			raw.FetchedAt = schema.Time(time.UnixMilli(now).UTC().Format(time.RFC3339))
 		}
 		val, err := json.Marshal(raw)
 		if err != nil {
@@ -67,7 +67,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 			return nil, err
 		}
 		k := []byte(a.ID)
-		return &eventlog.Record{Topic: events.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
+		return &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: val, Timestamp: a.PublishedAt}, nil
 	}
 	return decodeLines(body, batch, "article", decode)

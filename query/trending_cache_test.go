@@ -14,7 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
@@ -231,7 +231,7 @@ func (h *restoreHarness) deliver(article string, count int) int32 {
 	for range count {
 		h.seq++
 		ts := h.n.clock.ms(0)
-		rec := &eventlog.Record{Topic: events.TopicShares, Partition: p, Key: []byte(article), Timestamp: ts,
+		rec := &eventlog.Record{Topic: schema.TopicShares, Partition: p, Key: []byte(article), Timestamp: ts,
 			Value: []byte(share(fmt.Sprintf("h-%d", h.seq), article, ts, "category", "tech"))}
 		var pc engine.ProcessContext
 		if err := h.tasks[p].Process(&pc, rec); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
 )
 
@@ -164,7 +164,7 @@ func TestAdminStats(t *testing.T) {
 		t.Fatalf("shares: %s", r)
 	}
 	// One record that bypassed HTTP validation is dead-lettered.
-	bad := &eventlog.Record{Topic: events.TopicShares, Partition: 0, Value: []byte("not json"), Timestamp: n.clock.ms(0)}
+	bad := &eventlog.Record{Topic: schema.TopicShares, Partition: 0, Value: []byte("not json"), Timestamp: n.clock.ms(0)}
 	if err := n.log.Append(context.Background(), []*eventlog.Record{bad}); err != nil {
 		t.Fatal(err)
 	}

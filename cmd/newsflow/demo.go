@@ -26,7 +26,7 @@ import (
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/opml"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/query/auth"
 	"golang.org/x/sync/errgroup"
 )
@@ -491,11 +491,11 @@ func (t *demoTraffic) send(ctx context.Context, now time.Time, n int) {
 		var err error
 		if t.rng.IntN(3) == 0 {
 			kinds := []string{"link", "email", "social", "message"}
-			err = se.Encode(events.Share{EventID: id, ArticleID: a.id, UserID: user,
+			err = se.Encode(schema.Share{EventID: id, ArticleID: a.id, UserID: user,
 				ShareType: kinds[t.rng.IntN(len(kinds))], Category: a.category, Timestamp: ts})
 		} else {
 			// A visit lasts a quarter of an hour.
-			err = re.Encode(events.Read{EventID: id, UserID: user, ArticleID: a.id,
+			err = re.Encode(schema.Read{EventID: id, UserID: user, ArticleID: a.id,
 				SessionID: fmt.Sprintf("%s-%d", user, now.Unix()/900), Timestamp: ts, DwellMS: 5000 + t.rng.Int64N(115000)})
 		}
 		if err != nil {

@@ -22,9 +22,9 @@ import (
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/polite"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/neardup"
@@ -196,7 +196,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 	ctx, leave := context.WithCancel(ctx)
 	defer leave()
 	// Producers may write the event topics before any operator reads them.
-	for _, topic := range []string{events.TopicShares, events.TopicReads, events.TopicArticlesRaw} {
+	for _, topic := range []string{schema.TopicShares, schema.TopicReads, schema.TopicArticlesRaw} {
 		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, n.engine.Partitions()); err != nil {
 			return fmt.Errorf("ensure topic %s: %w", topic, err)
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/query"
 )
 
@@ -104,7 +104,7 @@ func checkAnnounced(t *testing.T, what string, changes []query.TrendingChange, s
 // trending.changes once per window (key, value, time and id header as
 // documented), and does not announce them again after a restart, only a
 // new article that enters then. The README's curl example, open
-// meanwhile, shows the same as trending.entered events.
+// meanwhile, shows the same as trending.entered schema.
 func TestTrendingChanges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
@@ -207,7 +207,7 @@ func readChangesTopic(t *testing.T, l eventlog.Log) ([]*eventlog.Record, []query
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tp := eventlog.TopicPartition{Topic: events.TopicTrendingChanges}
+	tp := eventlog.TopicPartition{Topic: schema.TopicTrendingChanges}
 	o, err := l.Offsets(ctx, tp)
 	if err != nil {
 		t.Fatal(err)

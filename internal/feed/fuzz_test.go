@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/events"
 )
 
 // fuzzSeeds are small feeds of each kind, plus hostile bits.
@@ -74,7 +74,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				t.Fatalf("encode raw article: %v", err)
 			}
-			var back events.RawArticle
+			var back schema.RawArticle
 			if err := json.Unmarshal(b, &back); err != nil || back != raw {
 				t.Fatalf("raw article does not round-trip: %v\n%+v\n%+v", err, raw, back)
 			}

@@ -16,9 +16,9 @@ import (
 	"github.com/mmcdole/gofeed/atom"
 	jsonfeed "github.com/mmcdole/gofeed/json"
 	"github.com/mmcdole/gofeed/rss"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/events"
 )
 
 // Limits on the fields of an item, in bytes of UTF-8.
@@ -117,7 +117,7 @@ type Feed struct {
 	Repaired bool
 }
 
-// Item is one article of a feed: the fields of events.RawArticle and its id.
+// Item is one article of a feed: the fields of schema.RawArticle and its id.
 type Item struct {
 	// ArticleID is canon.ArticleID(URL).
 	ArticleID string
@@ -143,9 +143,9 @@ type Item struct {
 }
 
 // RawArticle returns the item as the event the crawler writes to
-// events.TopicArticlesRaw, keyed by ArticleID.
-func (it *Item) RawArticle(sourceID string) events.RawArticle {
-	return events.RawArticle{
+// schema.TopicArticlesRaw, keyed by ArticleID.
+func (it *Item) RawArticle(sourceID string) schema.RawArticle {
+	return schema.RawArticle{
 		URL:         it.URL,
 		SourceID:    sourceID,
 		GUID:        it.GUID,
@@ -154,8 +154,8 @@ func (it *Item) RawArticle(sourceID string) events.RawArticle {
 		Content:     it.Content,
 		Author:      it.Author,
 		ImageURL:    it.ImageURL,
-		PublishedAt: events.Time(it.PublishedAt.UTC().Format(time.RFC3339Nano)),
-		FetchedAt:   events.Time(it.FetchedAt.UTC().Format(time.RFC3339Nano)),
+		PublishedAt: schema.Time(it.PublishedAt.UTC().Format(time.RFC3339Nano)),
+		FetchedAt:   schema.Time(it.FetchedAt.UTC().Format(time.RFC3339Nano)),
 	}
 }
 

@@ -27,10 +27,10 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fastjson"
@@ -128,8 +128,8 @@ func (o *Operator) Spec() engine.Spec {
 	return engine.Spec{
 		Name:        Name,
 		Description: "dedup by canonical URL, clean text, label topics",
-		Inputs:      []engine.Input{{Topic: events.TopicArticlesRaw, Key: "article_id (hash of the canonical URL)", Route: o.route}},
-		Outputs:     []string{events.TopicArticles},
+		Inputs:      []engine.Input{{Topic: schema.TopicArticlesRaw, Key: "article_id (hash of the canonical URL)", Route: o.route}},
+		Outputs:     []string{schema.TopicArticles},
 		Stores:      []string{"article versions and text hashes"},
 		Options:     o.opts,
 	}
@@ -224,7 +224,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		t.op.outcomes.WithLabelValues("new").Inc()
 	}
 	for _, l := range t.op.cls.Classify(classify.Document{Title: a.Title, Summary: a.Summary, Content: a.Content}) {
-		a.Topics = append(a.Topics, events.Label{Topic: l.Topic, Confidence: l.Confidence})
+		a.Topics = append(a.Topics, schema.Label{Topic: l.Topic, Confidence: l.Confidence})
 	}
 	a.Source = a.SourceID
 	if t.op.sources != nil {
@@ -236,7 +236,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	if err != nil {
 		return err
 	}
-	pc.Emit(&eventlog.Record{Topic: events.TopicArticles, Partition: 0, Key: []byte(a.ID), Value: val, Timestamp: a.PublishedAt})
+	pc.Emit(&eventlog.Record{Topic: schema.TopicArticles, Partition: 0, Key: []byte(a.ID), Value: val, Timestamp: a.PublishedAt})
 	return nil
 }
 
@@ -259,12 +259,12 @@ func (t *task) Close() error                { return nil }
 // Clean decodes a raw article and returns it cleaned, without topics,
 // source details or version. recordTime (ms) stands in for missing publish
 // and fetch times.
-func (o *Operator) Clean(value []byte, recordTime int64) (events.Article, error) {
-	var a events.Article
+func (o *Operator) Clean(value []byte, recordTime int64) (schema.Article, error) {
+	var a schema.Article
 	if len(value) > o.opts.MaxRecordBytes {
 		return a, fmt.Errorf("record of %d bytes exceeds %d", len(value), o.opts.MaxRecordBytes)
 	}
-	var raw events.RawArticle
+	var raw schema.RawArticle
 	if err := json.Unmarshal(value, &raw); err != nil {
 		return a, fmt.Errorf("malformed JSON: %w", err)
 	}
@@ -312,7 +312,7 @@ func (o *Operator) CleanText(title, summary, content string) (string, string, st
 	return text.Clean(title, o.opts.MaxTitleBytes), text.Clean(summary, o.opts.MaxSummaryBytes), text.Clean(content, o.opts.MaxContentBytes)
 }
 
-func parseTime(v events.Time) (int64, error) {
+func parseTime(v schema.Time) (int64, error) {
 	s := string(v)
 	if s == "" {
 		return 0, nil

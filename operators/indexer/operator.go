@@ -24,7 +24,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/newsflow/newsflow/state/search"
 )
@@ -74,7 +74,7 @@ func (o *Operator) Spec() engine.Spec {
 	return engine.Spec{
 		Name:        Name,
 		Description: "Bleve search index per partition (title boosted, summary, content; topic, source and date filters)",
-		Inputs:      []engine.Input{{Topic: events.TopicArticlesIndexed, Key: "article_id"}},
+		Inputs:      []engine.Input{{Topic: schema.TopicArticlesIndexed, Key: "article_id"}},
 		Stores:      []string{"Bleve index in " + o.dir + "/<partition>", "index marker"},
 		Options:     o.opts,
 
@@ -128,14 +128,14 @@ func (t *task) Restore(r state.Reader) error {
 }
 
 func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
-	var a events.Article
+	var a schema.Article
 	if err := json.Unmarshal(rec.Value, &a); err != nil {
 		return engine.Invalid("indexed article: malformed JSON: %v", err)
 	}
 	if a.ID == "" {
 		return engine.Invalid("indexed article: missing id")
 	}
-	story, _ := rec.Header(events.HeaderStoryID)
+	story, _ := rec.Header(schema.HeaderStoryID)
 	d := search.Doc{
 		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
 		SourceID: a.SourceID, Source: a.Source, StoryID: string(story), PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),

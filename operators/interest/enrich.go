@@ -28,7 +28,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/valyala/fastjson"
 )
@@ -42,8 +42,8 @@ const EnrichName = "reads-enrich"
 
 // Enriched is a read with the topics of its article.
 type Enriched struct {
-	events.Read
-	Topics []events.Label `json:"topics,omitempty"`
+	schema.Read
+	Topics []schema.Label `json:"topics,omitempty"`
 	// Known is false when the article was never seen within ParkFor.
 	Known bool `json:"known"`
 }
@@ -80,8 +80,8 @@ func (o *EnrichOperator) Spec() engine.Spec {
 		Name:        EnrichName,
 		Description: "join reads with the topics of their article",
 		Inputs: []engine.Input{
-			{Topic: events.TopicReads, Key: "article_id (from the value)", Route: o.route},
-			{Topic: events.TopicArticlesIndexed, Key: "article_id"},
+			{Topic: schema.TopicReads, Key: "article_id (from the value)", Route: o.route},
+			{Topic: schema.TopicArticlesIndexed, Key: "article_id"},
 		},
 		Outputs: []string{TopicReadsEnriched},
 		Stores:  []string{"article topics", "reads waiting for their article"},
@@ -91,18 +91,18 @@ func (o *EnrichOperator) Spec() engine.Spec {
 
 func (o *EnrichOperator) route(rec *eventlog.Record) ([]byte, bool) {
 	p := o.parsers.Get()
-	id, ok := events.ArticleIDOf(p, rec.Value)
+	id, ok := schema.ArticleIDOf(p, rec.Value)
 	o.parsers.Put(p)
 	return []byte(id), ok
 }
 
 // NewTask implements engine.Operator.
 func (o *EnrichOperator) NewTask(engine.TaskContext) (engine.Task, error) {
-	return &enrichTask{op: o, topics: map[string][]events.Label{}, parked: map[string][]parked{}}, nil
+	return &enrichTask{op: o, topics: map[string][]schema.Label{}, parked: map[string][]parked{}}, nil
 }
 
 type parked struct {
-	read events.Read
+	read schema.Read
 	seq  uint64 // arrival order, for deterministic keys
 }
 
@@ -111,7 +111,7 @@ type enrichTask struct {
 	r      state.Reader
 	parser fastjson.Parser
 
-	topics map[string][]events.Label // changed since the last Flush
+	topics map[string][]schema.Label // changed since the last Flush
 	parked map[string][]parked       // by article id; in memory and in state
 	fresh  []parkKey                 // parked since the last Flush
 	done   []parkKey                 // released since the last Flush
@@ -143,7 +143,7 @@ func (t *enrichTask) Restore(r state.Reader) error {
 		if len(k) < 10 {
 			return fmt.Errorf("reads-enrich: corrupt parked key %q", k)
 		}
-		var rd events.Read
+		var rd schema.Read
 		if err := json.Unmarshal(v, &rd); err != nil {
 			return fmt.Errorf("reads-enrich: corrupt parked read: %w", err)
 		}
@@ -153,7 +153,7 @@ func (t *enrichTask) Restore(r state.Reader) error {
 	})
 }
 
-func (t *enrichTask) lookup(id string) ([]events.Label, bool, error) {
+func (t *enrichTask) lookup(id string) ([]schema.Label, bool, error) {
 	if l, ok := t.topics[id]; ok {
 		return l, true, nil
 	}
@@ -161,7 +161,7 @@ func (t *enrichTask) lookup(id string) ([]events.Label, bool, error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	var l []events.Label
+	var l []schema.Label
 	if err := json.Unmarshal(v, &l); err != nil {
 		return nil, false, fmt.Errorf("reads-enrich: corrupt topics of %s: %w", id, err)
 	}
@@ -169,16 +169,16 @@ func (t *enrichTask) lookup(id string) ([]events.Label, bool, error) {
 }
 
 func (t *enrichTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
-	if rec.Topic == events.TopicArticlesIndexed {
+	if rec.Topic == schema.TopicArticlesIndexed {
 		var a struct {
 			ID     string         `json:"id"`
-			Topics []events.Label `json:"topics"`
+			Topics []schema.Label `json:"topics"`
 		}
 		if err := json.Unmarshal(rec.Value, &a); err != nil || a.ID == "" {
 			return engine.Invalid("indexed article: no id")
 		}
 		if a.Topics == nil {
-			a.Topics = []events.Label{}
+			a.Topics = []schema.Label{}
 		}
 		t.topics[a.ID] = a.Topics
 		for _, p := range t.parked[a.ID] {
@@ -188,7 +188,7 @@ func (t *enrichTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) er
 		delete(t.parked, a.ID)
 		return nil
 	}
-	rd, err := events.DecodeRead(&t.parser, rec.Value)
+	rd, err := schema.DecodeRead(&t.parser, rec.Value)
 	if err != nil {
 		return engine.Invalid("read: %v", err)
 	}
@@ -239,7 +239,7 @@ func (t *enrichTask) releaseExpired(pc *engine.ProcessContext) {
 	}
 }
 
-func (t *enrichTask) emit(pc *engine.ProcessContext, rd events.Read, topics []events.Label, known bool) {
+func (t *enrichTask) emit(pc *engine.ProcessContext, rd schema.Read, topics []schema.Label, known bool) {
 	v, _ := json.Marshal(Enriched{Read: rd, Topics: topics, Known: known})
 	k := []byte(rd.UserID)
 	pc.Emit(&eventlog.Record{Topic: TopicReadsEnriched, Partition: eventlog.PartitionFor(k, t.op.partitions),

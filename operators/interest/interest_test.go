@@ -9,14 +9,14 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 )
 
 const day = 24 * 60 * 60 * 1000
 
-func enriched(article, session string, ts int64, topics ...events.Label) Enriched {
-	return Enriched{Read: events.Read{EventID: article + session, UserID: "u", ArticleID: article, SessionID: session, Timestamp: ts}, Topics: topics, Known: len(topics) > 0}
+func enriched(article, session string, ts int64, topics ...schema.Label) Enriched {
+	return Enriched{Read: schema.Read{EventID: article + session, UserID: "u", ArticleID: article, SessionID: session, Timestamp: ts}, Topics: topics, Known: len(topics) > 0}
 }
 
 func weightOf(p *Profile, topic string) float64 {
@@ -34,12 +34,12 @@ func TestApplyEMAAndDecay(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &Profile{UserID: "u"}
-	o.apply(p, enriched("a1", "s", 0, events.Label{Topic: "world", Confidence: 0.6}, events.Label{Topic: "politics", Confidence: 0.2}))
+	o.apply(p, enriched("a1", "s", 0, schema.Label{Topic: "world", Confidence: 0.6}, schema.Label{Topic: "politics", Confidence: 0.2}))
 	if w := weightOf(p, "world"); math.Abs(w-0.1*0.75) > 1e-12 {
 		t.Fatalf("world after one read %v, want %v", w, 0.1*0.75)
 	}
 	// A day later: decay by 0.95, then move towards sports.
-	o.apply(p, enriched("a2", "s", day, events.Label{Topic: "sports", Confidence: 1}))
+	o.apply(p, enriched("a2", "s", day, schema.Label{Topic: "sports", Confidence: 1}))
 	if w := weightOf(p, "world"); math.Abs(w-0.9*0.95*0.075) > 1e-12 {
 		t.Errorf("world after a day and a sports read %v, want %v", w, 0.9*0.95*0.075)
 	}
@@ -48,13 +48,13 @@ func TestApplyEMAAndDecay(t *testing.T) {
 	}
 	// A repeat of (article, session) changes nothing; another session counts.
 	before := fmt.Sprint(p.Topics)
-	if o.apply(p, enriched("a2", "s", day+1, events.Label{Topic: "sports", Confidence: 1})) {
+	if o.apply(p, enriched("a2", "s", day+1, schema.Label{Topic: "sports", Confidence: 1})) {
 		t.Error("repeat applied")
 	}
 	if fmt.Sprint(p.Topics) != before || p.Reads != 2 {
 		t.Errorf("repeat changed the profile: %v, %d reads", p.Topics, p.Reads)
 	}
-	if !o.apply(p, enriched("a2", "s2", day+2, events.Label{Topic: "sports", Confidence: 1})) || p.Reads != 3 {
+	if !o.apply(p, enriched("a2", "s2", day+2, schema.Label{Topic: "sports", Confidence: 1})) || p.Reads != 3 {
 		t.Error("read in another session dropped")
 	}
 	// A read without topics goes to the history only.
@@ -127,7 +127,7 @@ func TestTaskDropsRepeatedEventIDs(t *testing.T) {
 		}
 	}
 	process := func(id, article, session string, ts int64) error {
-		e := enriched(article, session, ts, events.Label{Topic: "science", Confidence: 1})
+		e := enriched(article, session, ts, schema.Label{Topic: "science", Confidence: 1})
 		e.EventID = id
 		v, _ := json.Marshal(e)
 		return tk.Process(&engine.ProcessContext{}, &eventlog.Record{Key: []byte("u"), Value: v})

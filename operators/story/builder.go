@@ -9,12 +9,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/neardup"
 )
 
 // Label is a topic with a confidence in [0, 1].
-type Label = events.Label
+type Label = schema.Label
 
 // Article is what the story stage reads of a deduplicated, classified
 // article.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -105,8 +105,8 @@ func (o *Operator) Spec() engine.Spec {
 	return engine.Spec{
 		Name:        Name,
 		Description: "near-duplicates (SimHash/LSH, MinHash) and story clustering (TF-IDF), story aggregates and breaking news",
-		Inputs:      []engine.Input{{Topic: events.TopicArticles, Key: "all articles in partition 0"}},
-		Outputs:     []string{events.TopicArticlesIndexed},
+		Inputs:      []engine.Input{{Topic: schema.TopicArticles, Key: "all articles in partition 0"}},
+		Outputs:     []string{schema.TopicArticlesIndexed},
 		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members"},
 		Options:     o.opts,
 	}
@@ -168,7 +168,7 @@ type storyInput struct {
 	Title       string         `json:"title"`
 	Summary     string         `json:"summary"`
 	ImageURL    string         `json:"image_url"`
-	Topics      []events.Label `json:"topics"`
+	Topics      []schema.Label `json:"topics"`
 	PublishedAt int64          `json:"published_at"`
 	Version     int            `json:"version"`
 }
@@ -203,11 +203,11 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 
 	// The article goes on as it came, with its story in headers.
 	key := []byte(a.ID)
-	out := &eventlog.Record{Topic: events.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
+	out := &eventlog.Record{Topic: schema.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
 		Key: key, Value: rec.Value, Timestamp: a.PublishedAt}
-	out.Headers = append(out.Headers, eventlog.Header{Key: events.HeaderStoryID, Value: []byte(res.Story)})
+	out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderStoryID, Value: []byte(res.Story)})
 	if res.DuplicateOf != "" {
-		out.Headers = append(out.Headers, eventlog.Header{Key: events.HeaderDuplicateOf, Value: []byte(res.DuplicateOf)})
+		out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderDuplicateOf, Value: []byte(res.DuplicateOf)})
 	}
 	pc.Emit(out)
 	return nil

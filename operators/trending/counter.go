@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/trending/sketch"
 	"github.com/newsflow/newsflow/state"
 )
@@ -94,7 +94,7 @@ func (o OperatorOptions) cmsOptions() sketch.Options {
 	c.MaxK = o.MaxK
 	c.Prefix = cmsPrefix
 	if c.MaxIDLen == 0 {
-		c.MaxIDLen = events.MaxIDBytes
+		c.MaxIDLen = schema.MaxIDBytes
 	}
 	return c
 }

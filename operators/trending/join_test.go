@@ -10,7 +10,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -113,16 +113,16 @@ func shareRec(id, article, category string, ts int64) *eventlog.Record {
 		m["category"] = category
 	}
 	v, _ := json.Marshal(m)
-	return &eventlog.Record{Topic: events.TopicShares, Key: []byte(article), Value: v, Timestamp: ts}
+	return &eventlog.Record{Topic: schema.TopicShares, Key: []byte(article), Value: v, Timestamp: ts}
 }
 
 func articleRec(id string, published int64, topics ...string) *eventlog.Record {
-	a := events.Article{ID: id, URL: "https://example.com/" + id, SourceID: "s", Title: "title " + id, PublishedAt: published, Version: 1}
+	a := schema.Article{ID: id, URL: "https://example.com/" + id, SourceID: "s", Title: "title " + id, PublishedAt: published, Version: 1}
 	for _, tp := range topics {
-		a.Topics = append(a.Topics, events.Label{Topic: tp, Confidence: 0.5})
+		a.Topics = append(a.Topics, schema.Label{Topic: tp, Confidence: 0.5})
 	}
 	v, _ := json.Marshal(a)
-	return &eventlog.Record{Topic: events.TopicArticlesIndexed, Key: []byte(id), Value: v, Timestamp: published}
+	return &eventlog.Record{Topic: schema.TopicArticlesIndexed, Key: []byte(id), Value: v, Timestamp: published}
 }
 
 const joinT0 = int64(1_763_700_000_000)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/dedup"
-	"github.com/newsflow/newsflow/operators/events"
 	"github.com/newsflow/newsflow/operators/trending/sketch"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +60,7 @@ type OperatorOptions struct {
 	// CMS configures the sketch of CounterCMS. Its Windows, MaxK and
 	// Prefix are the operator's (Counts.Windows, MaxK, and 'k'), whatever
 	// they are set to here, and MaxIDLen defaults to the longest article
-	// id an event may carry (events.MaxIDBytes).
+	// id an event may carry (schema.MaxIDBytes).
 	CMS sketch.Options `json:"cms,omitzero"`
 }
 
@@ -238,8 +238,8 @@ func (o *Operator) Spec() engine.Spec {
 		Name:        Name,
 		Description: "share counts per article over sliding windows, global and per category (a share without one: its article's topics); top-K",
 		Inputs: []engine.Input{
-			{Topic: events.TopicShares, Key: "article_id", Route: o.route},
-			{Topic: events.TopicArticlesIndexed, Key: "article id"},
+			{Topic: schema.TopicShares, Key: "article_id", Route: o.route},
+			{Topic: schema.TopicArticlesIndexed, Key: "article id"},
 		},
 		Stores: []string{o.countsStore(),
 			"event ids: the shares applied within the dedup horizon, by fingerprint",
@@ -264,7 +264,7 @@ func (o *Operator) route(rec *eventlog.Record) ([]byte, bool) {
 		return rec.Key, true
 	}
 	p := o.parsers.Get()
-	id, ok := events.ArticleIDOf(p, rec.Value)
+	id, ok := schema.ArticleIDOf(p, rec.Value)
 	o.parsers.Put(p)
 	return []byte(id), ok
 }
@@ -379,10 +379,10 @@ func (t *task) Restore(r state.Reader) error {
 }
 
 func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
-	if rec.Topic == events.TopicArticlesIndexed {
+	if rec.Topic == schema.TopicArticlesIndexed {
 		return t.processArticle(rec)
 	}
-	s, err := events.DecodeShare(&t.parser, rec.Value)
+	s, err := schema.DecodeShare(&t.parser, rec.Value)
 	if err != nil {
 		return engine.Invalid("share: %v", err)
 	}
@@ -390,7 +390,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		return engine.Invalid("share: record key %q does not match article_id %q", rec.Key, s.ArticleID)
 	}
 	if rec.Timestamp > 0 {
-		if err := events.CheckTime(s.Timestamp, rec.Timestamp, t.op.maxPast, t.op.opts.MaxFuture); err != nil {
+		if err := schema.CheckTime(s.Timestamp, rec.Timestamp, t.op.maxPast, t.op.opts.MaxFuture); err != nil {
 			return engine.Invalid("share: %v relative to the record time", err)
 		}
 	}
@@ -455,7 +455,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 // processArticle records an article's topics and counts the shares that
 // waited for it under them.
 func (t *task) processArticle(rec *eventlog.Record) error {
-	id, topics, err := events.ArticleTopics(&t.parser, rec.Value)
+	id, topics, err := schema.ArticleTopics(&t.parser, rec.Value)
 	if err != nil {
 		return engine.Invalid("indexed article: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/events"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"golang.org/x/sync/errgroup"
 )
@@ -58,7 +58,7 @@ func (m manyArticles) records(p int32, fn func(rec *eventlog.Record)) {
 		buf = append(buf, `","timestamp":`...)
 		buf = strconv.AppendInt(buf, ts, 10)
 		buf = append(buf, '}')
-		fn(&eventlog.Record{Topic: events.TopicShares, Partition: p, Key: key, Value: buf, Timestamp: ts})
+		fn(&eventlog.Record{Topic: schema.TopicShares, Partition: p, Key: key, Value: buf, Timestamp: ts})
 	}
 }
 

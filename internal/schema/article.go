@@ -1,4 +1,4 @@
-package events
+package schema
 
 import (
 	"encoding/json"

@@ -1,7 +1,7 @@
 // Package events defines the JSON events that enter newsflow (shares, reads)
 // and their decoding and validation, shared by HTTP ingestion and the
 // operators that consume the topics directly.
-package events
+package schema
 
 import (
 	"errors"
