@@ -23,13 +23,13 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/indexer"
+	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/search"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -51,7 +51,7 @@ const (
 )
 
 // The stages of the article pipeline, in data-flow order.
-var articleStages = []string{article.Name, story.Name, indexer.Name}
+var articleStages = []string{article.Name, story.Name, search.Name}
 
 // corpusItem is one real (or, without the shared data, generated) feed
 // item.
@@ -234,7 +234,7 @@ func withPathSuffix(u, suffix string) string {
 type articlePipeline struct {
 	*pipeline
 	stories *story.Operator
-	search  *indexer.Operator
+	search  *search.Operator
 }
 
 func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, error) {
@@ -272,7 +272,7 @@ func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, er
 	if err != nil {
 		return fail(err)
 	}
-	ix, err := indexer.New(filepath.Join(dir, "search"), indexer.Options{}, eng.Partitions())
+	ix, err := search.New(filepath.Join(dir, "search"), search.Options{}, eng.Partitions())
 	if err != nil {
 		return fail(err)
 	}
@@ -422,7 +422,7 @@ func (p *articlePipeline) verifyArticles(ctx context.Context, n int) error {
 	if v := p.counter("newsflow_dead_letters_total", "", ""); v != 0 {
 		errs = append(errs, fmt.Errorf("%v dead letters", v))
 	}
-	res, err := p.search.Search(ctx, search.Request{Limit: 1})
+	res, err := p.search.Search(ctx, searchindex.Request{Limit: 1})
 	switch {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("search: %w", err))
@@ -494,7 +494,7 @@ func BenchmarkArticlePipeline(b *testing.B) {
 		for _, s := range articleStages {
 			b.ReportMetric(last.finished[s].Seconds(), s+"-done-s")
 		}
-		for _, s := range []string{story.Name, indexer.Name} {
+		for _, s := range []string{story.Name, search.Name} {
 			b.ReportMetric(last.commit[s], s+"-commit-s")
 		}
 	})

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/trending"
-	"github.com/newsflow/newsflow/state/search"
 	"github.com/valyala/fasthttp"
 )
 
@@ -324,7 +324,7 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 		checks["stories"] = map[string]any{"recent": len(recent), "latest_event": wm}
 	}
 	if s.deps.Search != nil {
-		res, err := s.deps.Search.Search(context.Background(), search.Request{Limit: 1})
+		res, err := s.deps.Search.Search(context.Background(), searchindex.Request{Limit: 1})
 		st := map[string]any{"ok": err == nil}
 		if err == nil {
 			st["articles"], st["missing_partitions"] = res.Total, res.Missing

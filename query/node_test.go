@@ -26,8 +26,8 @@ import (
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
@@ -148,7 +148,7 @@ type testNode struct {
 	eng      *engine.Engine
 	op       *trending.Operator
 	stories  *story.Operator
-	search   *indexer.Operator
+	search   *search.Operator
 	interest *interest.Operator
 	auth     *auth.Store
 	srv      *query.Server
@@ -236,7 +236,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		if n.stories, err = story.New(o.stories, n.eng.Partitions(), n.reg); err != nil {
 			fail("stories: %v", err)
 		}
-		if n.search, err = indexer.New(filepath.Join(o.dir, "search"), indexer.Options{CommitInterval: time.Millisecond}, n.eng.Partitions()); err != nil {
+		if n.search, err = search.New(filepath.Join(o.dir, "search"), search.Options{CommitInterval: time.Millisecond}, n.eng.Partitions()); err != nil {
 			fail("search: %v", err)
 		}
 		enrich, err := interest.NewEnrich(interest.EnrichOptions{}, n.eng.Partitions())

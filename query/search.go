@@ -9,23 +9,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/indexer"
-	"github.com/newsflow/newsflow/state/search"
+	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/operators/search"
 	"github.com/valyala/fasthttp"
 )
 
 // searchPage is the response of /api/v1/search, and a node's answer to a
-// fanned-out search.
+// fanned-out searchindex.
 type searchPage struct {
-	Hits []search.Hit `json:"hits"`
+	Hits []searchindex.Hit `json:"hits"`
 	// Total counts the matches in the partitions that answered.
 	Total uint64 `json:"total"`
 	// Order is the hits' order: relevance (score descending, then id) for
 	// a text query, newest (published descending, then id) without.
-	Order search.Order `json:"order"`
-	// Next is the position after the last hit (search.Cursor); every
+	Order searchindex.Order `json:"order"`
+	// Next is the position after the last hit (searchindex.Cursor); every
 	// node continues after it in its own partitions.
-	Next *search.Cursor `json:"next_cursor,omitempty"`
+	Next *searchindex.Cursor `json:"next_cursor,omitempty"`
 	// Partial is true when some partitions did not answer: Missing.
 	Partial bool    `json:"partial"`
 	Missing []int32 `json:"missing_partitions,omitempty"`
@@ -46,7 +46,7 @@ const searchTimeout = 5 * time.Second
 // In a cluster the node that receives the search sends it to every other
 // member (fanOut, with HeaderForwarded: answer from your own partitions),
 // searches its own partitions meanwhile, and merges the pages exactly as
-// one node merges its partitions' (search.Merge): the first limit hits in
+// one node merges its partitions' (searchindex.Merge): the first limit hits in
 // the order, the totals summed. The cursor is a position in that order
 // (score or time, then id), not a position in a list, so the same cursor
 // continues every node's partitions and a page through any node continues
@@ -62,7 +62,7 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 	switch g := string(ctx.QueryArgs().Peek("group")); g {
 	case "":
 	case "story":
-		groups, r.Limit = r.Limit, min(search.MaxLimit, r.Limit*groupFetch)
+		groups, r.Limit = r.Limit, min(searchindex.MaxLimit, r.Limit*groupFetch)
 	default:
 		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("group: only \"story\" is supported, got %q", g))
 		return
@@ -93,7 +93,7 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 	defer cancel()
 	res, err := s.deps.Search.Search(sctx, r)
 	<-done
-	if errors.Is(err, search.ErrBadRequest) {
+	if errors.Is(err, searchindex.ErrBadRequest) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
@@ -108,12 +108,12 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 	switch {
 	case err == nil:
 		local = &searchPage{Hits: res.Hits, Total: res.Total, Next: res.Next, Missing: res.Missing}
-	case s.deps.Cluster != nil && errors.Is(err, indexer.ErrUnavailable):
+	case s.deps.Cluster != nil && errors.Is(err, search.ErrUnavailable):
 		// No partition of the cluster's is open here: the others answer.
 	case fan:
 		// This node's partitions are missing, like a node's that failed.
 		failed = append(failed, peerAnswer{node: s.deps.Cluster.ID(), err: err})
-	case errors.Is(err, indexer.ErrUnavailable):
+	case errors.Is(err, search.ErrUnavailable):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return
 	default:
@@ -152,8 +152,8 @@ const groupFetch = 4
 // storyHit is a search result grouped by story: the best hit of the story
 // and the story's other hits on the page, in the search's order.
 type storyHit struct {
-	search.Hit
-	Also []search.Hit `json:"also,omitempty"`
+	searchindex.Hit
+	Also []searchindex.Hit `json:"also,omitempty"`
 }
 
 // MarshalJSON writes the hit's fields and also beside them (the embedded
@@ -195,7 +195,7 @@ func groupByStory(page searchPage, n int) groupedPage {
 			continue
 		}
 		if len(out.Hits) == n {
-			out.Next = search.CursorAfter(page.Order, &page.Hits[i-1])
+			out.Next = searchindex.CursorAfter(page.Order, &page.Hits[i-1])
 			break
 		}
 		at[key] = len(out.Hits)
@@ -210,14 +210,14 @@ func groupByStory(page searchPage, n int) groupedPage {
 // when no page answered for it. An article lives in one partition, but
 // while a partition moves its old and new owner may both answer for it:
 // a hit is kept once (Total may then count it twice).
-func (s *Server) mergeSearch(r search.Request, local *searchPage, peers []searchPage) searchPage {
+func (s *Server) mergeSearch(r searchindex.Request, local *searchPage, peers []searchPage) searchPage {
 	order := searchOrder(r)
 	all := make([]int32, s.enginePartitions())
 	for p := range all {
 		all[p] = int32(p)
 	}
 	missing := [][]int32{all}
-	var results []*search.Result
+	var results []*searchindex.Result
 	seen := map[string]bool{}
 	pages := []*searchPage{local}
 	for i := range peers {
@@ -228,7 +228,7 @@ func (s *Server) mergeSearch(r search.Request, local *searchPage, peers []search
 			continue
 		}
 		missing = append(missing, pg.Missing)
-		res := &search.Result{Total: pg.Total, Order: order, Next: pg.Next}
+		res := &searchindex.Result{Total: pg.Total, Order: order, Next: pg.Next}
 		for _, h := range pg.Hits {
 			if !seen[h.ID] {
 				seen[h.ID] = true
@@ -237,30 +237,30 @@ func (s *Server) mergeSearch(r search.Request, local *searchPage, peers []search
 		}
 		results = append(results, res)
 	}
-	m := search.Merge(r.Limit, results...)
+	m := searchindex.Merge(r.Limit, results...)
 	page := searchPage{Hits: m.Hits, Total: m.Total, Order: order, Next: m.Next, Missing: unanswered(missing...)}
 	if page.Hits == nil {
-		page.Hits = []search.Hit{}
+		page.Hits = []searchindex.Hit{}
 	}
 	page.Partial = len(page.Missing) > 0
 	return page
 }
 
-// searchOrder is the order of r's hits (search.Request): by relevance for
+// searchOrder is the order of r's hits (searchindex.Request): by relevance for
 // a query with text, newest first without. A node without partitions
 // answers in it too, so that every page of a fan-out has the same order.
-func searchOrder(r search.Request) search.Order {
+func searchOrder(r searchindex.Request) searchindex.Order {
 	if strings.TrimSpace(r.Query) != "" {
-		return search.OrderRelevance
+		return searchindex.OrderRelevance
 	}
-	return search.OrderNewest
+	return searchindex.OrderNewest
 }
 
 // searchRequest reads the parameters of a search; it answers 400 and
 // returns false when they are invalid.
-func searchRequest(ctx *fasthttp.RequestCtx) (search.Request, bool) {
+func searchRequest(ctx *fasthttp.RequestCtx) (searchindex.Request, bool) {
 	args := ctx.QueryArgs()
-	r := search.Request{Query: string(args.Peek("q")), Topic: string(args.Peek("topic")), Source: string(args.Peek("source"))}
+	r := searchindex.Request{Query: string(args.Peek("q")), Topic: string(args.Peek("topic")), Source: string(args.Peek("source"))}
 	var err error
 	if r.Limit, err = intArg(ctx, "limit", 20, 1, 100); err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -286,7 +286,7 @@ func searchRequest(ctx *fasthttp.RequestCtx) (search.Request, bool) {
 		return r, false
 	}
 	if c := args.Peek("cursor"); len(c) > 0 {
-		if r.After, err = search.DecodeCursor(string(c)); err != nil {
+		if r.After, err = searchindex.DecodeCursor(string(c)); err != nil {
 			writeError(ctx, fasthttp.StatusBadRequest, "cursor: "+err.Error())
 			return r, false
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/operators/article"
-	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query/auth"
@@ -188,7 +188,7 @@ type Deps struct {
 	Articles *article.Operator
 	Stories  *story.Operator
 	// Search, if set, enables /api/v1/search.
-	Search *indexer.Operator
+	Search *search.Operator
 	// Interest, if set, enables the interest profiles.
 	Interest *interest.Operator
 	// Auth and Limiter, if set, enable accounts, sessions, preferences and

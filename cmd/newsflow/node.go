@@ -25,9 +25,9 @@ import (
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/article"
 	"github.com/newsflow/newsflow/operators/classify"
-	"github.com/newsflow/newsflow/operators/indexer"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/neardup"
+	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
@@ -52,7 +52,7 @@ type node struct {
 	trending *trending.Operator
 	articles *article.Operator
 	stories  *story.Operator
-	search   *indexer.Operator
+	search   *search.Operator
 	interest *interest.Operator
 	auth     *auth.Store
 	limiter  *auth.Limiter
@@ -431,7 +431,7 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 	if n.stories, err = story.New(opts, n.engine.Partitions(), n.reg); err != nil {
 		return err
 	}
-	if n.search, err = indexer.New(filepath.Join(cfg.DataDir, "search"), indexer.Options{CommitInterval: cfg.Search.CommitInterval}, n.engine.Partitions()); err != nil {
+	if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), search.Options{CommitInterval: cfg.Search.CommitInterval}, n.engine.Partitions()); err != nil {
 		return err
 	}
 	enrich, err := interest.NewEnrich(interest.EnrichOptions{ParkFor: cfg.Interest.ParkFor}, n.engine.Partitions())

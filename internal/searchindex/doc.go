@@ -1,4 +1,4 @@
-// Package search is the full-text index of articles: one Bleve index
+// Package searchindex is the full-text index of articles: one Bleve index
 // (scorch, on disk) per partition of the article stream.
 //
 // # Writing
@@ -58,4 +58,4 @@
 // 16 mostly unique terms per document and cost a third of the indexing
 // time). Range bounds that fall inside an hour are checked exactly against
 // the sortable key.
-package search
+package searchindex

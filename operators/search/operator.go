@@ -1,15 +1,15 @@
-// Package indexer keeps the search index of each partition from the stream
+// Package search keeps the search index of each partition from the stream
 // of clustered articles (topic articles.indexed).
 //
 // A partition's index is a Bleve index in its own directory
-// (state/search). It is not part of the task's Pebble batch, so the task
+// (internal/searchindex). It is not part of the task's Pebble batch, so the task
 // makes each batch durable in the index before the engine commits the
 // batch's offsets: after a crash the batch is applied again, and since a
 // document is keyed by article id the second application leaves the same
 // index. The task's Pebble state holds only a marker that the index belongs
 // to the committed offsets; when the marker is missing (a fresh node, or a
 // replay that cleared the state) the index is rebuilt from scratch.
-package indexer
+package search
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/search"
 )
 
 // Name is the operator's name in the topology.
@@ -34,7 +34,7 @@ const Name = "search"
 
 // Options configure the operator. The zero value is valid.
 type Options struct {
-	Index search.Options
+	Index searchindex.Options
 	// CommitInterval is the least time between two commits of a task
 	// (default 1s). Each commit makes a batch durable in Bleve first, and
 	// Bleve indexes large batches much more cheaply than small ones; new
@@ -55,7 +55,7 @@ func (o Options) Validate() error {
 type Operator struct {
 	dir   string
 	opts  Options
-	parts []atomic.Pointer[search.Index]
+	parts []atomic.Pointer[searchindex.Index]
 }
 
 // New returns the operator; partition p's index lives in dir/p.
@@ -66,7 +66,7 @@ func New(dir string, opts Options, partitions int32) (*Operator, error) {
 	if opts.CommitInterval == 0 {
 		opts.CommitInterval = time.Second
 	}
-	return &Operator{dir: dir, opts: opts, parts: make([]atomic.Pointer[search.Index], partitions)}, nil
+	return &Operator{dir: dir, opts: opts, parts: make([]atomic.Pointer[searchindex.Index], partitions)}, nil
 }
 
 // Spec implements engine.Operator.
@@ -97,9 +97,9 @@ var markerKey = []byte("indexed")
 type task struct {
 	op      *Operator
 	p       int32
-	ix      *search.Index
+	ix      *searchindex.Index
 	marked  bool
-	docs    []search.Doc
+	docs    []searchindex.Doc
 	pending map[string]int // article id → position in docs
 }
 
@@ -113,12 +113,12 @@ func (t *task) Restore(r state.Reader) error {
 	if !ok {
 		// No committed state: whatever the directory holds is from before a
 		// replay or a lost state store. Start over.
-		if err := search.Destroy(t.dir()); err != nil {
+		if err := searchindex.Destroy(t.dir()); err != nil {
 			return err
 		}
 	}
 	t.marked = ok
-	ix, err := search.Open(t.dir(), t.op.opts.Index)
+	ix, err := searchindex.Open(t.dir(), t.op.opts.Index)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 		return engine.Invalid("indexed article: missing id")
 	}
 	story, _ := rec.Header(schema.HeaderStoryID)
-	d := search.Doc{
+	d := searchindex.Doc{
 		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
 		SourceID: a.SourceID, Source: a.Source, StoryID: string(story), PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
 	}
@@ -180,7 +180,7 @@ func (t *task) Close() error {
 
 // Result is a merged search over every partition.
 type Result struct {
-	*search.Result
+	*searchindex.Result
 	// Partial is true when some partitions did not answer; Missing lists
 	// them.
 	Partial bool    `json:"partial"`
@@ -193,8 +193,8 @@ var ErrUnavailable = errors.New("search: no partition index is open")
 // Search runs r on every partition's index and merges the pages.
 // Partitions whose index is not open (restoring) or that fail are listed
 // in Missing.
-func (o *Operator) Search(ctx context.Context, r search.Request) (*Result, error) {
-	results := make([]*search.Result, len(o.parts))
+func (o *Operator) Search(ctx context.Context, r searchindex.Request) (*Result, error) {
+	results := make([]*searchindex.Result, len(o.parts))
 	errs := make([]error, len(o.parts))
 	var wg sync.WaitGroup
 	for p := range o.parts {
@@ -206,13 +206,13 @@ func (o *Operator) Search(ctx context.Context, r search.Request) (*Result, error
 		wg.Go(func() { results[p], errs[p] = ix.Search(ctx, r) })
 	}
 	wg.Wait()
-	var ok []*search.Result
+	var ok []*searchindex.Result
 	res := &Result{}
 	for p, err := range errs {
 		switch {
 		case err == nil:
 			ok = append(ok, results[p])
-		case errors.Is(err, search.ErrBadRequest):
+		case errors.Is(err, searchindex.ErrBadRequest):
 			return nil, err
 		default:
 			res.Missing = append(res.Missing, int32(p))
@@ -225,7 +225,7 @@ func (o *Operator) Search(ctx context.Context, r search.Request) (*Result, error
 		return nil, ErrUnavailable
 	}
 	limit := r.Limit
-	res.Result = search.Merge(limit, ok...)
+	res.Result = searchindex.Merge(limit, ok...)
 	res.Partial = len(res.Missing) > 0
 	return res, nil
 }
