@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/internal/canon"
 )
 
 // BenchmarkFeed measures the personalized feed and login of a node (a

@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
-	"github.com/newsflow/newsflow/state/meta"
+	"github.com/newsflow/newsflow/internal/meta"
 )
 
 // Member is a node of the cluster.

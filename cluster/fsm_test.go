@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 func newTestFSM(t *testing.T) *fsm {

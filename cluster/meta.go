@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/newsflow/newsflow/state/meta"
+	"github.com/newsflow/newsflow/internal/meta"
 )
 
 // MetaStore is the metadata store of a cluster node: reads come from the

@@ -23,7 +23,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	"github.com/newsflow/newsflow/state/meta"
+	"github.com/newsflow/newsflow/internal/meta"
 )
 
 // Config configures a node's part in the cluster.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 const testSecret = "test-cluster-secret"

@@ -15,10 +15,10 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

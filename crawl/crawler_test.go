@@ -17,10 +17,10 @@ import (
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 const realFeeds = "../../shared/data/feeds/real"

@@ -1,6 +1,6 @@
 // Package crawl fetches news feeds on schedule, politely, and writes their
 // items to the articles.raw topic. Sources live in the metadata store
-// (state/meta); fetch, feed, polite and opml are its focused helpers.
+// (internal/meta); fetch, feed, polite and opml are its focused helpers.
 package crawl
 
 import (
@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/jsontime"
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/polite"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 // Source statuses.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 func newSources(t *testing.T) (*Sources, func() *Sources) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/query"
-	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/canon"
 	"github.com/valyala/fasthttp"
 )
 

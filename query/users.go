@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/newsflow/newsflow/query/auth"
+	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/valyala/fasthttp"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/canon"
+	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/operators/story"
 )
 

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/canon"
+	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/operators/article"
-	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/story"
 )
 

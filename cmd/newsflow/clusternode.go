@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/cluster"
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/query"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 // startCluster starts the node's Raft member. The replicated metadata

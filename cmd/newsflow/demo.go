@@ -24,10 +24,10 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/query/auth"
 	"golang.org/x/sync/errgroup"
 )
 

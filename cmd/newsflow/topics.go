@@ -12,7 +12,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/newsflow/newsflow/operators/classify"
+	"github.com/newsflow/newsflow/internal/classify"
 )
 
 const topicsUsage = `usage:

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsflow/newsflow/operators/classify"
+	"github.com/newsflow/newsflow/internal/classify"
 )
 
 // topicsTrainData is a small labelled set in the shapes the CLI accepts:

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/canon"
 )
 
 // fuzzSeeds are small feeds of each kind, plus hostile bits.

@@ -16,9 +16,9 @@ import (
 	"github.com/mmcdole/gofeed/atom"
 	jsonfeed "github.com/mmcdole/gofeed/json"
 	"github.com/mmcdole/gofeed/rss"
+	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
-	"github.com/newsflow/newsflow/operators/canon"
 )
 
 // Limits on the fields of an item, in bytes of UTF-8.

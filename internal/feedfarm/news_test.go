@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/opml"
-	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/operators/story"
 )
 

@@ -1,7 +1,7 @@
 // Package article is the first operator of the article pipeline: it turns
 // raw crawled items into clean, deduplicated, classified articles.
 //
-// Every raw item is keyed by the hash of its canonical URL (operators/canon),
+// Every raw item is keyed by the hash of its canonical URL (internal/canon),
 // whatever key its producer gave it, so re-crawls, tracking-parameter
 // variants and syndicated copies under one URL are one article. The task
 // keeps, per article, its version and a hash of its text: an item whose text
@@ -26,11 +26,11 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/canon"
+	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
-	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/classify"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fastjson"

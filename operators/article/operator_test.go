@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/newsflow/newsflow/operators/canon"
-	"github.com/newsflow/newsflow/operators/classify"
+	"github.com/newsflow/newsflow/internal/canon"
+	"github.com/newsflow/newsflow/internal/classify"
 )
 
 type noTopics struct{}

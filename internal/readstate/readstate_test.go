@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 func newStore(t testing.TB) *Store {

@@ -9,8 +9,8 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/state"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/newsflow/newsflow/internal/jsontime"
-	"github.com/newsflow/newsflow/state/meta"
+	"github.com/newsflow/newsflow/internal/meta"
 )
 
 // Role is what a user may do.

@@ -32,8 +32,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/operators/story"
-	"github.com/newsflow/newsflow/state/meta"
 )
 
 // Scope kinds of a watermark.
