@@ -52,7 +52,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzCanonical -fuzztime $(FUZZTIME) ./internal/canon/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/feed/
 	$(GO) test -run '^$$' -fuzz FuzzText -fuzztime $(FUZZTIME) ./operators/neardup/
-	$(GO) test -run '^$$' -fuzz FuzzClean -fuzztime $(FUZZTIME) ./operators/article/
+	$(GO) test -run '^$$' -fuzz FuzzClean -fuzztime $(FUZZTIME) ./operators/articles/
 	$(GO) test -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./internal/classify/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeCursor -fuzztime $(FUZZTIME) ./internal/searchindex/
 	$(GO) test -run '^$$' -fuzz FuzzSearch -fuzztime $(FUZZTIME) ./internal/searchindex/

@@ -26,7 +26,7 @@ import (
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/searchindex"
-	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state"
@@ -51,7 +51,7 @@ const (
 )
 
 // The stages of the article pipeline, in data-flow order.
-var articleStages = []string{article.Name, story.Name, search.Name}
+var articleStages = []string{articles.Name, story.Name, search.Name}
 
 // corpusItem is one real (or, without the shared data, generated) feed
 // item.
@@ -264,7 +264,7 @@ func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, er
 	if err != nil {
 		return fail(fmt.Errorf("classifier: %w", err))
 	}
-	articles, err := article.New(article.Options{}, cls, nil, reg)
+	articles, err := articles.New(articles.Options{}, cls, nil, reg)
 	if err != nil {
 		return fail(err)
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
@@ -224,13 +224,13 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	if err := n.eng.Register(n.op); err != nil {
 		fail("register: %v", err)
 	}
-	var articles *article.Operator
+	var arts *articles.Operator
 	if o.articles {
 		cls, err := classify.New(classify.Options{})
 		if err != nil {
 			fail("classifier: %v", err)
 		}
-		if articles, err = article.New(article.Options{}, cls, nil, n.reg); err != nil {
+		if arts, err = articles.New(articles.Options{}, cls, nil, n.reg); err != nil {
 			fail("articles: %v", err)
 		}
 		if n.stories, err = story.New(o.stories, n.eng.Partitions(), n.reg); err != nil {
@@ -246,7 +246,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		if n.interest, err = interest.New(interest.Options{}, n.eng.Partitions(), n.reg); err != nil {
 			fail("interest: %v", err)
 		}
-		for _, op := range []engine.Operator{articles, n.stories, n.search, enrich, n.interest} {
+		for _, op := range []engine.Operator{arts, n.stories, n.search, enrich, n.interest} {
 			if err := n.eng.Register(op); err != nil {
 				fail("register: %v", err)
 			}
@@ -293,7 +293,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	}
 	deps.Auth, deps.Limiter, deps.Cluster = n.auth, limiter, o.cluster
 	if o.articles {
-		deps.Articles, deps.Stories, deps.Search, deps.Interest = articles, n.stories, n.search, n.interest
+		deps.Articles, deps.Stories, deps.Search, deps.Interest = arts, n.stories, n.search, n.interest
 	}
 	n.srv, err = query.New(deps, qo)
 	if err != nil {

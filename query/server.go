@@ -22,7 +22,7 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/internal/readstate"
-	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
@@ -185,7 +185,7 @@ type Deps struct {
 	Crawler Crawler
 	// Articles and Stories, if set, enable article ingestion and the story
 	// API.
-	Articles *article.Operator
+	Articles *articles.Operator
 	Stories  *story.Operator
 	// Search, if set, enables /api/v1/search.
 	Search *search.Operator

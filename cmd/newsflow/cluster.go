@@ -16,7 +16,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/classify"
-	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/story"
 )
 
@@ -73,7 +73,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	articles, err := article.New(article.Options{}, cls, nil, nil)
+	articles, err := articles.New(articles.Options{}, cls, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // decodeClusterInput maps one input line to an article. The article id is
 // the hash of the canonical URL, as in the live pipeline, or of the input
 // id when the line has no usable URL.
-func decodeClusterInput(op *article.Operator, cls classify.Classifier, line []byte) (a story.Article, id, label string, err error) {
+func decodeClusterInput(op *articles.Operator, cls classify.Classifier, line []byte) (a story.Article, id, label string, err error) {
 	var in clusterInput
 	if err := json.Unmarshal(line, &in); err != nil {
 		return a, "", "", fmt.Errorf("malformed JSON: %w", err)

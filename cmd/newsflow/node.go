@@ -26,7 +26,7 @@ import (
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/article"
+	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/neardup"
 	"github.com/newsflow/newsflow/operators/search"
@@ -50,7 +50,7 @@ type node struct {
 	db       *state.DB
 	engine   *engine.Engine
 	trending *trending.Operator
-	articles *article.Operator
+	articles *articles.Operator
 	stories  *story.Operator
 	search   *search.Operator
 	interest *interest.Operator
@@ -414,7 +414,7 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 		}
 		return src.Name, src.Authority, true
 	}
-	if n.articles, err = article.New(article.Options{MaxContentBytes: ac.MaxContentBytes}, cls, info, n.reg); err != nil {
+	if n.articles, err = articles.New(articles.Options{MaxContentBytes: ac.MaxContentBytes}, cls, info, n.reg); err != nil {
 		return err
 	}
 	sc := cfg.Stories

@@ -1,4 +1,4 @@
-// Package article is the first operator of the article pipeline: it turns
+// Package articles is the first operator of the article pipeline: it turns
 // raw crawled items into clean, deduplicated, classified articles.
 //
 // Every raw item is keyed by the hash of its canonical URL (internal/canon),
@@ -11,7 +11,7 @@
 // with the reason. An optional image_url (the lead image) must be an
 // absolute http or https URL; it is carried on, and an image that changes
 // makes a new version like edited text.
-package article
+package articles
 
 import (
 	"encoding/binary"

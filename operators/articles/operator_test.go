@@ -1,4 +1,4 @@
-package article
+package articles
 
 import (
 	"encoding/json"
