@@ -26,10 +26,10 @@ test: test-go test-e2e
 test-go:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 
-## test-e2e: browser tests (web/e2e) with playwright-core and axe-core from
+## test-e2e: browser tests (internal/web/e2e) with playwright-core and axe-core from
 ## npm, driving /usr/bin/chromium (apt-get install chromium).
 test-e2e: build
-	cd web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000
+	cd internal/web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000
 
 ## test-short: skips the long crash, accuracy and external-client tests.
 test-short:
@@ -66,4 +66,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin bench.out web/e2e/node_modules web/e2e/build
+	rm -rf bin bench.out internal/web/e2e/node_modules internal/web/e2e/build

@@ -12,7 +12,7 @@ import { createRequire } from "node:module";
 import { promisify } from "node:util";
 
 const require = createRequire(import.meta.url);
-export const root = path.resolve(import.meta.dirname, "../..");
+export const root = path.resolve(import.meta.dirname, "../../..");
 export const bin = path.join(root, "bin", "newsflow");
 export const buildDir = path.join(import.meta.dirname, "build");
 export const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
@@ -161,7 +161,7 @@ ${items.map((it, i) => `<item><title>${x(it.title)}</title><link>${base}/article
       res.end(feed());
     } else if (req.url.startsWith("/img/")) {
       res.writeHead(200, { "Content-Type": "image/png" });
-      res.end(readFileSync(path.join(root, "query/web/static/icon-192.png")));
+      res.end(readFileSync(path.join(root, "internal/web/static/icon-192.png")));
     } else if (req.url === "/robots.txt") {
       res.writeHead(200, { "Content-Type": "text/plain" });
       res.end("User-agent: *\nAllow: /\n");
