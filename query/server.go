@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/newsflow/newsflow/cluster"
 	"log/slog"
 	"net"
 	"strconv"
@@ -15,19 +14,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/newsflow/newsflow/cluster"
+
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/web"
-	"github.com/newsflow/newsflow/operators/articles"
-	"github.com/newsflow/newsflow/operators/interest"
-	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
-	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -177,20 +173,20 @@ func (o Options) withDefaults() Options {
 // Deps are the parts of a node the server answers from.
 type Deps struct {
 	Log      eventlog.Log
-	Engine   *engine.Engine
-	Trending *trending.Operator
+	Engine   Engine
+	Trending Trending
 	// Sources, if set, enables the source admin API.
 	Sources *crawl.Sources
 	// Crawler, if set, is told about source changes and crawls on demand.
 	Crawler Crawler
 	// Articles and Stories, if set, enable article ingestion and the story
 	// API.
-	Articles *articles.Operator
-	Stories  *story.Operator
+	Articles Articles
+	Stories  Stories
 	// Search, if set, enables /api/v1/search.
-	Search *search.Operator
+	Search Search
 	// Interest, if set, enables the interest profiles.
-	Interest *interest.Operator
+	Interest Interest
 	// Auth and Limiter, if set, enable accounts, sessions, preferences and
 	// personalized feeds.
 	Auth    *auth.Store

@@ -37,7 +37,7 @@ import (
 //     keeping them would let clients grow the cache at will), and more
 //     than maxTrendingSlots categories per window.
 type trendingCache struct {
-	op      *trending.Operator
+	op      Trending
 	maxK    int
 	windows []string
 	// slots holds, per window (index in windows), the answers per
@@ -50,7 +50,7 @@ type trendingCache struct {
 // maxTrendingSlots bounds the categories cached per window.
 const maxTrendingSlots = 1024
 
-func newTrendingCache(op *trending.Operator) *trendingCache {
+func newTrendingCache(op Trending) *trendingCache {
 	c := &trendingCache{op: op, maxK: op.Options().MaxK, windows: op.WindowNames()}
 	c.slots = make([]atomic.Pointer[map[string]*trendingSlot], len(c.windows))
 	for i := range c.slots {

@@ -1,0 +1,82 @@
+package query
+
+import (
+	"context"
+
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/operators/trending"
+)
+
+// What the server reads of the operators: each interface names only the
+// methods a handler calls, so a test can serve a fake in place of a whole
+// node. The operators implement them (deps_test.go checks it).
+
+// Engine is what the server reads of the node's engine: readiness,
+// progress and the partitions it runs. Safe for concurrent use.
+type Engine interface {
+	Ready() bool
+	CaughtUp(ctx context.Context) (bool, error)
+	Progress() []engine.Progress
+	Topology() []engine.Stage
+	Options() engine.Options
+	Partitions() int32
+	// Assigned maps the partitions this node runs to their epochs.
+	Assigned() map[int32]uint64
+	PartitionStateBytes(p int32) (uint64, error)
+}
+
+// Trending is what the server reads of the trending counts. Safe for
+// concurrent use with the tasks that count.
+type Trending interface {
+	Options() trending.OperatorOptions
+	WindowNames() []string
+	Top(window, category string, k int) (trending.Result, error)
+	// View is a consistent snapshot of every partition, reused while
+	// nothing changed; the precomputed answers hang off it.
+	View() *trending.View
+	Shares(articleID string) (trending.Shares, error)
+	ExactMemory() trending.ExactMemory
+}
+
+// Articles is what article ingestion asks of the articles operator. Safe
+// for concurrent use.
+type Articles interface {
+	// Clean validates and cleans a submitted article as the operator would.
+	Clean(value []byte, recordTime int64) (schema.Article, error)
+	Topics() []string
+}
+
+// Stories is what the story API reads of the stories operator: the view
+// the tasks published last. Safe for concurrent use.
+type Stories interface {
+	List(q story.ListQuery) (story.ListResult, error)
+	Breaking() story.ListResult
+	Topics() []story.TopicCount
+	Head(id string) (*story.Story, error)
+	Get(id string) (*story.Detail, error)
+	Preselect(n, perTopic int, topics []string) ([]*story.Story, int64)
+	Recent() ([]*story.Story, int64)
+	Watermark() int64
+	StoryOfArticle(articleID string) (string, bool)
+	Article(id string) (story.ArticleRecord, string, bool)
+	ImageURL(id string) (string, bool)
+	// Resolve follows merges: the id a story has now.
+	Resolve(id string) string
+}
+
+// Search is the search operator's query side. Safe for concurrent use.
+type Search interface {
+	Search(ctx context.Context, r searchindex.Request) (*search.Result, error)
+}
+
+// Interest is what the server reads of the readers' interest profiles.
+// Safe for concurrent use.
+type Interest interface {
+	Options() interest.Options
+	Profile(user string) (p *interest.Profile, found bool, err error)
+}
