@@ -13,6 +13,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
+	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -30,7 +31,7 @@ func skip(b *testing.B, msg string) {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	cleanupBinary()
+	nodeproc.Remove()
 	os.Exit(code)
 }
 
@@ -185,7 +186,7 @@ func BenchmarkTrendingLatency(b *testing.B) {
 		skip(b, "wrk is not installed (apt-get install -y wrk): skipping the query latency benchmark")
 	}
 	n := startNode(b)
-	n.waitReady(time.Minute)
+	n.WaitReady(time.Minute)
 	ctx := context.Background()
 	file := writeStream(b, newStream(latencyLoadEvents, 40*time.Minute, 4))
 	var out bytes.Buffer
@@ -194,10 +195,10 @@ func BenchmarkTrendingLatency(b *testing.B) {
 		err = cmd.Wait()
 	}
 	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("accepted %d, rejected 0", latencyLoadEvents)) {
-		n.fatalf("produce: %v\n%s", err, out.String())
+		n.Fatalf("produce: %v\n%s", err, out.String())
 	}
-	n.waitCaughtUp(5 * time.Minute)
-	top10 := n.url("/api/v1/trending?window=1h&k=10")
+	n.WaitCaughtUp(5 * time.Minute)
+	top10 := n.URL("/api/v1/trending?window=1h&k=10")
 
 	b.Run("idle/top10-1h", func(b *testing.B) { benchWrk(b, wrk, defaultLoad, top10, "") })
 	b.Run("idle/top10-1h/t1c16", func(b *testing.B) { benchWrk(b, wrk, wrkLoad{threads: 1, connections: 16}, top10, "") })
@@ -218,9 +219,9 @@ func BenchmarkTrendingLatency(b *testing.B) {
 		start := time.Now()
 		benchWrk(b, wrk, defaultLoad, top10, "")
 		elapsed := time.Since(start)
-		after, err := n.progress()
+		after, err := n.Progress()
 		if err != nil {
-			n.fatalf("progress: %v", err)
+			n.Fatalf("progress: %v", err)
 		}
 		select {
 		case err := <-produced:
@@ -229,7 +230,7 @@ func BenchmarkTrendingLatency(b *testing.B) {
 			cancel()
 			<-produced
 		}
-		b.ReportMetric(float64(after.applied()-before.applied())/elapsed.Seconds(), "ingest-events/s")
+		b.ReportMetric(float64(after.Applied()-before.Applied())/elapsed.Seconds(), "ingest-events/s")
 	})
 }
 
@@ -264,35 +265,35 @@ func BenchmarkRestartToReady(b *testing.B) {
 
 func benchRestart(b *testing.B, events int) {
 	n := startNode(b)
-	n.waitReady(time.Minute)
+	n.WaitReady(time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
 	defer cancel()
 	start := time.Now()
 	if err := n.ingestHTTP(ctx, newStream(events, 45*time.Minute, 7), restartIngestWorkers); err != nil {
-		n.fatalf("ingest: %v", err)
+		n.Fatalf("ingest: %v", err)
 	}
-	if p := n.waitCaughtUp(restartProcessTimeout); p.applied() != int64(events) {
-		n.fatalf("trending committed %d shares, want %d", p.applied(), events)
+	if p := n.WaitCaughtUp(restartProcessTimeout); p.Applied() != int64(events) {
+		n.Fatalf("trending committed %d shares, want %d", p.Applied(), events)
 	}
 	ingestRate := float64(events) / time.Since(start).Seconds()
-	rss1 := n.peakRSSMB()
+	rss1 := n.PeakRSSMB()
 
 	var ready, caughtUp time.Duration
 	restarts := 0
 	for b.Loop() {
-		n.kill()
-		n.start()
+		n.Kill()
+		n.Start()
 		t0 := time.Now()
-		ready += n.waitReady(5 * time.Minute)
-		if p := n.waitCaughtUp(5 * time.Minute); p.applied() != int64(events) {
-			n.fatalf("after restart, trending committed %d shares, want %d", p.applied(), events)
+		ready += n.WaitReady(5 * time.Minute)
+		if p := n.WaitCaughtUp(5 * time.Minute); p.Applied() != int64(events) {
+			n.Fatalf("after restart, trending committed %d shares, want %d", p.Applied(), events)
 		}
 		caughtUp += time.Since(t0)
 		restarts++
 	}
 	b.ReportMetric(ready.Seconds()/float64(restarts), "ready-s")
 	b.ReportMetric(caughtUp.Seconds()/float64(restarts), "caught-up-s")
-	b.ReportMetric(n.peakRSSMB(), "peak-rss-MB")
+	b.ReportMetric(n.PeakRSSMB(), "peak-rss-MB")
 	b.ReportMetric(rss1, "run1-peak-rss-MB")
 	b.ReportMetric(ingestRate, "ingest-events/s")
 }

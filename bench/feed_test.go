@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/canon"
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // BenchmarkFeed measures the personalized feed and login of a node (a
@@ -40,7 +41,7 @@ func BenchmarkFeed(b *testing.B) {
 	users := envInt(b, "NEWSFLOW_BENCH_FEED_USERS", 10000)
 	stories := envInt(b, "NEWSFLOW_BENCH_FEED_STORIES", 20000)
 	sessions := envInt(b, "NEWSFLOW_BENCH_FEED_SESSIONS", 200)
-	bin, root := binary(b)
+	bin, root := nodeproc.Binary(b)
 	dir := b.TempDir()
 	data := filepath.Join(dir, "data")
 	config := filepath.Join(root, "configs", "newsflow.yaml")
@@ -66,11 +67,8 @@ func BenchmarkFeed(b *testing.B) {
 		b.Fatalf("user import: %v\n%s", err, out)
 	}
 
-	n := &nodeProc{b: b, bin: bin, addr: freeAddr(b), logPath: filepath.Join(dir, "node.log")}
-	n.args = []string{"run", "--data", data, "--http", n.addr, "--config", config, "--log-level", "warn"}
-	n.start()
-	b.Cleanup(n.kill)
-	n.waitReady(60 * time.Second)
+	n := &nodeProc{Proc: nodeproc.Start(b, nodeproc.Options{DataDir: data}), b: b}
+	n.WaitReady(60 * time.Second)
 
 	// Stories: one article each, headlines of random words around a topic
 	// word, spread over the last 40 hours.
@@ -93,7 +91,7 @@ func BenchmarkFeed(b *testing.B) {
 				"published_at": now.Add(-time.Duration(float64(40*time.Hour) * float64(stories-i) / float64(stories))).Format(time.RFC3339)})
 			buf.Write(append(line, '\n'))
 		}
-		resp, err := ingestPost(client, n.url("/api/v1/articles?batch=1"), buf.Bytes())
+		resp, err := ingestPost(client, n.URL("/api/v1/articles?batch=1"), buf.Bytes())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -112,7 +110,7 @@ func BenchmarkFeed(b *testing.B) {
 				} `json:"stories"`
 			} `json:"checks"`
 		}
-		resp, err := client.Get(n.url("/health/detailed"))
+		resp, err := client.Get(n.URL("/health/detailed"))
 		if err == nil {
 			json.NewDecoder(resp.Body).Decode(&h)
 			resp.Body.Close()
@@ -139,7 +137,7 @@ func BenchmarkFeed(b *testing.B) {
 			for i := range next {
 				body := fmt.Sprintf(`{"username":"reader%05d","password":%q}`, i*(users/sessions), password)
 				t0 := time.Now()
-				resp, err := client.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(body))
+				resp, err := client.Post(n.URL("/api/v1/auth/login"), "application/json", strings.NewReader(body))
 				if err != nil {
 					b.Error(err)
 					continue
@@ -174,13 +172,13 @@ func BenchmarkFeed(b *testing.B) {
 			buf.Write(append(line, '\n'))
 		}
 	}
-	if resp, err := ingestPost(client, n.url("/api/v1/events/read/batch"), buf.Bytes()); err != nil || resp.StatusCode != http.StatusAccepted {
+	if resp, err := ingestPost(client, n.URL("/api/v1/events/read/batch"), buf.Bytes()); err != nil || resp.StatusCode != http.StatusAccepted {
 		b.Fatalf("reads: %v %v", err, resp)
 	}
 	time.Sleep(3 * time.Second) // let the interest operator apply them
 
 	feed := func(tok string) time.Duration {
-		req, _ := http.NewRequest(http.MethodGet, n.url("/api/v1/feed?limit=20"), nil)
+		req, _ := http.NewRequest(http.MethodGet, n.URL("/api/v1/feed?limit=20"), nil)
 		req.Header.Set("Authorization", "Bearer "+tok)
 		t0 := time.Now()
 		resp, err := client.Do(req)
@@ -232,7 +230,7 @@ func BenchmarkFeed(b *testing.B) {
 	b.ReportMetric(float64(len(cached))/5, "cached-4c-qps")
 	b.ReportMetric(pct(loginLat, 0.5), "login-p50-ms")
 	b.ReportMetric(pct(loginLat, 0.99), "login-p99-ms")
-	b.ReportMetric(n.peakRSSMB(), "peak-rss-MB")
+	b.ReportMetric(n.PeakRSSMB(), "peak-rss-MB")
 	b.ReportMetric(float64(users), "users")
 }
 
@@ -257,6 +255,6 @@ func ingestPost(client *http.Client, url string, body []byte) (*http.Response, e
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
-	req.Header.Set("Authorization", "Bearer "+benchIngestToken)
+	req.Header.Set("Authorization", "Bearer "+nodeproc.IngestToken)
 	return client.Do(req)
 }

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // BenchmarkTrendingVsRedis serves the same trending answer from newsflow and
@@ -87,17 +89,17 @@ func BenchmarkTrendingVsRedis(b *testing.B) {
 
 	// newsflow: the real binary, loaded with newsflow produce.
 	n := startNode(b)
-	n.waitReady(time.Minute)
+	n.WaitReady(time.Minute)
 	var out bytes.Buffer
 	cmd, err := n.produce(context.Background(), shares.writeNDJSON(b), &out)
 	if err == nil {
 		err = cmd.Wait()
 	}
 	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("accepted %d, rejected 0", nShares)) {
-		n.fatalf("produce: %v\n%s", err, out.String())
+		n.Fatalf("produce: %v\n%s", err, out.String())
 	}
-	n.waitCaughtUp(10 * time.Minute)
-	nfURL := n.url("/api/v1/trending?window=1h&k=100")
+	n.WaitCaughtUp(10 * time.Minute)
+	nfURL := n.URL("/api/v1/trending?window=1h&k=100")
 
 	// Redis: the same shares per minute, the 1h union precomputed.
 	rd := startRedis(b, redisServer)
@@ -266,7 +268,7 @@ type redisProc struct {
 func startRedis(b *testing.B, bin string) *redisProc {
 	b.Helper()
 	dir := b.TempDir()
-	addr := freeAddr(b)
+	addr := nodeproc.FreeAddr(b, "")
 	_, port, _ := net.SplitHostPort(addr)
 	rd := &redisProc{addr: addr, waitc: make(chan error, 1)}
 	rd.cmd = exec.Command(bin, "--bind", "127.0.0.1", "--port", port, "--save", "", "--appendonly", "no",

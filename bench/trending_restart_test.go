@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -77,7 +76,7 @@ func (m manyArticles) ndjson(dst []byte, from, to int, rng *rand.Rand, zipf *ran
 // ingest posts the stream to the node's batch endpoint from workers
 // goroutines, in order of batch number.
 func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) error {
-	url := n.url("/api/v1/events/share/batch")
+	url := n.URL("/api/v1/events/share/batch")
 	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	defer client.CloseIdleConnections()
 	batches := (m.n + trendingRestartBatch - 1) / trendingRestartBatch
@@ -180,8 +179,8 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	_, err := os.Stat(keep)
 	reuse := keep != "" && err == nil
 	n := startNodeIn(b, keep, "NEWSFLOW_TRENDING_COUNTER="+counter)
-	n.waitReady(10 * time.Minute)
-	dataDir := n.args[slices.Index(n.args, "--data")+1]
+	n.WaitReady(10 * time.Minute)
+	dataDir := n.Args[slices.Index(n.Args, "--data")+1]
 	loadRate, loadRSS := 0.0, 0.0
 	if !reuse {
 		ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
@@ -189,30 +188,30 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 		m.start, m.span = time.Now().Add(-trendingRestartSpan).UnixMilli(), trendingRestartSpan.Milliseconds()
 		start := time.Now()
 		if err := m.ingest(ctx, n, restartIngestWorkers); err != nil {
-			n.fatalf("ingest: %v", err)
+			n.Fatalf("ingest: %v", err)
 		}
-		if p := n.waitCaughtUp(restartProcessTimeout); p.applied() != int64(shares) {
-			n.fatalf("trending committed %d shares, want %d", p.applied(), shares)
+		if p := n.WaitCaughtUp(restartProcessTimeout); p.Applied() != int64(shares) {
+			n.Fatalf("trending committed %d shares, want %d", p.Applied(), shares)
 		}
 		loadRate = float64(shares) / time.Since(start).Seconds()
-		loadRSS = n.peakRSSMB()
-	} else if p := n.waitCaughtUp(5 * time.Minute); p.applied() != int64(shares) {
-		n.fatalf("%s holds %d shares, want %d", keep, p.applied(), shares)
+		loadRSS = n.PeakRSSMB()
+	} else if p := n.WaitCaughtUp(5 * time.Minute); p.Applied() != int64(shares) {
+		n.Fatalf("%s holds %d shares, want %d", keep, p.Applied(), shares)
 	}
 	top := n.top24h()
 
 	restart := func(sig syscall.Signal) (ready, cpu, rss float64) {
-		n.stop(sig)
-		n.start()
-		d := n.waitReady(5 * time.Minute)
-		cpu = n.cpuSeconds()
-		if p := n.waitCaughtUp(5 * time.Minute); p.applied() != int64(shares) {
-			n.fatalf("after restart, trending committed %d shares, want %d", p.applied(), shares)
+		n.Stop(sig)
+		n.Start()
+		d := n.WaitReady(5 * time.Minute)
+		cpu = n.CPUSeconds()
+		if p := n.WaitCaughtUp(5 * time.Minute); p.Applied() != int64(shares) {
+			n.Fatalf("after restart, trending committed %d shares, want %d", p.Applied(), shares)
 		}
 		if got := n.top24h(); !bytes.Equal(got, top) {
-			n.fatalf("24h top 100 after restart differs:\n%s\nwant\n%s", got, top)
+			n.Fatalf("24h top 100 after restart differs:\n%s\nwant\n%s", got, top)
 		}
-		return d.Seconds(), cpu, n.peakRSSMB()
+		return d.Seconds(), cpu, n.PeakRSSMB()
 	}
 	var termReady, termCPU, termRSS, killReady, killCPU, killRSS []float64
 	for range trendingRestartRuns {
@@ -237,7 +236,7 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	}
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "state")))/1e6, "state-MB")
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "log")))/1e6, "log-MB")
-	n.kill()
+	n.Kill()
 }
 
 // startNodeIn is startNode with the data directory dir (a temporary one
@@ -246,49 +245,11 @@ func startNodeIn(b *testing.B, dir string, env ...string) *nodeProc {
 	b.Helper()
 	n := newNode(b)
 	if dir != "" {
-		n.args[slices.Index(n.args, "--data")+1] = dir
+		n.Args[slices.Index(n.Args, "--data")+1] = dir
 	}
-	n.env = env
-	n.start()
+	n.Env = env
+	n.Start()
 	return n
-}
-
-// stop sends sig and waits until the process is gone (SIGTERM: after it
-// has committed and closed everything).
-func (n *nodeProc) stop(sig syscall.Signal) {
-	n.b.Helper()
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(sig)
-	select {
-	case <-n.waitc:
-	case <-time.After(2 * time.Minute):
-		n.fatalf("node still running 2m after %v", sig)
-	}
-	n.cmd = nil
-}
-
-// cpuSeconds returns the user and system CPU time the process has used
-// (from /proc/PID/stat, in clock ticks of 1/100 s).
-func (n *nodeProc) cpuSeconds() float64 {
-	n.b.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", n.cmd.Process.Pid))
-	if err != nil {
-		n.b.Fatal(err)
-	}
-	// The fields after the command, which is in parentheses: state is
-	// field 3, utime 14 and stime 15.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(f) < 13 {
-		n.b.Fatalf("short /proc/PID/stat: %q", stat)
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		n.b.Fatalf("parse /proc/PID/stat %q: %v %v", stat, err1, err2)
-	}
-	return (utime + stime) / 100
 }
 
 // top24h returns the node's global 24h top 100 as JSON, without as_of,
@@ -305,26 +266,26 @@ func (n *nodeProc) top24h() []byte {
 		}
 		prev = cur
 	}
-	n.fatalf("24h top 100 still changing after 30s")
+	n.Fatalf("24h top 100 still changing after 30s")
 	return nil
 }
 
 func (n *nodeProc) top24hOnce() []byte {
-	resp, err := http.Get(n.url("/api/v1/trending?window=24h&k=100"))
+	resp, err := http.Get(n.URL("/api/v1/trending?window=24h&k=100"))
 	if err != nil {
-		n.fatalf("trending: %v", err)
+		n.Fatalf("trending: %v", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil || resp.StatusCode != http.StatusOK {
-		n.fatalf("trending: %v %d %s", err, resp.StatusCode, body)
+		n.Fatalf("trending: %v %d %s", err, resp.StatusCode, body)
 	}
 	if i := bytes.Index(body, []byte(`"items":`)); i >= 0 {
 		if j := bytes.Index(body[i:], []byte("]")); j >= 0 {
 			return body[i : i+j+1]
 		}
 	}
-	n.fatalf("trending: no items in %s", body)
+	n.Fatalf("trending: no items in %s", body)
 	return nil
 }
 

@@ -34,7 +34,9 @@ func (f fakeStories) Get(id string) (*story.Detail, error) {
 	return nil, story.ErrNotFound
 }
 
-func (f fakeStories) Topics() []story.TopicCount { return []story.TopicCount{{Topic: "science", Stories: 1, Articles: 2}} }
+func (f fakeStories) Topics() []story.TopicCount {
+	return []story.TopicCount{{Topic: "science", Stories: 1, Articles: 2}}
+}
 
 // The story API over a fake stories operator: no node, no engine, no
 // pipeline. What a reader sees is the fake's story, and an unknown id is a
