@@ -67,7 +67,7 @@ func BenchmarkFeed(b *testing.B) {
 		b.Fatalf("user import: %v\n%s", err, out)
 	}
 
-	n := &nodeProc{Proc: nodeproc.Start(b, nodeproc.Options{DataDir: data}), b: b}
+	n := &nodeProc{Proc: nodeproc.Start(b, nodeproc.Options{DataDir: data, Env: benchEnv}), b: b}
 	n.WaitReady(60 * time.Second)
 
 	// Stories: one article each, headlines of random words around a topic

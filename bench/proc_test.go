@@ -37,8 +37,12 @@ func startNode(b *testing.B) *nodeProc {
 // newNode returns the nodeProc startNode starts, not started yet.
 func newNode(b *testing.B) *nodeProc {
 	b.Helper()
-	return &nodeProc{Proc: nodeproc.New(b, nodeproc.Options{}), b: b}
+	return &nodeProc{Proc: nodeproc.New(b, nodeproc.Options{Env: benchEnv}), b: b}
 }
+
+// benchEnv is the benchmark nodes' environment: they log many users in
+// from one address.
+var benchEnv = []string{"NEWSFLOW_AUTH_LOGIN_BURST_PER_IP=1000000"}
 
 // waitIngesting waits until the trending tasks have committed shares
 // beyond what they had when it was called, i.e. until ingestion is under

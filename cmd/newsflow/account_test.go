@@ -32,8 +32,8 @@ func TestUserAddAndLogin(t *testing.T) {
 		t.Fatalf("second user add: %v\n%s", err, out)
 	}
 	n := startNode(t, dir, "--log-level", "debug") // every request is logged
-	n.waitReady(30 * time.Second)
-	resp, err := http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"`+password+`"}`))
+	n.WaitReady(30 * time.Second)
+	resp, err := http.Post(n.URL("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"`+password+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,13 +45,13 @@ func TestUserAddAndLogin(t *testing.T) {
 	if resp.StatusCode != 200 || body.User.Role != "admin" {
 		t.Fatalf("login: %d %+v", resp.StatusCode, body)
 	}
-	resp, _ = http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"wrong-`+password+`"}`))
+	resp, _ = http.Post(n.URL("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"wrong-`+password+`"}`))
 	resp.Body.Close()
 	if resp.StatusCode != 401 {
 		t.Errorf("wrong password: %d", resp.StatusCode)
 	}
-	n.kill()
-	logs, _ := os.ReadFile(n.logf.Name())
+	n.Kill()
+	logs, _ := os.ReadFile(n.LogPath)
 	if !bytes.Contains(logs, []byte("/api/v1/auth/login")) || !bytes.Contains(logs, []byte("request_id=")) {
 		t.Errorf("no access log lines with request ids at debug level:\n%.2000s", logs)
 	}
@@ -88,8 +88,8 @@ func TestUserHashAndImport(t *testing.T) {
 		t.Fatalf("user import: %v\n%s", err, imp)
 	}
 	n := startNode(t, data)
-	n.waitReady(30 * time.Second)
-	resp, err := http.Post(n.url("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"kim","password":"imported account password"}`))
+	n.WaitReady(30 * time.Second)
+	resp, err := http.Post(n.URL("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"kim","password":"imported account password"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func liveAssignments(t *testing.T, n *nodeProc) (map[string]string, int, error) 
 			} `json:"stories"`
 			Next string `json:"next_cursor"`
 		}
-		if err := getJSON(n.url("/api/v1/stories?limit=100&cursor="+url.QueryEscape(cursor)), &page); err != nil {
+		if err := getJSON(n.URL("/api/v1/stories?limit=100&cursor="+url.QueryEscape(cursor)), &page); err != nil {
 			return nil, 0, err
 		}
 		for _, st := range page.Stories {
@@ -39,7 +39,7 @@ func liveAssignments(t *testing.T, n *nodeProc) (map[string]string, int, error) 
 					URL string `json:"url"`
 				} `json:"articles"`
 			}
-			if err := getJSON(n.url("/api/v1/stories/"+st.ID), &d); err != nil {
+			if err := getJSON(n.URL("/api/v1/stories/"+st.ID), &d); err != nil {
 				return nil, 0, err
 			}
 			for _, a := range d.Articles {
@@ -104,16 +104,16 @@ func TestProduceArticlesLive(t *testing.T) {
 
 	dir := t.TempDir()
 	n := startNode(t, dir)
-	n.waitReady(30 * time.Second)
-	out, err := exec.Command(binPath, "produce", "articles", input, "--addr", "http://"+n.addr, "--token", testIngestToken).CombinedOutput()
+	n.WaitReady(30 * time.Second)
+	out, err := exec.Command(binPath, "produce", "articles", input, "--addr", "http://"+n.Addr, "--token", testIngestToken).CombinedOutput()
 	if err != nil {
 		t.Fatalf("produce articles: %v\n%s", err, out)
 	}
 	// Kill the node while the pipeline works through the articles.
 	time.Sleep(300 * time.Millisecond)
-	n.kill()
-	n.start()
-	n.waitReady(30 * time.Second)
+	n.Kill()
+	n.Start()
+	n.WaitReady(30 * time.Second)
 	live := waitAssignments(t, n, len(labels))
 
 	s := story.Score(labels, live)
@@ -124,14 +124,14 @@ func TestProduceArticlesLive(t *testing.T) {
 	}
 
 	// Rebuilding stories and search from the log gives the same stories.
-	n.kill()
+	n.Kill()
 	cmd := exec.Command(binPath, "replay", "--config", "../../configs/newsflow.yaml", "--data", dir,
 		"--from-offset", "0", "--operator", "stories,search", "--log-level", "warn")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("replay: %v\n%s", err, out)
 	}
-	n.start()
-	n.waitReady(30 * time.Second)
+	n.Start()
+	n.WaitReady(30 * time.Second)
 	replayed := waitAssignments(t, n, len(labels))
 	diff := 0
 	for u, s := range live {

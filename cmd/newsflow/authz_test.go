@@ -19,7 +19,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	n := startNode(t, t.TempDir())
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	now := time.Now()
 	var lines []string
 	for i, title := range []string{"Volcano erupts near Reykjavik", "Central bank raises interest rates", "Cup final goes to penalties"} {
@@ -27,7 +27,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 			"title": title, "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339)})
 		lines = append(lines, string(b))
 	}
-	resp, err := ingestPost(n.url("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+	resp, err := ingestPost(n.URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("articles: %v %v", err, resp)
 	}
@@ -38,7 +38,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 		} `json:"stories"`
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for getJSON(n.url("/api/v1/stories"), &stories); len(stories.Stories) < 3; getJSON(n.url("/api/v1/stories"), &stories) {
+	for getJSON(n.URL("/api/v1/stories"), &stories); len(stories.Stories) < 3; getJSON(n.URL("/api/v1/stories"), &stories) {
 		if time.Now().After(deadline) {
 			t.Fatalf("stories: %+v", stories)
 		}
@@ -53,7 +53,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 		} `json:"user"`
 	}
 	register := func(name string) session {
-		resp, err := http.Post(n.url("/api/v1/auth/register"), "application/json",
+		resp, err := http.Post(n.URL("/api/v1/auth/register"), "application/json",
 			strings.NewReader(fmt.Sprintf(`{"username":%q,"password":"a long passphrase"}`, name)))
 		if err != nil || resp.StatusCode != http.StatusCreated {
 			t.Fatalf("register %s: %v %v", name, err, resp)
@@ -65,10 +65,10 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 	}
 	ann, bob := register("ann"), register("bob")
 	post := func(cookie, body string) (int, string) {
-		req, _ := http.NewRequest(http.MethodPost, n.url("/api/v1/events/read"), strings.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, n.URL("/api/v1/events/read"), strings.NewReader(body))
 		if cookie != "" {
 			req.Header.Set("Cookie", "nf_session="+cookie)
-			req.Header.Set("Origin", "http://"+n.addr) // the web UI's own page
+			req.Header.Set("Origin", "http://"+n.Addr) // the web UI's own page
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -93,7 +93,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 		}
 	}
 	history := func() []string {
-		req, _ := http.NewRequest(http.MethodGet, n.url("/api/v1/history"), nil)
+		req, _ := http.NewRequest(http.MethodGet, n.URL("/api/v1/history"), nil)
 		req.Header.Set("Authorization", "Bearer "+ann.Token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -119,7 +119,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	n.waitCaughtUp(time.Minute)
+	n.WaitCaughtUp(time.Minute)
 	if h := history(); len(h) != 1 || h[0] != arts[2] {
 		t.Fatalf("ann's history %v, want only her own read of %s", h, arts[2])
 	}

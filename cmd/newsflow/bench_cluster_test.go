@@ -18,6 +18,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -101,7 +102,7 @@ func BenchmarkClusterThroughput(b *testing.B) {
 				start := time.Now()
 				bc.produce(cl, recs)
 				produceTook += time.Since(start)
-				bc.waitCaughtUp(5 * time.Minute)
+				bc.WaitCaughtUp(5 * time.Minute)
 				took += time.Since(start)
 				b.StopTimer()
 				bc.verifyCommitted()
@@ -141,7 +142,7 @@ func BenchmarkClusterFailover(b *testing.B) {
 	bc := startBenchCluster(b, 3)
 	stream := benchShares(benchFailoverEvents, benchClusterArticles, 7)
 	bc.produce(bc.producer(), stream.records())
-	bc.waitCaughtUp(5 * time.Minute)
+	bc.WaitCaughtUp(5 * time.Minute)
 	var all, leader, follower []time.Duration
 	var times []string // in kill order
 	b.ResetTimer()
@@ -212,20 +213,20 @@ func startBenchCluster(b *testing.B, n int) *benchCluster {
 	env := []string{"NEWSFLOW_CLUSTER_SECRET=" + testClusterSecret}
 	for i := range n {
 		id := string(rune('a' + i))
-		args := []string{"--brokers", bc.brokers[0], "--node-id", id, "--raft", freeAddr(b)}
+		args := []string{"--brokers", bc.brokers[0], "--node-id", id, "--raft", nodeproc.FreeAddr(b, "")}
 		if i == 0 {
 			args = append(args, "--bootstrap")
 		} else {
-			args = append(args, "--join", bc.nodes[0].addr)
+			args = append(args, "--join", bc.nodes[0].Addr)
 		}
 		node := &benchNode{nodeProc: startNodeEnv(b, b.TempDir(), env, args...), id: id}
 		bc.nodes = append(bc.nodes, node)
 		if i == 0 {
-			node.waitReady(time.Minute)
+			node.WaitReady(time.Minute)
 		}
 	}
 	bc.waitFormed(2 * time.Minute)
-	bc.waitCaughtUp(2 * time.Minute)
+	bc.WaitCaughtUp(2 * time.Minute)
 	return bc
 }
 
@@ -233,7 +234,7 @@ func (bc *benchCluster) fatalf(format string, args ...any) {
 	bc.b.Helper()
 	var sb strings.Builder
 	for _, n := range bc.nodes {
-		fmt.Fprintf(&sb, "\nnode %s log tail:\n%s", n.id, n.logTail(3000))
+		fmt.Fprintf(&sb, "\nnode %s log tail:\n%s", n.id, n.LogTail(3000))
 	}
 	bc.b.Fatalf("%s%s", fmt.Sprintf(format, args...), sb.String())
 }
@@ -246,7 +247,7 @@ func (bc *benchCluster) waitFormed(timeout time.Duration) {
 	for _, n := range bc.nodes {
 		for {
 			var v clusterView
-			err := getJSON(n.url("/api/v1/admin/cluster"), &v)
+			err := getJSON(n.URL("/api/v1/admin/cluster"), &v)
 			if err == nil && bc.formed(v) {
 				break
 			}
@@ -273,7 +274,7 @@ func (bc *benchCluster) formed(v clusterView) bool {
 // caughtUp reports whether node n is ready and has committed everything
 // in the log.
 func (bc *benchCluster) caughtUp(client *http.Client, n *benchNode) bool {
-	req, err := http.NewRequest(http.MethodGet, n.url("/api/v1/admin/progress"), nil)
+	req, err := http.NewRequest(http.MethodGet, n.URL("/api/v1/admin/progress"), nil)
 	if err != nil {
 		return false
 	}
@@ -294,7 +295,7 @@ func (bc *benchCluster) caughtUp(client *http.Client, n *benchNode) bool {
 // polled, then receive records node y forwards before y is polled and
 // found caught up. In the second round every node is polled after every
 // other node had committed all of its inputs, forwarding included.
-func (bc *benchCluster) waitCaughtUp(timeout time.Duration) {
+func (bc *benchCluster) WaitCaughtUp(timeout time.Duration) {
 	bc.b.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
 	rounds := 0
@@ -336,7 +337,7 @@ func (bc *benchCluster) verifyCommitted() {
 				Committed int64  `json:"committed"`
 			} `json:"inputs"`
 		}
-		if err := getJSON(n.url("/api/v1/admin/progress"), &p); err != nil {
+		if err := getJSON(n.URL("/api/v1/admin/progress"), &p); err != nil {
 			bc.fatalf("progress of node %s: %v", n.id, err)
 		}
 		for _, in := range p.Inputs {
@@ -430,7 +431,7 @@ func benchArticleShares(client *http.Client, n *benchNode, id string) (map[strin
 	var sh struct {
 		Counts map[string]uint64 `json:"counts"`
 	}
-	resp, err := client.Get(n.url("/api/v1/articles/" + id + "/shares"))
+	resp, err := client.Get(n.URL("/api/v1/articles/" + id + "/shares"))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -477,7 +478,7 @@ func (bc *benchCluster) verifyTop(n *benchNode, want map[string]uint64, top int)
 func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (string, time.Duration) {
 	bc.b.Helper()
 	var v clusterView
-	if err := getJSON(bc.nodes[0].url("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) || v.Leader == "" {
+	if err := getJSON(bc.nodes[0].URL("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) || v.Leader == "" {
 		bc.fatalf("cluster not whole before a kill: %+v, %v", v, err)
 	}
 	var target, survivor *benchNode
@@ -526,7 +527,7 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 	}
 
 	start := time.Now()
-	target.kill()
+	target.Kill()
 	for !correct() {
 		if time.Since(start) > 2*time.Minute {
 			bc.fatalf("article %s: no correct answer from node %s within 2m of killing node %s", id, survivor.id, target.id)
@@ -535,10 +536,10 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 	}
 	took := time.Since(start)
 
-	target.start()
-	target.waitReady(2 * time.Minute)
+	target.Start()
+	target.WaitReady(2 * time.Minute)
 	bc.waitFormed(2 * time.Minute)
-	bc.waitCaughtUp(2 * time.Minute)
+	bc.WaitCaughtUp(2 * time.Minute)
 	return target.id, took
 }
 

@@ -36,7 +36,7 @@ func TestCrashKafka(t *testing.T) {
 	stream := genShares(1_000_000, 5000, 43)
 
 	n := startNode(t, t.TempDir(), "--brokers", brokers[0])
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
@@ -71,7 +71,7 @@ func TestCrashKafka(t *testing.T) {
 	if during < 5 {
 		t.Fatalf("only %d kills while records were being produced; want >= 5", during)
 	}
-	n.waitCaughtUp(5 * time.Minute)
+	n.WaitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
 	// Standard Kafka tooling sees the committed offsets: no lag on shares.

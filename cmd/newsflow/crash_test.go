@@ -26,17 +26,17 @@ func TestCrashEmbedded(t *testing.T) {
 	stream := genShares(1_000_000, 5000, 42)
 	file := stream.writeFile(t)
 	n := startNode(t, t.TempDir())
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 1)
-	n.waitCaughtUp(5 * time.Minute)
+	n.WaitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
 	// And once more after a kill: the state restored from Pebble is exact.
-	n.kill()
-	n.start()
-	ready := n.waitReady(60 * time.Second)
-	n.waitCaughtUp(time.Minute)
+	n.Kill()
+	n.Start()
+	ready := n.WaitReady(60 * time.Second)
+	n.WaitCaughtUp(time.Minute)
 	verifyCounts(t, n, stream.counts)
 	t.Logf("%d kills during ingestion, %d in all; restart to ready %s", during, kills, ready)
 }
@@ -49,7 +49,7 @@ func produceUnderKills(t *testing.T, n *nodeProc, file string, lines, minKills i
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	produce := exec.CommandContext(ctx, binPath, "produce", "shares", file, "--addr", "http://"+n.addr, "--batch", "2000")
+	produce := exec.CommandContext(ctx, binPath, "produce", "shares", file, "--addr", "http://"+n.Addr, "--batch", "2000")
 	var out bytes.Buffer
 	produce.Stdout, produce.Stderr = &out, &out
 	if err := produce.Start(); err != nil {
@@ -88,29 +88,29 @@ func TestCrashEmbeddedCMS(t *testing.T) {
 	// deterministic.
 	cms := []string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=512"}
 	n := startNodeEnv(t, data, cms)
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 2)
-	n.waitCaughtUp(5 * time.Minute)
+	n.WaitCaughtUp(5 * time.Minute)
 	verifyEstimates(t, n, stream.counts)
-	n.kill()
-	n.start()
-	ready := n.waitReady(60 * time.Second)
-	n.waitCaughtUp(time.Minute)
+	n.Kill()
+	n.Start()
+	ready := n.WaitReady(60 * time.Second)
+	n.WaitCaughtUp(time.Minute)
 	verifyEstimates(t, n, stream.counts)
 	// A graceful stop commits everything; the restarted node answers from
 	// the restored state.
-	n.stop(t)
-	n.start()
-	n.waitReady(60 * time.Second)
+	stopClean(t, n)
+	n.Start()
+	n.WaitReady(60 * time.Second)
 	ids := slices.Sorted(maps.Keys(stream.counts))
 	crashed := rawAnswers(t, n, ids)
-	n.stop(t)
+	stopClean(t, n)
 
 	replayTrending(t, data, cms)
-	n.start()
-	n.waitReady(60 * time.Second)
-	n.waitCaughtUp(time.Minute)
+	n.Start()
+	n.WaitReady(60 * time.Second)
+	n.WaitCaughtUp(time.Minute)
 	replayed := rawAnswers(t, n, ids)
 	for k, want := range crashed {
 		if got := replayed[k]; !bytes.Equal(got, want) {
@@ -120,20 +120,20 @@ func TestCrashEmbeddedCMS(t *testing.T) {
 	if !bytes.Contains(crashed["/api/v1/trending?window=1h&k=100"], []byte(`"error_bound":`)) {
 		t.Fatalf("no error_bound in %.300s", crashed["/api/v1/trending?window=1h&k=100"])
 	}
-	n.stop(t)
+	stopClean(t, n)
 
 	// The exact counter refuses the cms state.
 	exact := startNode(t, data)
 	msg := []byte("newsflow replay --operator trending --from-offset 0")
 	deadline := time.Now().Add(30 * time.Second)
-	for !bytes.Contains([]byte(exact.logTail(1<<20)), msg) {
+	for !bytes.Contains([]byte(exact.LogTail(1<<20)), msg) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no error naming the replay in the log of a node set to the exact counter:\n%s", exact.logTail(2000))
+			t.Fatalf("no error naming the replay in the log of a node set to the exact counter:\n%s", exact.LogTail(2000))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !strings.Contains(exact.logTail(1<<20), "holds cms counts and trending.counter is exact") {
-		t.Fatalf("the error does not say which counters:\n%s", exact.logTail(2000))
+	if !strings.Contains(exact.LogTail(1<<20), "holds cms counts and trending.counter is exact") {
+		t.Fatalf("the error does not say which counters:\n%s", exact.LogTail(2000))
 	}
 	t.Logf("%d kills during ingestion, %d in all; restart to ready %s", during, kills, ready)
 }
@@ -158,7 +158,7 @@ func rawAnswers(t *testing.T, n *nodeProc, ids []string) map[string][]byte {
 	out := map[string][]byte{}
 	get := func(path string) {
 		var raw json.RawMessage
-		if err := getJSON(n.url(path), &raw); err != nil {
+		if err := getJSON(n.URL(path), &raw); err != nil {
 			t.Fatal(err)
 		}
 		out[path] = raw
@@ -186,7 +186,7 @@ func verifyEstimates(t *testing.T, n *nodeProc, want map[string]uint64) {
 			Counts map[string]uint64 `json:"counts"`
 			Bounds map[string]uint64 `json:"bounds"`
 		}
-		if err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
+		if err := getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
 			t.Fatal(err)
 		}
 		for _, w := range []string{"1h", "24h"} {
@@ -208,7 +208,7 @@ func verifyEstimates(t *testing.T, n *nodeProc, want map[string]uint64) {
 				Bound     uint64 `json:"error_bound"`
 			} `json:"items"`
 		}
-		if err := getJSON(n.url("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
+		if err := getJSON(n.URL("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
 			return err
 		}
 		if len(res.Items) != min(100, len(want)) {
@@ -236,5 +236,5 @@ func verifyEstimates(t *testing.T, n *nodeProc, want map[string]uint64) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	t.Logf("%s: %d articles within their bounds; largest error %d, largest bound %d", n.addr, len(want), maxErr, maxBound)
+	t.Logf("%s: %d articles within their bounds; largest error %d, largest bound %d", n.Addr, len(want), maxErr, maxBound)
 }

@@ -24,10 +24,10 @@ func TestNodeCrawls(t *testing.T) {
 	farm := httptest.NewServer(feedfarm.New(feedfarm.Options{Faults: true, Items: 7}))
 	defer farm.Close()
 	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
 	body := `{"feed_url":"` + farm.URL + `/fault/html","category":"world"}`
-	resp, err := adminPost(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
+	resp, err := adminPost(n.URL("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestNodeCrawls(t *testing.T) {
 				} `json:"last_result"`
 			} `json:"crawl"`
 		}
-		if err := getJSON(n.url("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
+		if err := getJSON(n.URL("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
 			t.Fatal(err)
 		}
 		if r := st.Crawl.LastResult; r != nil && r.Outcome == "ok" && r.ItemsNew == 7 {
@@ -66,7 +66,7 @@ func TestNodeCrawls(t *testing.T) {
 	}
 	// A manual crawl now finds nothing new (304), and a second one is
 	// refused for a minute.
-	resp, err = adminPost(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	resp, err = adminPost(n.URL("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestNodeCrawls(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(rec.String(), `"outcome":"not_modified"`) {
 		t.Fatalf("manual crawl: %d %s", resp.StatusCode, rec.String())
 	}
-	resp, err = adminPost(n.url("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	resp, err = adminPost(n.URL("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,13 +95,13 @@ func TestNodeCrawls(t *testing.T) {
 				SourceID string `json:"source_id"`
 			} `json:"hits"`
 		}
-		err := getJSON(n.url("/api/v1/search?limit=100&source="+src.ID), &page)
+		err := getJSON(n.URL("/api/v1/search?limit=100&source="+src.ID), &page)
 		if err == nil && page.Total == 7 {
 			for _, h := range page.Hits {
 				var st struct {
 					ArticleCount int `json:"article_count"`
 				}
-				if h.StoryID == "" || getJSON(n.url("/api/v1/stories/"+h.StoryID), &st) != nil || st.ArticleCount == 0 {
+				if h.StoryID == "" || getJSON(n.URL("/api/v1/stories/"+h.StoryID), &st) != nil || st.ArticleCount == 0 {
 					t.Fatalf("crawled article in no story: %+v", h)
 				}
 			}
@@ -114,7 +114,7 @@ func TestNodeCrawls(t *testing.T) {
 	}
 	// A URL that cannot be fetched now is kept as given: the crawler will
 	// record the failure (here a 410) on the source.
-	resp, err = adminPost(n.url("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
+	resp, err = adminPost(n.URL("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +134,9 @@ func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
 	farm := httptest.NewServer(feedfarm.New(feedfarm.Options{Items: 3, OneLine: true}))
 	defer farm.Close()
 	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
-	resp, err := adminPost(n.url("/api/v1/admin/sources?discover=false"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/gen/4.xml"}`))
+	resp, err := adminPost(n.URL("/api/v1/admin/sources?discover=false"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/gen/4.xml"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
 				SourceID string `json:"source_id"`
 			} `json:"hits"`
 		}
-		err := getJSON(n.url("/api/v1/search?q=spring"), &page)
+		err := getJSON(n.URL("/api/v1/search?q=spring"), &page)
 		if err == nil && len(page.Hits) == 3 {
 			for _, h := range page.Hits {
 				if h.SourceID != src.ID || !strings.HasPrefix(h.Title, "Feed 4 reports development number") {
@@ -180,7 +180,7 @@ func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
 			} `json:"last_result"`
 		} `json:"crawl"`
 	}
-	if err := getJSON(n.url("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
+	if err := getJSON(n.URL("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
 		t.Fatal(err)
 	}
 	if r := st.Crawl.LastResult; r.ItemsNew != 3 || r.FullText != 3 {

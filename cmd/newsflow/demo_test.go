@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // lockedBuffer is a bytes.Buffer that a command may write from several
@@ -44,7 +46,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a node for up to a minute")
 	}
-	httpAddr, farmAddr := freeAddr(t), freeAddr(t)
+	httpAddr, farmAddr := nodeproc.FreeAddr(t, ""), nodeproc.FreeAddr(t, "")
 	base := "http://" + httpAddr
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -46,7 +46,7 @@ func produceFile(t *testing.T, n *nodeProc, file string, lines int, extra ...str
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	args := append([]string{"produce", "shares", file, "--addr", "http://" + n.addr}, extra...)
+	args := append([]string{"produce", "shares", file, "--addr", "http://" + n.Addr}, extra...)
 	out, err := exec.CommandContext(ctx, binPath, args...).CombinedOutput()
 	if err != nil || !bytes.Contains(out, fmt.Appendf(nil, "accepted %d, rejected 0", lines)) {
 		t.Fatalf("produce: %v\n%s", err, out)
@@ -62,9 +62,9 @@ func TestOutOfOrderBatchExact(t *testing.T) {
 	}
 	stream := genMixedShares(100_000, 2000, 20*time.Minute, 0, 71)
 	n := startNode(t, t.TempDir())
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	produceFile(t, n, stream.writeFile(t), len(stream.lines), "--batch", "100000")
-	n.waitCaughtUp(2 * time.Minute)
+	n.WaitCaughtUp(2 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 }
 
@@ -80,16 +80,16 @@ func TestDuplicateEventsExact(t *testing.T) {
 	stream := genMixedShares(300_000, 3000, 30*time.Minute, 0.3, 72)
 	file := stream.writeFile(t)
 	n := startNode(t, t.TempDir())
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
 	kills, _ := produceUnderKills(t, n, file, len(stream.lines), 3, 2)
-	n.waitCaughtUp(5 * time.Minute)
+	n.WaitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
 	// The same file again: a new run of produce, so new Idempotency-Keys;
 	// only the event ids make the events repeats.
 	produceFile(t, n, file, len(stream.lines))
-	n.waitCaughtUp(5 * time.Minute)
+	n.WaitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 	// Every line of the second run is a repeat (the counter counts since
 	// the node's last start).
@@ -98,10 +98,10 @@ func TestDuplicateEventsExact(t *testing.T) {
 		t.Fatalf("%v shares taken for repeats since the last restart; the second run alone repeats %d", dups, len(stream.lines))
 	}
 
-	n.kill()
-	n.start()
-	n.waitReady(60 * time.Second)
-	n.waitCaughtUp(time.Minute)
+	n.Kill()
+	n.Start()
+	n.WaitReady(60 * time.Second)
+	n.WaitCaughtUp(time.Minute)
 	verifyCounts(t, n, stream.counts)
 	t.Logf("%d kills during ingestion; %v repeats dropped", kills, dups)
 }
@@ -110,7 +110,7 @@ func TestDuplicateEventsExact(t *testing.T) {
 // with prefix.
 func metricSum(t *testing.T, n *nodeProc, prefix string) float64 {
 	t.Helper()
-	resp, err := http.Get(n.url("/metrics"))
+	resp, err := http.Get(n.URL("/metrics"))
 	if err != nil {
 		t.Fatal(err)
 	}

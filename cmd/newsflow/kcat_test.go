@@ -88,7 +88,7 @@ func TestKcatProducer(t *testing.T) {
 		t.Fatalf("produce 1 MiB value: %v", err)
 	}
 
-	n.waitCaughtUp(2 * time.Minute)
+	n.WaitCaughtUp(2 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
 	// The bad records are in the dead-letter topic with their reasons.
@@ -122,6 +122,6 @@ func kcatNode(t *testing.T) (kcat, broker string, n *nodeProc) {
 	}
 	broker = newKfake(t).ListenAddrs()[0]
 	n = startNode(t, t.TempDir(), "--brokers", broker)
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	return kcat, broker, n
 }

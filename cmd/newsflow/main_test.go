@@ -6,44 +6,36 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // testAdminToken is the admin token the test nodes accept, and
 // testIngestToken their ingestion token (reads for any user, articles).
 const (
-	testAdminToken  = "test-admin-token"
-	testIngestToken = "test-ingest-token"
+	testAdminToken  = nodeproc.AdminToken
+	testIngestToken = nodeproc.IngestToken
 )
 
 // binPath is the newsflow binary built once for the process tests.
 var binPath string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "newsflow-bin")
-	if err != nil {
+	var err error
+	if binPath, _, err = nodeproc.Build(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binPath = filepath.Join(dir, "newsflow")
-	out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build newsflow: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	nodeproc.Remove()
 	os.Exit(code)
 }
 
@@ -69,36 +61,8 @@ func tokenPost(token, url, contentType string, body io.Reader) (*http.Response, 
 	return http.DefaultClient.Do(req)
 }
 
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	return freeAddrOn(t, "127.0.0.1")
-}
-
-// freeAddrOn returns an address of the local IP ip with a free port.
-func freeAddrOn(t testing.TB, ip string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // nodeProc is a newsflow process the test starts, kills and restarts.
-type nodeProc struct {
-	t     testing.TB
-	args  []string
-	env   []string // extra environment, after the defaults
-	wrap  []string // runs the node (e.g. ip netns exec NAME), if set
-	addr  string   // where the test reaches the node's HTTP API
-	logf  *os.File
-	mu    sync.Mutex
-	cmd   *exec.Cmd
-	waitc chan error
-}
+type nodeProc = nodeproc.Proc
 
 func startNode(t testing.TB, dataDir string, extra ...string) *nodeProc {
 	t.Helper()
@@ -108,125 +72,14 @@ func startNode(t testing.TB, dataDir string, extra ...string) *nodeProc {
 // startNodeEnv is startNode with extra environment variables.
 func startNodeEnv(t testing.TB, dataDir string, env []string, extra ...string) *nodeProc {
 	t.Helper()
-	addr := freeAddr(t)
-	return startNodeAt(t, dataDir, env, nil, addr, addr, extra...)
+	return nodeproc.Start(t, nodeproc.Options{DataDir: dataDir, Env: env, Args: extra})
 }
 
 // startNodeAt is startNodeEnv for a node that listens on listen and that
 // the test reaches at addr, started through the command wrap if set.
 func startNodeAt(t testing.TB, dataDir string, env, wrap []string, listen, addr string, extra ...string) *nodeProc {
 	t.Helper()
-	logf, err := os.Create(filepath.Join(t.TempDir(), "node.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &nodeProc{t: t, addr: addr, logf: logf, env: env, wrap: wrap}
-	n.args = append([]string{"run", "--config", "../../configs/newsflow.yaml", "--data", dataDir, "--http", listen, "--log-level", "warn"}, extra...)
-	n.start()
-	t.Cleanup(func() {
-		n.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("node %s: warnings and errors (last 40, without Raft's own):\n%s", n.addr, logProblems(string(b), 40))
-			t.Logf("node %s: log tail:\n%s", n.addr, n.logTail(4000))
-		}
-		logf.Close()
-	})
-	return n
-}
-
-// logTail returns the last limit bytes of the node's log.
-func (n *nodeProc) logTail(limit int) string {
-	b, _ := os.ReadFile(n.logf.Name())
-	return string(b[len(b)-min(len(b), limit):])
-}
-
-// logProblems returns the last warning and error lines of a node's
-// log, leaving out Raft's connection complaints, which drown everything
-// else while a peer is down.
-func logProblems(log string, last int) string {
-	var out []string
-	for _, l := range strings.Split(log, "\n") {
-		if (strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR")) && !strings.Contains(l, "component=cluster") {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out[max(0, len(out)-last):], "\n")
-}
-
-func (n *nodeProc) start() {
-	n.t.Helper()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	cmd := exec.Command(binPath, n.args...)
-	if len(n.wrap) > 0 {
-		cmd = exec.Command(n.wrap[0], append(append(n.wrap[1:len(n.wrap):len(n.wrap)], binPath), n.args...)...)
-	}
-	cmd.Stdout, cmd.Stderr = n.logf, n.logf
-	// These tests are about the stream, not the internet: no crawling.
-	cmd.Env = append(append(os.Environ(), "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+testAdminToken,
-		"NEWSFLOW_AUTH_INGEST_TOKEN="+testIngestToken), n.env...)
-	if err := cmd.Start(); err != nil {
-		n.t.Fatal(err)
-	}
-	n.cmd, n.waitc = cmd, make(chan error, 1)
-	go func() { n.waitc <- cmd.Wait() }()
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (n *nodeProc) kill() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil {
-		return
-	}
-	_ = n.cmd.Process.Signal(syscall.SIGKILL)
-	<-n.waitc
-	n.cmd = nil
-}
-
-func (n *nodeProc) url(path string) string { return "http://" + n.addr + path }
-
-// waitReady polls /health/ready until it answers 200.
-func (n *nodeProc) waitReady(timeout time.Duration) time.Duration {
-	n.t.Helper()
-	start := time.Now()
-	for time.Since(start) < timeout {
-		resp, err := http.Get(n.url("/health/ready"))
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return time.Since(start)
-			}
-		}
-		select {
-		case err := <-n.waitc:
-			n.mu.Lock()
-			n.cmd = nil // gone: kill must not wait for it
-			n.mu.Unlock()
-			n.t.Fatalf("node exited while starting: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	n.t.Fatalf("node not ready after %s", timeout)
-	return 0
-}
-
-// waitCaughtUp polls the progress endpoint until the node has committed
-// everything in the log.
-func (n *nodeProc) waitCaughtUp(timeout time.Duration) {
-	n.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		var p struct {
-			CaughtUp bool `json:"caught_up"`
-		}
-		if err := getJSON(n.url("/api/v1/admin/progress"), &p); err == nil && p.CaughtUp {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	n.t.Fatalf("node did not catch up within %s", timeout)
+	return nodeproc.Start(t, nodeproc.Options{DataDir: dataDir, Env: env, Wrap: wrap, Listen: listen, Addr: addr, Args: extra})
 }
 
 // getJSON GETs url with the admin token (admin endpoints need it; others
@@ -329,11 +182,11 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 			// not answer in time (on a loaded machine, rarely): that is
 			// about availability, which the cluster tests measure on their
 			// own; here only the counts matter, so ask again.
-			err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh)
+			err := getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh)
 			for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), ": 503 "); try++ {
 				unavailable++
 				time.Sleep(200 * time.Millisecond)
-				err = getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh)
+				err = getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -359,11 +212,11 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 		first := wrong[0]
 		time.Sleep(500 * time.Millisecond)
 		if wrongIDs, wrong = check(wrongIDs); len(wrongIDs) == 0 {
-			t.Logf("%s: counts settled at the exact ones after a stale answer (%s)", n.addr, first)
+			t.Logf("%s: counts settled at the exact ones after a stale answer (%s)", n.Addr, first)
 		}
 	}
 	if unavailable > 0 {
-		t.Logf("%s: %d of %d count queries answered 503 at first", n.addr, unavailable, len(ids))
+		t.Logf("%s: %d of %d count queries answered 503 at first", n.Addr, unavailable, len(ids))
 	}
 	if len(wrong) > 0 {
 		t.Fatalf("%d wrong counts, first: %s", len(wrong), strings.Join(wrong[:min(10, len(wrong))], "; "))
@@ -400,7 +253,7 @@ func checkTop(n *nodeProc, w string, ranked []string, want map[string]uint64) er
 			Count     uint64 `json:"count"`
 		} `json:"items"`
 	}
-	if err := getJSON(n.url("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
+	if err := getJSON(n.URL("/api/v1/trending?window="+w+"&k=100"), &res); err != nil {
 		return err
 	}
 	if len(res.Items) != min(100, len(ranked)) {
@@ -427,9 +280,9 @@ func killer(t *testing.T, n *nodeProc, minKills int, seed uint64, stop <-chan st
 		default:
 		}
 		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond)
-		n.kill()
+		n.Kill()
 		kills.Add(1)
-		n.start()
-		n.waitReady(60 * time.Second)
+		n.Start()
+		n.WaitReady(60 * time.Second)
 	}
 }

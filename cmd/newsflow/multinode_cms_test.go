@@ -61,7 +61,7 @@ func TestClusterCMSRestoreIdentical(t *testing.T) {
 	}
 	ownerBefore := partitionOwners(v)
 	logFrom := logSizes(tc)
-	tc.nodes[victim].kill()
+	tc.nodes[victim].Kill()
 	rest := slices.DeleteFunc(slices.Clone(tc.ids), func(id string) bool { return id == victim })
 	after, took := tc.waitView(30*time.Second, "running every partition without "+victim, func(v clusterView) bool {
 		return v.owns(victim) == 0 && v.allRunning()
@@ -86,7 +86,7 @@ func TestClusterCMSRestoreIdentical(t *testing.T) {
 	// The killed node comes back and takes partitions back: restored from
 	// its copy as of the kill and the changelog since, or from the
 	// changelog alone for a partition it did not have.
-	tc.nodes[victim].start()
+	tc.nodes[victim].Start()
 	v, _ = tc.waitView(60*time.Second, "running every partition with "+victim+" back", func(v clusterView) bool {
 		return v.owns(victim) > 0 && v.allRunning()
 	})
@@ -104,20 +104,14 @@ func TestClusterCMSRestoreIdentical(t *testing.T) {
 		}
 	}
 	ownerBefore, logFrom = partitionOwners(v), logSizes(tc)
-	if out, err := runCLI(t, "leave", "--addr", "http://"+tc.nodes[leaver].addr, "--token", testAdminToken); err != nil || !strings.Contains(out, `"left":"`+leaver+`"`) {
+	if out, err := runCLI(t, "leave", "--addr", "http://"+tc.nodes[leaver].Addr, "--token", testAdminToken); err != nil || !strings.Contains(out, `"left":"`+leaver+`"`) {
 		t.Fatalf("leave %s: %v\n%s", leaver, err, out)
 	}
-	ln := tc.nodes[leaver]
-	select {
-	case err := <-ln.waitc:
-		if err != nil {
-			t.Fatalf("%s exited with %v after leaving", leaver, err)
-		}
-		ln.mu.Lock()
-		ln.cmd = nil
-		ln.mu.Unlock()
-	case <-time.After(30 * time.Second):
+	switch err, exited := tc.nodes[leaver].WaitExit(30 * time.Second); {
+	case !exited:
 		t.Fatalf("%s still running 30s after it left", leaver)
+	case err != nil:
+		t.Fatalf("%s exited with %v after leaving", leaver, err)
 	}
 	after, _ = tc.waitView(30*time.Second, "running every partition on two members", func(v clusterView) bool {
 		return len(v.Members) == 2 && v.owns(leaver) == 0 && v.allRunning()
@@ -132,13 +126,13 @@ func TestClusterCMSRestoreIdentical(t *testing.T) {
 	// A replay on a fresh node: one process, the embedded log, the same
 	// batches in the same order.
 	n := startNodeEnv(t, t.TempDir(), cms)
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	single := &testCluster{t: t, nodes: map[string]*nodeProc{"single": n}, ids: []string{"single"}}
 	postRestoreShares(t, n, first)
-	n.waitCaughtUp(time.Minute)
+	n.WaitCaughtUp(time.Minute)
 	compareAnswers(t, "on a fresh single node fed the first batch", before, settledAnswers(t, single, single.ids, probes))
 	postRestoreShares(t, n, second)
-	n.waitCaughtUp(time.Minute)
+	n.WaitCaughtUp(time.Minute)
 	compareAnswers(t, "on a fresh single node fed both batches", later, settledAnswers(t, single, single.ids, probes))
 	t.Logf("answers identical after restores on other nodes (%s killed, back; %s left) and on a fresh node (%s)", victim, leaver, time.Since(start).Round(time.Millisecond))
 }
@@ -236,7 +230,7 @@ func postRestoreShares(t *testing.T, n *nodeProc, s *shareStream) {
 	t.Helper()
 	body := postShares(t, n, bytes.Join(s.lines, []byte("\n")))
 	if want := fmt.Sprintf(`"accepted":%d,"rejected":0`, len(s.lines)); !strings.Contains(body, want) {
-		t.Fatalf("post %d shares through %s: %s", len(s.lines), n.addr, body)
+		t.Fatalf("post %d shares through %s: %s", len(s.lines), n.Addr, body)
 	}
 }
 
@@ -256,7 +250,7 @@ func waitCaughtUpOn(t *testing.T, tc *testCluster, ids []string, timeout time.Du
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		tc.nodes[id].waitCaughtUp(time.Until(deadline))
+		tc.nodes[id].WaitCaughtUp(time.Until(deadline))
 	}
 }
 
@@ -273,7 +267,7 @@ func partitionOwners(v clusterView) map[int32]string {
 func logSizes(tc *testCluster) map[string]int {
 	out := map[string]int{}
 	for _, id := range tc.ids {
-		out[id] = len(tc.nodes[id].logTail(1 << 30))
+		out[id] = len(tc.nodes[id].LogTail(1 << 30))
 	}
 	return out
 }
@@ -314,7 +308,7 @@ func ownedBy(owners map[int32]string, id string) []int32 {
 func checkTrendingRestored(t *testing.T, tc *testCluster, moved map[int32]string, logFrom map[string]int, partitions int32, s *shareStream) {
 	t.Helper()
 	for p, owner := range moved {
-		log := tc.nodes[owner].logTail(1 << 30)[logFrom[owner]:]
+		log := tc.nodes[owner].LogTail(1 << 30)[logFrom[owner]:]
 		re := regexp.MustCompile(fmt.Sprintf(`msg="restored from changelog" stage=trending partition=%d from=\d+ changes=[1-9]`, p))
 		if !re.MatchString(log) {
 			t.Fatalf("trending partition %d: %s's log does not say it restored it from the changelog:\n%s", p, owner, log[max(0, len(log)-3000):])
@@ -333,7 +327,7 @@ func checkTrendingRestored(t *testing.T, tc *testCluster, moved map[int32]string
 				Committed int64  `json:"committed"`
 			} `json:"inputs"`
 		}
-		if err := getJSON(tc.nodes[owner].url("/api/v1/admin/progress"), &prog); err != nil {
+		if err := getJSON(tc.nodes[owner].URL("/api/v1/admin/progress"), &prog); err != nil {
 			t.Fatal(err)
 		}
 		found := false
@@ -391,7 +385,7 @@ func settledAnswers(t *testing.T, tc *testCluster, ids, probes []string) map[str
 		for _, id := range ids {
 			for _, p := range paths {
 				var v map[string]any
-				if err := getJSONNumbers(tc.nodes[id].url(p), &v); err != nil {
+				if err := getJSONNumbers(tc.nodes[id].URL(p), &v); err != nil {
 					return nil, fmt.Errorf("through %s: %w", id, err)
 				}
 				for _, k := range []string{"missing_partitions", "failed_nodes"} {

@@ -57,7 +57,7 @@ func TestClusterCrawlsOncePerInterval(t *testing.T) {
 		"NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32", "NEWSFLOW_CRAWL_MIN_INTERVAL_FLOOR=1s")
 
 	body := fmt.Sprintf(`{"feed_url":%q,"min_interval":"%s","max_interval":"%s"}`, srv.URL+"/feed.xml", interval, interval)
-	resp, err := adminPost(tc.nodes["b"].url("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
+	resp, err := adminPost(tc.nodes["b"].URL("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestClusterCrawlsOncePerInterval(t *testing.T) {
 			owner = pp.Owner
 		}
 	}
-	tc.nodes[owner].kill()
+	tc.nodes[owner].Kill()
 	killed := time.Now()
 	_, moved := tc.waitView(20*time.Second, "with the source's partition moved", func(v clusterView) bool {
 		return v.owns(owner) == 0 && v.allRunning()
@@ -93,7 +93,7 @@ func TestClusterCrawlsOncePerInterval(t *testing.T) {
 
 	// The node comes back and takes partitions again: whichever node has
 	// the source's partition now, the source is still fetched once.
-	tc.nodes[owner].start()
+	tc.nodes[owner].Start()
 	_, back := tc.waitView(60*time.Second, "rejoined by "+owner, func(v clusterView) bool { return v.owns(owner) > 0 && v.allRunning() })
 	t.Logf("%s restarted: runs partitions again after %s", owner, back.Round(time.Millisecond))
 	time.Sleep(5 * interval)

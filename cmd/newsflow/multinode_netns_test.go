@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -114,22 +115,22 @@ func startNetnsCluster(t *testing.T, ns *netns) *testCluster {
 	env := []string{"NEWSFLOW_CLUSTER_SECRET=" + testClusterSecret}
 	common := []string{"--brokers", tc.brokers[0], "--log-level", "info"}
 	for _, id := range []string{"a", "b"} {
-		addr := freeAddrOn(t, ns.hostPeer)
-		args := append([]string{"--node-id", id, "--raft", freeAddrOn(t, ns.hostPeer)}, common...)
+		addr := nodeproc.FreeAddr(t, ns.hostPeer)
+		args := append([]string{"--node-id", id, "--raft", nodeproc.FreeAddr(t, ns.hostPeer)}, common...)
 		if id == "a" {
 			args = append(args, "--bootstrap")
 		} else {
-			args = append(args, "--join", tc.nodes["a"].addr)
+			args = append(args, "--join", tc.nodes["a"].Addr)
 		}
 		tc.nodes[id] = startNodeAt(t, t.TempDir(), env, nil, addr, addr, args...)
 		if id == "a" {
-			tc.nodes[id].waitReady(60 * time.Second)
+			tc.nodes[id].WaitReady(60 * time.Second)
 		}
 	}
 	// Inside the namespace every port is free.
-	port := strings.TrimPrefix(freeAddr(t), "127.0.0.1:")
+	port := strings.TrimPrefix(nodeproc.FreeAddr(t, ""), "127.0.0.1:")
 	cEnv := append([]string{"NEWSFLOW_CLUSTER_HTTP_ADVERTISE=" + net.JoinHostPort(ns.nsPeer, port)}, env...)
-	args := append([]string{"--node-id", "c", "--raft", net.JoinHostPort(ns.nsPeer, "7000"), "--join", tc.nodes["a"].addr}, common...)
+	args := append([]string{"--node-id", "c", "--raft", net.JoinHostPort(ns.nsPeer, "7000"), "--join", tc.nodes["a"].Addr}, common...)
 	tc.nodes["c"] = startNodeAt(t, t.TempDir(), cEnv, []string{"ip", "netns", "exec", ns.name},
 		net.JoinHostPort("0.0.0.0", port), net.JoinHostPort(ns.nsProbe, port), args...)
 	tc.waitFormed()
@@ -139,7 +140,7 @@ func startNetnsCluster(t *testing.T, ns *netns) *testCluster {
 // commits sums a node's state commits (the count of the commit-time
 // histogram) from its /metrics.
 func commits(n *nodeProc) (int64, error) {
-	resp, err := http.Get(n.url("/metrics"))
+	resp, err := http.Get(n.URL("/metrics"))
 	if err != nil {
 		return 0, err
 	}
@@ -168,7 +169,7 @@ func localPartitions(n *nodeProc) (int, error) {
 			Partition int32 `json:"partition"`
 		} `json:"partitions"`
 	}
-	err := getJSON(n.url("/api/v1/admin/cluster/local"), &v)
+	err := getJSON(n.URL("/api/v1/admin/cluster/local"), &v)
 	return len(v.Partitions), err
 }
 
@@ -257,7 +258,7 @@ func TestClusterPartitionedNode(t *testing.T) {
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	tc.waitCaughtUp(5 * time.Minute)
+	tc.WaitCaughtUp(5 * time.Minute)
 	if after, _ := commits(c); after <= during {
 		t.Errorf("c committed nothing after it came back (%d commits)", after)
 	}

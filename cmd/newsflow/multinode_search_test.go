@@ -39,12 +39,12 @@ func (p searchClusterPage) ids() []string {
 // searchClusterGet sends GET path to node id with header pairs hdr and
 // decodes a 200 answer into v.
 func searchClusterGet(tc *testCluster, id, path string, v any, hdr ...string) error {
-	return getJSONWith(tc.nodes[id].url(path), v, hdr...)
+	return getJSONWith(tc.nodes[id].URL(path), v, hdr...)
 }
 
 func searchClusterPost(t *testing.T, tc *testCluster, id, path, contentType, body string) []byte {
 	t.Helper()
-	resp, err := ingestPost(tc.nodes[id].url(path), contentType, strings.NewReader(body))
+	resp, err := ingestPost(tc.nodes[id].URL(path), contentType, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestClusterSearchAndFeedThroughAnyNode(t *testing.T) {
 		lines = append(lines, string(b))
 	}
 	searchClusterPost(t, tc, "a", "/api/v1/articles?batch=1", "application/x-ndjson", strings.Join(lines, "\n"))
-	tc.waitCaughtUp(90 * time.Second)
+	tc.WaitCaughtUp(90 * time.Second)
 
 	// Every article is found through every node, the same way.
 	var all searchClusterPage

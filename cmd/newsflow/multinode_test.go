@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -42,7 +43,7 @@ func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
 	env := append([]string{"NEWSFLOW_CLUSTER_SECRET=" + testClusterSecret}, extraEnv...)
 	var first string
 	for _, id := range tc.ids {
-		args := []string{"--brokers", tc.brokers[0], "--node-id", id, "--raft", freeAddr(t), "--log-level", "info"}
+		args := []string{"--brokers", tc.brokers[0], "--node-id", id, "--raft", nodeproc.FreeAddr(t, ""), "--log-level", "info"}
 		if first == "" {
 			args = append(args, "--bootstrap")
 		} else {
@@ -50,8 +51,8 @@ func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
 		}
 		n := startNodeEnv(t, t.TempDir(), env, args...)
 		if first == "" {
-			first = n.addr
-			n.waitReady(60 * time.Second)
+			first = n.Addr
+			n.WaitReady(60 * time.Second)
 		}
 		tc.nodes[id] = n
 	}
@@ -121,7 +122,7 @@ func (v clusterView) owns(id string) int {
 // view asks node id for its view of the cluster.
 func (tc *testCluster) view(id string) (clusterView, error) {
 	var v clusterView
-	err := getJSON(tc.nodes[id].url("/api/v1/admin/cluster"), &v)
+	err := getJSON(tc.nodes[id].URL("/api/v1/admin/cluster"), &v)
 	return v, err
 }
 
@@ -132,7 +133,7 @@ func (tc *testCluster) waitView(timeout time.Duration, what string, cond func(cl
 	var last clusterView
 	for time.Since(start) < timeout {
 		for _, id := range tc.ids {
-			if !tc.nodes[id].running() {
+			if !tc.nodes[id].Running() {
 				continue
 			}
 			if v, err := tc.view(id); err == nil {
@@ -150,7 +151,7 @@ func (tc *testCluster) waitView(timeout time.Duration, what string, cond func(cl
 
 // waitCaughtUp waits until every partition runs and every node has
 // committed everything in the log.
-func (tc *testCluster) waitCaughtUp(timeout time.Duration) {
+func (tc *testCluster) WaitCaughtUp(timeout time.Duration) {
 	tc.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, id := range tc.ids {
@@ -166,14 +167,8 @@ func (tc *testCluster) waitCaughtUp(timeout time.Duration) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		tc.nodes[id].waitCaughtUp(time.Until(deadline))
+		tc.nodes[id].WaitCaughtUp(time.Until(deadline))
 	}
-}
-
-func (n *nodeProc) running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.cmd != nil
 }
 
 // queryLoad sends trending and article-share queries round robin to the
@@ -205,7 +200,7 @@ func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 		case <-time.After(20 * time.Millisecond):
 		}
 		n := tc.nodes[tc.ids[i%3]]
-		if !n.running() {
+		if !n.Running() {
 			continue
 		}
 		path := "/api/v1/trending?window=1h&k=10"
@@ -213,9 +208,9 @@ func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 			path = "/api/v1/articles/art-" + fmt.Sprintf("%05d", i%500) + "/shares"
 		}
 		q.total.Add(1)
-		resp, err := client.Get(n.url(path))
+		resp, err := client.Get(n.URL(path))
 		if err != nil {
-			if n.running() {
+			if n.Running() {
 				q.fail(err.Error())
 			} else {
 				q.total.Add(-1) // killed under the request: the client picked a dead node
@@ -303,7 +298,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// A follower dies.
 	time.Sleep(2 * time.Second)
-	tc.nodes[follower].kill()
+	tc.nodes[follower].Kill()
 	_, moved := tc.waitView(20*time.Second, "without partitions on the dead follower", func(v clusterView) bool {
 		return v.owns(follower) == 0 && v.allRunning()
 	})
@@ -311,11 +306,11 @@ func TestClusterFailover(t *testing.T) {
 	if moved > 10*time.Second {
 		t.Errorf("partitions of the dead follower reassigned after %s, want <= 10s", moved)
 	}
-	tc.nodes[follower].start()
+	tc.nodes[follower].Start()
 	tc.waitView(30*time.Second, "rejoined by the follower", func(v clusterView) bool { return v.owns(follower) > 0 && v.allRunning() })
 
 	// The leader dies.
-	tc.nodes[leader].kill()
+	tc.nodes[leader].Kill()
 	killed := time.Now()
 	v, elected := tc.waitView(20*time.Second, "led by a new leader", func(v clusterView) bool { return v.Leader != "" && v.Leader != leader })
 	t.Logf("leader %s killed: %s leads after %s", leader, v.Leader, elected.Round(time.Millisecond))
@@ -330,12 +325,12 @@ func TestClusterFailover(t *testing.T) {
 	if moved > 10*time.Second {
 		t.Errorf("partitions of the dead leader reassigned after %s, want <= 10s", moved)
 	}
-	tc.nodes[leader].start()
+	tc.nodes[leader].Start()
 
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	tc.waitCaughtUp(5 * time.Minute)
+	tc.WaitCaughtUp(5 * time.Minute)
 	close(stopLoad)
 	wg.Wait()
 	total, failed, partial := load.total.Load(), load.failed.Load(), load.partial.Load()
@@ -364,7 +359,7 @@ func TestClusterSharedAccounts(t *testing.T) {
 	tc := startTestCluster(t)
 	post := func(id, path, body, bearer string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, tc.nodes[id].url(path), strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, tc.nodes[id].URL(path), strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -394,7 +389,7 @@ func TestClusterSharedAccounts(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &login); err != nil || login.Token == "" {
 		t.Fatalf("login answer %s: %v", body, err)
 	}
-	req, _ := http.NewRequest(http.MethodGet, tc.nodes["b"].url("/api/v1/me"), nil)
+	req, _ := http.NewRequest(http.MethodGet, tc.nodes["b"].URL("/api/v1/me"), nil)
 	req.Header.Set("Authorization", "Bearer "+login.Token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -423,8 +418,8 @@ func TestClusterRollingRestart(t *testing.T) {
 	stream := genShares(300_000, 3000, 53)
 	produced := produceShares(t, tc.brokers, stream.lines, 3_000, 100*time.Millisecond)
 	for _, id := range tc.ids {
-		tc.nodes[id].stop(t)
-		tc.nodes[id].start()
+		stopClean(t, tc.nodes[id])
+		tc.nodes[id].Start()
 		tc.waitView(60*time.Second, "running every partition with "+id+" back", func(v clusterView) bool {
 			return v.owns(id) > 0 && v.allRunning()
 		})
@@ -452,7 +447,7 @@ func TestClusterRollingRestart(t *testing.T) {
 			want[id] += n
 		}
 	}
-	tc.waitCaughtUp(5 * time.Minute)
+	tc.WaitCaughtUp(5 * time.Minute)
 	for _, id := range tc.ids {
 		verifyCounts(t, tc.nodes[id], want)
 	}
@@ -463,7 +458,7 @@ func TestClusterRollingRestart(t *testing.T) {
 // stored response.
 func postShares(t *testing.T, n *nodeProc, body []byte, hdr ...string) string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, n.url("/api/v1/events/share/batch"), bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, n.URL("/api/v1/events/share/batch"), bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +472,7 @@ func postShares(t *testing.T, n *nodeProc, body []byte, hdr ...string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("post shares to %s: %d %s", n.addr, resp.StatusCode, b)
+		t.Fatalf("post shares to %s: %d %s", n.Addr, resp.StatusCode, b)
 	}
 	if resp.Header.Get("Idempotent-Replayed") == "true" {
 		return string(b) + " (replayed)"
@@ -511,7 +506,7 @@ func TestClusterStatusAndLeave(t *testing.T) {
 	half := len(stream.lines) / 2
 	produced := produceShares(t, tc.brokers, stream.lines[:half], 5_000, 50*time.Millisecond)
 	admin := func(id string) []string {
-		return []string{"--addr", "http://" + tc.nodes[id].addr, "--token", testAdminToken}
+		return []string{"--addr", "http://" + tc.nodes[id].Addr, "--token", testAdminToken}
 	}
 
 	out, err := runCLI(t, append([]string{"status"}, admin("b")...)...)
@@ -534,16 +529,11 @@ func TestClusterStatusAndLeave(t *testing.T) {
 		t.Fatalf("leave: %v\n%s", err, out)
 	}
 	c := tc.nodes["c"]
-	select {
-	case err := <-c.waitc:
-		if err != nil {
-			t.Fatalf("c exited with %v after leaving", err)
-		}
-		c.mu.Lock()
-		c.cmd = nil
-		c.mu.Unlock()
-	case <-time.After(30 * time.Second):
+	switch err, exited := c.WaitExit(30 * time.Second); {
+	case !exited:
 		t.Fatal("c still running 30s after it left")
+	case err != nil:
+		t.Fatalf("c exited with %v after leaving", err)
 	}
 	_, moved := tc.waitView(20*time.Second, "with two members running every partition", func(v clusterView) bool {
 		return len(v.Members) == 2 && v.owns("c") == 0 && v.allRunning()
@@ -555,24 +545,19 @@ func TestClusterStatusAndLeave(t *testing.T) {
 	}
 
 	// Started again as before but without --join, c refuses.
-	joinArgs := c.args
-	i := slices.Index(c.args, "--join")
-	c.args = slices.Delete(slices.Clone(c.args), i, i+2)
-	c.start()
-	select {
-	case err := <-c.waitc:
-		b, _ := os.ReadFile(c.logf.Name())
-		if err == nil || !strings.Contains(string(b), "left its cluster") || !strings.Contains(string(b), "--join") {
-			t.Fatalf("c started without --join after leaving: %v\n%s", err, b)
-		}
-		c.mu.Lock()
-		c.cmd = nil
-		c.mu.Unlock()
-	case <-time.After(30 * time.Second):
+	joinArgs := c.Args
+	i := slices.Index(c.Args, "--join")
+	c.Args = slices.Delete(slices.Clone(c.Args), i, i+2)
+	c.Start()
+	err, exited := c.WaitExit(30 * time.Second)
+	if !exited {
 		t.Fatal("c started without --join after leaving and kept running")
 	}
-	c.args = joinArgs
-	c.start()
+	if b, _ := os.ReadFile(c.LogPath); err == nil || !strings.Contains(string(b), "left its cluster") || !strings.Contains(string(b), "--join") {
+		t.Fatalf("c started without --join after leaving: %v\n%s", err, b)
+	}
+	c.Args = joinArgs
+	c.Start()
 	_, back := tc.waitView(60*time.Second, "with c back, running partitions", func(v clusterView) bool {
 		return len(v.Members) == 3 && v.owns("c") > 0 && v.allRunning()
 	})
@@ -584,7 +569,7 @@ func TestClusterStatusAndLeave(t *testing.T) {
 	if err := <-produceShares(t, tc.brokers, stream.lines[half:], 5_000, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	tc.waitCaughtUp(3 * time.Minute)
+	tc.WaitCaughtUp(3 * time.Minute)
 	for _, id := range tc.ids {
 		verifyCounts(t, tc.nodes[id], stream.counts)
 	}

@@ -104,7 +104,7 @@ func TestREADMECLIExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startNodeEnv(t, data, []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	env := append(os.Environ(), "NEWSFLOW_ADMIN_TOKEN="+testAdminToken)
 	run := func(cmd, extra string) string {
 		t.Helper()
@@ -122,7 +122,7 @@ func TestREADMECLIExamples(t *testing.T) {
 	for _, cmd := range running {
 		extra := ""
 		if regexp.MustCompile(`^bin/newsflow (produce|status|sources|user) `).MatchString(cmd) {
-			extra = " --addr http://" + n.addr
+			extra = " --addr http://" + n.Addr
 		}
 		outputs[cmd] = run(cmd, extra)
 	}
@@ -157,14 +157,14 @@ func TestREADMECLIExamples(t *testing.T) {
 		} `json:"stories"`
 	}
 	deadline := time.Now().Add(20 * time.Second)
-	for getJSON(n.url("/api/v1/stories?limit=100"), &page) != nil || len(page.Stories) == 0 {
+	for getJSON(n.URL("/api/v1/stories?limit=100"), &page) != nil || len(page.Stories) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no story from the README's produce articles example")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 
-	n.stop(t)
+	stopClean(t, n)
 	for _, cmd := range stopped {
 		run(cmd, fmt.Sprintf(" --config %s --data %s", config, data))
 	}

@@ -39,11 +39,11 @@ func TestREADMETrendingCMS(t *testing.T) {
 		t.Fatalf("README examples: %d sending shares, %d reading trending", len(share), len(trend))
 	}
 	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret", "NEWSFLOW_TRENDING_COUNTER=cms"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	out := filepath.Join(t.TempDir(), "body")
 	run := func(cmd string) []byte {
 		t.Helper()
-		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.addr)
+		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.Addr)
 		cmd = strings.Replace(cmd, "curl ", curl+" -sS -o "+out+" -w '%{http_code}' ", 1)
 		c := exec.Command("bash", "-c", `I="Authorization: Bearer s3cret"; `+cmd)
 		code, err := c.CombinedOutput()
@@ -56,7 +56,7 @@ func TestREADMETrendingCMS(t *testing.T) {
 	for _, cmd := range share {
 		run(cmd)
 	}
-	n.waitCaughtUp(30 * time.Second)
+	n.WaitCaughtUp(30 * time.Second)
 	for _, cmd := range trend {
 		// Top-K answers may be a snapshot interval stale: poll.
 		deadline := time.Now().Add(5 * time.Second)

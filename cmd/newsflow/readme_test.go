@@ -32,7 +32,7 @@ func TestREADMECurlExamples(t *testing.T) {
 	}
 
 	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	env := append(os.Environ(), "A=Authorization: Bearer "+testAdminToken)
 	out := filepath.Join(t.TempDir(), "body")
 	var session string
@@ -51,7 +51,7 @@ func TestREADMECurlExamples(t *testing.T) {
 			}
 			cmd = strings.ReplaceAll(cmd, "TOKEN", session)
 		}
-		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.addr)
+		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.Addr)
 		cmd = strings.Replace(cmd, "curl ", curl+" -sS -o "+out+" -w '%{http_code}' ", 1)
 		c := exec.Command("bash", "-c", `I="Authorization: Bearer s3cret"; `+cmd)
 		c.Env = env
@@ -124,7 +124,7 @@ func readmeStory(t *testing.T, n *nodeProc) (story, article string) {
 				Representative string `json:"representative"`
 			} `json:"stories"`
 		}
-		if getJSON(n.url("/api/v1/stories"), &page) == nil && len(page.Stories) > 0 {
+		if getJSON(n.URL("/api/v1/stories"), &page) == nil && len(page.Stories) > 0 {
 			return page.Stories[0].ID, page.Stories[0].Representative
 		}
 		if time.Now().After(deadline) {

@@ -31,12 +31,12 @@ func TestKcatReadMovesInterestAndFeed(t *testing.T) {
 			"published_at": now.Add(-time.Duration(10-i) * time.Minute).Format(time.RFC3339)})
 		lines = append(lines, string(b))
 	}
-	resp, err := ingestPost(n.url("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+	resp, err := ingestPost(n.URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("articles: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	resp, err = http.Post(n.url("/api/v1/auth/register"), "application/json", strings.NewReader(`{"username":"erin","password":"erin's long password"}`))
+	resp, err = http.Post(n.URL("/api/v1/auth/register"), "application/json", strings.NewReader(`{"username":"erin","password":"erin's long password"}`))
 	if err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("register: %v %v", err, resp)
 	}
@@ -55,7 +55,7 @@ func TestKcatReadMovesInterestAndFeed(t *testing.T) {
 		Topics         []struct{ Topic string }
 	}
 	feed := func() []feedStory {
-		req, _ := http.NewRequest(http.MethodGet, n.url("/api/v1/feed?limit=10"), nil)
+		req, _ := http.NewRequest(http.MethodGet, n.URL("/api/v1/feed?limit=10"), nil)
 		req.Header.Set("Authorization", "Bearer "+sess.Token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -100,7 +100,7 @@ func TestKcatReadMovesInterestAndFeed(t *testing.T) {
 			Topics []struct{ Topic string } `json:"topics"`
 			Reads  int                      `json:"reads"`
 		}
-		if interestAt == 0 && getJSON(n.url("/api/v1/admin/users/"+sess.User.ID+"/interest"), &p) == nil && p.Reads == 1 &&
+		if interestAt == 0 && getJSON(n.URL("/api/v1/admin/users/"+sess.User.ID+"/interest"), &p) == nil && p.Reads == 1 &&
 			(topic == "" || (len(p.Topics) > 0 && p.Topics[0].Topic == topic)) {
 			interestAt = time.Since(sent)
 		}

@@ -26,7 +26,7 @@ func collectAnswers(t *testing.T, n *nodeProc, ids []string) answers {
 			var res struct {
 				Items json.RawMessage `json:"items"`
 			}
-			if err := getJSON(n.url("/api/v1/trending?k=100&window="+w+"&category="+cat), &res); err != nil {
+			if err := getJSON(n.URL("/api/v1/trending?k=100&window="+w+"&category="+cat), &res); err != nil {
 				t.Fatal(err)
 			}
 			a.Top[w+"/"+cat] = res.Items
@@ -36,7 +36,7 @@ func collectAnswers(t *testing.T, n *nodeProc, ids []string) answers {
 		var sh struct {
 			Counts map[string]uint64 `json:"counts"`
 		}
-		if err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
+		if err := getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
 			t.Fatal(err)
 		}
 		a.Shares[id] = sh.Counts
@@ -44,23 +44,12 @@ func collectAnswers(t *testing.T, n *nodeProc, ids []string) answers {
 	return a
 }
 
-// stop sends SIGTERM and expects a clean exit.
-func (n *nodeProc) stop(t *testing.T) {
+// stopClean sends SIGTERM and expects a clean exit.
+func stopClean(t *testing.T, n *nodeProc) {
 	t.Helper()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := n.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	if err := n.Stop(syscall.SIGTERM); err != nil {
+		t.Fatalf("node exited with %v after SIGTERM", err)
 	}
-	select {
-	case err := <-n.waitc:
-		if err != nil {
-			t.Fatalf("node exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("node did not stop within 30s of SIGTERM")
-	}
-	n.cmd = nil
 }
 
 // TestReplay: after a graceful stop, `newsflow replay --from-offset 0`
@@ -75,11 +64,11 @@ func TestReplay(t *testing.T) {
 	file := stream.writeFile(t)
 	data := t.TempDir()
 	n := startNode(t, data)
-	n.waitReady(30 * time.Second)
-	if out, err := exec.Command(binPath, "produce", "shares", file, "--addr", "http://"+n.addr).CombinedOutput(); err != nil {
+	n.WaitReady(30 * time.Second)
+	if out, err := exec.Command(binPath, "produce", "shares", file, "--addr", "http://"+n.Addr).CombinedOutput(); err != nil {
 		t.Fatalf("produce: %v\n%s", err, out)
 	}
-	n.waitCaughtUp(time.Minute)
+	n.WaitCaughtUp(time.Minute)
 	ids := make([]string, 0, len(stream.counts))
 	for id := range stream.counts {
 		ids = append(ids, id)
@@ -88,13 +77,13 @@ func TestReplay(t *testing.T) {
 	before := collectAnswers(t, n, ids)
 
 	// A graceful stop commits everything: a restart answers the same.
-	n.stop(t)
-	n.start()
-	n.waitReady(30 * time.Second)
+	stopClean(t, n)
+	n.Start()
+	n.WaitReady(30 * time.Second)
 	if got := collectAnswers(t, n, ids); !reflect.DeepEqual(got, before) {
 		t.Fatal("answers changed across a graceful restart")
 	}
-	n.stop(t)
+	stopClean(t, n)
 
 	replay := func(args ...string) {
 		t.Helper()
@@ -104,9 +93,9 @@ func TestReplay(t *testing.T) {
 		}
 	}
 	replay("--from-offset", "0")
-	n.start()
-	n.waitReady(30 * time.Second)
-	n.waitCaughtUp(time.Minute)
+	n.Start()
+	n.WaitReady(30 * time.Second)
+	n.WaitCaughtUp(time.Minute)
 	verifyCounts(t, n, stream.counts)
 	after := collectAnswers(t, n, ids)
 	for k := range before.Top {
@@ -117,7 +106,7 @@ func TestReplay(t *testing.T) {
 	if !reflect.DeepEqual(before.Shares, after.Shares) {
 		t.Fatal("per-article counts differ after replay")
 	}
-	n.stop(t)
+	stopClean(t, n)
 
 	// From a time in the middle: each partition from its first record at
 	// or after T. The node appended the records of each partition in file
@@ -147,14 +136,14 @@ func TestReplay(t *testing.T) {
 		}
 	}
 	replay("--from-time", time.UnixMilli(tsMid).UTC().Format(time.RFC3339Nano))
-	n.start()
-	n.waitReady(30 * time.Second)
-	n.waitCaughtUp(time.Minute)
+	n.Start()
+	n.WaitReady(30 * time.Second)
+	n.WaitCaughtUp(time.Minute)
 	for _, id := range ids {
 		var sh struct {
 			Counts map[string]uint64 `json:"counts"`
 		}
-		if err := getJSON(n.url("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
+		if err := getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh); err != nil {
 			t.Fatal(err)
 		}
 		if sh.Counts["24h"] != want[id] {
@@ -170,16 +159,16 @@ func TestSourcesCLI(t *testing.T) {
 		t.Skip("process test skipped in -short mode")
 	}
 	n := startNode(t, t.TempDir())
-	n.waitReady(30 * time.Second)
-	out, err := exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr, "--token", testAdminToken).CombinedOutput()
+	n.WaitReady(30 * time.Second)
+	out, err := exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.Addr, "--token", testAdminToken).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(`"added":50`)) {
 		t.Fatalf("import: %v\n%s", err, out)
 	}
-	out, err = exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.addr, "--token", testAdminToken).CombinedOutput()
+	out, err = exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.Addr, "--token", testAdminToken).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(`"added":0,"skipped":50`)) {
 		t.Fatalf("second import: %v\n%s", err, out)
 	}
-	exp, err := exec.Command(binPath, "sources", "export", "--addr", "http://"+n.addr, "--token", testAdminToken).Output()
+	exp, err := exec.Command(binPath, "sources", "export", "--addr", "http://"+n.Addr, "--token", testAdminToken).Output()
 	if err != nil || bytes.Count(exp, []byte("xmlUrl=")) != 50 {
 		t.Fatalf("export: %v\n%s", err, exp)
 	}

@@ -24,11 +24,11 @@ func TestUserAddAgainstRunningNode(t *testing.T) {
 	}
 	dir := t.TempDir()
 	n := startNode(t, dir)
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	var token string
-	re := regexp.MustCompile(`http://` + regexp.QuoteMeta(n.addr) + `/setup\?token=([A-Za-z0-9_-]{20,})`)
+	re := regexp.MustCompile(`http://` + regexp.QuoteMeta(n.Addr) + `/setup\?token=([A-Za-z0-9_-]{20,})`)
 	for deadline := time.Now().Add(10 * time.Second); token == ""; {
-		b, _ := os.ReadFile(n.logf.Name())
+		b, _ := os.ReadFile(n.LogPath)
 		if m := re.FindAllStringSubmatch(string(b), -1); len(m) > 0 {
 			if len(m) != 2 || m[0][1] != m[1][1] { // the log line and the banner
 				t.Fatalf("setup URL printed %d times (want once in the log, once on stderr):\n%s", len(m), b)
@@ -42,7 +42,7 @@ func TestUserAddAgainstRunningNode(t *testing.T) {
 	}
 	add := func(args ...string) (string, error) {
 		var stdout, stderr lockedBuffer
-		args = append([]string{"add", "--config", "../../configs/newsflow.yaml", "--data", dir, "--http", n.addr}, args...)
+		args = append([]string{"add", "--config", "../../configs/newsflow.yaml", "--data", dir, "--http", n.Addr}, args...)
 		err := cmdUser(context.Background(), args, strings.NewReader("a good long password\n"), &stdout, &stderr)
 		return stdout.String(), err
 	}
@@ -50,7 +50,7 @@ func TestUserAddAgainstRunningNode(t *testing.T) {
 		AdminExists      bool `json:"admin_exists"`
 		SetupTokenActive bool `json:"setup_token_active"`
 	}) {
-		resp, err := http.Get(n.url("/api/v1/setup"))
+		resp, err := http.Get(n.URL("/api/v1/setup"))
 		if err != nil {
 			t.Fatal(err)
 		}

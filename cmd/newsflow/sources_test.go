@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // newsflow sources import of a broken file says what is wrong with it
@@ -31,7 +32,7 @@ func TestSourcesImportBrokenFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		var stdout, stderr bytes.Buffer
-		err := run(context.Background(), []string{"sources", "import", path, "--addr", "http://" + freeAddr(t)}, &stdout, &stderr)
+		err := run(context.Background(), []string{"sources", "import", path, "--addr", "http://" + nodeproc.FreeAddr(t, "")}, &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("import %s: %v, want an error with the path and %q", name, err, c.want)
 		}
@@ -67,9 +68,9 @@ func TestSourcesAddChecks(t *testing.T) {
 	defer blocked.Close()
 
 	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	add := func(args ...string) (string, error) {
-		out, err := exec.Command(binPath, append(append([]string{"sources", "add"}, args...), "--addr", "http://"+n.addr, "--token", testAdminToken)...).CombinedOutput()
+		out, err := exec.Command(binPath, append(append([]string{"sources", "add"}, args...), "--addr", "http://"+n.Addr, "--token", testAdminToken)...).CombinedOutput()
 		return string(out), err
 	}
 	if out, err := add(blocked.URL + "/gen/0.xml"); err == nil || !strings.Contains(out, "127.0.0.2") ||

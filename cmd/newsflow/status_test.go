@@ -18,9 +18,9 @@ func TestStatusSingleNode(t *testing.T) {
 		t.Skip("process test skipped in -short mode")
 	}
 	n := startNode(t, t.TempDir())
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	status := func(env []string, args ...string) (string, string, error) {
-		cmd := exec.Command(binPath, append([]string{"status", "--addr", "http://" + n.addr}, args...)...)
+		cmd := exec.Command(binPath, append([]string{"status", "--addr", "http://" + n.Addr}, args...)...)
 		cmd.Env = append(os.Environ(), env...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -43,7 +43,7 @@ func TestStatusSingleNode(t *testing.T) {
 	if out, _, err := status(nil, "--token", testAdminToken, "--json"); err != nil || !strings.Contains(out, `"cluster":false`) {
 		t.Errorf("status --json: %v\n%s", err, out)
 	}
-	out2, err := exec.Command(binPath, "leave", "--addr", "http://"+n.addr, "--token", testAdminToken).CombinedOutput()
+	out2, err := exec.Command(binPath, "leave", "--addr", "http://"+n.Addr, "--token", testAdminToken).CombinedOutput()
 	if err == nil || !strings.Contains(string(out2), "not a cluster member") {
 		t.Errorf("leave a single node: %v\n%s", err, out2)
 	}

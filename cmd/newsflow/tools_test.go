@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // newsflow topology lists the stages a node with the same configuration
@@ -24,9 +25,9 @@ func TestTopologyIsTheNodes(t *testing.T) {
 	}
 	data := t.TempDir()
 	n := startNode(t, data)
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 	var running []engine.Stage
-	if err := getJSON(n.url("/api/v1/admin/topology"), &running); err != nil {
+	if err := getJSON(n.URL("/api/v1/admin/topology"), &running); err != nil {
 		t.Fatal(err)
 	}
 	if len(running) < 9 {
@@ -82,7 +83,7 @@ func TestProduceNodeUnreachable(t *testing.T) {
 	if err := os.WriteFile(file, []byte(`{"event_id":"e1","article_id":"a1","user_id":"u1","timestamp":1}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := "http://" + freeAddr(t) // nothing listens there
+	addr := "http://" + nodeproc.FreeAddr(t, "") // nothing listens there
 	start := time.Now()
 	cmd := exec.Command(binPath, "produce", "shares", file, "--addr", addr, "--retry-for", "2s")
 	var stderr bytes.Buffer

@@ -119,12 +119,12 @@ func TestTrendingChanges(t *testing.T) {
 	}
 	dir := t.TempDir()
 	n := startNodeEnv(t, dir, []string{"NEWSFLOW_HTTP_STREAM_INTERVAL=200ms"})
-	n.waitReady(30 * time.Second)
+	n.WaitReady(30 * time.Second)
 
 	// The README's example, for a while: it runs until stopped.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := strings.Replace(strings.ReplaceAll(example[1], "localhost:8080", n.addr), "curl ", "timeout 10 "+curl+" ", 1)
+	cmd := strings.Replace(strings.ReplaceAll(example[1], "localhost:8080", n.Addr), "curl ", "timeout 10 "+curl+" ", 1)
 	sse := exec.CommandContext(ctx, "bash", "-c", cmd)
 	var sseOut strings.Builder
 	sse.Stdout, sse.Stderr = &sseOut, &sseOut
@@ -141,7 +141,7 @@ func TestTrendingChanges(t *testing.T) {
 	shares, top := changesTop()
 	path, lines := changesShares(t, base, shares)
 	produceFile(t, n, path, lines)
-	n.waitCaughtUp(30 * time.Second)
+	n.WaitCaughtUp(30 * time.Second)
 	waitChanges(t, n, 10)
 	time.Sleep(time.Second) // five more looks: nothing new
 	appended := metricSum(t, n, "newsflow_trending_changes_total")
@@ -168,10 +168,10 @@ func TestTrendingChanges(t *testing.T) {
 	// A restart reads the topic: nothing is announced again; an article
 	// that enters then is (its shares at the same event time: no window
 	// span passes).
-	n.kill()
-	n.start()
-	n.waitReady(30 * time.Second)
-	n.waitCaughtUp(30 * time.Second)
+	n.Kill()
+	n.Start()
+	n.WaitReady(30 * time.Second)
+	n.WaitCaughtUp(30 * time.Second)
 	time.Sleep(2 * time.Second) // ten looks
 	if again := metricSum(t, n, "newsflow_trending_changes_total"); again != 0 {
 		t.Fatalf("after a restart the node announced %v more", again)
@@ -179,14 +179,14 @@ func TestTrendingChanges(t *testing.T) {
 	shares["tc-99"] = 50
 	path, lines = changesShares(t, base, map[string]uint64{"tc-99": 50})
 	produceFile(t, n, path, lines)
-	n.waitCaughtUp(30 * time.Second)
+	n.WaitCaughtUp(30 * time.Second)
 	waitChanges(t, n, 1)
 	time.Sleep(time.Second)
 	if again := metricSum(t, n, "newsflow_trending_changes_total"); again != 3 {
 		t.Fatalf("after a restart the node announced %v, want tc-99 in each window", again)
 	}
 	appended += 3
-	n.kill()
+	n.Kill()
 
 	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), RetentionAge: embedded.KeepForever})
 	if err != nil {
@@ -251,7 +251,7 @@ func TestTrendingChangesKcat(t *testing.T) {
 	shares, top := changesTop()
 	path, lines := changesShares(t, time.Now().Add(-5*time.Second).UnixMilli(), shares)
 	produceFile(t, n, path, lines)
-	n.waitCaughtUp(30 * time.Second)
+	n.WaitCaughtUp(30 * time.Second)
 	waitChanges(t, n, 10)
 	time.Sleep(4 * time.Second) // two more looks: nothing new
 	cmd := strings.Replace(strings.ReplaceAll(example[1], "127.0.0.1:9092", broker), "kcat ", kcat+" -e -q ", 1)
@@ -296,7 +296,7 @@ func TestClusterTrendingChanges(t *testing.T) {
 	appendedBy := func() map[string]float64 {
 		out := map[string]float64{}
 		for _, id := range tc.ids {
-			if tc.nodes[id].running() {
+			if tc.nodes[id].Running() {
 				out[id] = metricSum(t, tc.nodes[id], "newsflow_trending_changes_total")
 			}
 		}
@@ -313,7 +313,7 @@ func TestClusterTrendingChanges(t *testing.T) {
 	// A stream on a node that does not append.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.nodes[other].url("/api/v1/stream"), nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, tc.nodes[other].URL("/api/v1/stream"), nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -343,7 +343,7 @@ func TestClusterTrendingChanges(t *testing.T) {
 	shares, top := changesTop()
 	path, lines := changesShares(t, base, shares)
 	produceFile(t, tc.nodes[other], path, lines)
-	tc.waitCaughtUp(time.Minute)
+	tc.WaitCaughtUp(time.Minute)
 	waitChanges(t, tc.nodes[first], 10)
 	time.Sleep(2 * time.Second) // more looks: nothing new
 	by := appendedBy()
@@ -373,7 +373,7 @@ func TestClusterTrendingChanges(t *testing.T) {
 	// The owner of partition 0 dies: its successor reads the topic and
 	// announces nothing again, then what enters (same event time: no
 	// window span passes).
-	tc.nodes[first].kill()
+	tc.nodes[first].Kill()
 	tc.waitView(30*time.Second, "without partitions on "+first, func(v clusterView) bool {
 		return v.owns(first) == 0 && v.allRunning()
 	})

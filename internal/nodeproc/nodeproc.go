@@ -42,11 +42,10 @@ var built struct {
 	err  error
 }
 
-// Binary builds ./cmd/newsflow once per test process, from the module root
+// Build builds ./cmd/newsflow once per test process, from the module root
 // (found with go env GOMOD), and returns the binary's path and the root.
 // Call Remove when the tests are done (TestMain).
-func Binary(tb testing.TB) (bin, root string) {
-	tb.Helper()
+func Build() (bin, root string, err error) {
 	built.once.Do(func() {
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
@@ -70,10 +69,17 @@ func Binary(tb testing.TB) (bin, root string) {
 			built.err = fmt.Errorf("go build ./cmd/newsflow: %v\n%s", err, out)
 		}
 	})
-	if built.err != nil {
-		tb.Fatal(built.err)
+	return built.bin, built.root, built.err
+}
+
+// Binary is Build for a test, which fails if the build does.
+func Binary(tb testing.TB) (bin, root string) {
+	tb.Helper()
+	bin, root, err := Build()
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return built.bin, built.root
+	return bin, root
 }
 
 // Remove deletes the binary Binary built.
@@ -166,10 +172,9 @@ func Start(tb testing.TB, opts Options) *Proc {
 	return n
 }
 
-// Env is the environment of a node: this process's without the
+// env is the environment of a node: this process's without the
 // benchmarks' NEWSFLOW_BENCH_* variables, the tokens, no crawling (the
-// tests are about the stream, not the internet), and many logins from one
-// address allowed (the benchmarks log many users in).
+// tests are about the stream, not the internet), then extra.
 func env(extra []string) []string {
 	var e []string
 	for _, kv := range os.Environ() {
@@ -178,7 +183,7 @@ func env(extra []string) []string {
 		}
 	}
 	e = append(e, "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+AdminToken,
-		"NEWSFLOW_AUTH_INGEST_TOKEN="+IngestToken, "NEWSFLOW_AUTH_LOGIN_BURST_PER_IP=1000000")
+		"NEWSFLOW_AUTH_INGEST_TOKEN="+IngestToken)
 	return append(e, extra...)
 }
 
@@ -206,24 +211,26 @@ func (n *Proc) Start() {
 }
 
 // Kill sends SIGKILL and waits until the process is gone.
-func (n *Proc) Kill() { n.Stop(syscall.SIGKILL) }
+func (n *Proc) Kill() { _ = n.Stop(syscall.SIGKILL) }
 
 // Stop sends sig and waits until the process is gone (after SIGTERM: once
-// it has committed and closed everything), failing the test if it is
-// still running after two minutes.
-func (n *Proc) Stop(sig syscall.Signal) {
+// it has committed and closed everything), and returns how it exited. It
+// fails the test if the process is still running after two minutes.
+func (n *Proc) Stop(sig syscall.Signal) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cmd == nil {
-		return
+		return nil
 	}
 	_ = n.cmd.Process.Signal(sig)
+	var err error
 	select {
-	case <-n.waitc:
+	case err = <-n.waitc:
 	case <-time.After(2 * time.Minute):
 		n.tb.Fatalf("node still running 2m after %v\nnode log tail:\n%s", sig, n.LogTail(3000))
 	}
 	n.cmd = nil
+	return err
 }
 
 // Running reports whether the process was started and has not been
@@ -415,4 +422,22 @@ func (n *Proc) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, n.bin, args...)
 	cmd.Env = env(n.Env)
 	return cmd
+}
+
+// WaitExit waits up to timeout for the process to exit on its own (after
+// `newsflow leave`, say) and returns how it exited; exited is false if it
+// is still running.
+func (n *Proc) WaitExit(timeout time.Duration) (err error, exited bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return nil, true
+	}
+	select {
+	case err := <-n.waitc:
+		n.cmd = nil
+		return err, true
+	case <-time.After(timeout):
+		return nil, false
+	}
 }
