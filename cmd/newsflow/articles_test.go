@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/canon"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/story"
 )
 
@@ -57,17 +59,17 @@ func liveAssignments(t *testing.T, n *nodeProc) (map[string]string, int, error) 
 // stories task has nothing left to apply.
 func waitAssignments(t *testing.T, n *nodeProc, want int) map[string]string {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		got, counted, err := liveAssignments(t, n)
-		if err == nil && counted == want && len(got) == want {
-			return got
+	var got map[string]string
+	testutil.Eventually(t, 90*time.Second, func() error {
+		var counted int
+		var err error
+		got, counted, err = liveAssignments(t, n)
+		if err != nil || counted != want || len(got) != want {
+			return fmt.Errorf("%d of %d articles in stories (%d listed), error %v", counted, want, len(got), err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d articles in stories (%d listed), last error %v", counted, want, len(got), err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // TestProduceArticlesLive sends the labelled headlines through a running

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // A running node crawls: a web page added as a source is resolved to the
@@ -43,8 +45,7 @@ func TestNodeCrawls(t *testing.T) {
 	}
 	// The crawler may have crawled it already (it is due at once); either
 	// way, within a few seconds its status shows the 7 items.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		var st struct {
 			Crawl struct {
 				LastResult *struct {
@@ -56,14 +57,11 @@ func TestNodeCrawls(t *testing.T) {
 		if err := getJSON(n.URL("/api/v1/admin/sources/"+src.ID+"/status"), &st); err != nil {
 			t.Fatal(err)
 		}
-		if r := st.Crawl.LastResult; r != nil && r.Outcome == "ok" && r.ItemsNew == 7 {
-			break
+		if r := st.Crawl.LastResult; r == nil || r.Outcome != "ok" || r.ItemsNew != 7 {
+			return fmt.Errorf("source not crawled: %+v", r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("source not crawled: %+v", st.Crawl.LastResult)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	// A manual crawl now finds nothing new (304), and a second one is
 	// refused for a minute.
 	resp, err = adminPost(n.URL("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
@@ -86,8 +84,7 @@ func TestNodeCrawls(t *testing.T) {
 	}
 	// The crawled items go through the article pipeline: they are in
 	// stories and found by a search filtered on their source.
-	deadline = time.Now().Add(15 * time.Second)
-	for {
+	testutil.Eventually(t, 15*time.Second, func() error {
 		var page struct {
 			Total int `json:"total"`
 			Hits  []struct {
@@ -95,23 +92,19 @@ func TestNodeCrawls(t *testing.T) {
 				SourceID string `json:"source_id"`
 			} `json:"hits"`
 		}
-		err := getJSON(n.URL("/api/v1/search?limit=100&source="+src.ID), &page)
-		if err == nil && page.Total == 7 {
-			for _, h := range page.Hits {
-				var st struct {
-					ArticleCount int `json:"article_count"`
-				}
-				if h.StoryID == "" || getJSON(n.URL("/api/v1/stories/"+h.StoryID), &st) != nil || st.ArticleCount == 0 {
-					t.Fatalf("crawled article in no story: %+v", h)
-				}
+		if err := getJSON(n.URL("/api/v1/search?limit=100&source="+src.ID), &page); err != nil || page.Total != 7 {
+			return fmt.Errorf("crawled items not searchable: %+v, %v", page, err)
+		}
+		for _, h := range page.Hits {
+			var st struct {
+				ArticleCount int `json:"article_count"`
 			}
-			break
+			if h.StoryID == "" || getJSON(n.URL("/api/v1/stories/"+h.StoryID), &st) != nil || st.ArticleCount == 0 {
+				t.Fatalf("crawled article in no story: %+v", h)
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("crawled items not searchable: %+v, %v", page, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	// A URL that cannot be fetched now is kept as given: the crawler will
 	// record the failure (here a 410) on the source.
 	resp, err = adminPost(n.URL("/api/v1/admin/sources"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/fault/410"}`))
@@ -149,8 +142,7 @@ func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
 		t.Fatalf("add source: %d", resp.StatusCode)
 	}
 	// "spring" is on the pages only: the feed's titles and lines lack it.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		var page struct {
 			Hits []struct {
 				ID       string `json:"id"`
@@ -158,20 +150,16 @@ func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
 				SourceID string `json:"source_id"`
 			} `json:"hits"`
 		}
-		err := getJSON(n.URL("/api/v1/search?q=spring"), &page)
-		if err == nil && len(page.Hits) == 3 {
-			for _, h := range page.Hits {
-				if h.SourceID != src.ID || !strings.HasPrefix(h.Title, "Feed 4 reports development number") {
-					t.Errorf("hit %+v", h)
-				}
+		if err := getJSON(n.URL("/api/v1/search?q=spring"), &page); err != nil || len(page.Hits) != 3 {
+			return fmt.Errorf("search for a word of the pages: %v, %d hits %+v", err, len(page.Hits), page.Hits)
+		}
+		for _, h := range page.Hits {
+			if h.SourceID != src.ID || !strings.HasPrefix(h.Title, "Feed 4 reports development number") {
+				t.Errorf("hit %+v", h)
 			}
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("search for a word of the pages: %v, %d hits %+v", err, len(page.Hits), page.Hits)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	var st struct {
 		Crawl struct {
 			LastResult struct {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // TestREADMECurlExamples runs the curl commands of the README's "Using it"
@@ -116,20 +119,18 @@ func curlCommands(md string) []string {
 // id and its representative article.
 func readmeStory(t *testing.T, n *nodeProc) (story, article string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		var page struct {
 			Stories []struct {
 				ID             string `json:"id"`
 				Representative string `json:"representative"`
 			} `json:"stories"`
 		}
-		if getJSON(n.URL("/api/v1/stories"), &page) == nil && len(page.Stories) > 0 {
-			return page.Stories[0].ID, page.Stories[0].Representative
+		if err := getJSON(n.URL("/api/v1/stories"), &page); err != nil || len(page.Stories) == 0 {
+			return fmt.Errorf("no story from the README's article example (%v)", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("no story from the README's article example")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		story, article = page.Stories[0].ID, page.Stories[0].Representative
+		return nil
+	})
+	return story, article
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // TestKcatReadMovesInterestAndFeed: a read produced by kcat on the reads
@@ -68,18 +70,13 @@ func TestKcatReadMovesInterestAndFeed(t *testing.T) {
 		json.NewDecoder(resp.Body).Decode(&page)
 		return page.Stories
 	}
-	deadline := time.Now().Add(20 * time.Second)
 	var before []feedStory
-	for {
-		before = feed()
-		if len(before) == 2 {
-			break
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if before = feed(); len(before) != 2 {
+			return fmt.Errorf("feed before the read: %+v", before)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("feed before the read: %+v", before)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	// Read the first story: a read story goes down the feed.
 	target := before[0]
 	var topic string
