@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,8 +78,7 @@ func TestCrashKafka(t *testing.T) {
 
 	// Standard Kafka tooling sees the committed offsets: no lag on shares.
 	adm := kadm.NewClient(cl)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		lags, err := adm.Lag(ctx, "newsflow-trending")
 		if err != nil {
 			t.Fatal(err)
@@ -89,14 +90,11 @@ func TestCrashKafka(t *testing.T) {
 				committed += ps.Commit.At
 			}
 		})
-		if committed >= int64(len(stream.lines)) && total == 0 {
-			break
+		if committed < int64(len(stream.lines)) || total != 0 {
+			return fmt.Errorf("consumer group newsflow-trending: committed %d of %d, lag %d", committed, len(stream.lines), total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumer group newsflow-trending: committed %d of %d, lag %d", committed, len(stream.lines), total)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Logf("%d kills during production, %d in all", during, kills.Load())
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // testAdminToken is the admin token the test nodes accept, and
@@ -229,18 +230,8 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 	})
 	// Top-K answers come from snapshots that may be up to the snapshot
 	// interval (200ms) stale; poll until they are fresh.
-	deadline := time.Now().Add(5 * time.Second)
 	for _, w := range []string{"1h", "24h"} {
-		for {
-			err := checkTop(n, w, ids, want)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, func() error { return checkTop(n, w, ids, want) })
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 )
 
@@ -90,17 +91,13 @@ func TestClusterSearchAndFeedThroughAnyNode(t *testing.T) {
 
 	// Every article is found through every node, the same way.
 	var all searchClusterPage
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := searchClusterGet(tc, "a", "/api/v1/search?limit=100", &all)
-		if err == nil && all.Total == 2*perTopic && len(all.Hits) == all.Total && !all.Partial {
-			break
+	testutil.Eventually(t, 30*time.Second, func() error {
+		all = searchClusterPage{}
+		if err := searchClusterGet(tc, "a", "/api/v1/search?limit=100", &all); err != nil || all.Total != 2*perTopic || len(all.Hits) != all.Total || all.Partial {
+			return fmt.Errorf("search through a: %+v %v", all, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("search through a: %+v %v", all, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	for _, q := range []string{"q=glacier+climate", "q=striker", ""} {
 		var want searchClusterPage
 		for _, id := range tc.ids {
@@ -200,20 +197,15 @@ func TestClusterSearchAndFeedThroughAnyNode(t *testing.T) {
 	}
 	searchClusterPost(t, tc, "c", "/api/v1/events/read/batch", "application/x-ndjson", strings.Join(reads, "\n"))
 	auth := []string{"Authorization", "Bearer " + token}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	testutil.Eventually(t, 30*time.Second, func() error {
 		var p struct {
 			Reads int `json:"reads"`
 		}
-		err := searchClusterGet(tc, storyOwner, "/api/v1/me/interest", &p, auth...)
-		if err == nil && p.Reads == 3 {
-			break
+		if err := searchClusterGet(tc, storyOwner, "/api/v1/me/interest", &p, auth...); err != nil || p.Reads != 3 {
+			return fmt.Errorf("profile of %s (partition owner %s): %+v %v", userID, owner(userID), p, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("profile of %s (partition owner %s): %+v %v", userID, owner(userID), p, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	type feed struct {
 		Stories []struct {
 			ID    string  `json:"id"`

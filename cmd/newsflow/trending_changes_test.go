@@ -18,6 +18,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 )
 
@@ -57,20 +58,14 @@ func changesTop() (counts map[string]uint64, top []string) {
 // every window.
 func waitChanges(t *testing.T, nd *nodeProc, n float64) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		done := true
+	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, w := range []string{"1m", "1h", "24h"} {
-			done = done && metricSum(t, nd, `newsflow_trending_changes_total{window="`+w+`"}`) >= n
+			if got := metricSum(t, nd, `newsflow_trending_changes_total{window="`+w+`"}`); got < n {
+				return fmt.Errorf("%v trending.changes announcements in window %s, want %v", got, w, n)
+			}
 		}
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than %v trending.changes announcements per window after 30s", n)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // checkAnnounced checks changes (in the order read) against the top 10:
