@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // TestReadsOnlyByTheReader, through the binary: an anonymous read for a
@@ -37,13 +40,12 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 			Representative string `json:"representative"`
 		} `json:"stories"`
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for getJSON(n.URL("/api/v1/stories"), &stories); len(stories.Stories) < 3; getJSON(n.URL("/api/v1/stories"), &stories) {
-		if time.Now().After(deadline) {
-			t.Fatalf("stories: %+v", stories)
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if err := getJSON(n.URL("/api/v1/stories"), &stories); err != nil || len(stories.Stories) < 3 {
+			return fmt.Errorf("stories: %+v %v", stories, err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	arts := []string{stories.Stories[0].Representative, stories.Stories[1].Representative, stories.Stories[2].Representative}
 
 	type session struct {
@@ -112,13 +114,12 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 		}
 		return ids
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for h := history(); len(h) == 0; h = history() {
-		if time.Now().After(deadline) {
-			t.Fatal("ann's own read never reached her history")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if len(history()) == 0 {
+			return errors.New("ann's own read never reached her history")
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	n.WaitCaughtUp(time.Minute)
 	if h := history(); len(h) != 1 || h[0] != arts[2] {
 		t.Fatalf("ann's history %v, want only her own read of %s", h, arts[2])

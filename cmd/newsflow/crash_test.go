@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // TestCrashEmbedded ingests 1,000,000 shares through `newsflow produce`
@@ -223,18 +225,8 @@ func verifyEstimates(t *testing.T, n *nodeProc, want map[string]uint64) {
 		}
 		return nil
 	}
-	deadline := time.Now().Add(5 * time.Second)
 	for _, w := range []string{"1h", "24h"} {
-		for {
-			err := check(w)
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatal(err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testutil.Eventually(t, 5*time.Second, func() error { return check(w) })
 	}
 	t.Logf("%s: %d articles within their bounds; largest error %d, largest bound %d", n.Addr, len(want), maxErr, maxBound)
 }

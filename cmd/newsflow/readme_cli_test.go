@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // readmeCLISkips are the newsflow commands of the README's "Using it" part
@@ -156,13 +158,12 @@ func TestREADMECLIExamples(t *testing.T) {
 			ArticleCount int `json:"article_count"`
 		} `json:"stories"`
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for getJSON(n.URL("/api/v1/stories?limit=100"), &page) != nil || len(page.Stories) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no story from the README's produce articles example")
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if err := getJSON(n.URL("/api/v1/stories?limit=100"), &page); err != nil || len(page.Stories) == 0 {
+			return fmt.Errorf("no story from the README's produce articles example (%v)", err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 
 	stopClean(t, n)
 	for _, cmd := range stopped {

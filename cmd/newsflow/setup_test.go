@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // A node started without an admin prints a one-time setup URL once; while
@@ -27,19 +30,18 @@ func TestUserAddAgainstRunningNode(t *testing.T) {
 	n.WaitReady(30 * time.Second)
 	var token string
 	re := regexp.MustCompile(`http://` + regexp.QuoteMeta(n.Addr) + `/setup\?token=([A-Za-z0-9_-]{20,})`)
-	for deadline := time.Now().Add(10 * time.Second); token == ""; {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		b, _ := os.ReadFile(n.LogPath)
-		if m := re.FindAllStringSubmatch(string(b), -1); len(m) > 0 {
-			if len(m) != 2 || m[0][1] != m[1][1] { // the log line and the banner
-				t.Fatalf("setup URL printed %d times (want once in the log, once on stderr):\n%s", len(m), b)
-			}
-			token = m[0][1]
+		m := re.FindAllStringSubmatch(string(b), -1)
+		if len(m) == 0 {
+			return fmt.Errorf("no setup URL printed:\n%s", b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no setup URL printed:\n%s", b)
+		if len(m) != 2 || m[0][1] != m[1][1] { // the log line and the banner
+			t.Fatalf("setup URL printed %d times (want once in the log, once on stderr):\n%s", len(m), b)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		token = m[0][1]
+		return nil
+	})
 	add := func(args ...string) (string, error) {
 		var stdout, stderr lockedBuffer
 		args = append([]string{"add", "--config", "../../configs/newsflow.yaml", "--data", dir, "--http", n.Addr}, args...)

@@ -126,11 +126,12 @@ func TestTrendingChanges(t *testing.T) {
 	if err := sse.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); metricSum(t, n, "newsflow_http_streams_open") < 1; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the README's stream example did not connect: %s", sseOut.String())
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if metricSum(t, n, "newsflow_http_streams_open") < 1 {
+			return fmt.Errorf("the README's stream example did not connect: %s", sseOut.String())
 		}
-	}
+		return nil
+	})
 
 	base := time.Now().Add(-5 * time.Second).UnixMilli()
 	shares, top := changesTop()
