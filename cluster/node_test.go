@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -86,18 +87,15 @@ type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
+// waitFor is testutil.Eventually with what is awaited in the failure.
 func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
 	t.Helper()
-	start := time.Now()
-	var err error
-	for time.Since(start) < timeout {
-		if err = f(); err == nil {
-			return time.Since(start)
+	return testutil.Eventually(t, timeout, func() error {
+		if err := f(); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
-	return 0
+		return nil
+	})
 }
 
 // owners counts partitions per member as m sees them, and checks that

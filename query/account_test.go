@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
@@ -97,7 +98,7 @@ func TestAccountsSessionsAndPreferences(t *testing.T) {
 	if r := n.post(t, "/api/v1/events/read", read("h1", me.ID, readID, "s", n.clock.ms(0))); r.status != fasthttp.StatusAccepted {
 		t.Fatalf("read: %s", r)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if r := n.do(t, "GET", "/api/v1/history", nil, bearer(alice)...); !strings.Contains(string(r.body), readID) {
 			return fmt.Errorf("alice's history: %s", r)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/valyala/fasthttp"
 )
 
@@ -97,7 +98,7 @@ func ingestFixture(t *testing.T, n *testNode, arts []fixtureArticle) {
 
 func waitArticles(t *testing.T, n *testNode, want int) {
 	t.Helper()
-	eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		var total int
 		for _, st := range allStories(t, n) {
 			total += st.ArticleCount
@@ -279,7 +280,7 @@ func TestArticleIngestCleansAndDedups(t *testing.T) {
 	if r.status != fasthttp.StatusAccepted {
 		t.Fatalf("ingest: %s", r)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		res := n.get(t, "/api/v1/search?q=dozens+buildings")
 		if !strings.Contains(string(res.body), "dozens of buildings damaged") {
 			return fmt.Errorf("edit not indexed: %s", res)
@@ -363,7 +364,7 @@ func TestArticleIngestRejectsBadLines(t *testing.T) {
 	if err := n.log.Append(context.Background(), bad); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		reasons := deadLetterReasons(t, n)
 		for _, w := range []string{"missing title", "malformed JSON"} {
 			if !slices.ContainsFunc(reasons, func(r string) bool { return strings.Contains(r, w) }) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
@@ -81,7 +82,7 @@ func TestReadsNeedTheReader(t *testing.T) {
 		t.Fatalf("reads on the log by user %v, want alice twice and bob once", got)
 	}
 	// Her history holds her two reads and nothing bob tried.
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		r := n.do(t, "GET", "/api/v1/history", nil, bearer(aliceTok)...)
 		var h struct {
 			History []struct {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
@@ -115,7 +116,7 @@ func TestClusterFeedReadsInterestFromOwner(t *testing.T) {
 	if r := b.post(t, "/api/v1/events/read/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
 		t.Fatalf("reads: %s", r)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		for _, id := range users {
 			// Routed to the owner of the user's partition.
 			var p struct {
@@ -223,7 +224,7 @@ func TestClusterFeedTrendingCountsEveryNode(t *testing.T) {
 	if r := b.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
 		t.Fatalf("shares: %s", r)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		var sh struct {
 			Counts map[string]uint64 `json:"counts"`
 		}

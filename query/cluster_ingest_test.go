@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
@@ -25,7 +26,7 @@ func TestClusterIngestOnce(t *testing.T) {
 	first := a.post(t, pathBatch, batch.String(), query.HeaderIdempotencyKey, "batch-1")
 	wantFresh(t, first, fasthttp.StatusAccepted)
 	before := b.appended(t)
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		r := b.post(t, pathBatch, batch.String(), query.HeaderIdempotencyKey, "batch-1")
 		if r.header[replayedHeader] != "true" {
 			return fmt.Errorf("retry through b was applied again: %s", r)

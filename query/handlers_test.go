@@ -17,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/prometheus/client_golang/prometheus"
@@ -489,7 +490,7 @@ func TestShutdownDrains(t *testing.T) {
 		n.stop()
 	}()
 	// Shutdown has begun once the listener refuses connections.
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		c, err := n.ln.Dial()
 		if err == nil {
 			c.Close()

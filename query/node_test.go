@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/meta"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -18,6 +16,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/testutil"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
@@ -345,7 +347,7 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	}
 	t.Cleanup(n.stop)
 	// Run answers once it has loaded the idempotency keys.
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if r := n.get(t, "/health/live"); r.status != fasthttp.StatusOK {
 			return fmt.Errorf("/health/live: %s", r)
 		}
@@ -464,25 +466,9 @@ func (n *testNode) rawRequest(t testing.TB, raw string) response {
 	return copyResponse(&resp)
 }
 
-// eventually calls f until it returns nil or timeout passes.
-func eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func (n *testNode) waitReady(t testing.TB) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if r := n.get(t, "/health/ready"); r.status != fasthttp.StatusOK {
 			return fmt.Errorf("/health/ready: %s", r)
 		}
@@ -508,7 +494,7 @@ type progress struct {
 func (n *testNode) waitCaughtUp(t testing.TB) progress {
 	t.Helper()
 	var p progress
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		r := n.get(t, "/api/v1/admin/progress")
 		if r.status != fasthttp.StatusOK {
 			return fmt.Errorf("progress: %s", r)
@@ -619,7 +605,7 @@ func (n *testNode) waitTrending(t testing.TB, query, want string) trendingResult
 	t.Helper()
 	n.waitCaughtUp(t)
 	var res trendingResult
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		r := n.get(t, "/api/v1/trending"+query)
 		if r.status != fasthttp.StatusOK {
 			return fmt.Errorf("trending%s: %s", query, r)

@@ -10,6 +10,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/valyala/fasthttp"
 )
 
@@ -83,7 +84,7 @@ func TestReadsMoveInterest(t *testing.T) {
 	if r := n.post(t, "/api/v1/events/read/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
 		t.Fatalf("reads: %s", r)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		p, ok, err := n.interest.Profile("alice")
 		if err != nil || !ok {
 			return fmt.Errorf("no profile for alice (%v)", err)
@@ -107,7 +108,7 @@ func TestReadsMoveInterest(t *testing.T) {
 		t.Fatalf("late article: %s", r)
 	}
 	// The admin API shows the profile.
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		r := n.get(t, "/api/v1/admin/users/alice/interest")
 		var p struct {
 			Topics []struct{ Topic string } `json:"topics"`
@@ -121,7 +122,7 @@ func TestReadsMoveInterest(t *testing.T) {
 	if r := n.get(t, "/api/v1/admin/users/nobody/interest"); r.status != fasthttp.StatusOK || !strings.Contains(string(r.body), `"reads":0`) {
 		t.Errorf("interest of an unknown user: %s", r)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		p, ok, err := n.interest.Profile("carol")
 		if err != nil || !ok || p.Reads != 1 || len(p.History) != 1 || p.History[0].ArticleID != lateID {
 			return fmt.Errorf("carol's profile %+v (%v)", p, err)

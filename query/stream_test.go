@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
@@ -283,7 +284,7 @@ func TestStream(t *testing.T) {
 	fresh := openStream(t, addr, "Last-Event-ID", "elsewhere.99")
 	fresh.waitFor(t, 5*time.Second, "the current trending", named("trending"))
 	fresh.waitFor(t, 5*time.Second, "the quake again", named("breaking"))
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if got := n.metrics(t)["newsflow_http_streams_open"]; got != 3 {
 			return fmt.Errorf("%v streams open, want 3", got)
 		}
@@ -293,7 +294,7 @@ func TestStream(t *testing.T) {
 	// write to fail.
 	fresh.close()
 	again.close()
-	eventually(t, 2*time.Second, func() error {
+	testutil.Eventually(t, 2*time.Second, func() error {
 		if got := n.metrics(t)["newsflow_http_streams_open"]; got != 1 {
 			return fmt.Errorf("%v streams open, want 1", got)
 		}
@@ -328,7 +329,7 @@ func TestStreamLimit(t *testing.T) {
 		t.Errorf("no Retry-After: %v", r.header)
 	}
 	a.close()
-	eventually(t, 5*time.Second, func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if got := n.metrics(t)["newsflow_http_streams_open"]; got != 1 {
 			return fmt.Errorf("%v streams open", got)
 		}

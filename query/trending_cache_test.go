@@ -15,6 +15,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
@@ -284,7 +285,7 @@ func (h *restoreHarness) answerNow(uri, window, category string, k int) (string,
 // waitAnswer polls until the answer to uri ranks want.
 func (h *restoreHarness) waitAnswer(uri, category, want string) {
 	h.t.Helper()
-	eventually(h.t, 5*time.Second, func() error {
+	testutil.Eventually(h.t, 5*time.Second, func() error {
 		got, _, err := h.answer(uri, "1h", category, 100)
 		if err == nil && got != want {
 			err = fmt.Errorf("%s: %s, want %s", uri, got, want)
@@ -377,7 +378,7 @@ func TestTrendingPrecomputedCluster(t *testing.T) {
 		for _, window := range []string{"1m", "1h", "24h"} {
 			for _, cat := range cats {
 				for _, k := range []int{1, 7, 100} {
-					eventually(t, 10*time.Second, func() error {
+					testutil.Eventually(t, 10*time.Second, func() error {
 						return cmp.Or(
 							check(a, window, cat, k, nil, nil, nil),
 							check(b, window, cat, k, nil, nil, nil),

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/valyala/fasthttp"
 )
@@ -132,7 +133,7 @@ func TestTrendingByStoryCMS(t *testing.T) {
 			Articles []trending.Item `json:"articles"`
 		} `json:"items"`
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		r := n.get(t, "/api/v1/trending?window=1h&by=story")
 		if err := json.Unmarshal(r.body, &res); err != nil || len(res.Items) != 1 || res.Items[0].Count < 14 {
 			return fmt.Errorf("by story: %s", r)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/valyala/fasthttp"
 )
 
@@ -81,7 +82,7 @@ func TestTrendingAndHistoryShowArticles(t *testing.T) {
 	if r := n.post(t, "/api/v1/events/read/batch", read("r1", me.ID, final, "s", ts)+"\n"+read("r2", me.ID, quake, "s", ts+1000)); r.status != fasthttp.StatusAccepted {
 		t.Fatalf("reads: %s", r)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		var h struct {
 			History []struct {
 				ArticleID string `json:"article_id"`
@@ -170,7 +171,7 @@ func TestAdminStats(t *testing.T) {
 	}
 	n.waitCaughtUp(t)
 	n.clock.Advance(10 * time.Second)
-	eventually(t, 10*time.Second, func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		st := get()
 		var committed int64
 		var rate float64

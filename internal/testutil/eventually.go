@@ -10,18 +10,18 @@ import (
 // Poll is how often Eventually checks.
 const Poll = 20 * time.Millisecond
 
-// Eventually calls check every Poll until it returns nil, and fails the
-// test with check's last error once timeout has passed. It is the one way
-// the tests wait for a condition.
-func Eventually(tb testing.TB, timeout time.Duration, check func() error) {
+// Eventually calls check every Poll until it returns nil and returns how
+// long that took; it fails the test with check's last error once timeout
+// has passed. It is the one way the tests wait for a condition.
+func Eventually(tb testing.TB, timeout time.Duration, check func() error) time.Duration {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	for {
 		err := check()
 		if err == nil {
-			return
+			return time.Since(start)
 		}
-		if time.Now().After(deadline) {
+		if time.Since(start) > timeout {
 			tb.Fatalf("not within %s: %v", timeout, err)
 		}
 		time.Sleep(Poll)
