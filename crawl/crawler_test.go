@@ -2,6 +2,7 @@ package crawl
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net/http/httptest"
 	"net/netip"
@@ -20,6 +21,7 @@ import (
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -270,20 +272,16 @@ func TestCrawlCutShortGivesClaimBack(t *testing.T) {
 	start := time.Now()
 	go func() { done <- h.c.crawl(ctx, s.ID, false) }()
 	// Claimed: due one interval from now.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		got, err := h.sources.Get(context.Background(), s.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Crawl.NextCrawl.After(start.Add(time.Minute)) && got.Crawl.Claim != "" {
-			break
+		if !got.Crawl.NextCrawl.After(start.Add(time.Minute)) || got.Crawl.Claim == "" {
+			return fmt.Errorf("source not claimed: %+v", got.Crawl)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("source not claimed: %+v", got.Crawl)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	res := <-done
 	got, err := h.sources.Get(context.Background(), s.ID)

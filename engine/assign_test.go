@@ -10,6 +10,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -74,15 +75,12 @@ func (n *clusterNode) stop() {
 // their inputs.
 func (n *clusterNode) waitCaughtUp() {
 	n.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		ok, err := n.e.CaughtUp(context.Background())
-		if err == nil && ok {
-			return
+	testutil.Eventually(n.t, 30*time.Second, func() error {
+		if ok, err := n.e.CaughtUp(context.Background()); err != nil || !ok {
+			return fmt.Errorf("not caught up (%v): %+v", err, n.e.Progress())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	n.t.Fatalf("not caught up after 30s: %+v", n.e.Progress())
+		return nil
+	})
 }
 
 // counts reads the countOp keys of the given partitions from the node's
