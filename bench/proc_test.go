@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -53,19 +54,17 @@ func (n *nodeProc) waitIngesting(timeout time.Duration) nodeproc.Progress {
 	if err != nil {
 		n.Fatalf("progress: %v", err)
 	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		p, err := n.Progress()
-		if err != nil {
+	var p nodeproc.Progress
+	testutil.Eventually(n.b, timeout, func() error {
+		if p, err = n.Progress(); err != nil {
 			n.Fatalf("progress: %v", err)
 		}
-		if p.Applied() > base.Applied() {
-			return p
+		if p.Applied() <= base.Applied() {
+			return fmt.Errorf("no ingestion under way: %d shares committed", p.Applied())
 		}
-	}
-	n.Fatalf("no ingestion under way after %s", timeout)
-	return base
+		return nil
+	})
+	return p
 }
 
 // writeStream writes a stream as an NDJSON file for `newsflow produce`.
