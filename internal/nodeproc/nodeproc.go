@@ -9,6 +9,7 @@ package nodeproc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,19 +94,12 @@ func Remove() {
 // a port nothing listens on.
 func FreeAddr(tb testing.TB, ip string) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(cmpOr(ip, "127.0.0.1"), "0"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(cmp.Or(ip, "127.0.0.1"), "0"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // Options says how to run a node.
@@ -150,9 +144,9 @@ func New(tb testing.TB, opts Options) *Proc {
 		opts.Addr = FreeAddr(tb, "")
 	}
 	n := &Proc{tb: tb, bin: bin, Env: opts.Env, Wrap: opts.Wrap, Addr: opts.Addr,
-		DataDir: cmpOr(opts.DataDir, filepath.Join(dir, "data")), LogPath: filepath.Join(dir, "node.log")}
+		DataDir: cmp.Or(opts.DataDir, filepath.Join(dir, "data")), LogPath: filepath.Join(dir, "node.log")}
 	n.Args = append([]string{"run", "--config", filepath.Join(root, "configs", "newsflow.yaml"), "--data", n.DataDir,
-		"--http", cmpOr(opts.Listen, opts.Addr), "--log-level", "warn"}, opts.Args...)
+		"--http", cmp.Or(opts.Listen, opts.Addr), "--log-level", "warn"}, opts.Args...)
 	tb.Cleanup(func() {
 		n.Kill()
 		if tb.Failed() {

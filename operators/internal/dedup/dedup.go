@@ -298,10 +298,10 @@ func (s *Set) advance(hi int64) error {
 // ids added since.
 func (s *Set) rebuild(n int) error {
 	for {
-		f := newFilter(n)
+		nf := newFilter(n)
 		ok := true
 		insert := func(p pendingID) {
-			if ok && p.b >= s.lo && !f.insert(p.f, uint16(p.b)) {
+			if ok && p.b >= s.lo && !nf.insert(p.f, uint16(p.b)) {
 				ok = false
 			}
 		}
@@ -321,10 +321,10 @@ func (s *Set) rebuild(n int) error {
 			insert(p)
 		}
 		if ok {
-			s.filter = f
+			s.filter = nf
 			return nil
 		}
-		n = f.capacity() + f.capacity()/4 // a failed insert: rare, try bigger
+		n = nf.capacity() + nf.capacity()/4 // a failed insert: rare, try bigger
 	}
 }
 
