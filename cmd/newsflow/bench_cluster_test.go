@@ -219,10 +219,10 @@ func startBenchCluster(b *testing.B, n int) *benchCluster {
 		} else {
 			args = append(args, "--join", bc.nodes[0].Addr)
 		}
-		node := &benchNode{nodeProc: startNodeEnv(b, b.TempDir(), env, args...), id: id}
-		bc.nodes = append(bc.nodes, node)
+		bn := &benchNode{nodeProc: startNodeEnv(b, b.TempDir(), env, args...), id: id}
+		bc.nodes = append(bc.nodes, bn)
 		if i == 0 {
-			node.WaitReady(time.Minute)
+			bn.WaitReady(time.Minute)
 		}
 	}
 	bc.waitFormed(2 * time.Minute)

@@ -28,6 +28,7 @@ import (
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/node"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -79,7 +80,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case o.advance < time.Second:
 		return errors.New("demo: --advance must be at least 1s")
 	}
-	logger, err := newLogger(LoggingConfig{Level: o.logLevel, Format: "text"})
+	logger, err := node.NewLogger(node.LoggingConfig{Level: o.logLevel, Format: "text"})
 	if err != nil {
 		return err
 	}
@@ -112,15 +113,15 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	cfg := demoConfig(o, httpLn.Addr().String(), seed, token, ingest)
-	n, err := openNode(ctx, cfg, logger)
+	n, err := node.Open(ctx, cfg, logger)
 	if err != nil {
 		return fmt.Errorf("demo: %w (data dir %s: is another node running on it?)", err, cfg.DataDir)
 	}
-	defer n.close()
-	if err := pruneDemoSources(ctx, n.sources, entries); err != nil {
+	defer n.Close()
+	if err := pruneDemoSources(ctx, n.Sources(), entries); err != nil {
 		return fmt.Errorf("demo: sources: %w", err)
 	}
-	password, err := demoAdmin(ctx, n.auth)
+	password, err := demoAdmin(ctx, n.Auth())
 	if err != nil {
 		return fmt.Errorf("demo: admin account: %w", err)
 	}
@@ -129,7 +130,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	client := &nodeClient{base: base, token: token, ingest: ingest, http: &http.Client{Timeout: 30 * time.Second}}
 	advanced := make(chan struct{}, 1)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return n.run(gctx, httpLn) })
+	g.Go(func() error { return n.Run(gctx, httpLn) })
 	g.Go(func() error { return serveFarm(gctx, farm, farmLn) })
 	g.Go(func() error { return advanceFarm(gctx, farm, o.advance, advanced) })
 	g.Go(func() error {
@@ -163,13 +164,13 @@ Stories appear within seconds and gain sources as outlets are crawled; press Ctr
 
 // dialable is the address to reach a listener at: its own, or loopback's
 // when it listens on every interface.
-func dialable(a net.Addr) string { return dialableAddr(a.String()) }
+func dialable(a net.Addr) string { return node.Dialable(a.String()) }
 
 // demoConfig is the default configuration with the demo's addresses, the
 // farm's outlets as seed sources, and an admin token and an ingestion
 // token for the traffic.
-func demoConfig(o demoOptions, httpAddr, seedOPML, token, ingest string) Config {
-	cfg := defaultConfig()
+func demoConfig(o demoOptions, httpAddr, seedOPML, token, ingest string) node.Config {
+	cfg := node.Default()
 	cfg.DataDir = o.data
 	cfg.HTTP.Addr = httpAddr
 	cfg.Auth.AdminToken = token
@@ -292,10 +293,10 @@ func advanceFarm(ctx context.Context, farm *feedfarm.Farm, every time.Duration, 
 
 // waitDemoReady waits until the node's tasks have restored their state
 // and its HTTP server answers /health/ready.
-func waitDemoReady(ctx context.Context, n *node, c *nodeClient) error {
+func waitDemoReady(ctx context.Context, n *node.Node, c *nodeClient) error {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	for !n.engine.Ready() || c.do(ctx, http.MethodGet, "/health/ready", "", nil, nil) != nil {
+	for !n.Engine().Ready() || c.do(ctx, http.MethodGet, "/health/ready", "", nil, nil) != nil {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

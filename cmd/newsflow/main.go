@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/newsflow/newsflow/node"
 )
 
 const usage = `newsflow: a news aggregator built as a partitioned stream processor.
@@ -146,14 +148,14 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 }
 
 // load builds the configuration: defaults, file, environment, flags.
-func (c *commonFlags) load() (Config, error) {
+func (c *commonFlags) load() (node.Config, error) {
 	path := c.config
 	if path == "" {
 		if _, err := os.Stat("configs/newsflow.yaml"); err == nil {
 			path = "configs/newsflow.yaml"
 		}
 	}
-	cfg, err := loadConfig(path, os.Environ())
+	cfg, err := node.Load(path, os.Environ())
 	if err != nil {
 		return cfg, err
 	}
@@ -179,7 +181,7 @@ func (c *commonFlags) load() (Config, error) {
 		cfg.Cluster.Bootstrap = true
 	}
 	if c.join != "" {
-		cfg.Cluster.Join = splitList(c.join)
+		cfg.Cluster.Join = node.SplitList(c.join)
 	}
 	if c.nodeID != "" {
 		cfg.Cluster.ID = c.nodeID
@@ -187,26 +189,26 @@ func (c *commonFlags) load() (Config, error) {
 	if c.raftAddr != "" {
 		cfg.Cluster.RaftAddr = c.raftAddr
 	}
-	return cfg, cfg.validate()
+	return cfg, cfg.Validate()
 }
 
 // openNode loads the configuration and opens a node from it.
-func (c *commonFlags) openNode(ctx context.Context) (*node, error) {
+func (c *commonFlags) openNode(ctx context.Context) (*node.Node, error) {
 	cfg, err := c.load()
 	if err != nil {
 		return nil, err
 	}
-	logger, err := newLogger(cfg.Logging)
+	logger, err := node.NewLogger(cfg.Logging)
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range cfg.unknownEnv {
+	for _, name := range cfg.UnknownEnv() {
 		logger.Warn("environment variable names no setting; ignored", "name", name)
 	}
-	for _, w := range cfg.warnings() {
+	for _, w := range cfg.Warnings() {
 		logger.Warn(w)
 	}
-	n, err := openNode(ctx, cfg, logger)
+	n, err := node.Open(ctx, cfg, logger)
 	if err != nil {
 		return nil, fmt.Errorf("%w (data dir %s: is another node running on it?)", err, cfg.DataDir)
 	}
@@ -226,10 +228,10 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer n.close()
-	cfg, logger := n.cfg, n.logger
+	defer n.Close()
+	cfg, logger := n.Config(), n.Logger()
 	logger.Info("newsflow starting", "version", version, "data", cfg.DataDir, "backend", cfg.Log.Backend, "partitions", cfg.Log.Partitions)
-	if err := n.run(ctx, nil); err != nil && ctx.Err() == nil {
+	if err := n.Run(ctx, nil); err != nil && ctx.Err() == nil {
 		return err
 	}
 	logger.Info("newsflow stopped")

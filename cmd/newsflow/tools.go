@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -22,12 +21,12 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/operators/trending"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 func setScalarString(dst *[]string, v string) error {
-	*dst = splitList(v)
+	*dst = node.SplitList(v)
 	if len(*dst) == 0 {
 		return errors.New("--brokers is empty")
 	}
@@ -69,23 +68,13 @@ func cmdTopology(_ context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// topology is the topology a node with the flags' configuration runs (the
-// same stages as its /api/v1/admin/topology), without opening a log or
-// state: the operators are only registered, never run.
+// topology is the topology a node with the flags' configuration runs.
 func (c *commonFlags) topology() ([]engine.Stage, error) {
 	cfg, err := c.load()
 	if err != nil {
 		return nil, err
 	}
-	e, err := engine.New(nil, nil, engine.Options{Partitions: cfg.Log.Partitions, DeadLetterTopic: cfg.Engine.DeadLetterTopic})
-	if err != nil {
-		return nil, err
-	}
-	n := &node{cfg: cfg, logger: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry(), engine: e}
-	if err := n.registerOperators(cfg); err != nil {
-		return nil, err
-	}
-	return e.Topology(), nil
+	return node.Topology(cfg)
 }
 
 // produceRetryFor is how long newsflow produce keeps retrying while the
@@ -319,7 +308,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return l.OffsetForTime(ctx, tp, t.UnixMilli())
 		}
 	}
-	ops := splitList(*op)
+	ops := node.SplitList(*op)
 	if err := checkOperators(cf, ops); err != nil {
 		return err
 	}
@@ -327,17 +316,17 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	defer n.close()
+	defer n.Close()
 	start := time.Now()
 	for _, name := range ops {
-		if err := n.engine.Replay(ctx, name, func(tp eventlog.TopicPartition) (int64, error) { return from(ctx, n.log, tp) }); err != nil {
+		if err := n.Engine().Replay(ctx, name, func(tp eventlog.TopicPartition) (int64, error) { return from(ctx, n.Log(), tp) }); err != nil {
 			return err
 		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- n.engine.Run(rctx) }()
+	go func() { done <- n.Engine().Run(rctx) }()
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -353,7 +342,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return ctx.Err()
 		case <-t.C:
 		}
-		ok, err := n.engine.CaughtUp(ctx)
+		ok, err := n.Engine().CaughtUp(ctx)
 		if err != nil {
 			cancel()
 			<-done

@@ -9,13 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/query"
 )
 
@@ -124,8 +124,8 @@ func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 		return err
 	}
-	defer n.close()
-	u, err := n.auth.AddUser(ctx, name, password, role)
+	defer n.Close()
+	u, err := n.Auth().AddUser(ctx, name, password, role)
 	if err != nil {
 		return fmt.Errorf("user add: %w", err)
 	}
@@ -146,7 +146,7 @@ func addThroughNode(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, nc *
 	addrSet := false
 	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
 	if !addrSet {
-		nc.base = "http://" + dialableAddr(cfg.HTTP.Addr)
+		nc.base = "http://" + node.Dialable(cfg.HTTP.Addr)
 	}
 	nc.token = cmp.Or(nc.token, cfg.Auth.AdminToken)
 	nc.http = &http.Client{Timeout: 30 * time.Second}
@@ -187,19 +187,6 @@ func addThroughNode(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, nc *
 	return true, nil
 }
 
-// dialableAddr is the address to reach a listen address at: loopback for
-// an unspecified or empty host.
-func dialableAddr(listen string) string {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return listen
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
 // cmdUserImport creates accounts from an NDJSON file of hashed passwords.
 func cmdUserImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("user import", flag.ContinueOnError)
@@ -231,7 +218,7 @@ func cmdUserImport(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	defer n.close()
+	defer n.Close()
 	sc := bufio.NewScanner(f)
 	added := 0
 	for line := 1; sc.Scan(); line++ {
@@ -249,7 +236,7 @@ func cmdUserImport(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if rec.Role == "" {
 			rec.Role = auth.RoleUser
 		}
-		if _, err := n.auth.ImportUser(ctx, rec.Username, rec.Role, rec.Hash); err != nil {
+		if _, err := n.Auth().ImportUser(ctx, rec.Username, rec.Role, rec.Hash); err != nil {
 			return fmt.Errorf("user import: %s line %d: %w", file, line, err)
 		}
 		added++

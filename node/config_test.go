@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"fmt"
@@ -12,11 +12,11 @@ import (
 
 // The shipped configs/newsflow.yaml says exactly what the defaults are.
 func TestShippedConfigMatchesDefaults(t *testing.T) {
-	c, err := loadConfig("../../configs/newsflow.yaml", nil)
+	c, err := Load("../configs/newsflow.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := defaultConfig(); !reflect.DeepEqual(c, d) {
+	if d := Default(); !reflect.DeepEqual(c, d) {
 		t.Fatalf("configs/newsflow.yaml differs from the defaults:\nfile     %+v\ndefaults %+v", c, d)
 	}
 }
@@ -27,7 +27,7 @@ func TestConfigPrecedence(t *testing.T) {
 	if err := os.WriteFile(path, []byte("data_dir: /from/file\nhttp:\n  addr: 1.2.3.4:1\nlog:\n  partitions: 3\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c, err := loadConfig(path, []string{"NEWSFLOW_HTTP_ADDR=5.6.7.8:2", "NEWSFLOW_LOG_BROKERS=a:1, b:2", "NEWSFLOW_TRENDING_LATENESS=90s", "HOME=/x"})
+	c, err := Load(path, []string{"NEWSFLOW_HTTP_ADDR=5.6.7.8:2", "NEWSFLOW_LOG_BROKERS=a:1, b:2", "NEWSFLOW_TRENDING_LATENESS=90s", "HOME=/x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,16 +37,6 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 	if c.Trending.MaxK != 100 {
 		t.Fatalf("unset field lost its default: max_k = %d", c.Trending.MaxK)
-	}
-	// Flags win over both.
-	t.Setenv("NEWSFLOW_HTTP_ADDR", "5.6.7.8:2")
-	cf := commonFlags{config: path, http: "9.9.9.9:3", brokers: "k:9092", partitions: 5}
-	c, err = cf.load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.HTTP.Addr != "9.9.9.9:3" || c.Log.Backend != "kafka" || c.Log.Partitions != 5 || !reflect.DeepEqual(c.Log.Brokers, []string{"k:9092"}) {
-		t.Fatalf("flags did not override: %+v", c)
 	}
 }
 
@@ -73,22 +63,22 @@ func TestConfigErrors(t *testing.T) {
 		{filepath.Join(dir, "missing.yaml"), nil, "no such file"},
 	}
 	for _, c := range cases {
-		_, err := loadConfig(c.path, c.env)
+		_, err := Load(c.path, c.env)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("loadConfig(%v) = %v, want error containing %q", c.env, err, c.want)
+			t.Errorf("Load(%v) = %v, want error containing %q", c.env, err, c.want)
 		}
 	}
-	c, err := loadConfig(write(""), []string{"NEWSFLOW_HTTP_ADRESS=x", "NEWSFLOW_HTTP_ADDR=y:1"})
+	c, err := Load(write(""), []string{"NEWSFLOW_HTTP_ADRESS=x", "NEWSFLOW_HTTP_ADDR=y:1"})
 	if err != nil || !reflect.DeepEqual(c.unknownEnv, []string{"NEWSFLOW_HTTP_ADRESS"}) || c.HTTP.Addr != "y:1" {
 		t.Errorf("unknown variable: %v, unknown %v", err, c.unknownEnv)
 	}
-	bad := defaultConfig()
+	bad := Default()
 	bad.Log.Backend = "kafka"
-	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "brokers is empty") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "brokers is empty") {
 		t.Errorf("kafka without brokers: %v", err)
 	}
 	bad.Log.Backend = "nats"
-	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "want embedded or kafka") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "want embedded or kafka") {
 		t.Errorf("unknown backend: %v", err)
 	}
 }
@@ -96,19 +86,19 @@ func TestConfigErrors(t *testing.T) {
 // trending.counter and the cms block reach the operator's options, from
 // the file or the environment; an unknown counter is refused.
 func TestConfigTrendingCounter(t *testing.T) {
-	c, err := loadConfig("../../configs/newsflow.yaml", []string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=4096",
+	c, err := Load("../configs/newsflow.yaml", []string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=4096",
 		"NEWSFLOW_TRENDING_CMS_CANDIDATES_PER_K=3"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	o := c.Trending.operatorOptions()
 	if o.Counter != "cms" || o.CMS.Width != 4096 || o.CMS.CandidatesPerK != 3 || o.CMS.Epsilon != 2e-4 || o.CMS.Delta != 0.02 || o.CMS.MaxCategories != 64 {
 		t.Fatalf("operator options %+v", o)
 	}
-	if d := defaultConfig().Trending.operatorOptions(); d.Counter != "exact" {
+	if d := Default().Trending.operatorOptions(); d.Counter != "exact" {
 		t.Fatalf("default counter %q", d.Counter)
 	}
 	for _, c := range []struct {
@@ -119,11 +109,11 @@ func TestConfigTrendingCounter(t *testing.T) {
 		{[]string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=1000"}, "width 1000 is not a power of two"},
 		{[]string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_MAX_CATEGORIES=0"}, ""}, // 0 is the default
 	} {
-		cfg, err := loadConfig("../../configs/newsflow.yaml", c.env)
+		cfg, err := Load("../configs/newsflow.yaml", c.env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = cfg.validate()
+		err = cfg.Validate()
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.env, err, c.want)
 		}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -30,13 +30,13 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 		}
 		id = h
 	}
-	if left, err := os.ReadFile(filepath.Join(cfg.clusterDir(), leftMarker)); err == nil {
+	if left, err := os.ReadFile(filepath.Join(cfg.ClusterDir(), leftMarker)); err == nil {
 		if !cc.Bootstrap && len(cc.Join) == 0 {
 			return nil, fmt.Errorf("this node left its cluster (%s); to join again run it with --join ADDR", strings.TrimSpace(string(left)))
 		}
 		// A fresh member: no Raft state, and none of the metadata of the
 		// cluster it left (a new log would not replace it).
-		if err := os.RemoveAll(cfg.clusterDir()); err != nil {
+		if err := os.RemoveAll(cfg.ClusterDir()); err != nil {
 			return nil, err
 		}
 		if err := meta.NewLocal(db).DeleteAll(ctx); err != nil {
@@ -48,7 +48,7 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 		httpAddr = cfg.HTTP.Addr
 	}
 	n, err := cluster.Start(ctx, cluster.Config{
-		ID: id, RaftAddr: cc.RaftAddr, Advertise: cc.Advertise, HTTPAddr: httpAddr, Dir: cfg.clusterDir(),
+		ID: id, RaftAddr: cc.RaftAddr, Advertise: cc.Advertise, HTTPAddr: httpAddr, Dir: cfg.ClusterDir(),
 		Partitions: cfg.Log.Partitions, Bootstrap: cc.Bootstrap, Join: cc.Join, Secret: cc.Secret,
 		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db), OnMeta: onMeta,
 	})
@@ -93,7 +93,7 @@ func markLeft(dir string) error {
 // this node, while the node is in contact with the leader and its replica
 // has caught up (cluster.Node.InSync); a node cut off for longer than the
 // lease gives up all of them, and takes any again only once in sync.
-func (n *node) followAssignments(ctx context.Context) {
+func (n *Node) followAssignments(ctx context.Context) {
 	lease := n.cfg.Cluster.Lease
 	t := time.NewTicker(lease / 5)
 	defer t.Stop()
@@ -130,7 +130,7 @@ func (n *node) followAssignments(ctx context.Context) {
 }
 
 // queryCluster keeps a nil *cluster.Node from becoming a non-nil interface.
-func (n *node) queryCluster() query.Cluster {
+func (n *Node) queryCluster() query.Cluster {
 	if n.cluster == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"bytes"
@@ -249,8 +249,8 @@ type LoggingConfig struct {
 	Format string `yaml:"format"`
 }
 
-// defaultConfig matches configs/newsflow.yaml.
-func defaultConfig() Config {
+// Default is the default configuration; configs/newsflow.yaml says the same.
+func Default() Config {
 	return Config{
 		DataDir: "data",
 		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour,
@@ -287,10 +287,10 @@ func defaultConfig() Config {
 	}
 }
 
-// loadConfig reads path (if not empty) over the defaults, then applies
+// Load reads path (if not empty) over the defaults, then applies
 // environment overrides.
-func loadConfig(path string, environ []string) (Config, error) {
-	c := defaultConfig()
+func Load(path string, environ []string) (Config, error) {
+	c := Default()
 	if path != "" {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -408,15 +408,15 @@ func setScalar(f reflect.Value, v string) error {
 		}
 		f.SetBool(b)
 	case reflect.Slice:
-		f.Set(reflect.ValueOf(splitList(v)))
+		f.Set(reflect.ValueOf(SplitList(v)))
 	default:
 		return fmt.Errorf("unsupported kind %s", f.Kind())
 	}
 	return nil
 }
 
-// validate checks values the components do not check themselves.
-func (c Config) validate() error {
+// Validate checks values the components do not check themselves.
+func (c Config) Validate() error {
 	switch c.Log.Backend {
 	case "embedded":
 	case "kafka":
@@ -441,7 +441,7 @@ func (c Config) validate() error {
 	if maxK := cmp.Or(c.Trending.MaxK, trending.DefaultOperatorOptions().MaxK); c.Trending.Changes.K < 1 || c.Trending.Changes.K > maxK {
 		return fmt.Errorf("config: trending.changes.k %d: want 1 to trending.max_k (%d)", c.Trending.Changes.K, maxK)
 	}
-	if cc := c.Cluster; c.clustered() {
+	if cc := c.Cluster; c.Clustered() {
 		switch {
 		case c.Log.Backend != "kafka":
 			return errors.New("config: a cluster needs the kafka log backend (--brokers)")
@@ -460,8 +460,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-// warnings lists settings that are accepted but have no effect.
-func (c Config) warnings() []string {
+// Warnings lists settings that are accepted but have no effect.
+func (c Config) Warnings() []string {
 	var out []string
 	if c.Trending.Lateness != 0 {
 		out = append(out, "trending.lateness is no longer used and is ignored: a share counts in every window that holds its timestamp, in any arrival order")
@@ -469,21 +469,21 @@ func (c Config) warnings() []string {
 	return out
 }
 
-// clusterDir holds the node's Raft state.
-func (c Config) clusterDir() string { return filepath.Join(c.DataDir, "cluster") }
+// ClusterDir holds the node's Raft state.
+func (c Config) ClusterDir() string { return filepath.Join(c.DataDir, "cluster") }
 
-// clustered reports whether the node runs as a cluster member: asked to
+// Clustered reports whether the node runs as a cluster member: asked to
 // bootstrap or join, or a member already (Raft state in the data dir).
-func (c Config) clustered() bool {
+func (c Config) Clustered() bool {
 	if c.Cluster.Bootstrap || len(c.Cluster.Join) > 0 {
 		return true
 	}
-	_, err := os.Stat(c.clusterDir())
+	_, err := os.Stat(c.ClusterDir())
 	return err == nil
 }
 
-// splitList splits a comma-separated list, dropping empty items.
-func splitList(v string) []string {
+// SplitList splits a comma-separated list, dropping empty items.
+func SplitList(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -40,9 +40,9 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// node is one running newsflow process: log, state, engine, operators and
-// the HTTP server, wired from a Config.
-type node struct {
+// Node is one running newsflow process: log, state, engine, operators and
+// the HTTP server, wired from a Config. Open it, Run it, Close it.
+type Node struct {
 	cfg      Config
 	logger   *slog.Logger
 	reg      *prometheus.Registry
@@ -65,7 +65,9 @@ type node struct {
 	left   atomic.Bool // the node left its cluster (newsflow leave)
 }
 
-func newLogger(c LoggingConfig) (*slog.Logger, error) {
+// NewLogger returns the logger the logging section configures, writing
+// to standard error.
+func NewLogger(c LoggingConfig) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, fmt.Errorf("config: logging.level %q: %w", c.Level, err)
@@ -90,16 +92,16 @@ func openLog(ctx context.Context, cfg Config, logger *slog.Logger) (eventlog.Log
 	})
 }
 
-// openNode opens the log and the state and registers the operators. The
+// Open opens the log and the state and registers the operators. The
 // caller closes the node.
-func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, error) {
-	if err := cfg.validate(); err != nil {
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	n := &node{cfg: cfg, logger: logger, reg: prometheus.NewRegistry()}
+	n := &Node{cfg: cfg, logger: logger, reg: prometheus.NewRegistry()}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
 	if n.log, err = openLog(ctx, cfg, logger); err != nil {
@@ -110,7 +112,7 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 		return nil, err
 	}
 	var store meta.Store = meta.NewLocal(n.db)
-	if cfg.clustered() {
+	if cfg.Clustered() {
 		onMeta := func(collection, key string) {
 			switch c := n.notify.Load(); {
 			case c == nil:
@@ -131,16 +133,16 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	n.sources.SetMinIntervalFloor(cfg.Crawl.MinIntervalFloor)
 	ac := cfg.Auth
 	if n.auth, err = auth.NewStore(store, time.Now, auth.Options{BcryptCost: ac.BcryptCost, SessionTTL: ac.SessionTTL, MaxSessionsPerUser: ac.MaxSessionsPerUser}); err != nil {
-		n.close()
+		n.Close()
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	if n.limiter, err = auth.NewLimiter(auth.LimiterOptions{IPBurst: ac.LoginBurstPerIP, IPInterval: ac.LoginIntervalIP,
 		UserBurst: ac.LoginBurstPerUser, UserInterval: ac.LoginIntervalUser}, time.Now); err != nil {
-		n.close()
+		n.Close()
 		return nil, err
 	}
-	fail := func(err error) (*node, error) {
-		n.close()
+	fail := func(err error) (*Node, error) {
+		n.Close()
 		return nil, err
 	}
 	n.engine, err = engine.New(n.log, n.db, engine.Options{
@@ -162,17 +164,18 @@ func openNode(ctx context.Context, cfg Config, logger *slog.Logger) (*node, erro
 	return n, nil
 }
 
-func (n *node) close() {
+// Close stops the cluster member and closes the state and the log.
+func (n *Node) Close() {
 	// The cluster's state machine writes to the state store: stop it first.
 	if n.cluster != nil {
 		if err := n.cluster.Close(); err != nil {
 			n.logger.Error("close cluster member", "err", err)
 		}
 		if n.left.Load() {
-			if err := markLeft(n.cfg.clusterDir()); err != nil {
+			if err := markLeft(n.cfg.ClusterDir()); err != nil {
 				n.logger.Error("remove the Raft state of the cluster the node left", "err", err)
 			} else {
-				n.logger.Info("left the cluster; removed its Raft state", "dir", n.cfg.clusterDir())
+				n.logger.Info("left the cluster; removed its Raft state", "dir", n.cfg.ClusterDir())
 			}
 		}
 	}
@@ -188,9 +191,9 @@ func (n *node) close() {
 	}
 }
 
-// run serves until ctx is done: first the HTTP server stops taking
+// Run serves until ctx is done: first the HTTP server stops taking
 // requests, then the engine commits its last batches, then the node closes.
-func (n *node) run(ctx context.Context, ln net.Listener) error {
+func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	// After newsflow leave the node has no partitions and no membership:
 	// it stops.
 	ctx, leave := context.WithCancel(ctx)
@@ -237,7 +240,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	if setupToken != "" {
-		n.announceSetup(os.Stderr, "http://"+dialable(ln.Addr()), setupToken)
+		n.announceSetup(os.Stderr, "http://"+Dialable(ln.Addr().String()), setupToken)
 	}
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
@@ -300,7 +303,7 @@ func (n *node) run(ctx context.Context, ln net.Listener) error {
 
 // setupToken returns a new one-time setup token when no account has the
 // admin role, else "".
-func (n *node) setupToken(ctx context.Context) (string, error) {
+func (n *Node) setupToken(ctx context.Context) (string, error) {
 	if ok, err := n.auth.HasAdmin(ctx); ok || err != nil {
 		return "", err
 	}
@@ -309,7 +312,7 @@ func (n *node) setupToken(ctx context.Context) (string, error) {
 
 // announceSetup tells, once at start, where to create the first admin: in
 // the log, and on w (standard error) for whoever started the node.
-func (n *node) announceSetup(w io.Writer, base, token string) {
+func (n *Node) announceSetup(w io.Writer, base, token string) {
 	url := query.SetupURL(base, token)
 	n.logger.Warn("no admin account exists yet: create the first one at the one-time setup URL (valid until an admin exists or the node stops)", "url", url)
 	fmt.Fprintf(w, `
@@ -325,7 +328,7 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 // registerOperators registers every operator of a node on n.engine:
 // trending, then the article pipeline. newsflow topology registers the
 // same, so it lists what a node runs.
-func (n *node) registerOperators(cfg Config) error {
+func (n *Node) registerOperators(cfg Config) error {
 	var err error
 	if n.trending, err = trending.New(cfg.Trending.operatorOptions(), n.engine.Partitions(), n.reg); err != nil {
 		return err
@@ -351,7 +354,7 @@ func (c CrawlConfig) fetchOptions(logger *slog.Logger) (fetch.Options, error) {
 	return o, nil
 }
 
-func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, error) {
+func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, error) {
 	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg,
 		FullText: crawl.FullTextOptions{Disabled: !c.FullText.Enabled, MinWords: c.FullText.MinWords, MaxPerCrawl: c.FullText.MaxPerCrawl,
 			MaxBytes: n.cfg.Articles.MaxContentBytes}}
@@ -371,7 +374,7 @@ func newCrawler(c CrawlConfig, n *node, logger *slog.Logger) (*crawl.Crawler, er
 }
 
 // queryCrawler keeps a nil *crawl.Crawler from becoming a non-nil interface.
-func (n *node) queryCrawler() query.Crawler {
+func (n *Node) queryCrawler() query.Crawler {
 	if n.crawler == nil {
 		return nil
 	}
@@ -379,7 +382,7 @@ func (n *node) queryCrawler() query.Crawler {
 }
 
 // seedSources imports the seed OPML list when the node has no sources yet.
-func (n *node) seedSources(ctx context.Context) error {
+func (n *Node) seedSources(ctx context.Context) error {
 	path := n.cfg.Crawl.SeedOPML
 	if path == "" || (n.cluster != nil && !n.cfg.Cluster.Bootstrap) {
 		// A node that joins a cluster takes the cluster's sources, which
@@ -401,7 +404,7 @@ func (n *node) seedSources(ctx context.Context) error {
 
 // registerArticlePipeline registers the articles (dedup, clean, classify)
 // and stories (near-duplicates, clustering, aggregates) operators.
-func (n *node) registerArticlePipeline(cfg Config) error {
+func (n *Node) registerArticlePipeline(cfg Config) error {
 	ac := cfg.Articles
 	cls, err := classify.New(classify.Options{RulesFile: ac.TopicsRules, ModelFile: ac.TopicsModel, MinConfidence: ac.MinConfidence, MaxLabels: ac.MaxLabels})
 	if err != nil {
@@ -453,7 +456,7 @@ func (n *node) registerArticlePipeline(cfg Config) error {
 }
 
 // sweepSessions deletes expired sessions every hour until ctx is done.
-func (n *node) sweepSessions(ctx context.Context) error {
+func (n *Node) sweepSessions(ctx context.Context) error {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {

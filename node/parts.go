@@ -1,0 +1,65 @@
+package node
+
+import (
+	"log/slog"
+	"net"
+
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Config returns the configuration the node was opened with.
+func (n *Node) Config() Config { return n.cfg }
+
+// Logger returns the node's logger.
+func (n *Node) Logger() *slog.Logger { return n.logger }
+
+// Log returns the node's event log.
+func (n *Node) Log() eventlog.Log { return n.log }
+
+// Engine returns the node's engine.
+func (n *Node) Engine() *engine.Engine { return n.engine }
+
+// Auth returns the node's accounts and sessions.
+func (n *Node) Auth() *auth.Store { return n.auth }
+
+// Sources returns the node's feed sources.
+func (n *Node) Sources() *crawl.Sources { return n.sources }
+
+// Registry returns the registry of the node's metrics.
+func (n *Node) Registry() *prometheus.Registry { return n.reg }
+
+// Topology returns the stages a node with cfg runs (the same as its
+// /api/v1/admin/topology) without opening a log or state: the operators
+// are only registered, never run.
+func Topology(cfg Config) ([]engine.Stage, error) {
+	e, err := engine.New(nil, nil, engine.Options{Partitions: cfg.Log.Partitions, DeadLetterTopic: cfg.Engine.DeadLetterTopic})
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, logger: slog.New(slog.DiscardHandler), reg: prometheus.NewRegistry(), engine: e}
+	if err := n.registerOperators(cfg); err != nil {
+		return nil, err
+	}
+	return e.Topology(), nil
+}
+
+// UnknownEnv lists the NEWSFLOW_* environment variables Load found that
+// name no setting (another tool may own them).
+func (c Config) UnknownEnv() []string { return c.unknownEnv }
+
+// Dialable is the address to reach a listen address at: loopback for an
+// unspecified or empty host.
+func Dialable(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
