@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,64 +25,66 @@ import (
 
 // Options configures the crawler. The zero value is valid.
 type Options struct {
-	Fetch   fetch.Options
-	Limiter polite.LimiterOptions
-	Robots  polite.RobotsOptions
-	Breaker polite.BreakerOptions
+	Fetch   fetch.Options         `yaml:",inline"`
+	Limiter polite.LimiterOptions `yaml:",inline"`
+	Robots  polite.RobotsOptions  `yaml:"-"`
+	Breaker polite.BreakerOptions `yaml:"-"`
 	// IgnoreRobots skips robots.txt (for feed farms and tests).
-	IgnoreRobots bool
+	IgnoreRobots bool `yaml:"ignore_robots"`
 	// FullText configures fetching articles' pages for their full text.
-	FullText FullTextOptions
+	FullText FullTextOptions `yaml:"-"`
 	// MaxSeen is how many item ids are remembered per source to recognise
 	// items a feed sends again (default 5000).
-	MaxSeen int
+	MaxSeen int `yaml:"-"`
 	// ErrorBackoff and MaxErrorBackoff bound the wait after failures
 	// (defaults 1m and 6h).
-	ErrorBackoff    time.Duration
-	MaxErrorBackoff time.Duration
+	ErrorBackoff    time.Duration `yaml:"-"`
+	MaxErrorBackoff time.Duration `yaml:"-"`
 	// ReloadInterval is how often the source list is re-read to pick up
 	// changes made elsewhere (default 30s); Kick picks them up at once.
-	ReloadInterval time.Duration
+	ReloadInterval time.Duration `yaml:"-"`
 	// ManualCrawlInterval is the shortest time between two manual crawls of
 	// one source (default 1m).
-	ManualCrawlInterval time.Duration
+	ManualCrawlInterval time.Duration `yaml:"-"`
 	// Partitions is the partition count articles.raw is created with when
 	// missing (default 8).
-	Partitions int32
+	Partitions int32 `yaml:"-"`
 	// SummaryInterval is how often Run logs one line (at Info) summing up
 	// the crawls since the previous one, when there were any (default 1m).
 	// Each crawl is logged at Debug; a source that starts failing or
 	// recovers gets a line of its own (at most a few per round).
-	SummaryInterval time.Duration
+	SummaryInterval time.Duration `yaml:"-"`
 	// Owns reports whether this node crawls a source; nil means all.
-	Owns       func(sourceID string) bool
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	Now        func() time.Time
+	Owns       func(sourceID string) bool `yaml:"-"`
+	Logger     *slog.Logger               `yaml:"-"`
+	Registerer prometheus.Registerer      `yaml:"-"`
+	Now        func() time.Time           `yaml:"-"`
 }
 
+// DefaultOptions returns the defaults the zero value stands for.
+func DefaultOptions() Options {
+	return Options{
+		Fetch:    fetch.DefaultOptions(),
+		Limiter:  polite.DefaultLimiterOptions(),
+		Robots:   polite.DefaultRobotsOptions(),
+		Breaker:  polite.DefaultBreakerOptions(),
+		FullText: DefaultFullTextOptions(), MaxSeen: 5000, Partitions: 8,
+		ErrorBackoff: time.Minute, MaxErrorBackoff: 6 * time.Hour, ReloadInterval: 30 * time.Second,
+		ManualCrawlInterval: time.Minute, SummaryInterval: time.Minute,
+	}
+}
+
+// withDefaults fills the crawler's own zero fields; the fetcher, limiter,
+// robots cache and breaker fill theirs.
 func (o Options) withDefaults() Options {
-	if o.MaxSeen == 0 {
-		o.MaxSeen = 5000
-	}
-	if o.Partitions == 0 {
-		o.Partitions = 8
-	}
-	if o.ErrorBackoff == 0 {
-		o.ErrorBackoff = time.Minute
-	}
-	if o.MaxErrorBackoff == 0 {
-		o.MaxErrorBackoff = 6 * time.Hour
-	}
-	if o.ReloadInterval == 0 {
-		o.ReloadInterval = 30 * time.Second
-	}
-	if o.ManualCrawlInterval == 0 {
-		o.ManualCrawlInterval = time.Minute
-	}
-	if o.SummaryInterval == 0 {
-		o.SummaryInterval = time.Minute
-	}
+	d := DefaultOptions()
+	o.MaxSeen = cmp.Or(o.MaxSeen, d.MaxSeen)
+	o.Partitions = cmp.Or(o.Partitions, d.Partitions)
+	o.ErrorBackoff = cmp.Or(o.ErrorBackoff, d.ErrorBackoff)
+	o.MaxErrorBackoff = cmp.Or(o.MaxErrorBackoff, d.MaxErrorBackoff)
+	o.ReloadInterval = cmp.Or(o.ReloadInterval, d.ReloadInterval)
+	o.ManualCrawlInterval = cmp.Or(o.ManualCrawlInterval, d.ManualCrawlInterval)
+	o.SummaryInterval = cmp.Or(o.SummaryInterval, d.SummaryInterval)
 	o.FullText = o.FullText.withDefaults()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -1,6 +1,7 @@
 package crawl
 
 import (
+	"cmp"
 	"context"
 	"html"
 	"net/url"
@@ -33,16 +34,16 @@ type FullTextOptions struct {
 	MaxBytes int
 }
 
+// DefaultFullTextOptions returns the defaults the zero value stands for.
+func DefaultFullTextOptions() FullTextOptions {
+	return FullTextOptions{MinWords: 25, MaxPerCrawl: 10, MaxBytes: 32 << 10}
+}
+
 func (o FullTextOptions) withDefaults() FullTextOptions {
-	if o.MinWords == 0 {
-		o.MinWords = 25
-	}
-	if o.MaxPerCrawl == 0 {
-		o.MaxPerCrawl = 10
-	}
-	if o.MaxBytes == 0 {
-		o.MaxBytes = 32 << 10
-	}
+	d := DefaultFullTextOptions()
+	o.MinWords = cmp.Or(o.MinWords, d.MinWords)
+	o.MaxPerCrawl = cmp.Or(o.MaxPerCrawl, d.MaxPerCrawl)
+	o.MaxBytes = cmp.Or(o.MaxBytes, d.MaxBytes)
 	return o
 }
 

@@ -20,39 +20,39 @@ import (
 type Options struct {
 	// Partitions is the partition count of the topics the engine creates and
 	// the number of tasks per operator (default 8).
-	Partitions int32
+	Partitions int32 `yaml:"-"`
 	// MaxBatch caps the records a task applies per commit (default 20000).
-	MaxBatch int
+	MaxBatch int `yaml:"max_batch"`
 	// CommitInterval is how long a busy task may apply records before it
 	// commits them (default 250ms). A task commits at once when it has
 	// caught up with its inputs, so the interval only matters under load,
 	// where longer intervals write each changed state key less often. After
 	// a crash, at most this much input is applied again (exactly once: the
 	// offsets are committed with the state).
-	CommitInterval time.Duration
+	CommitInterval time.Duration `yaml:"commit_interval"`
 	// DeadLetterTopic receives records that cannot be processed
 	// (default "newsflow-deadletter").
-	DeadLetterTopic string
+	DeadLetterTopic string `yaml:"dead_letter_topic"`
 	// RestartBackoff is the first delay before a failed task restarts; it
 	// doubles up to MaxRestartBackoff (defaults 100ms and 10s).
-	RestartBackoff    time.Duration
-	MaxRestartBackoff time.Duration
+	RestartBackoff    time.Duration `yaml:"-"`
+	MaxRestartBackoff time.Duration `yaml:"-"`
 	// GroupCommitInterval is how often committed offsets are copied to the
 	// backend's consumer groups, if it has them (default 1s).
-	GroupCommitInterval time.Duration
+	GroupCommitInterval time.Duration `yaml:"-"`
 	// Cluster makes the engine one node of a cluster: it runs only the
 	// partitions given to Assign and keeps every task's state in a
 	// changelog as well (see Assign). The log must implement
 	// eventlog.Changelogs.
-	Cluster bool
+	Cluster bool `yaml:"-"`
 	// ChangelogMaxAge is the age beyond which a node's local copy of a
 	// task's state is not brought up to date from the changelog but
 	// restored from its beginning (default 12h: half the changelog topics'
 	// delete retention, after which compaction may drop tombstones).
-	ChangelogMaxAge time.Duration
-	Logger          *slog.Logger
+	ChangelogMaxAge time.Duration `yaml:"-"`
+	Logger          *slog.Logger  `yaml:"-"`
 	// Registerer receives the engine's metrics (default: a private registry).
-	Registerer prometheus.Registerer
+	Registerer prometheus.Registerer `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.

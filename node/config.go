@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"cmp"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -14,93 +15,66 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/classify"
+	"github.com/newsflow/newsflow/operators/articles"
+	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
-	"github.com/newsflow/newsflow/operators/trending/sketch"
+	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/state"
 	"go.yaml.in/yaml/v3"
 )
 
 // Config is the whole node configuration. configs/newsflow.yaml documents
 // every field; environment variables NEWSFLOW_<SECTION>_<FIELD> (e.g.
 // NEWSFLOW_HTTP_ADDR) override the file and command-line flags override both.
+//
+// Most sections are the options of the package they configure, with yaml
+// tags on the fields a file may set (fields tagged "-" are for programs,
+// e.g. a test's clock): Default takes each package's DefaultOptions, so a
+// default lives in one place, the package.
 type Config struct {
-	DataDir  string         `yaml:"data_dir"`
-	HTTP     HTTPConfig     `yaml:"http"`
-	Log      LogConfig      `yaml:"log"`
-	Engine   EngineConfig   `yaml:"engine"`
-	Trending TrendingConfig `yaml:"trending"`
-	Crawl    CrawlConfig    `yaml:"crawl"`
-	Articles ArticlesConfig `yaml:"articles"`
-	Stories  StoriesConfig  `yaml:"stories"`
-	Search   SearchConfig   `yaml:"search"`
-	Interest InterestConfig `yaml:"interest"`
-	Auth     AuthConfig     `yaml:"auth"`
-	Logging  LoggingConfig  `yaml:"logging"`
-	Cluster  ClusterConfig  `yaml:"cluster"`
+	DataDir  string                `yaml:"data_dir"`
+	HTTP     query.Options         `yaml:"http"`
+	Log      LogConfig             `yaml:"log"`
+	State    state.Options         `yaml:"state"`
+	Engine   engine.Options        `yaml:"engine"`
+	Trending TrendingConfig        `yaml:"trending"`
+	Crawl    CrawlConfig           `yaml:"crawl"`
+	Articles ArticlesConfig        `yaml:"articles"`
+	Stories  story.OperatorOptions `yaml:"stories"`
+	Search   search.Options        `yaml:"search"`
+	Interest InterestConfig        `yaml:"interest"`
+	Auth     AuthConfig            `yaml:"auth"`
+	Logging  LoggingConfig         `yaml:"logging"`
+	Cluster  ClusterConfig         `yaml:"cluster"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
 	// reported as warnings (another tool may own them).
 	unknownEnv []string
 }
 
-type HTTPConfig struct {
-	Addr           string        `yaml:"addr"`
-	RatePerIP      float64       `yaml:"rate_per_ip"`
-	BurstPerIP     int           `yaml:"burst_per_ip"`
-	RatePerUser    float64       `yaml:"rate_per_user"`
-	BurstPerUser   int           `yaml:"burst_per_user"`
-	ExemptLoopback bool          `yaml:"rate_exempt_loopback"`
-	MaxBodyBytes   int           `yaml:"max_body_bytes"`
-	MaxFuture      time.Duration `yaml:"max_future"`
-	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
-	// Live updates (/api/v1/stream): at most MaxStreams open at once,
-	// checked every StreamInterval, a heartbeat every StreamHeartbeat.
-	MaxStreams      int           `yaml:"max_streams"`
-	StreamInterval  time.Duration `yaml:"stream_interval"`
-	StreamHeartbeat time.Duration `yaml:"stream_heartbeat"`
-}
-
+// LogConfig chooses the log backend; Embedded configures the embedded one.
 type LogConfig struct {
-	Backend        string        `yaml:"backend"`
-	Brokers        []string      `yaml:"brokers"`
-	Partitions     int32         `yaml:"partitions"`
-	Fsync          string        `yaml:"fsync"`
-	SyncInterval   time.Duration `yaml:"sync_interval"`
-	RetentionAge   time.Duration `yaml:"retention_age"`
-	RetentionBytes int64         `yaml:"retention_bytes"`
+	Backend    string           `yaml:"backend"`
+	Brokers    []string         `yaml:"brokers"`
+	Partitions int32            `yaml:"partitions"`
+	Embedded   embedded.Options `yaml:",inline"`
 }
 
-type EngineConfig struct {
-	MaxBatch        int           `yaml:"max_batch"`
-	CommitInterval  time.Duration `yaml:"commit_interval"`
-	DeadLetterTopic string        `yaml:"dead_letter_topic"`
-}
-
-type WindowConfig struct {
-	Name    string        `yaml:"name"`
-	Size    time.Duration `yaml:"size"`
-	Buckets int           `yaml:"buckets"`
-}
-
+// TrendingConfig is the trending operator's options, and the
+// trending.changes topic's.
 type TrendingConfig struct {
-	Windows []WindowConfig `yaml:"windows"`
+	trending.OperatorOptions `yaml:",inline"`
 	// Lateness is no longer used: a share counts in every window that
 	// holds its timestamp, whatever its arrival order. A configuration
 	// that still sets it gets a warning.
-	Lateness         time.Duration `yaml:"lateness"`
-	MaxK             int           `yaml:"max_k"`
-	SnapshotInterval time.Duration `yaml:"snapshot_interval"`
-	MaxFuture        time.Duration `yaml:"max_future"`
-	// A share without a category waits up to ParkFor (event time) for its
-	// article's topics; at most MaxParked wait per task.
-	ParkFor   time.Duration `yaml:"park_for"`
-	MaxParked int           `yaml:"max_parked"`
-	// ExactMaxBytes is the memory budget of each partition's exact counts;
-	// over it the node warns (log, metrics, /health/detailed) and keeps
-	// counting exactly.
-	ExactMaxBytes int64 `yaml:"exact_max_bytes"`
-	// Counter is exact or cms (a Count-Min Sketch configured by CMS).
-	Counter string    `yaml:"counter"`
-	CMS     CMSConfig `yaml:"cms"`
+	Lateness time.Duration `yaml:"lateness,omitempty"`
 	// Changes is the trending.changes topic (query.ChangesOptions).
 	Changes TrendingChangesConfig `yaml:"changes"`
 }
@@ -112,50 +86,21 @@ type TrendingChangesConfig struct {
 	K       int  `yaml:"k"`
 }
 
-// CMSConfig sizes the sketch of trending.counter: cms (sketch.Options).
-type CMSConfig struct {
-	Epsilon        float64 `yaml:"epsilon"`
-	Delta          float64 `yaml:"delta"`
-	Width          int     `yaml:"width"`
-	Depth          int     `yaml:"depth"`
-	CandidatesPerK int     `yaml:"candidates_per_k"`
-	MaxCategories  int     `yaml:"max_categories"`
-}
-
-// operatorOptions are the trending operator's options.
-func (c TrendingConfig) operatorOptions() trending.OperatorOptions {
-	o := trending.OperatorOptions{MaxK: c.MaxK, SnapshotInterval: c.SnapshotInterval, MaxFuture: c.MaxFuture,
-		ParkFor: c.ParkFor, MaxParked: c.MaxParked, ExactMaxBytes: c.ExactMaxBytes, Counter: c.Counter,
-		CMS: sketch.Options{Epsilon: c.CMS.Epsilon, Delta: c.CMS.Delta, Width: c.CMS.Width, Depth: c.CMS.Depth,
-			CandidatesPerK: c.CMS.CandidatesPerK, MaxCategories: c.CMS.MaxCategories}}
-	for _, w := range c.Windows {
-		o.Counts.Windows = append(o.Counts.Windows, trending.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets})
-	}
-	return o
-}
-
+// ArticlesConfig is the articles operator's options and its classifier's.
 type ArticlesConfig struct {
-	TopicsRules     string  `yaml:"topics_rules"`
-	TopicsModel     string  `yaml:"topics_model"`
-	MinConfidence   float64 `yaml:"min_confidence"`
-	MaxLabels       int     `yaml:"max_labels"`
-	MaxContentBytes int     `yaml:"max_content_bytes"`
+	Classify         classify.Options `yaml:",inline"`
+	articles.Options `yaml:",inline"`
 }
 
-type StoriesConfig struct {
-	Window          time.Duration `yaml:"window"`
-	Decay           float64       `yaml:"decay"`
-	Threshold       float64       `yaml:"threshold"`
-	ThresholdLong   float64       `yaml:"threshold_long"`
-	NearDupK        int           `yaml:"near_dup_k"`
-	NearDupWindow   time.Duration `yaml:"near_dup_window"`
-	BreakingWindow  time.Duration `yaml:"breaking_window"`
-	BreakingRate    float64       `yaml:"breaking_rate"`
-	BreakingSources int           `yaml:"breaking_sources"`
-	EvergreenTopics []string      `yaml:"evergreen_topics"`
-	ViewWindow      time.Duration `yaml:"view_window"`
+// InterestConfig is the interest operator's options and the reads-enrich
+// operator's.
+type InterestConfig struct {
+	interest.Options `yaml:",inline"`
+	Enrich           interest.EnrichOptions `yaml:",inline"`
 }
 
+// AuthConfig is the accounts' options, the login limiter's, and the
+// server's tokens and cookie settings.
 type AuthConfig struct {
 	AdminToken string `yaml:"admin_token"`
 	// IngestToken is the bearer token of trusted services that write
@@ -166,44 +111,21 @@ type AuthConfig struct {
 	CookieSecure bool `yaml:"cookie_secure"`
 	// TrustedOrigins are other origins (scheme://host[:port]) whose pages
 	// may make cookie-authenticated state-changing requests.
-	TrustedOrigins     []string      `yaml:"trusted_origins"`
-	LoginBurstPerIP    int           `yaml:"login_burst_per_ip"`
-	LoginIntervalIP    time.Duration `yaml:"login_interval_per_ip"`
-	LoginBurstPerUser  int           `yaml:"login_burst_per_user"`
-	LoginIntervalUser  time.Duration `yaml:"login_interval_per_user"`
-	BcryptCost         int           `yaml:"bcrypt_cost"`
-	SessionTTL         time.Duration `yaml:"session_ttl"`
-	MaxSessionsPerUser int           `yaml:"max_sessions_per_user"`
+	TrustedOrigins []string            `yaml:"trusted_origins"`
+	Limiter        auth.LimiterOptions `yaml:",inline"`
+	auth.Options   `yaml:",inline"`
 }
 
-type InterestConfig struct {
-	Alpha       float64       `yaml:"alpha"`
-	DailyDecay  float64       `yaml:"daily_decay"`
-	History     int           `yaml:"history"`
-	DedupWindow int           `yaml:"dedup_window"`
-	ParkFor     time.Duration `yaml:"park_for"`
-}
-
-type SearchConfig struct {
-	CommitInterval time.Duration `yaml:"commit_interval"`
-}
-
+// CrawlConfig is the crawler's options, and what the node does with them.
 type CrawlConfig struct {
-	Enabled           bool          `yaml:"enabled"`
-	SeedOPML          string        `yaml:"seed_opml"`
-	UserAgent         string        `yaml:"user_agent"`
-	Timeout           time.Duration `yaml:"timeout"`
-	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
-	MaxRedirects      int           `yaml:"max_redirects"`
-	AllowPrivate      bool          `yaml:"allow_private"`
-	AllowCIDRs        []string      `yaml:"allow_cidrs"`
-	IgnoreRobots      bool          `yaml:"ignore_robots"`
-	GlobalConcurrency int           `yaml:"global_concurrency"`
-	HostConcurrency   int           `yaml:"host_concurrency"`
-	HostRate          float64       `yaml:"host_rate"`
+	Enabled       bool   `yaml:"enabled"`
+	SeedOPML      string `yaml:"seed_opml"`
+	crawl.Options `yaml:",inline"`
 	// MinIntervalFloor is the shortest min_interval a source may be given.
-	MinIntervalFloor time.Duration  `yaml:"min_interval_floor"`
-	FullText         FullTextConfig `yaml:"full_text"`
+	MinIntervalFloor time.Duration `yaml:"min_interval_floor"`
+	// FullText: fetching article pages for their full text
+	// (crawl.FullTextOptions).
+	FullText FullTextConfig `yaml:"full_text"`
 }
 
 // FullTextConfig configures fetching article pages for their full text
@@ -244,47 +166,38 @@ type ClusterConfig struct {
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 }
 
+// LoggingConfig is the node's log output.
 type LoggingConfig struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
 }
 
-// Default is the default configuration; configs/newsflow.yaml says the same.
+// Default is the default configuration; configs/newsflow.yaml says the
+// same. Each section's defaults are its package's.
 func Default() Config {
-	return Config{
+	c := Config{
 		DataDir: "data",
-		HTTP: HTTPConfig{Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxFuture: 5 * time.Minute, IdempotencyTTL: 24 * time.Hour,
-			RatePerIP: 200, BurstPerIP: 400, RatePerUser: 50, BurstPerUser: 100, ExemptLoopback: true,
-			MaxStreams: 1000, StreamInterval: 2 * time.Second, StreamHeartbeat: 15 * time.Second},
-		Log: LogConfig{Backend: "embedded", Partitions: 8, Fsync: "always", SyncInterval: 100 * time.Millisecond,
-			RetentionAge: 7 * 24 * time.Hour},
-		Engine: EngineConfig{MaxBatch: 20000, CommitInterval: 250 * time.Millisecond, DeadLetterTopic: "newsflow-deadletter"},
-		Trending: TrendingConfig{
-			Windows: []WindowConfig{
-				{Name: "1m", Size: time.Minute, Buckets: 60},
-				{Name: "1h", Size: time.Hour, Buckets: 60},
-				{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
-			},
-			MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
-			ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: trending.DefaultExactMaxBytes,
-			Counter: trending.CounterExact,
-			CMS: CMSConfig{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta,
-				CandidatesPerK: sketch.DefaultCandidatesPerK, MaxCategories: sketch.DefaultMaxCategories},
-			Changes: TrendingChangesConfig{Enabled: true, K: 10},
-		},
-		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", UserAgent: "newsflow/1.0 (+https://github.com/newsflow/newsflow)",
-			Timeout: 30 * time.Second, MaxBodyBytes: 10 << 20, MaxRedirects: 5, GlobalConcurrency: 64, HostConcurrency: 2, HostRate: 1,
-			MinIntervalFloor: time.Minute, FullText: FullTextConfig{Enabled: true, MinWords: 25, MaxPerCrawl: 10}},
-		Articles: ArticlesConfig{MaxContentBytes: 32 << 10},
-		Stories: StoriesConfig{Window: 72 * time.Hour, Decay: 0.1, Threshold: 0.1, ThresholdLong: 0.3, NearDupK: 3, NearDupWindow: 6 * time.Hour,
-			BreakingWindow: 30 * time.Minute, BreakingRate: 2, BreakingSources: 5, EvergreenTopics: []string{"science", "health"}, ViewWindow: 48 * time.Hour},
-		Search: SearchConfig{CommitInterval: time.Second},
-		Auth: AuthConfig{BcryptCost: 12, SessionTTL: 7 * 24 * time.Hour, MaxSessionsPerUser: 20,
-			LoginBurstPerIP: 10, LoginIntervalIP: 6 * time.Second, LoginBurstPerUser: 5, LoginIntervalUser: 30 * time.Second},
-		Interest: InterestConfig{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, ParkFor: 10 * time.Minute},
+		HTTP:    query.DefaultOptions(),
+		Log:     LogConfig{Backend: "embedded", Partitions: engine.DefaultOptions().Partitions, Embedded: embedded.DefaultOptions()},
+		State:   state.DefaultOptions(),
+		Engine:  engine.DefaultOptions(),
+		Trending: TrendingConfig{OperatorOptions: trending.DefaultOperatorOptions(),
+			Changes: TrendingChangesConfig{Enabled: !query.DefaultOptions().TrendingChanges.Disabled, K: query.DefaultOptions().TrendingChanges.K}},
+		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", Options: crawl.DefaultOptions(),
+			MinIntervalFloor: crawl.MinIntervalFloor},
+		Articles: ArticlesConfig{Classify: classify.DefaultOptions(), Options: articles.DefaultOptions()},
+		Stories:  story.DefaultOperatorOptions(),
+		Search:   search.DefaultOptions(),
+		Interest: InterestConfig{Options: interest.DefaultOptions(), Enrich: interest.DefaultEnrichOptions()},
+		Auth:     AuthConfig{Limiter: auth.DefaultLimiterOptions(), Options: auth.DefaultOptions()},
 		Logging:  LoggingConfig{Level: "info", Format: "text"},
 		Cluster:  ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
 	}
+	// The server alone limits nothing; a node limits each client and user.
+	c.HTTP.RateLimits = query.DefaultRateLimits()
+	ft := c.Crawl.Options.FullText
+	c.Crawl.FullText = FullTextConfig{Enabled: !ft.Disabled, MinWords: ft.MinWords, MaxPerCrawl: ft.MaxPerCrawl}
+	return c
 }
 
 // Load reads path (if not empty) over the defaults, then applies
@@ -301,18 +214,13 @@ func Load(path string, environ []string) (Config, error) {
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			return c, fmt.Errorf("config %s: %w", path, err)
 		}
-		if len(c.Log.Brokers) == 0 {
-			c.Log.Brokers = nil // "brokers: []" means none, like the default
-		}
-		if len(c.Crawl.AllowCIDRs) == 0 {
-			c.Crawl.AllowCIDRs = nil
-		}
-		if len(c.Cluster.Join) == 0 {
-			c.Cluster.Join = nil
-		}
-		if len(c.Auth.TrustedOrigins) == 0 {
-			c.Auth.TrustedOrigins = nil
-		}
+		// An empty list ("brokers: []") means none, like the default.
+		_ = walkFields(reflect.ValueOf(&c).Elem(), "NEWSFLOW", func(_ string, f reflect.Value) error {
+			if f.Kind() == reflect.Slice && f.Len() == 0 {
+				f.SetZero()
+			}
+			return nil
+		})
 	}
 	if err := applyEnv(&c, environ); err != nil {
 		return c, err
@@ -358,16 +266,25 @@ func applyEnv(c *Config, environ []string) error {
 func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.Value) error) error {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
-		tag := strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]
-		name := prefix + "_" + strings.ToUpper(tag)
+		tag, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if tag == "-" || !t.Field(i).IsExported() {
+			continue
+		}
 		f := v.Field(i)
+		if opts == "inline" {
+			if err := walkFields(f, prefix, fn); err != nil {
+				return err
+			}
+			continue
+		}
+		name := prefix + "_" + strings.ToUpper(tag)
 		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeFor[time.Duration]() {
 			if err := walkFields(f, name, fn); err != nil {
 				return err
 			}
 			continue
 		}
-		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct {
+		if f.Kind() == reflect.Slice && f.Type().Elem().Kind() == reflect.Struct && !reflect.PointerTo(f.Type().Elem()).Implements(textUnmarshaler) {
 			continue // lists of objects are file-only
 		}
 		if err := fn(name, f); err != nil {
@@ -377,6 +294,8 @@ func walkFields(v reflect.Value, prefix string, fn func(name string, f reflect.V
 	return nil
 }
 
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
 func setScalar(f reflect.Value, v string) error {
 	if f.Type() == reflect.TypeFor[time.Duration]() {
 		d, err := time.ParseDuration(v)
@@ -385,6 +304,9 @@ func setScalar(f reflect.Value, v string) error {
 		}
 		f.SetInt(int64(d))
 		return nil
+	}
+	if u, ok := f.Addr().Interface().(encoding.TextUnmarshaler); ok {
+		return u.UnmarshalText([]byte(v))
 	}
 	switch f.Kind() {
 	case reflect.String:
@@ -408,7 +330,14 @@ func setScalar(f reflect.Value, v string) error {
 		}
 		f.SetBool(b)
 	case reflect.Slice:
-		f.Set(reflect.ValueOf(SplitList(v)))
+		items := SplitList(v)
+		out := reflect.MakeSlice(f.Type(), len(items), len(items))
+		for i, item := range items {
+			if err := setScalar(out.Index(i), item); err != nil {
+				return err
+			}
+		}
+		f.Set(out)
 	default:
 		return fmt.Errorf("unsupported kind %s", f.Kind())
 	}
@@ -435,7 +364,7 @@ func (c Config) Validate() error {
 	if c.Crawl.MinIntervalFloor <= 0 {
 		return errors.New("config: crawl.min_interval_floor must be positive")
 	}
-	if err := c.Trending.operatorOptions().Validate(); err != nil {
+	if err := c.Trending.OperatorOptions.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if maxK := cmp.Or(c.Trending.MaxK, trending.DefaultOperatorOptions().MaxK); c.Trending.Changes.K < 1 || c.Trending.Changes.K > maxK {

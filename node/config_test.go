@@ -1,24 +1,98 @@
 package node
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// The shipped configs/newsflow.yaml says exactly what the defaults are.
+// The shipped configs/newsflow.yaml says exactly what the defaults are:
+// every setting a file can hold is the same in both.
 func TestShippedConfigMatchesDefaults(t *testing.T) {
 	c, err := Load("../configs/newsflow.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := Default(); !reflect.DeepEqual(c, d) {
-		t.Fatalf("configs/newsflow.yaml differs from the defaults:\nfile     %+v\ndefaults %+v", c, d)
+	file, err := yaml.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
 	}
+	def, err := yaml.Marshal(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(file, def) {
+		t.Fatalf("configs/newsflow.yaml differs from the defaults:\nfile:\n%s\ndefaults:\n%s", file, def)
+	}
+	// And it names every setting, so that it documents each.
+	raw, err := os.ReadFile("../configs/newsflow.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shipped, all map[string]any
+	if err := yaml.Unmarshal(raw, &shipped); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(def, &all); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range missingKeys(all, shipped, "") {
+		t.Errorf("configs/newsflow.yaml does not name %s", k)
+	}
+}
+
+// missingKeys lists the keys of want, as dotted paths, that got lacks.
+func missingKeys(want, got map[string]any, prefix string) []string {
+	var out []string
+	for k, v := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			out = append(out, prefix+k)
+		case isMap(v) && isMap(g):
+			out = append(out, missingKeys(v.(map[string]any), g.(map[string]any), prefix+k+".")...)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func isMap(v any) bool { _, ok := v.(map[string]any); return ok }
+
+// Every field of the configuration says its YAML key, or "-" for fields
+// only a program sets: a field without a tag would take a key nobody chose.
+func TestConfigFieldsTagged(t *testing.T) {
+	var walk func(typ reflect.Type, path string)
+	walk = func(typ reflect.Type, path string) {
+		for i := 0; i < typ.NumField(); i++ {
+			f := typ.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			tag, ok := f.Tag.Lookup("yaml")
+			if !ok {
+				t.Errorf("%s.%s (%s) has no yaml tag", path, f.Name, typ)
+				continue
+			}
+			if tag == "-" {
+				continue
+			}
+			if ft := f.Type; ft.Kind() == reflect.Struct && ft != reflect.TypeFor[time.Duration]() {
+				walk(ft, path+"."+f.Name)
+			} else if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct && ft.Elem().NumField() > 0 && ft.Elem().Field(0).IsExported() {
+				walk(ft.Elem(), path+"."+f.Name+"[]")
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), "Config")
 }
 
 func TestConfigPrecedence(t *testing.T) {
@@ -94,11 +168,11 @@ func TestConfigTrendingCounter(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	o := c.Trending.operatorOptions()
+	o := c.Trending.OperatorOptions
 	if o.Counter != "cms" || o.CMS.Width != 4096 || o.CMS.CandidatesPerK != 3 || o.CMS.Epsilon != 2e-4 || o.CMS.Delta != 0.02 || o.CMS.MaxCategories != 64 {
 		t.Fatalf("operator options %+v", o)
 	}
-	if d := Default().Trending.operatorOptions(); d.Counter != "exact" {
+	if d := Default().Trending.OperatorOptions; d.Counter != "exact" {
 		t.Fatalf("default counter %q", d.Counter)
 	}
 	for _, c := range []struct {
@@ -117,5 +191,26 @@ func TestConfigTrendingCounter(t *testing.T) {
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.env, err, c.want)
 		}
+	}
+}
+
+// Settings of sections made of several packages' options keep their
+// names in the environment, lists of addresses included.
+func TestConfigEnvInlineSections(t *testing.T) {
+	c, err := Load("", []string{"NEWSFLOW_CRAWL_ALLOW_CIDRS=10.0.0.0/8, fd00::/8", "NEWSFLOW_STATE_CACHE_SIZE=1000",
+		"NEWSFLOW_STORIES_NEAR_DUP_K=5", "NEWSFLOW_AUTH_LOGIN_BURST_PER_IP=3", "NEWSFLOW_LOG_FSYNC=never", "NEWSFLOW_HTTP_RATE_PER_IP=7.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.Crawl.Fetch.AllowCIDRs); got != "[10.0.0.0/8 fd00::/8]" {
+		t.Errorf("allow_cidrs %s", got)
+	}
+	if c.State.CacheSize != 1000 || c.Stories.Builder.NearDup.K != 5 || c.Auth.Limiter.IPBurst != 3 ||
+		c.Log.Embedded.Fsync != "never" || c.HTTP.RateLimits.PerIP != 7.5 {
+		t.Errorf("environment not applied: state %+v, near_dup_k %d, login burst %d, fsync %q, rate %v",
+			c.State, c.Stories.Builder.NearDup.K, c.Auth.Limiter.IPBurst, c.Log.Embedded.Fsync, c.HTTP.RateLimits.PerIP)
+	}
+	if _, err := Load("", []string{"NEWSFLOW_CRAWL_ALLOW_CIDRS=10.0.0.0/33"}); err == nil || !strings.Contains(err.Error(), "NEWSFLOW_CRAWL_ALLOW_CIDRS") {
+		t.Errorf("bad prefix: %v", err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -24,11 +23,9 @@ import (
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/opml"
-	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
-	"github.com/newsflow/newsflow/operators/neardup"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
@@ -37,7 +34,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/time/rate"
 )
 
 // Node is one running newsflow process: log, state, engine, operators and
@@ -86,10 +82,9 @@ func openLog(ctx context.Context, cfg Config, logger *slog.Logger) (eventlog.Log
 	if cfg.Log.Backend == "kafka" {
 		return kafkalog.Open(ctx, kafkalog.Options{Brokers: cfg.Log.Brokers, Logger: logger})
 	}
-	return embedded.Open(embedded.Options{
-		Dir: filepath.Join(cfg.DataDir, "log"), Fsync: embedded.FsyncPolicy(cfg.Log.Fsync), SyncInterval: cfg.Log.SyncInterval,
-		RetentionAge: cfg.Log.RetentionAge, RetentionBytes: cfg.Log.RetentionBytes, Logger: logger,
-	})
+	o := cfg.Log.Embedded
+	o.Dir, o.Logger = filepath.Join(cfg.DataDir, "log"), logger
+	return embedded.Open(o)
 }
 
 // Open opens the log and the state and registers the operators. The
@@ -107,7 +102,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
 	if n.log, err = openLog(ctx, cfg, logger); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	if n.db, err = state.Open(filepath.Join(cfg.DataDir, "state"), state.Options{Logger: logger}); err != nil {
+	if n.db, err = state.Open(filepath.Join(cfg.DataDir, "state"), withLogger(cfg.State, logger)); err != nil {
 		n.log.Close()
 		return nil, err
 	}
@@ -131,13 +126,11 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.sources = crawl.NewSources(store, nil)
 	n.sources.SetMinIntervalFloor(cfg.Crawl.MinIntervalFloor)
-	ac := cfg.Auth
-	if n.auth, err = auth.NewStore(store, time.Now, auth.Options{BcryptCost: ac.BcryptCost, SessionTTL: ac.SessionTTL, MaxSessionsPerUser: ac.MaxSessionsPerUser}); err != nil {
+	if n.auth, err = auth.NewStore(store, time.Now, cfg.Auth.Options); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	if n.limiter, err = auth.NewLimiter(auth.LimiterOptions{IPBurst: ac.LoginBurstPerIP, IPInterval: ac.LoginIntervalIP,
-		UserBurst: ac.LoginBurstPerUser, UserInterval: ac.LoginIntervalUser}, time.Now); err != nil {
+	if n.limiter, err = auth.NewLimiter(cfg.Auth.Limiter, time.Now); err != nil {
 		n.Close()
 		return nil, err
 	}
@@ -145,10 +138,9 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	n.engine, err = engine.New(n.log, n.db, engine.Options{
-		Partitions: cfg.Log.Partitions, MaxBatch: cfg.Engine.MaxBatch, CommitInterval: cfg.Engine.CommitInterval, DeadLetterTopic: cfg.Engine.DeadLetterTopic,
-		Cluster: n.cluster != nil, Logger: logger, Registerer: n.reg,
-	})
+	eo := cfg.Engine
+	eo.Partitions, eo.Cluster, eo.Logger, eo.Registerer = cfg.Log.Partitions, n.cluster != nil, logger, n.reg
+	n.engine, err = engine.New(n.log, n.db, eo)
 	if err != nil {
 		return fail(err)
 	}
@@ -219,20 +211,17 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	if err != nil {
 		return err
 	}
+	qo := n.cfg.HTTP
+	a := n.cfg.Auth
+	qo.AdminToken, qo.IngestToken, qo.CookieSecure, qo.TrustedOrigins = a.AdminToken, a.IngestToken, a.CookieSecure, a.TrustedOrigins
+	qo.MaxPast = n.trending.Options().MaxPast()
+	qo.Logger, qo.Registerer, qo.Gatherer, qo.DataDir = n.logger, n.reg, n.reg, n.cfg.DataDir
+	qo.PeerTimeout, qo.OnLeave, qo.SetupToken = n.cfg.Cluster.QueryTimeout, func() { n.left.Store(true); leave() }, setupToken
+	qo.Images.Fetch = imageFetch
+	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K}
 	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
 		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
-		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, query.Options{
-		Addr: n.cfg.HTTP.Addr, MaxBodyBytes: n.cfg.HTTP.MaxBodyBytes, MaxFuture: n.cfg.HTTP.MaxFuture,
-		MaxPast: n.trending.Options().MaxPast(), IdempotencyTTL: n.cfg.HTTP.IdempotencyTTL, AdminToken: n.cfg.Auth.AdminToken,
-		IngestToken: n.cfg.Auth.IngestToken, CookieSecure: n.cfg.Auth.CookieSecure, TrustedOrigins: n.cfg.Auth.TrustedOrigins,
-		RateLimits: query.RateLimits{PerIP: rate.Limit(n.cfg.HTTP.RatePerIP), BurstIP: n.cfg.HTTP.BurstPerIP,
-			PerUser: rate.Limit(n.cfg.HTTP.RatePerUser), BurstUser: n.cfg.HTTP.BurstPerUser, ExemptLoopback: n.cfg.HTTP.ExemptLoopback},
-		Logger: n.logger, Registerer: n.reg, Gatherer: n.reg, DataDir: n.cfg.DataDir,
-		PeerTimeout: n.cfg.Cluster.QueryTimeout, OnLeave: func() { n.left.Store(true); leave() }, SetupToken: setupToken,
-		Images:     query.ImageOptions{Fetch: imageFetch},
-		MaxStreams: n.cfg.HTTP.MaxStreams, StreamInterval: n.cfg.HTTP.StreamInterval, StreamHeartbeat: n.cfg.HTTP.StreamHeartbeat,
-		TrendingChanges: query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K},
-	})
+		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, qo)
 	if err != nil {
 		if ownLn {
 			ln.Close()
@@ -330,7 +319,7 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 // same, so it lists what a node runs.
 func (n *Node) registerOperators(cfg Config) error {
 	var err error
-	if n.trending, err = trending.New(cfg.Trending.operatorOptions(), n.engine.Partitions(), n.reg); err != nil {
+	if n.trending, err = trending.New(cfg.Trending.OperatorOptions, n.engine.Partitions(), n.reg); err != nil {
 		return err
 	}
 	if err := n.engine.Register(n.trending); err != nil {
@@ -342,22 +331,16 @@ func (n *Node) registerOperators(cfg Config) error {
 // fetchOptions are the crawler's fetcher settings; the image proxy dials
 // with the same, so it reaches exactly what the crawler may.
 func (c CrawlConfig) fetchOptions(logger *slog.Logger) (fetch.Options, error) {
-	o := fetch.Options{UserAgent: c.UserAgent, Timeout: c.Timeout, MaxBodyBytes: c.MaxBodyBytes, MaxRedirects: c.MaxRedirects,
-		AllowPrivate: c.AllowPrivate, Logger: logger}
-	for _, cidr := range c.AllowCIDRs {
-		p, err := netip.ParsePrefix(cidr)
-		if err != nil {
-			return fetch.Options{}, fmt.Errorf("config: crawl.allow_cidrs: %w", err)
-		}
-		o.AllowCIDRs = append(o.AllowCIDRs, p)
-	}
+	o := c.Fetch
+	o.Logger = logger
 	return o, nil
 }
 
 func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, error) {
-	o := crawl.Options{IgnoreRobots: c.IgnoreRobots, Partitions: n.cfg.Log.Partitions, Logger: logger, Registerer: n.reg,
-		FullText: crawl.FullTextOptions{Disabled: !c.FullText.Enabled, MinWords: c.FullText.MinWords, MaxPerCrawl: c.FullText.MaxPerCrawl,
-			MaxBytes: n.cfg.Articles.MaxContentBytes}}
+	o := c.Options
+	o.Partitions, o.Logger, o.Registerer = n.cfg.Log.Partitions, logger, n.reg
+	o.FullText = crawl.FullTextOptions{Disabled: !c.FullText.Enabled, MinWords: c.FullText.MinWords, MaxPerCrawl: c.FullText.MaxPerCrawl,
+		MaxBytes: n.cfg.Articles.MaxContentBytes}
 	if n.cluster != nil {
 		// A source is crawled by the node that owns its partition.
 		o.Owns = func(id string) bool {
@@ -369,7 +352,6 @@ func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, er
 	if o.Fetch, err = c.fetchOptions(logger); err != nil {
 		return nil, err
 	}
-	o.Limiter = polite.LimiterOptions{GlobalConcurrency: c.GlobalConcurrency, HostConcurrency: c.HostConcurrency, HostRate: c.HostRate}
 	return crawl.New(n.sources, n.log, n.db, o)
 }
 
@@ -405,8 +387,7 @@ func (n *Node) seedSources(ctx context.Context) error {
 // registerArticlePipeline registers the articles (dedup, clean, classify)
 // and stories (near-duplicates, clustering, aggregates) operators.
 func (n *Node) registerArticlePipeline(cfg Config) error {
-	ac := cfg.Articles
-	cls, err := classify.New(classify.Options{RulesFile: ac.TopicsRules, ModelFile: ac.TopicsModel, MinConfidence: ac.MinConfidence, MaxLabels: ac.MaxLabels})
+	cls, err := classify.New(cfg.Articles.Classify)
 	if err != nil {
 		return fmt.Errorf("articles: topic classifier: %w", err)
 	}
@@ -417,34 +398,22 @@ func (n *Node) registerArticlePipeline(cfg Config) error {
 		}
 		return src.Name, src.Authority, true
 	}
-	if n.articles, err = articles.New(articles.Options{MaxContentBytes: ac.MaxContentBytes}, cls, info, n.reg); err != nil {
+	if n.articles, err = articles.New(cfg.Articles.Options, cls, info, n.reg); err != nil {
 		return err
 	}
-	sc := cfg.Stories
-	opts := story.OperatorOptions{
-		Builder: story.Options{
-			Cluster:         story.ClusterOptions{Window: sc.Window, Decay: sc.Decay, Threshold: sc.Threshold, ThresholdLong: sc.ThresholdLong},
-			NearDup:         neardup.Options{K: sc.NearDupK},
-			NearDupWindow:   sc.NearDupWindow,
-			Breaking:        story.BreakingOptions{Window: sc.BreakingWindow, Rate: sc.BreakingRate, Sources: sc.BreakingSources},
-			EvergreenTopics: sc.EvergreenTopics,
-		},
-		ViewWindow: sc.ViewWindow,
-	}
-	if n.stories, err = story.New(opts, n.engine.Partitions(), n.reg); err != nil {
+	if n.stories, err = story.New(cfg.Stories, n.engine.Partitions(), n.reg); err != nil {
 		return err
 	}
-	if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), search.Options{CommitInterval: cfg.Search.CommitInterval}, n.engine.Partitions()); err != nil {
+	if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), cfg.Search, n.engine.Partitions()); err != nil {
 		return err
 	}
-	enrich, err := interest.NewEnrich(interest.EnrichOptions{ParkFor: cfg.Interest.ParkFor}, n.engine.Partitions())
+	enrich, err := interest.NewEnrich(cfg.Interest.Enrich, n.engine.Partitions())
 	if err != nil {
 		return err
 	}
-	ic := cfg.Interest
-	if n.interest, err = interest.New(interest.Options{Alpha: ic.Alpha, DailyDecay: ic.DailyDecay, History: ic.History, DedupWindow: ic.DedupWindow,
-		DedupHorizon: n.trending.Options().DedupHorizon()},
-		n.engine.Partitions(), n.reg); err != nil {
+	io := cfg.Interest.Options
+	io.DedupHorizon = n.trending.Options().DedupHorizon()
+	if n.interest, err = interest.New(io, n.engine.Partitions(), n.reg); err != nil {
 		return err
 	}
 	for _, op := range []engine.Operator{n.articles, n.stories, n.search, enrich, n.interest} {
@@ -471,4 +440,9 @@ func (n *Node) sweepSessions(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+func withLogger(o state.Options, logger *slog.Logger) state.Options {
+	o.Logger = logger
+	return o
 }

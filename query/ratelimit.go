@@ -18,14 +18,16 @@ import (
 // (token buckets: a rate per second and a burst). Zero rates disable a
 // limit; the zero value disables both.
 type RateLimits struct {
-	PerIP, PerUser     rate.Limit
-	BurstIP, BurstUser int
+	PerIP     rate.Limit `yaml:"rate_per_ip"`
+	PerUser   rate.Limit `yaml:"rate_per_user"`
+	BurstIP   int        `yaml:"burst_per_ip"`
+	BurstUser int        `yaml:"burst_per_user"`
 	// ExemptLoopback lets requests from the node's own host through.
-	ExemptLoopback bool
+	ExemptLoopback bool `yaml:"rate_exempt_loopback"`
 	// MaxKeys bounds the buckets kept per kind; IdleAfter is when a bucket
 	// may be dropped.
-	MaxKeys   int
-	IdleAfter time.Duration
+	MaxKeys   int           `yaml:"-"`
+	IdleAfter time.Duration `yaml:"-"`
 }
 
 // DefaultRateLimits: 200 requests/s per address (burst 400), 50 per user

@@ -34,68 +34,68 @@ import (
 // Options configures the server. The zero value is valid.
 type Options struct {
 	// Addr is the listen address (default 127.0.0.1:8080).
-	Addr string
+	Addr string `yaml:"addr"`
 	// MaxBodyBytes caps a request body (default 32 MiB); larger requests get 413.
-	MaxBodyBytes int
-	ReadTimeout  time.Duration // default 30s
-	WriteTimeout time.Duration // default 30s
-	IdleTimeout  time.Duration // default 2m
+	MaxBodyBytes int           `yaml:"max_body_bytes"`
+	ReadTimeout  time.Duration `yaml:"-"` // default 30s
+	WriteTimeout time.Duration `yaml:"-"` // default 30s
+	IdleTimeout  time.Duration `yaml:"-"` // default 2m
 	// PeerTimeout bounds a request to another cluster node (default 2s).
-	PeerTimeout time.Duration
+	PeerTimeout time.Duration `yaml:"-"`
 	// OnLeave, if set, is called after the node left its cluster
 	// (POST /api/v1/admin/cluster/leave), to stop the process.
-	OnLeave func()
+	OnLeave func() `yaml:"-"`
 	// MaxFuture and MaxPast bound an ingested event's timestamp relative to
 	// the server clock (defaults 5m and 23h45m: the default 24h window less
 	// one bucket, trending.OperatorOptions.MaxPast).
-	MaxFuture time.Duration
-	MaxPast   time.Duration
+	MaxFuture time.Duration `yaml:"max_future"`
+	MaxPast   time.Duration `yaml:"-"`
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
-	IdempotencyTTL time.Duration
-	Logger         *slog.Logger
+	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
+	Logger         *slog.Logger  `yaml:"-"`
 	// Registerer and Gatherer: where HTTP metrics go and what /metrics serves.
-	Registerer prometheus.Registerer
-	Gatherer   prometheus.Gatherer
-	Now        func() time.Time
+	Registerer prometheus.Registerer `yaml:"-"`
+	Gatherer   prometheus.Gatherer   `yaml:"-"`
+	Now        func() time.Time      `yaml:"-"`
 	// AdminToken, if set, is a bearer token that grants the admin role
 	// without an account, for automation (the CLI, monitoring).
-	AdminToken string
+	AdminToken string `yaml:"-"`
 	// IngestToken, if set, is a bearer token for trusted services: it may
 	// write read and share events for any user and ingest articles. It is
 	// separate from the admin token.
-	IngestToken string
+	IngestToken string `yaml:"-"`
 	// CookieSecure marks the session cookie Secure also on plain HTTP
 	// connections (a node behind a TLS-terminating proxy).
-	CookieSecure bool
+	CookieSecure bool `yaml:"-"`
 	// TrustedOrigins are origins (scheme://host[:port]) besides the node's
 	// own whose pages may send cookie-authenticated state-changing requests.
-	TrustedOrigins []string
+	TrustedOrigins []string `yaml:"-"`
 	// RateLimits bound requests per client address and per user (the zero
 	// value: no limits).
-	RateLimits RateLimits
+	RateLimits RateLimits `yaml:",inline"`
 	// Rank tunes the feed ranking.
-	Rank rank.Options
+	Rank rank.Options `yaml:"-"`
 	// DataDir, if set, is the node's data directory, whose stores the
 	// admin stats measure.
-	DataDir string
+	DataDir string `yaml:"-"`
 	// SetupToken, if set, is a one-time token (NewSetupToken) with which
 	// POST /api/v1/setup/admin creates the first admin account while none
 	// exists; the node prints its SetupURL at start.
-	SetupToken string
+	SetupToken string `yaml:"-"`
 	// Images configures the image proxy (GET /api/v1/image/{id}); its
 	// cache defaults to <DataDir>/image-cache.
-	Images ImageOptions
+	Images ImageOptions `yaml:"-"`
 	// MaxStreams bounds the open /api/v1/stream connections (default
 	// 1000); more are answered 503. StreamInterval is how often the
 	// streams' state is computed (default 2s), StreamHeartbeat how often
 	// an idle stream gets a comment (default 15s). See stream.go.
-	MaxStreams      int
-	StreamInterval  time.Duration
-	StreamHeartbeat time.Duration
+	MaxStreams      int           `yaml:"max_streams"`
+	StreamInterval  time.Duration `yaml:"stream_interval"`
+	StreamHeartbeat time.Duration `yaml:"stream_heartbeat"`
 	// TrendingChanges configures the trending.changes topic and the
 	// trending.entered stream events (changes.go); it looks every
 	// StreamInterval.
-	TrendingChanges ChangesOptions
+	TrendingChanges ChangesOptions `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,20 +15,27 @@ type Options struct {
 	// Sync makes every commit wait for fsync. State commits are atomic with
 	// their input offsets, so a commit lost to a machine crash is simply
 	// replayed from the log; Sync is off by default.
-	Sync bool
+	Sync bool `yaml:"-"`
 	// CacheSize is Pebble's block cache size in bytes (default 64 MiB).
-	CacheSize int64
+	CacheSize int64 `yaml:"cache_size"`
+	// MemTableSize is the size of each Pebble memtable in bytes (default
+	// 32 MiB). Operators overwrite the same keys many times a second; a
+	// larger memtable absorbs the overwrites before they reach a flush.
+	MemTableSize int64 `yaml:"memtable_size"`
 	// Logger receives Pebble's informational messages at debug level.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 }
 
 // DefaultOptions returns the options used when none are given.
-func DefaultOptions() Options { return Options{CacheSize: 64 << 20} }
+func DefaultOptions() Options { return Options{CacheSize: 64 << 20, MemTableSize: 32 << 20} }
 
 // Validate reports invalid option values.
 func (o Options) Validate() error {
 	if o.CacheSize < 0 {
 		return fmt.Errorf("state: cache size %d is negative", o.CacheSize)
+	}
+	if o.MemTableSize < 0 || o.MemTableSize >= 4<<30 {
+		return fmt.Errorf("state: memtable size %d: want 0 (the default) to 4 GiB", o.MemTableSize)
 	}
 	return nil
 }
@@ -43,18 +51,16 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.CacheSize == 0 {
-		opts.CacheSize = DefaultOptions().CacheSize
-	}
+	d := DefaultOptions()
+	opts.CacheSize = cmp.Or(opts.CacheSize, d.CacheSize)
+	opts.MemTableSize = cmp.Or(opts.MemTableSize, d.MemTableSize)
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	// Operators overwrite the same keys many times a second; a larger
-	// memtable absorbs the overwrites before they reach a flush.
-	po := &pebble.Options{Cache: cache, Logger: pebbleLogger{logger}, MemTableSize: 32 << 20}
+	po := &pebble.Options{Cache: cache, Logger: pebbleLogger{logger}, MemTableSize: uint64(opts.MemTableSize)}
 	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", dir, err)

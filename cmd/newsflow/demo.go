@@ -178,10 +178,10 @@ func demoConfig(o demoOptions, httpAddr, seedOPML, token, ingest string) node.Co
 	cfg.Logging.Level = o.logLevel
 	c := &cfg.Crawl
 	c.SeedOPML = seedOPML
-	c.AllowPrivate = true // the farm is on loopback
+	c.Fetch.AllowPrivate = true // the farm is on loopback
 	c.IgnoreRobots = true // and has no robots.txt
 	// Every outlet is on the farm's host.
-	c.HostConcurrency, c.HostRate = 8, 50
+	c.Limiter.HostConcurrency, c.Limiter.HostRate = 8, 50
 	return cfg
 }
 

@@ -24,16 +24,16 @@ type LimiterOptions struct {
 	// IPBurst attempts are allowed at once from one client address; one
 	// more is allowed per IPInterval (defaults 10 and 6s). IPv6 addresses
 	// count per /64.
-	IPBurst    int
-	IPInterval time.Duration
+	IPBurst    int           `yaml:"login_burst_per_ip"`
+	IPInterval time.Duration `yaml:"login_interval_per_ip"`
 	// UserBurst attempts are allowed at once on one username; one more per
 	// UserInterval (defaults 5 and 30s).
-	UserBurst    int
-	UserInterval time.Duration
+	UserBurst    int           `yaml:"login_burst_per_user"`
+	UserInterval time.Duration `yaml:"login_interval_per_user"`
 	// MaxKeys caps the addresses and the usernames tracked, each
 	// (default 100000). Buckets that have refilled are dropped first;
 	// beyond the cap the least recently used bucket is dropped.
-	MaxKeys int
+	MaxKeys int `yaml:"-"`
 }
 
 // DefaultLimiterOptions returns the options a zero LimiterOptions stands

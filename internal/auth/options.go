@@ -23,16 +23,16 @@ type Options struct {
 	// BcryptCost is the bcrypt work factor of new password hashes
 	// (default 12). Costs below 12 are refused unless
 	// AllowWeakCostForTests is set.
-	BcryptCost int
+	BcryptCost int `yaml:"bcrypt_cost"`
 	// AllowWeakCostForTests allows a BcryptCost down to bcrypt.MinCost (4),
 	// so test suites hash quickly. Never set it in production.
-	AllowWeakCostForTests bool
+	AllowWeakCostForTests bool `yaml:"-"`
 	// SessionTTL is how long a session lasts from its creation
 	// (default 7 days). Sessions are not extended by use.
-	SessionTTL time.Duration
+	SessionTTL time.Duration `yaml:"session_ttl"`
 	// MaxSessionsPerUser caps the live sessions of one user (default 20);
 	// creating one more revokes the oldest.
-	MaxSessionsPerUser int
+	MaxSessionsPerUser int `yaml:"max_sessions_per_user"`
 }
 
 // DefaultOptions returns the options a zero Options stands for.

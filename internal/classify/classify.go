@@ -48,16 +48,16 @@ const (
 type Options struct {
 	// RulesFile is a YAML rules file (see ParseRules). Empty means the
 	// built-in rules. It is not read when ModelFile is set.
-	RulesFile string
+	RulesFile string `yaml:"topics_rules"`
 	// ModelFile is a model written by (*Model).Save. When set, the model
 	// classifies instead of the rules.
-	ModelFile string
+	ModelFile string `yaml:"topics_model"`
 	// MinConfidence overrides the rules' or the model's minimum confidence
 	// of a label when positive. It must be in [0, 1].
-	MinConfidence float64
+	MinConfidence float64 `yaml:"min_confidence"`
 	// MaxLabels overrides the rules' or the model's largest number of labels
 	// per document when positive. It must not be negative.
-	MaxLabels int
+	MaxLabels int `yaml:"max_labels"`
 }
 
 // DefaultOptions returns the default options.

@@ -18,32 +18,32 @@ const DefaultUserAgent = "newsflow/1.0 (+https://github.com/newsflow/newsflow)"
 type Options struct {
 	// UserAgent is sent with every request. It should name the crawler and
 	// carry a contact URL so that feed owners can reach the operator.
-	UserAgent string
+	UserAgent string `yaml:"user_agent"`
 	// ConnectTimeout bounds the TCP connect and the TLS handshake of each
 	// new connection.
-	ConnectTimeout time.Duration
+	ConnectTimeout time.Duration `yaml:"-"`
 	// Timeout bounds the whole fetch: every redirect hop, the headers and the
 	// whole body. It is what stops slow and endless bodies.
-	Timeout time.Duration
+	Timeout time.Duration `yaml:"timeout"`
 	// MaxBodyBytes caps the body both on the wire and after decompression.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxRedirects is the number of redirect hops followed. Zero means the
 	// default; a negative value follows none (the first redirect fails with
 	// ErrTooManyRedirects).
-	MaxRedirects int
+	MaxRedirects int `yaml:"max_redirects"`
 	// AllowPrivate turns the SSRF guard off: every address may be dialled.
 	// Only for tests and fully trusted networks.
-	AllowPrivate bool
+	AllowPrivate bool `yaml:"allow_private"`
 	// AllowCIDRs are ranges that may be dialled even though the guard would
 	// block them, e.g. an intranet's feed server or a test server on
 	// 127.0.0.1/32. They override the block list.
-	AllowCIDRs []netip.Prefix
+	AllowCIDRs []netip.Prefix `yaml:"allow_cidrs"`
 	// Logger receives debug records for fetches and refused dials. Nil
 	// discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 	// Now is the clock used for timing and for HTTP-dates in Retry-After.
 	// Nil means time.Now.
-	Now func() time.Time
+	Now func() time.Time `yaml:"-"`
 }
 
 // DefaultOptions returns the options used for zero fields.

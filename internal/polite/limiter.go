@@ -15,24 +15,24 @@ import (
 // default (see DefaultLimiterOptions).
 type LimiterOptions struct {
 	// GlobalConcurrency caps requests in flight across all hosts (default 64).
-	GlobalConcurrency int `json:"global_concurrency,omitempty"`
+	GlobalConcurrency int `json:"global_concurrency,omitempty" yaml:"global_concurrency"`
 	// HostConcurrency caps requests in flight to one host (default 2).
-	HostConcurrency int `json:"host_concurrency,omitempty"`
+	HostConcurrency int `json:"host_concurrency,omitempty" yaml:"host_concurrency"`
 	// HostRate is the sustained request rate per host, in requests per
 	// second (default 1). +Inf turns the per-host rate limit off. Rates below
 	// one request a day are refused.
-	HostRate float64 `json:"host_rate,omitempty"`
+	HostRate float64 `json:"host_rate,omitempty" yaml:"host_rate"`
 	// HostBurst is how many requests a host that has been quiet may receive
 	// back to back before HostRate applies (default 2).
-	HostBurst int `json:"host_burst,omitempty"`
+	HostBurst int `json:"host_burst,omitempty" yaml:"-"`
 	// IdleHostTTL is how long a host with nothing waiting or in flight is
 	// remembered (default 10m). A host is forgotten only once forgetting it
 	// changes nothing: its token bucket is full again, its crawl delay and
 	// pause have elapsed. Its crawl delay (SetCrawlDelay) is forgotten with
 	// it. This is what bounds memory when the crawler touches many hosts.
-	IdleHostTTL time.Duration `json:"idle_host_ttl,omitempty"`
+	IdleHostTTL time.Duration `json:"idle_host_ttl,omitempty" yaml:"-"`
 	// Clock is the time source (default SystemClock()).
-	Clock Clock `json:"-"`
+	Clock Clock `json:"-" yaml:"-"`
 }
 
 // DefaultLimiterOptions returns the options with every default filled in.

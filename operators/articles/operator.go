@@ -43,10 +43,12 @@ const Name = "articles"
 type Options struct {
 	// MaxTitleBytes, MaxSummaryBytes and MaxContentBytes cap the cleaned
 	// text fields (defaults 512, 2000 and 32 KiB).
-	MaxTitleBytes, MaxSummaryBytes, MaxContentBytes int
+	MaxTitleBytes   int `yaml:"-"`
+	MaxSummaryBytes int `yaml:"-"`
+	MaxContentBytes int `yaml:"max_content_bytes"`
 	// MaxRecordBytes is the largest raw record accepted (default 16 MiB);
 	// larger ones are dead-lettered.
-	MaxRecordBytes int
+	MaxRecordBytes int `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.

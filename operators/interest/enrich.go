@@ -52,7 +52,7 @@ type Enriched struct {
 type EnrichOptions struct {
 	// ParkFor is how long (event time) a read of an unknown article waits
 	// for the article before it goes on without topics (default 10m).
-	ParkFor time.Duration
+	ParkFor time.Duration `yaml:"park_for"`
 }
 
 // EnrichOperator joins reads with article topics.
@@ -62,15 +62,16 @@ type EnrichOperator struct {
 	parsers    fastjson.ParserPool // for route, called concurrently
 }
 
+// DefaultEnrichOptions returns the defaults the zero value stands for.
+func DefaultEnrichOptions() EnrichOptions { return EnrichOptions{ParkFor: 10 * time.Minute} }
+
 // NewEnrich returns the enrich operator for a topology of the given
 // partition count.
 func NewEnrich(opts EnrichOptions, partitions int32) (*EnrichOperator, error) {
 	if opts.ParkFor < 0 {
 		return nil, errors.New("reads-enrich: park time must not be negative")
 	}
-	if opts.ParkFor == 0 {
-		opts.ParkFor = 10 * time.Minute
-	}
+	opts.ParkFor = cmp.Or(opts.ParkFor, DefaultEnrichOptions().ParkFor)
 	return &EnrichOperator{opts: opts, partitions: partitions}, nil
 }
 

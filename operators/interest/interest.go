@@ -23,20 +23,20 @@ const Name = "interest"
 // Options configure the interest operator. The zero value is valid.
 type Options struct {
 	// Alpha is the weight of a new read in the moving average (default 0.1).
-	Alpha float64
+	Alpha float64 `yaml:"alpha"`
 	// DailyDecay multiplies the vector per day without reads (default 0.95).
-	DailyDecay float64
+	DailyDecay float64 `yaml:"daily_decay"`
 	// History is how many of the latest reads are kept (default 100).
-	History int
+	History int `yaml:"history"`
 	// DedupWindow is how many of the latest distinct (article, session)
 	// pairs are remembered to drop repeated reads (default 1000).
-	DedupWindow int
+	DedupWindow int `yaml:"dedup_window"`
 	// DedupHorizon is how long, in event time behind the task's newest read,
 	// the event ids of applied reads are remembered (default 24h5m: the
 	// largest trending window plus the accepted clock skew). A read whose
 	// event_id was applied within it changes nothing, and a read older than
 	// it goes to the dead-letter topic.
-	DedupHorizon time.Duration
+	DedupHorizon time.Duration `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.

@@ -11,22 +11,22 @@ import (
 type Options struct {
 	// K is the Hamming distance up to which two fingerprints are taken for
 	// near-duplicates without further checks. Default 3.
-	K int
+	K int `yaml:"near_dup_k"`
 	// Borderline is the Hamming distance up to which a pair beyond K is
 	// checked with MinHash; pairs farther apart are distinct. It is also the
 	// distance to Query the Index with for candidates, so it may not exceed
 	// MaxDistance. Default 6.
-	Borderline int
+	Borderline int `yaml:"-"`
 	// MinJaccard is the least estimated Jaccard similarity of the word
 	// shingles (see Shingles) of a borderline pair that makes it a
 	// near-duplicate. Default 0.4; see DefaultOptions for its calibration.
-	MinJaccard float64
+	MinJaccard float64 `yaml:"-"`
 	// Permutations is the length of the MinHash signatures. Default 128.
-	Permutations int
+	Permutations int `yaml:"-"`
 	// Seed fixes the MinHash permutations. Signatures are comparable only
 	// between Detectors with equal Permutations and Seed, so keep it fixed
 	// for as long as signatures are stored. Zero is a valid seed.
-	Seed uint64
+	Seed uint64 `yaml:"-"`
 }
 
 // DefaultOptions returns the default options.

@@ -12,6 +12,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,12 +35,12 @@ const Name = "search"
 
 // Options configure the operator. The zero value is valid.
 type Options struct {
-	Index searchindex.Options
+	Index searchindex.Options `yaml:"-"`
 	// CommitInterval is the least time between two commits of a task
 	// (default 1s). Each commit makes a batch durable in Bleve first, and
 	// Bleve indexes large batches much more cheaply than small ones; new
 	// articles become searchable up to this much later.
-	CommitInterval time.Duration
+	CommitInterval time.Duration `yaml:"commit_interval"`
 }
 
 // Validate reports invalid option values.
@@ -58,14 +59,17 @@ type Operator struct {
 	parts []atomic.Pointer[searchindex.Index]
 }
 
+// DefaultOptions returns the defaults the zero value stands for.
+func DefaultOptions() Options {
+	return Options{Index: searchindex.DefaultOptions(), CommitInterval: time.Second}
+}
+
 // New returns the operator; partition p's index lives in dir/p.
 func New(dir string, opts Options, partitions int32) (*Operator, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	if opts.CommitInterval == 0 {
-		opts.CommitInterval = time.Second
-	}
+	opts.CommitInterval = cmp.Or(opts.CommitInterval, DefaultOptions().CommitInterval)
 	return &Operator{dir: dir, opts: opts, parts: make([]atomic.Pointer[searchindex.Index], partitions)}, nil
 }
 

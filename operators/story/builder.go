@@ -38,9 +38,9 @@ type Article struct {
 // BreakingOptions define when a story is breaking: more than Rate articles
 // per minute over Window, from at least Sources distinct sources.
 type BreakingOptions struct {
-	Window  time.Duration // default 30m
-	Rate    float64       // default 2 articles per minute
-	Sources int           // default 5
+	Window  time.Duration `yaml:"breaking_window"`  // default 30m
+	Rate    float64       `yaml:"breaking_rate"`    // default 2 articles per minute
+	Sources int           `yaml:"breaking_sources"` // default 5
 }
 
 // Decay classes and their freshness decay rates per hour.
@@ -52,22 +52,22 @@ const (
 
 // Options configure a Builder.
 type Options struct {
-	Cluster  ClusterOptions
-	NearDup  neardup.Options
-	Breaking BreakingOptions
+	Cluster  ClusterOptions  `yaml:",inline"`
+	NearDup  neardup.Options `yaml:",inline"`
+	Breaking BreakingOptions `yaml:",inline"`
 	// EvergreenTopics are topics whose stories age slowly unless breaking
 	// (default science and health).
-	EvergreenTopics []string
+	EvergreenTopics []string `yaml:"evergreen_topics"`
 	// Lambda maps decay classes to freshness decay rates per hour
 	// (defaults breaking 0.5, regular 0.1, evergreen 0.02).
-	Lambda map[string]float64
+	Lambda map[string]float64 `yaml:"-"`
 	// MaxTopics caps a story's topic list (default 3).
-	MaxTopics int
+	MaxTopics int `yaml:"-"`
 	// NearDupWindow is how far apart in event time a near-copy may be from
 	// the article it copies to join that article's story directly (default
 	// 6h). Syndicated copies appear within hours; a later re-run goes
 	// through the story clusterer like any other article.
-	NearDupWindow time.Duration
+	NearDupWindow time.Duration `yaml:"near_dup_window"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.

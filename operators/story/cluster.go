@@ -23,50 +23,57 @@ import (
 type ClusterOptions struct {
 	// Threshold is the least decayed similarity for an article to join a
 	// story (defaults 0.1 for headlines, 0.3 for full texts).
-	Threshold, ThresholdLong float64
+	Threshold     float64 `yaml:"threshold"`
+	ThresholdLong float64 `yaml:"threshold_long"`
 	// Bridge is the least decayed similarity of an article to a second
 	// story for that story to be considered for merging with the one the
 	// article joined (defaults 0.2 and 0.4).
-	Bridge, BridgeLong float64
+	Bridge     float64 `yaml:"-"`
+	BridgeLong float64 `yaml:"-"`
 	// Merge is the least cosine between the two stories' centroids, decayed
 	// by the time between their latest articles, for them to merge
 	// (defaults 0.25 and 0.4).
-	Merge, MergeLong float64
+	Merge     float64 `yaml:"-"`
+	MergeLong float64 `yaml:"-"`
 	// ShortTerms and LongTerms are the distinct-term counts where the short
 	// and long thresholds apply (defaults 10 and 150).
-	ShortTerms, LongTerms int
+	ShortTerms int `yaml:"-"`
+	LongTerms  int `yaml:"-"`
 	// SmallBoost is added to the join threshold of a story of one article,
 	// and SmallBoost/n to one of n articles (default 0.15).
-	SmallBoost float64
+	SmallBoost float64 `yaml:"-"`
 	// Decay is the similarity decay per hour of distance in event time
 	// (default 0.1, the decay rate of a regular story).
-	Decay float64
+	Decay float64 `yaml:"decay"`
 	// TitleWeight multiplies term frequencies of title words (default 2).
-	TitleWeight float64
+	TitleWeight float64 `yaml:"-"`
 	// GenericWeight multiplies the term frequencies of generic words:
 	// headline boilerplate ("live updates", "what we know", "explainer",
 	// "opinion") and common words that say little about an event (default
 	// 0.3; 1 weighs them as any word).
-	GenericWeight float64
+	GenericWeight float64 `yaml:"-"`
 	// MinShared is the least number of words other than generic ones that
 	// an article must share with a story of at most SmallStory articles to
 	// join it (defaults 2 and 3), and that an article's story and another
 	// must share for the article to merge them: one shared name is not
 	// enough to found a story together. A larger story is joined by
 	// similarity to its centroid, which many articles define.
-	MinShared, SmallStory int
+	MinShared  int `yaml:"-"`
+	SmallStory int `yaml:"-"`
 	// MaxTerms caps an article vector to its highest-weighted terms
 	// (default 48); StoryTerms caps a story centroid (default 64).
-	MaxTerms, StoryTerms int
+	MaxTerms   int `yaml:"-"`
+	StoryTerms int `yaml:"-"`
 	// ProbeTerms is how many of an article's highest-weighted terms are
 	// looked up to find candidate stories (default 8), and ProbeDepth how
 	// many of the newest stories holding each term are considered (default
 	// 50). Together they bound the cost of an assignment whatever the
 	// number of active stories.
-	ProbeTerms, ProbeDepth int
+	ProbeTerms int `yaml:"-"`
+	ProbeDepth int `yaml:"-"`
 	// Window is how long a story stays open for new articles after its
 	// latest one (default 72h); older stories are closed.
-	Window time.Duration
+	Window time.Duration `yaml:"window"`
 }
 
 // DefaultClusterOptions returns the defaults the zero value stands for.

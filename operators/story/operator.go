@@ -24,12 +24,12 @@ const Name = "stories"
 
 // OperatorOptions configure the stories operator. The zero value is valid.
 type OperatorOptions struct {
-	Builder Options
+	Builder Options `yaml:",inline"`
 	// ViewWindow is how long after its latest article a story stays in
 	// story lists (default 48h of event time).
-	ViewWindow time.Duration
+	ViewWindow time.Duration `yaml:"view_window"`
 	// MaxLimit caps the page size of story lists (default 100).
-	MaxLimit int
+	MaxLimit int `yaml:"-"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.

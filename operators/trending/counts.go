@@ -120,9 +120,9 @@ import (
 // WindowSpec describes one sliding window: Buckets buckets of width
 // Size/Buckets. The width must be a positive whole number of milliseconds.
 type WindowSpec struct {
-	Name    string
-	Size    time.Duration
-	Buckets int
+	Name    string        `yaml:"name"`
+	Size    time.Duration `yaml:"size"`
+	Buckets int           `yaml:"buckets"`
 }
 
 // Width returns the width of one bucket.
@@ -148,12 +148,12 @@ const (
 type Options struct {
 	// Windows are the sliding windows to count, addressed by their index in
 	// this slice. Empty means DefaultWindows().
-	Windows []WindowSpec
+	Windows []WindowSpec `yaml:"windows"`
 	// CompactAfter is how far behind the watermark a bucket is compacted
 	// into an exact-length array (in whole milliseconds; zero means 5
 	// minutes). It trades memory for the cost of a share that lands in a
 	// compacted bucket, which is reopened; it never changes a count.
-	CompactAfter time.Duration
+	CompactAfter time.Duration `yaml:"-"`
 }
 
 // DefaultOptions returns the default windows and compaction after 5 minutes.

@@ -25,49 +25,51 @@ const Name = "trending"
 
 // OperatorOptions configures the trending operator. The zero value is valid.
 type OperatorOptions struct {
-	Counts Options `json:"counts"`
+	Counts Options `json:"counts" yaml:",inline"`
 	// MaxK is the largest k a query may ask for (default 100).
-	MaxK int `json:"max_k"`
+	MaxK int `json:"max_k" yaml:"max_k"`
 	// SnapshotInterval bounds how stale a top-K answer may be while shares
 	// keep arriving (default 200ms).
-	SnapshotInterval time.Duration `json:"snapshot_interval"`
+	SnapshotInterval time.Duration `json:"snapshot_interval" yaml:"snapshot_interval"`
 	// MaxFuture is how far an event's timestamp may be ahead of the time of
 	// the log record carrying it (default 5m); further is invalid input.
-	MaxFuture time.Duration `json:"max_future"`
+	MaxFuture time.Duration `json:"max_future" yaml:"max_future"`
 	// NoDedup counts every delivery of an event, as if every event_id were
 	// new. It exists to measure what deduplication costs; a node never
 	// sets it.
-	NoDedup bool `json:"no_dedup,omitempty"`
+	NoDedup bool `json:"no_dedup,omitempty" yaml:"-"`
 	// ParkFor is how long (in event time behind the task's watermark) a
 	// share without a category waits for its article's topics when the
 	// task has not seen the article yet (default 10m); it counts globally
 	// at once. See topics.go.
-	ParkFor time.Duration `json:"park_for"`
+	ParkFor time.Duration `json:"park_for" yaml:"park_for"`
 	// MaxParked bounds the (article, time) pairs of shares waiting for
 	// their article per task (default 100000); beyond it a share of an
 	// unknown article counts without topics.
-	MaxParked int `json:"max_parked"`
+	MaxParked int `json:"max_parked" yaml:"max_parked"`
 	// ExactMaxBytes is the memory budget of each partition's exact counts
 	// (Counts.MemoryBytes; default DefaultExactMaxBytes). A partition over
 	// it is reported (log, metrics, ExactMemory) and keeps counting
 	// exactly: see guard.go.
-	ExactMaxBytes int64 `json:"exact_max_bytes"`
+	ExactMaxBytes int64 `json:"exact_max_bytes" yaml:"exact_max_bytes"`
 	// Counter is how shares are counted: CounterExact (default) or
 	// CounterCMS (counter.go). A partition's state holds the mode it was
 	// counted in; a task refuses state of the other mode
 	// (ErrCounterChanged): rebuild it with a replay.
-	Counter string `json:"counter,omitempty"`
+	Counter string `json:"counter,omitempty" yaml:"counter"`
 	// CMS configures the sketch of CounterCMS. Its Windows, MaxK and
 	// Prefix are the operator's (Counts.Windows, MaxK, and 'k'), whatever
 	// they are set to here, and MaxIDLen defaults to the longest article
 	// id an event may carry (schema.MaxIDBytes).
-	CMS sketch.Options `json:"cms,omitzero"`
+	CMS sketch.Options `json:"cms,omitzero" yaml:"cms"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.
 func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
-		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact}
+		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact,
+		CMS: sketch.Options{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta, CandidatesPerK: sketch.DefaultCandidatesPerK,
+			MaxCategories: sketch.DefaultMaxCategories}}
 }
 
 // Validate reports invalid option values.

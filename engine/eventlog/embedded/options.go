@@ -33,40 +33,40 @@ const KeepForever time.Duration = -1
 // its default (see [DefaultOptions]); only Dir is required.
 type Options struct {
 	// Dir is the directory of the log's Pebble database. Required.
-	Dir string
+	Dir string `yaml:"-"`
 
 	// Fsync is the durability policy. Default FsyncAlways.
-	Fsync FsyncPolicy
+	Fsync FsyncPolicy `yaml:"fsync"`
 	// SyncInterval is how often FsyncInterval syncs. Default 100ms.
-	SyncInterval time.Duration
+	SyncInterval time.Duration `yaml:"sync_interval"`
 
 	// RetentionAge deletes records whose index interval holds only records
 	// with timestamps older than now minus RetentionAge. Default 7 days;
 	// negative (KeepForever) keeps records forever.
-	RetentionAge time.Duration
+	RetentionAge time.Duration `yaml:"retention_age"`
 	// RetentionBytes bounds the size of each partition: while a partition is
 	// larger, its oldest closed interval is deleted. The open interval is
 	// never deleted for size. Default 0, unlimited.
-	RetentionBytes int64
+	RetentionBytes int64 `yaml:"retention_bytes"`
 	// RetentionCheckInterval is how often retention runs. Default 1 minute.
-	RetentionCheckInterval time.Duration
+	RetentionCheckInterval time.Duration `yaml:"-"`
 
 	// IndexIntervalRecords and IndexIntervalBytes bound an index interval,
 	// the unit of retention and of the time index. Defaults 1024 records and
 	// 1 MiB.
-	IndexIntervalRecords int
-	IndexIntervalBytes   int64
+	IndexIntervalRecords int   `yaml:"-"`
+	IndexIntervalBytes   int64 `yaml:"-"`
 
 	// MaxBatchRecords and MaxBatchBytes bound one group commit. An Append
 	// larger than either is still committed whole. Defaults 16384 records
 	// and 4 MiB.
-	MaxBatchRecords int
-	MaxBatchBytes   int
+	MaxBatchRecords int `yaml:"-"`
+	MaxBatchBytes   int `yaml:"-"`
 
 	// Logger receives the log's and Pebble's messages. Default: discarded.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-"`
 	// Now is the clock retention compares timestamps with. Default time.Now.
-	Now func() time.Time
+	Now func() time.Time `yaml:"-"`
 }
 
 // DefaultOptions returns the options the zero value stands for, with Dir

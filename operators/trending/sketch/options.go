@@ -52,40 +52,40 @@ const (
 type Options struct {
 	// Windows are the sliding windows, addressed by their index in this
 	// slice. Empty means DefaultWindows().
-	Windows []WindowSpec
+	Windows []WindowSpec `yaml:"-"`
 	// Epsilon sets the sketch width: ceil(e/Epsilon) rounded up to a power
 	// of two (at least PageSize). The error bound of an estimate is
 	// e/width × the window's mass (see the package documentation), which
 	// is at most Epsilon × the mass. Default 2e-4 (width 16384).
-	Epsilon float64
+	Epsilon float64 `yaml:"epsilon"`
 	// Delta sets the sketch depth: ceil(ln(1/Delta)) rows. An estimate
 	// exceeds its bound with probability at most e^-depth <= Delta.
 	// Default 0.02 (depth 4).
-	Delta float64
+	Delta float64 `yaml:"delta"`
 	// Width, if set, is the width itself (a power of two, PageSize to
 	// MaxWidth) and Epsilon is ignored.
-	Width int
+	Width int `yaml:"width"`
 	// Depth, if set, is the depth itself (1 to MaxDepth) and Delta is
 	// ignored.
-	Depth int
+	Depth int `yaml:"depth"`
 	// MaxK is the largest k that TopK answers with the accuracy the
 	// package documents (default 100). Larger k are answered from the
 	// same candidates, up to their number.
-	MaxK int
+	MaxK int `yaml:"-"`
 	// CandidatesPerK sets the capacity of each candidate set: MaxK ×
 	// CandidatesPerK articles per window and group (default 2).
-	CandidatesPerK int
+	CandidatesPerK int `yaml:"candidates_per_k"`
 	// MaxCategories bounds the categories counted at once (default 64, at
 	// most MaxCategories). Shares of other categories count globally only.
-	MaxCategories int
+	MaxCategories int `yaml:"max_categories"`
 	// MaxIDLen is the longest article id a candidate set keeps, and the
 	// longest category name counted (default 64 bytes, at most MaxIDLen).
 	// A share with a longer article id is counted but its article is
 	// never reported by TopK; a longer category counts globally only.
-	MaxIDLen int
+	MaxIDLen int `yaml:"-"`
 	// Prefix is the first byte of every key Flush writes (default 'k'), so
 	// the sketch can share a namespace with other state.
-	Prefix byte
+	Prefix byte `yaml:"-"`
 }
 
 // Defaults.
