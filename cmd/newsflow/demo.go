@@ -179,7 +179,7 @@ func demoConfig(o demoOptions, httpAddr, seedOPML, token, ingest string) node.Co
 	c := &cfg.Crawl
 	c.SeedOPML = seedOPML
 	c.Fetch.AllowPrivate = true // the farm is on loopback
-	c.IgnoreRobots = true // and has no robots.txt
+	c.IgnoreRobots = true       // and has no robots.txt
 	// Every outlet is on the farm's host.
 	c.Limiter.HostConcurrency, c.Limiter.HostRate = 8, 50
 	return cfg
