@@ -169,7 +169,7 @@ func Open(opts Options) (*Log, error) {
 	// will delete: let L0 grow before compacting, into a large base level.
 	db, err := pebble.Open(opts.Dir, &pebble.Options{
 		Logger:                pebbleLogger{l.log},
-		MemTableSize:          64 << 20,
+		MemTableSize:          uint64(opts.MemTableSize),
 		L0CompactionThreshold: 16,
 		L0StopWritesThreshold: 64,
 		LBaseMaxBytes:         1 << 30,

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,10 @@ type Options struct {
 	RetentionBytes int64 `yaml:"retention_bytes"`
 	// RetentionCheckInterval is how often retention runs. Default 1 minute.
 	RetentionCheckInterval time.Duration `yaml:"-"`
+	// MemTableSize is the size of each of the log's Pebble memtables in
+	// bytes. Default 64 MiB: appends land in the memtable first, and a
+	// larger one flushes less often under heavy ingestion.
+	MemTableSize int64 `yaml:"memtable_size"`
 
 	// IndexIntervalRecords and IndexIntervalBytes bound an index interval,
 	// the unit of retention and of the time index. Defaults 1024 records and
@@ -78,6 +83,7 @@ func DefaultOptions() Options {
 		RetentionAge:           7 * 24 * time.Hour,
 		RetentionBytes:         0,
 		RetentionCheckInterval: time.Minute,
+		MemTableSize:           64 << 20,
 		IndexIntervalRecords:   1024,
 		IndexIntervalBytes:     1 << 20,
 		MaxBatchRecords:        16384,
@@ -111,6 +117,9 @@ func (o Options) Validate() error {
 	nonNegative("index interval bytes", o.IndexIntervalBytes)
 	nonNegative("max batch records", int64(o.MaxBatchRecords))
 	nonNegative("max batch bytes", int64(o.MaxBatchBytes))
+	if o.MemTableSize < 0 || o.MemTableSize >= 4<<30 {
+		errs = append(errs, fmt.Errorf("memtable size %d: want 0 (the default) to 4 GiB", o.MemTableSize))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("embedded log options: %w", err)
 	}
@@ -144,6 +153,7 @@ func (o Options) withDefaults() Options {
 	if o.MaxBatchBytes == 0 {
 		o.MaxBatchBytes = d.MaxBatchBytes
 	}
+	o.MemTableSize = cmp.Or(o.MemTableSize, d.MemTableSize)
 	if o.Logger == nil {
 		o.Logger = d.Logger
 	}
