@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,18 +17,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/canon"
-	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
-	"github.com/newsflow/newsflow/state"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Shape of BenchmarkArticlePipeline's stream.
@@ -238,65 +233,32 @@ type articlePipeline struct {
 }
 
 func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, error) {
-	l, err := embedded.Open(embedded.Options{
-		Dir: filepath.Join(dir, "log"), Fsync: embedded.FsyncAlways,
-		// Event times go back days (weeks with NEWSFLOW_BENCH_ARTICLES);
-		// retention must not drop records the run still reads.
-		RetentionAge: embedded.KeepForever,
-	})
+	cfg := node.Default()
+	cfg.DataDir, cfg.Log.Partitions, cfg.Crawl.Enabled = dir, benchPartitions, false
+	// Event times go back days (weeks with NEWSFLOW_BENCH_ARTICLES);
+	// retention must not drop records the run still reads.
+	cfg.Log.Embedded.RetentionAge = embedded.KeepForever
+	cfg.Articles.Classify.RulesFile = "../configs/topics.yaml"
+	n, err := node.Open(ctx, cfg, node.Options{Operators: []string{articles.Name, story.Name, search.Name}})
 	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	db, err := state.Open(filepath.Join(dir, "state"), state.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		l.Close()
-		return nil, fmt.Errorf("open state: %w", err)
-	}
-	fail := func(err error) (*articlePipeline, error) {
-		return nil, errors.Join(err, db.Close(), l.Close())
-	}
-	reg := prometheus.NewRegistry()
-	eng, err := engine.New(l, db, engine.Options{Partitions: benchPartitions, Registerer: reg})
-	if err != nil {
-		return fail(err)
-	}
-	cls, err := classify.New(classify.Options{RulesFile: "../configs/topics.yaml"})
-	if err != nil {
-		return fail(fmt.Errorf("classifier: %w", err))
-	}
-	articles, err := articles.New(articles.Options{}, cls, nil, reg)
-	if err != nil {
-		return fail(err)
-	}
-	stories, err := story.New(story.OperatorOptions{}, eng.Partitions(), reg)
-	if err != nil {
-		return fail(err)
-	}
-	ix, err := search.New(filepath.Join(dir, "search"), search.Options{}, eng.Partitions())
-	if err != nil {
-		return fail(err)
-	}
-	for _, op := range []engine.Operator{articles, stories, ix} {
-		if err := eng.Register(op); err != nil {
-			return fail(err)
-		}
+		return nil, err
 	}
 	// The crawler creates articles.raw before it appends.
-	if _, err := eventlog.EnsureTopic(ctx, l, schema.TopicArticlesRaw, benchPartitions); err != nil {
-		return fail(fmt.Errorf("ensure topic: %w", err))
+	if _, err := eventlog.EnsureTopic(ctx, n.Log(), schema.TopicArticlesRaw, benchPartitions); err != nil {
+		return nil, errors.Join(fmt.Errorf("ensure topic: %w", err), n.Close())
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	p := &articlePipeline{
-		pipeline: &pipeline{log: l, db: db, eng: eng, reg: reg, cancel: cancel, done: make(chan error, 1)},
-		stories:  stories, search: ix,
+		pipeline: &pipeline{node: n, log: n.Log(), eng: n.Engine(), reg: n.Registry(), cancel: cancel, done: make(chan error, 1)},
+		stories:  n.Stories(), search: n.Search(),
 	}
-	go func() { p.done <- eng.Run(rctx) }()
-	for !eng.Ready() {
+	go func() { p.done <- p.eng.Run(rctx) }()
+	for !p.eng.Ready() {
 		select {
 		case err := <-p.done:
-			return fail(fmt.Errorf("engine stopped while starting: %w", err))
+			return nil, errors.Join(fmt.Errorf("engine stopped while starting: %w", err), n.Close())
 		case <-ctx.Done():
-			return nil, errors.Join(ctx.Err(), p.stop(), l.Close())
+			return nil, errors.Join(ctx.Err(), p.stop())
 		case <-time.After(articlePoll):
 		}
 	}
@@ -544,7 +506,7 @@ func runArticlePipeline(b *testing.B, n int, batches [][]*eventlog.Record) artic
 	for _, s := range articleStages {
 		res.commit[s] = p.commitSeconds(s)
 	}
-	if err = errors.Join(err, p.stop(), p.log.Close()); err != nil {
+	if err = errors.Join(err, p.stop()); err != nil {
 		b.Fatal(err)
 	}
 	b.StartTimer()

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
-	"path/filepath"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -15,9 +13,9 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
-	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/errgroup"
@@ -31,11 +29,12 @@ const (
 	caughtUpPolling = 5 * time.Millisecond
 )
 
-// pipeline is an in-process node without the HTTP server: a log, a state
-// DB, an engine with 8 partitions and the trending operator, running.
+// pipeline is an in-process node without the HTTP server: a node opened
+// as newsflow run opens one, on the caller's log, with 8 partitions and
+// the trending operator alone, its engine running.
 type pipeline struct {
+	node   *node.Node
 	log    eventlog.Log
-	db     *state.DB
 	eng    *engine.Engine
 	op     *trending.Operator
 	reg    *prometheus.Registry
@@ -43,38 +42,26 @@ type pipeline struct {
 	done   chan error
 }
 
-// startPipeline opens the state in dir, wires the engine to l and runs it
-// until stop. The shares topic is created first, as a node does.
+// startPipeline opens a node in dir on l and runs its engine until stop.
+// The shares topic is created first, as a node does.
 func startPipeline(ctx context.Context, l eventlog.Log, dir string, topts trending.OperatorOptions) (*pipeline, error) {
 	if _, err := eventlog.EnsureTopic(ctx, l, schema.TopicShares, benchPartitions); err != nil {
 		return nil, fmt.Errorf("ensure shares topic: %w", err)
 	}
-	db, err := state.Open(filepath.Join(dir, "state"), state.Options{Logger: slog.New(slog.DiscardHandler)})
+	cfg := node.Default()
+	cfg.DataDir, cfg.Log.Partitions, cfg.Crawl.Enabled = dir, benchPartitions, false
+	cfg.Trending.OperatorOptions = topts
+	n, err := node.Open(ctx, cfg, node.Options{Log: l, Operators: []string{trending.Name}})
 	if err != nil {
-		return nil, err
-	}
-	reg := prometheus.NewRegistry()
-	eng, err := engine.New(l, db, engine.Options{Partitions: benchPartitions, Registerer: reg})
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	op, err := trending.New(topts, benchPartitions, reg)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
-	if err := eng.Register(op); err != nil {
-		db.Close()
 		return nil, err
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	p := &pipeline{log: l, db: db, eng: eng, op: op, reg: reg, cancel: cancel, done: make(chan error, 1)}
-	go func() { p.done <- eng.Run(rctx) }()
-	for !eng.Ready() {
+	p := &pipeline{node: n, log: l, eng: n.Engine(), op: n.Trending(), reg: n.Registry(), cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- p.eng.Run(rctx) }()
+	for !p.eng.Ready() {
 		select {
 		case err := <-p.done:
-			db.Close()
+			n.Close()
 			return nil, fmt.Errorf("engine stopped while starting: %w", err)
 		case <-ctx.Done():
 			p.stop()
@@ -90,7 +77,7 @@ func startPipeline(ctx context.Context, l eventlog.Log, dir string, topts trendi
 func (p *pipeline) stop() error {
 	p.cancel()
 	err := <-p.done
-	return errors.Join(err, p.db.Close())
+	return errors.Join(err, p.node.Close())
 }
 
 // waitCaughtUp polls until every task has committed everything in the log.
@@ -195,7 +182,7 @@ type httpIngester struct {
 }
 
 func startHTTP(p *pipeline) (*httpIngester, error) {
-	srv, err := query.New(query.Deps{Log: p.log, Engine: p.eng, Trending: p.op},
+	srv, err := query.New(p.node.Deps(),
 		query.Options{MaxPast: p.op.Options().MaxPast(), Registerer: p.reg})
 	if err != nil {
 		return nil, err

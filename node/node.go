@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +42,8 @@ import (
 // the HTTP server, wired from a Config. Open it, Run it, Close it.
 type Node struct {
 	cfg      Config
+	opts     Options
+	ownLog   bool // the node opened the log and closes it
 	logger   *slog.Logger
 	reg      *prometheus.Registry
 	log      eventlog.Log
@@ -87,26 +91,55 @@ func openLog(ctx context.Context, cfg Config, logger *slog.Logger) (eventlog.Log
 	return embedded.Open(o)
 }
 
+// Options are what a program that embeds a node may give it beyond the
+// configuration. The zero value is what newsflow run uses.
+type Options struct {
+	// Logger receives the node's logs (default: discarded).
+	Logger *slog.Logger
+	// Now is the clock of accounts, sessions, sources and the login
+	// limiter (default time.Now).
+	Now func() time.Time
+	// Log, if set, is the log the node runs on instead of opening the
+	// configured one; the caller closes it after the node.
+	Log eventlog.Log
+	// Meta, if set, holds the metadata (sources, accounts, sessions)
+	// instead of the node's state store.
+	Meta meta.Store
+	// Operators, if set, names the operators to register (as newsflow
+	// topology lists them: trending, articles, stories, search,
+	// reads-enrich, interest); default all. The query server answers 404
+	// or 503 for what the node does not run.
+	Operators []string
+}
+
 // Open opens the log and the state and registers the operators. The
 // caller closes the node.
-func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
+func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	n := &Node{cfg: cfg, logger: logger, reg: prometheus.NewRegistry()}
+	logger := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	n := &Node{cfg: cfg, opts: opts, logger: logger, reg: prometheus.NewRegistry(), log: opts.Log}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var err error
-	if n.log, err = openLog(ctx, cfg, logger); err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
+	if n.log == nil {
+		if n.log, err = openLog(ctx, cfg, logger); err != nil {
+			return nil, fmt.Errorf("open log: %w", err)
+		}
+		n.ownLog = true
 	}
 	if n.db, err = state.Open(filepath.Join(cfg.DataDir, "state"), withLogger(cfg.State, logger)); err != nil {
-		n.log.Close()
+		n.closeLog()
 		return nil, err
 	}
-	var store meta.Store = meta.NewLocal(n.db)
+	store := cmp.Or[meta.Store](opts.Meta, meta.NewLocal(n.db))
 	if cfg.Clustered() {
 		onMeta := func(collection, key string) {
 			switch c := n.notify.Load(); {
@@ -119,18 +152,18 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
 		}
 		if n.cluster, err = startCluster(ctx, cfg, n.db, logger, onMeta); err != nil {
 			n.db.Close()
-			n.log.Close()
+			n.closeLog()
 			return nil, err
 		}
 		store = n.cluster.Meta()
 	}
-	n.sources = crawl.NewSources(store, nil)
+	n.sources = crawl.NewSources(store, opts.Now)
 	n.sources.SetMinIntervalFloor(cfg.Crawl.MinIntervalFloor)
-	if n.auth, err = auth.NewStore(store, time.Now, cfg.Auth.Options); err != nil {
+	if n.auth, err = auth.NewStore(store, now, cfg.Auth.Options); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	if n.limiter, err = auth.NewLimiter(cfg.Auth.Limiter, time.Now); err != nil {
+	if n.limiter, err = auth.NewLimiter(cfg.Auth.Limiter, now); err != nil {
 		n.Close()
 		return nil, err
 	}
@@ -139,7 +172,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
 		return nil, err
 	}
 	eo := cfg.Engine
-	eo.Partitions, eo.Cluster, eo.Logger, eo.Registerer = cfg.Log.Partitions, n.cluster != nil, logger, n.reg
+	eo.Partitions, eo.Cluster, eo.Logger, eo.Registerer = cfg.Log.Partitions, eo.Cluster || n.cluster != nil, logger, n.reg
 	n.engine, err = engine.New(n.log, n.db, eo)
 	if err != nil {
 		return fail(err)
@@ -156,31 +189,40 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (*Node, error) {
 	return n, nil
 }
 
-// Close stops the cluster member and closes the state and the log.
-func (n *Node) Close() {
+// Close stops the cluster member and closes the state and the log (if the
+// node opened it). It returns every error it met, and logs them too.
+func (n *Node) Close() error {
+	var errs []error
+	report := func(what string, err error) {
+		if err != nil {
+			n.logger.Error(what, "err", err)
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
 	// The cluster's state machine writes to the state store: stop it first.
 	if n.cluster != nil {
-		if err := n.cluster.Close(); err != nil {
-			n.logger.Error("close cluster member", "err", err)
-		}
+		report("close cluster member", n.cluster.Close())
 		if n.left.Load() {
 			if err := markLeft(n.cfg.ClusterDir()); err != nil {
-				n.logger.Error("remove the Raft state of the cluster the node left", "err", err)
+				report("remove the Raft state of the cluster the node left", err)
 			} else {
 				n.logger.Info("left the cluster; removed its Raft state", "dir", n.cfg.ClusterDir())
 			}
 		}
 	}
 	if n.db != nil {
-		if err := n.db.Close(); err != nil {
-			n.logger.Error("close state", "err", err)
-		}
+		report("close state", n.db.Close())
 	}
-	if n.log != nil {
-		if err := n.log.Close(); err != nil {
-			n.logger.Error("close log", "err", err)
-		}
+	report("close log", n.closeLog())
+	return errors.Join(errs...)
+}
+
+// closeLog closes the log if the node opened it.
+func (n *Node) closeLog() error {
+	if n.log != nil && n.ownLog {
+		return n.log.Close()
 	}
+	return nil
 }
 
 // Run serves until ctx is done: first the HTTP server stops taking
@@ -214,14 +256,12 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	qo := n.cfg.HTTP
 	a := n.cfg.Auth
 	qo.AdminToken, qo.IngestToken, qo.CookieSecure, qo.TrustedOrigins = a.AdminToken, a.IngestToken, a.CookieSecure, a.TrustedOrigins
-	qo.MaxPast = n.trending.Options().MaxPast()
+	qo.MaxPast = n.cfg.Trending.MaxPast()
 	qo.Logger, qo.Registerer, qo.Gatherer, qo.DataDir = n.logger, n.reg, n.reg, n.cfg.DataDir
 	qo.PeerTimeout, qo.OnLeave, qo.SetupToken = n.cfg.Cluster.QueryTimeout, func() { n.left.Store(true); leave() }, setupToken
 	qo.Images.Fetch = imageFetch
 	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K}
-	srv, err := query.New(query.Deps{Log: n.log, Engine: n.engine, Trending: n.trending, Sources: n.sources,
-		Articles: n.articles, Stories: n.stories, Search: n.search, Interest: n.interest,
-		Auth: n.auth, Limiter: n.limiter, Crawler: n.queryCrawler(), Cluster: n.queryCluster()}, qo)
+	srv, err := query.New(n.Deps(), qo)
 	if err != nil {
 		if ownLn {
 			ln.Close()
@@ -314,18 +354,59 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 `, url, token)
 }
 
-// registerOperators registers every operator of a node on n.engine:
-// trending, then the article pipeline. newsflow topology registers the
-// same, so it lists what a node runs.
+// registerOperators registers the operators of a node on n.engine (all,
+// unless Options.Operators names some): trending, then the article
+// pipeline. newsflow topology registers the same, so it lists what a node
+// runs.
 func (n *Node) registerOperators(cfg Config) error {
+	want := func(name string) bool { return len(n.opts.Operators) == 0 || slices.Contains(n.opts.Operators, name) }
+	var ops []engine.Operator
 	var err error
-	if n.trending, err = trending.New(cfg.Trending.OperatorOptions, n.engine.Partitions(), n.reg); err != nil {
-		return err
+	if want(trending.Name) {
+		if n.trending, err = trending.New(cfg.Trending.OperatorOptions, n.engine.Partitions(), n.reg); err != nil {
+			return err
+		}
+		ops = append(ops, n.trending)
 	}
-	if err := n.engine.Register(n.trending); err != nil {
-		return err
+	if want(articles.Name) {
+		if n.articles, err = n.newArticles(cfg); err != nil {
+			return err
+		}
+		ops = append(ops, n.articles)
 	}
-	return n.registerArticlePipeline(cfg)
+	if want(story.Name) {
+		if n.stories, err = story.New(cfg.Stories, n.engine.Partitions(), n.reg); err != nil {
+			return err
+		}
+		ops = append(ops, n.stories)
+	}
+	if want(search.Name) {
+		if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), cfg.Search, n.engine.Partitions()); err != nil {
+			return err
+		}
+		ops = append(ops, n.search)
+	}
+	if want(interest.EnrichName) {
+		enrich, err := interest.NewEnrich(cfg.Interest.Enrich, n.engine.Partitions())
+		if err != nil {
+			return err
+		}
+		ops = append(ops, enrich)
+	}
+	if want(interest.Name) {
+		io := cfg.Interest.Options
+		io.DedupHorizon = cfg.Trending.DedupHorizon()
+		if n.interest, err = interest.New(io, n.engine.Partitions(), n.reg); err != nil {
+			return err
+		}
+		ops = append(ops, n.interest)
+	}
+	for _, op := range ops {
+		if err := n.engine.Register(op); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fetchOptions are the crawler's fetcher settings; the image proxy dials
@@ -384,12 +465,12 @@ func (n *Node) seedSources(ctx context.Context) error {
 	return nil
 }
 
-// registerArticlePipeline registers the articles (dedup, clean, classify)
-// and stories (near-duplicates, clustering, aggregates) operators.
-func (n *Node) registerArticlePipeline(cfg Config) error {
+// newArticles returns the articles operator (dedup, clean, classify),
+// which names each article's source from the node's sources.
+func (n *Node) newArticles(cfg Config) (*articles.Operator, error) {
 	cls, err := classify.New(cfg.Articles.Classify)
 	if err != nil {
-		return fmt.Errorf("articles: topic classifier: %w", err)
+		return nil, fmt.Errorf("articles: topic classifier: %w", err)
 	}
 	info := func(id string) (string, float64, bool) {
 		src, err := n.sources.Get(context.Background(), id)
@@ -398,30 +479,7 @@ func (n *Node) registerArticlePipeline(cfg Config) error {
 		}
 		return src.Name, src.Authority, true
 	}
-	if n.articles, err = articles.New(cfg.Articles.Options, cls, info, n.reg); err != nil {
-		return err
-	}
-	if n.stories, err = story.New(cfg.Stories, n.engine.Partitions(), n.reg); err != nil {
-		return err
-	}
-	if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), cfg.Search, n.engine.Partitions()); err != nil {
-		return err
-	}
-	enrich, err := interest.NewEnrich(cfg.Interest.Enrich, n.engine.Partitions())
-	if err != nil {
-		return err
-	}
-	io := cfg.Interest.Options
-	io.DedupHorizon = n.trending.Options().DedupHorizon()
-	if n.interest, err = interest.New(io, n.engine.Partitions(), n.reg); err != nil {
-		return err
-	}
-	for _, op := range []engine.Operator{n.articles, n.stories, n.search, enrich, n.interest} {
-		if err := n.engine.Register(op); err != nil {
-			return err
-		}
-	}
-	return nil
+	return articles.New(cfg.Articles.Options, cls, info, n.reg)
 }
 
 // sweepSessions deletes expired sessions every hour until ctx is done.

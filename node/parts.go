@@ -8,6 +8,13 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/operators/articles"
+	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -62,4 +69,45 @@ func Dialable(listen string) string {
 		host = "127.0.0.1"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// Trending returns the trending operator.
+func (n *Node) Trending() *trending.Operator { return n.trending }
+
+// Articles returns the articles operator (nil if the node does not run it).
+func (n *Node) Articles() *articles.Operator { return n.articles }
+
+// Stories returns the stories operator (nil if the node does not run it).
+func (n *Node) Stories() *story.Operator { return n.stories }
+
+// Search returns the search operator (nil if the node does not run it).
+func (n *Node) Search() *search.Operator { return n.search }
+
+// Interest returns the interest operator (nil if the node does not run it).
+func (n *Node) Interest() *interest.Operator { return n.interest }
+
+// State returns the node's state database.
+func (n *Node) State() *state.DB { return n.db }
+
+// Deps are the node's parts the query server reads. Operators the node
+// does not run stay nil interfaces.
+func (n *Node) Deps() query.Deps {
+	d := query.Deps{Log: n.log, Engine: n.engine, Sources: n.sources, Auth: n.auth, Limiter: n.limiter,
+		Crawler: n.queryCrawler(), Cluster: n.queryCluster()}
+	if n.trending != nil {
+		d.Trending = n.trending
+	}
+	if n.articles != nil {
+		d.Articles = n.articles
+	}
+	if n.stories != nil {
+		d.Stories = n.stories
+	}
+	if n.search != nil {
+		d.Search = n.search
+	}
+	if n.interest != nil {
+		d.Interest = n.interest
+	}
+	return d
 }

@@ -3,13 +3,13 @@ package query_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,15 +20,13 @@ import (
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/testutil"
+	"github.com/newsflow/newsflow/node"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
-	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
 	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
@@ -134,6 +132,54 @@ func withCluster(c query.Cluster) func(*nodeOptions) {
 func withReplay(ops ...string) func(*nodeOptions) {
 	return func(o *nodeOptions) { o.replay = ops }
 }
+
+// testConfig is the configuration of a test node: the defaults, with
+// what the options say, a log that keeps everything (the test clock is in
+// 2025), no crawling and fast commits.
+func testConfig(o nodeOptions) node.Config {
+	cfg := node.Default()
+	cfg.DataDir = o.dir
+	cfg.Log.Partitions = o.partitions
+	cfg.Log.Embedded.Fsync = embedded.FsyncNever
+	cfg.Log.Embedded.RetentionAge = embedded.KeepForever
+	if o.brokers != nil {
+		cfg.Log.Backend, cfg.Log.Brokers = "kafka", o.brokers
+		e := &cfg.Engine
+		e.Cluster, e.CommitInterval, e.RestartBackoff, e.MaxRestartBackoff = true, 20*time.Millisecond, 5*time.Millisecond, 50*time.Millisecond
+	}
+	cfg.Crawl.Enabled = false
+	cfg.Trending.OperatorOptions = o.trending
+	if cfg.Trending.SnapshotInterval == 0 {
+		// Top-K answers are at most this stale; keep polls short.
+		cfg.Trending.SnapshotInterval = time.Millisecond
+	}
+	if o.trending.MaxK != 0 {
+		// The server's TrendingChanges are the test's; the node's only
+		// need to be valid.
+		cfg.Trending.Changes.K = min(cfg.Trending.Changes.K, o.trending.MaxK)
+	}
+	cfg.Stories = o.stories
+	cfg.Search.CommitInterval = time.Millisecond
+	cfg.Auth.BcryptCost, cfg.Auth.AllowWeakCostForTests = bcrypt.MinCost, true
+	cfg.Auth.Limiter = auth.LimiterOptions{}
+	// The server's own options are the test's (node.Run would take them
+	// from the configuration).
+	cfg.HTTP = o.query
+	return cfg
+}
+
+// testNodeOptions are what a test node is given beyond its configuration.
+func testNodeOptions(o nodeOptions) node.Options {
+	no := node.Options{Logger: slog.New(slog.DiscardHandler), Now: o.clock.Now}
+	if !o.articles {
+		no.Operators = []string{trending.Name}
+	}
+	if o.meta != nil {
+		no.Meta = meta.NewLocal(o.meta)
+	}
+	return no
+}
+
 func withLogWrapper(w func(eventlog.Log) eventlog.Log) func(*nodeOptions) {
 	return func(o *nodeOptions) { o.wrapLog = w }
 }
@@ -141,6 +187,7 @@ func withLogWrapper(w func(eventlog.Log) eventlog.Log) func(*nodeOptions) {
 // testNode is a whole node in-process: embedded log, state, engine with the
 // trending operator, and the HTTP server on an in-memory listener.
 type testNode struct {
+	node     *node.Node
 	sources  *crawl.Sources
 	dir      string
 	clock    *testClock
@@ -161,11 +208,9 @@ type testNode struct {
 	stopFn   func()
 }
 
-// newTestNode starts a node and, unless withoutEngine, waits until it is
-// ready. It is stopped in t.Cleanup, or earlier by stop.
-//
-// It wires each optional part of a test node (cyclomatic 43): one branch
-// per option.
+// newTestNode starts a node (node.Open, as newsflow run opens one) and,
+// unless withoutEngine, waits until it is ready. It is stopped in
+// t.Cleanup, or earlier by stop.
 func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	t.Helper()
 	o := nodeOptions{partitions: 4}
@@ -178,81 +223,19 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	if o.clock == nil {
 		o.clock = newTestClock()
 	}
-	if o.trending.SnapshotInterval == 0 {
-		// Top-K answers are at most this stale; keep polls short.
-		o.trending.SnapshotInterval = time.Millisecond
-	}
-	n := &testNode{dir: o.dir, clock: o.clock, reg: prometheus.NewRegistry()}
-
-	var err error
-	if o.brokers != nil {
-		n.log, err = kafkalog.Open(context.Background(), kafkalog.Options{Brokers: o.brokers})
-	} else {
-		n.log, err = embedded.Open(embedded.Options{
-			Dir: filepath.Join(o.dir, "log"), Fsync: embedded.FsyncNever,
-			// The test clock is in 2025; wall-clock retention must not touch it.
-			RetentionAge: embedded.KeepForever,
-		})
-	}
+	nd, err := node.Open(context.Background(), testConfig(o), testNodeOptions(o))
 	if err != nil {
-		t.Fatalf("open log: %v", err)
+		t.Fatalf("open node: %v", err)
 	}
-	n.db, err = state.Open(filepath.Join(o.dir, "state"), state.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		n.log.Close()
-		t.Fatalf("open state: %v", err)
-	}
+	n := &testNode{node: nd, dir: o.dir, clock: o.clock, reg: nd.Registry(), log: nd.Log(), db: nd.State(), eng: nd.Engine(),
+		op: nd.Trending(), stories: nd.Stories(), search: nd.Search(), interest: nd.Interest(), auth: nd.Auth(), sources: nd.Sources()}
 	fail := func(format string, args ...any) {
 		t.Helper()
-		n.db.Close()
-		n.log.Close()
+		nd.Close()
 		t.Fatalf(format, args...)
-	}
-	eo := engine.Options{Partitions: o.partitions, Registerer: n.reg}
-	if o.brokers != nil {
-		eo.Cluster, eo.CommitInterval, eo.RestartBackoff, eo.MaxRestartBackoff = true, 20*time.Millisecond, 5*time.Millisecond, 50*time.Millisecond
-	}
-	n.eng, err = engine.New(n.log, n.db, eo)
-	if err != nil {
-		fail("engine: %v", err)
 	}
 	if o.brokers != nil {
 		n.eng.Assign(o.assign)
-	}
-	n.op, err = trending.New(o.trending, n.eng.Partitions(), n.reg)
-	if err != nil {
-		fail("trending: %v", err)
-	}
-	if err := n.eng.Register(n.op); err != nil {
-		fail("register: %v", err)
-	}
-	var arts *articles.Operator
-	if o.articles {
-		cls, err := classify.New(classify.Options{})
-		if err != nil {
-			fail("classifier: %v", err)
-		}
-		if arts, err = articles.New(articles.Options{}, cls, nil, n.reg); err != nil {
-			fail("articles: %v", err)
-		}
-		if n.stories, err = story.New(o.stories, n.eng.Partitions(), n.reg); err != nil {
-			fail("stories: %v", err)
-		}
-		if n.search, err = search.New(filepath.Join(o.dir, "search"), search.Options{CommitInterval: time.Millisecond}, n.eng.Partitions()); err != nil {
-			fail("search: %v", err)
-		}
-		enrich, err := interest.NewEnrich(interest.EnrichOptions{}, n.eng.Partitions())
-		if err != nil {
-			fail("enrich: %v", err)
-		}
-		if n.interest, err = interest.New(interest.Options{}, n.eng.Partitions(), n.reg); err != nil {
-			fail("interest: %v", err)
-		}
-		for _, op := range []engine.Operator{arts, n.stories, n.search, enrich, n.interest} {
-			if err := n.eng.Register(op); err != nil {
-				fail("register: %v", err)
-			}
-		}
 	}
 	for _, op := range o.replay {
 		if err := n.eng.Replay(context.Background(), op, func(eventlog.TopicPartition) (int64, error) { return 0, nil }); err != nil {
@@ -269,36 +252,14 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 	qo := o.query
 	qo.Registerer, qo.Gatherer, qo.Now = n.reg, n.reg, n.clock.Now
 	qo.AdminToken = testAdminToken
-	if qo.IngestToken == "" {
-		qo.IngestToken = testIngestToken
-	}
-	if qo.DataDir == "" {
-		qo.DataDir = o.dir
-	}
-	var serverLog eventlog.Log = n.log
+	qo.IngestToken = cmp.Or(qo.IngestToken, testIngestToken)
+	qo.DataDir = cmp.Or(qo.DataDir, o.dir)
+	deps := nd.Deps()
 	if o.wrapLog != nil {
-		serverLog = o.wrapLog(n.log)
+		deps.Log = o.wrapLog(n.log)
 	}
-	metaDB := n.db
-	if o.meta != nil {
-		metaDB = o.meta
-	}
-	n.sources = crawl.NewSources(meta.NewLocal(metaDB), n.clock.Now)
-	deps := query.Deps{Log: serverLog, Engine: n.eng, Trending: n.op, Sources: n.sources}
-	n.auth, err = auth.NewStore(meta.NewLocal(metaDB), n.clock.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
-	if err != nil {
-		fail("auth: %v", err)
-	}
-	limiter, err := auth.NewLimiter(auth.LimiterOptions{}, n.clock.Now)
-	if err != nil {
-		fail("limiter: %v", err)
-	}
-	deps.Auth, deps.Limiter, deps.Cluster = n.auth, limiter, o.cluster
-	if o.articles {
-		deps.Articles, deps.Stories, deps.Search, deps.Interest = arts, n.stories, n.search, n.interest
-	}
-	n.srv, err = query.New(deps, qo)
-	if err != nil {
+	deps.Cluster = o.cluster
+	if n.srv, err = query.New(deps, qo); err != nil {
 		fail("query.New: %v", err)
 	}
 
@@ -338,11 +299,8 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		if err := <-engineErr; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("engine Run: %v", err)
 		}
-		if err := n.db.Close(); err != nil {
-			t.Errorf("close state: %v", err)
-		}
-		if err := n.log.Close(); err != nil {
-			t.Errorf("close log: %v", err)
+		if err := n.node.Close(); err != nil {
+			t.Errorf("close node: %v", err)
 		}
 	}
 	t.Cleanup(n.stop)

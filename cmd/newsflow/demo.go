@@ -113,7 +113,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	cfg := demoConfig(o, httpLn.Addr().String(), seed, token, ingest)
-	n, err := node.Open(ctx, cfg, logger)
+	n, err := node.Open(ctx, cfg, node.Options{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("demo: %w (data dir %s: is another node running on it?)", err, cfg.DataDir)
 	}

@@ -208,7 +208,7 @@ func (c *commonFlags) openNode(ctx context.Context) (*node.Node, error) {
 	for _, w := range cfg.Warnings() {
 		logger.Warn(w)
 	}
-	n, err := node.Open(ctx, cfg, logger)
+	n, err := node.Open(ctx, cfg, node.Options{Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("%w (data dir %s: is another node running on it?)", err, cfg.DataDir)
 	}
