@@ -3,6 +3,7 @@ package trending
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/newsflow/newsflow/internal/schema"
@@ -87,10 +88,7 @@ const cmsPrefix = sketch.DefaultPrefix
 // may carry (so that every article may trend).
 func (o OperatorOptions) cmsOptions() sketch.Options {
 	c := o.CMS
-	c.Windows = make([]sketch.WindowSpec, len(o.Counts.Windows))
-	for i, w := range o.Counts.Windows {
-		c.Windows[i] = sketch.WindowSpec{Name: w.Name, Size: w.Size, Buckets: w.Buckets}
-	}
+	c.Windows = slices.Clone(o.Counts.Windows)
 	c.MaxK = o.MaxK
 	c.Prefix = cmsPrefix
 	if c.MaxIDLen == 0 {

@@ -115,33 +115,22 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/newsflow/newsflow/operators/trending/sketch"
 )
 
 // WindowSpec describes one sliding window: Buckets buckets of width
-// Size/Buckets. The width must be a positive whole number of milliseconds.
-type WindowSpec struct {
-	Name    string        `yaml:"name"`
-	Size    time.Duration `yaml:"size"`
-	Buckets int           `yaml:"buckets"`
-}
-
-// Width returns the width of one bucket.
-func (s WindowSpec) Width() time.Duration { return s.Size / time.Duration(s.Buckets) }
+// Size/Buckets. The exact counts and the sketch share the type.
+type WindowSpec = sketch.WindowSpec
 
 // DefaultWindows returns the windows trending uses unless configured:
 // "1m" (60 buckets of 1 s), "1h" (60 of 1 min) and "24h" (96 of 15 min).
-func DefaultWindows() []WindowSpec {
-	return []WindowSpec{
-		{Name: "1m", Size: time.Minute, Buckets: 60},
-		{Name: "1h", Size: time.Hour, Buckets: 60},
-		{Name: "24h", Size: 24 * time.Hour, Buckets: 96},
-	}
-}
+func DefaultWindows() []WindowSpec { return sketch.DefaultWindows() }
 
 // Limits on the window layout.
 const (
-	MaxWindows = 255     // the window index is one byte in keys
-	MaxBuckets = 1 << 16 // buckets per window
+	MaxWindows = sketch.MaxWindows // the window index is one byte in keys
+	MaxBuckets = sketch.MaxBuckets // buckets per window
 )
 
 // Options configures a [Counts]. The zero value means [DefaultOptions].

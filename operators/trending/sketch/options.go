@@ -12,11 +12,11 @@ import (
 
 // WindowSpec describes one sliding window: Buckets buckets of width
 // Size/Buckets. The width must be a positive whole number of milliseconds.
-// It has the fields and meaning of trending.WindowSpec.
+// The trending operator's exact counts use it too.
 type WindowSpec struct {
-	Name    string
-	Size    time.Duration
-	Buckets int
+	Name    string        `yaml:"name"`
+	Size    time.Duration `yaml:"size"`
+	Buckets int           `yaml:"buckets"`
 }
 
 // Width returns the width of one bucket.
