@@ -11,6 +11,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fastjson"
 )
 
 // HeaderIdempotencyKey makes a POST safe to retry: a request repeating a key
@@ -114,34 +115,55 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	writeRaw(ctx, status, body)
 }
 
-// buildShares validates the body and returns the response, the records to
-// append and the number of rejected schema.
-func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(schema.TopicShares)
+// userEvent is what ingestion checks of a decoded event: whose it is,
+// when it happened, and the key that routes it.
+type userEvent struct {
+	user string
+	ts   int64
+	key  string
+}
+
+// buildEvents validates the body's events of one kind (decode reads one)
+// and returns the response, the records to append to topic and the number
+// of rejected events; accepted, if set, hears of each accepted event.
+func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, topic, kind string,
+	decode func(p *fastjson.Parser, line []byte) (userEvent, error), accepted func(userEvent)) (int, []byte, []*eventlog.Record, int) {
+	parts, err := s.partitions(topic)
 	if err != nil {
-		b, _ := json.Marshal(errorBody{Error: "shares topic unavailable: " + err.Error()})
+		b, _ := json.Marshal(errorBody{Error: kind + "s topic unavailable: " + err.Error()})
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
 	}
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
 	now := s.opts.Now().UnixMilli()
 	w := s.writer(ctx)
-	decode := func(line []byte) (*eventlog.Record, error) {
-		sh, err := schema.DecodeShare(p, line)
+	record := func(line []byte) (*eventlog.Record, error) {
+		ev, err := decode(p, line)
 		if err != nil {
 			return nil, err
 		}
-		if err := w.mayWrite("share", sh.UserID); err != nil {
+		if err := w.mayWrite(kind, ev.user); err != nil {
 			return nil, err
 		}
-		if err := schema.CheckTime(sh.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
+		if err := schema.CheckTime(ev.ts, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
 			return nil, err
 		}
-		k := []byte(sh.ArticleID)
-		return &eventlog.Record{Topic: schema.TopicShares, Partition: eventlog.PartitionFor(k, parts),
-			Key: k, Value: bytes.Clone(line), Timestamp: sh.Timestamp}, nil
+		if accepted != nil {
+			accepted(ev)
+		}
+		k := []byte(ev.key)
+		return &eventlog.Record{Topic: topic, Partition: eventlog.PartitionFor(k, parts),
+			Key: k, Value: bytes.Clone(line), Timestamp: ev.ts}, nil
 	}
-	return decodeLines(body, batch, "share event", decode)
+	return decodeLines(body, batch, kind+" event", record)
+}
+
+// buildShares validates share events, keyed by article_id.
+func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
+	return s.buildEvents(ctx, body, batch, schema.TopicShares, "share", func(p *fastjson.Parser, line []byte) (userEvent, error) {
+		sh, err := schema.DecodeShare(p, line)
+		return userEvent{user: sh.UserID, ts: sh.Timestamp, key: sh.ArticleID}, err
+	}, nil)
 }
 
 // decodeLines applies decode to a single-event body or to each line of an
@@ -202,33 +224,13 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", fa
 func (s *Server) handleReadBatch(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", true, s.buildReads) }
 
 func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	parts, err := s.partitions(schema.TopicReads)
-	if err != nil {
-		b, _ := json.Marshal(errorBody{Error: "reads topic unavailable: " + err.Error()})
-		return fasthttp.StatusServiceUnavailable, b, nil, 0
-	}
-	p := s.parsers.Get()
-	defer s.parsers.Put(p)
-	now := s.opts.Now().UnixMilli()
-	w := s.writer(ctx)
-	decode := func(line []byte) (*eventlog.Record, error) {
+	return s.buildEvents(ctx, body, batch, schema.TopicReads, "read", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		r, err := schema.DecodeRead(p, line)
-		if err != nil {
-			return nil, err
-		}
-		if err := w.mayWrite("read", r.UserID); err != nil {
-			return nil, err
-		}
-		if err := schema.CheckTime(r.Timestamp, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
-			return nil, err
-		}
+		return userEvent{user: r.UserID, ts: r.Timestamp, key: r.UserID}, err
+	}, func(ev userEvent) {
 		// The reader's feed pushes read stories down: compute it anew.
-		s.feeds.invalidate(r.UserID)
-		k := []byte(r.UserID)
-		return &eventlog.Record{Topic: schema.TopicReads, Partition: eventlog.PartitionFor(k, parts),
-			Key: k, Value: bytes.Clone(line), Timestamp: r.Timestamp}, nil
-	}
-	return decodeLines(body, batch, "read event", decode)
+		s.feeds.invalidate(ev.user)
+	})
 }
 
 // errInFlight is returned for a retry that arrives while the first request
