@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/newsflow/newsflow/operators/trending/sketch"
 )
 
 // Queries: counts, categories, top-K and memory.
@@ -101,7 +103,7 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 	if len(cands) > k {
 		h := c.heap[:0]
 		for _, x := range cands {
-			h = pushTop(h, k, x.n)
+			h = sketch.PushTop(h, k, x.n)
 		}
 		c.heap = h
 		kth := h[0]
@@ -132,40 +134,6 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 	return out
 }
 
-// pushTop keeps h a min-heap of the (at most) k largest values pushed.
-func pushTop(h []uint32, k int, v uint32) []uint32 {
-	if len(h) < k {
-		h = append(h, v)
-		for i := len(h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if h[p] <= h[i] {
-				break
-			}
-			h[p], h[i] = h[i], h[p]
-			i = p
-		}
-		return h
-	}
-	if v <= h[0] {
-		return h
-	}
-	h[0] = v
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(h) && h[l] < h[m] {
-			m = l
-		}
-		if r := l + 1; r < len(h) && h[r] < h[m] {
-			m = r
-		}
-		if m == i {
-			return h
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
-
 // rescan picks a new tau for group g of window w (cat < 0: global) so that
 // about 4k members qualify, and rebuilds the candidate list.
 func (c *Counts) rescan(g *group, w, cat int) {
@@ -187,7 +155,7 @@ func (c *Counts) rescan(g *group, w, cat int) {
 		if t := f.rows[i]; t >= floor && f.in(id) {
 			seen = append(seen, uint32(id))
 			if len(h) < target || t > h[0] {
-				h = pushTop(h, target, t)
+				h = sketch.PushTop(h, target, t)
 				if len(h) == target {
 					floor = max(h[0], 1)
 				}

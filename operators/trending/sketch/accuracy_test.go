@@ -145,7 +145,7 @@ func judge(top []Entry, k int, exact []uint32, keep func(r int) bool) quality {
 		if n == 0 || !keep(r) {
 			continue
 		}
-		h = pushTop(h, k, n)
+		h = PushTop(h, k, n)
 	}
 	kth := uint32(1)
 	if len(h) == k {
@@ -179,40 +179,6 @@ func judge(top []Entry, k int, exact []uint32, keep func(r int) bool) quality {
 		q.mre /= float64(len(top))
 	}
 	return q
-}
-
-// pushTop keeps h a min-heap of the (at most) k largest values pushed.
-func pushTop(h []uint32, k int, v uint32) []uint32 {
-	if len(h) < k {
-		h = append(h, v)
-		for i := len(h) - 1; i > 0; {
-			p := (i - 1) / 2
-			if h[p] <= h[i] {
-				break
-			}
-			h[p], h[i] = h[i], h[p]
-			i = p
-		}
-		return h
-	}
-	if v <= h[0] {
-		return h
-	}
-	h[0] = v
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < len(h) && h[l] < h[m] {
-			m = l
-		}
-		if r := l + 1; r < len(h) && h[r] < h[m] {
-			m = r
-		}
-		if m == i {
-			return h
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
 }
 
 // zipfReport evaluates every window, globally and in every category.

@@ -301,3 +301,39 @@ func (o Options) MaxMemoryBytes() int {
 // MemoryBytes: key and value, padded, divided by the swiss table's load
 // factor (7/8), plus control bytes.
 const catMapEntry = 32 // string → int
+
+// PushTop keeps h a min-heap of the (at most) k largest values pushed: h[0]
+// is the k-th largest once k values are in. Trending's exact top-K uses it
+// too.
+func PushTop(h []uint32, k int, v uint32) []uint32 {
+	if len(h) < k {
+		h = append(h, v)
+		for i := len(h) - 1; i > 0; {
+			p := (i - 1) / 2
+			if h[p] <= h[i] {
+				break
+			}
+			h[p], h[i] = h[i], h[p]
+			i = p
+		}
+		return h
+	}
+	if v <= h[0] {
+		return h
+	}
+	h[0] = v
+	for i := 0; ; {
+		l, m := 2*i+1, i
+		if l < len(h) && h[l] < h[m] {
+			m = l
+		}
+		if r := l + 1; r < len(h) && h[r] < h[m] {
+			m = r
+		}
+		if m == i {
+			return h
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
