@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -21,5 +25,27 @@ func TestFlagsOverrideConfig(t *testing.T) {
 	}
 	if c.HTTP.Addr != "9.9.9.9:3" || c.Log.Backend != "kafka" || c.Log.Partitions != 5 || !reflect.DeepEqual(c.Log.Brokers, []string{"k:9092"}) {
 		t.Fatalf("flags did not override: %+v", c)
+	}
+}
+
+// Every command of the usage text is dispatched; an unknown one is
+// refused with the usage.
+func TestCommandDispatch(t *testing.T) {
+	for _, line := range strings.Split(usage, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "newsflow" {
+			continue
+		}
+		if _, ok := commands[f[1]]; !ok && !slices.Contains([]string{"run", "user", "version", "help"}, f[1]) {
+			t.Errorf("usage names %q, which run does not dispatch", f[1])
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, &out, &errOut); err != nil || !strings.HasPrefix(out.String(), "newsflow ") {
+		t.Errorf("version: %v, %q", err, out.String())
+	}
+	err := run(context.Background(), []string{"frobnicate"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) || !strings.Contains(errOut.String(), "newsflow run") {
+		t.Errorf("unknown command: %v, stderr %q", err, errOut.String())
 	}
 }

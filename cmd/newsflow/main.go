@@ -66,6 +66,13 @@ override the file; flags override both.
 
 var version = "dev"
 
+// commands are the commands that write to standard output and error only.
+var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"topology": cmdTopology, "produce": cmdProduce, "replay": cmdReplay, "sources": cmdSources,
+	"feedfarm": cmdFeedfarm, "demo": cmdDemo, "topics": cmdTopics, "cluster": cmdCluster,
+	"status": cmdStatus, "leave": cmdLeave,
+}
+
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -87,26 +94,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch cmd {
 	case "run":
 		return cmdRun(ctx, args, stderr)
-	case "topology":
-		return cmdTopology(ctx, args, stdout, stderr)
-	case "produce":
-		return cmdProduce(ctx, args, stdout, stderr)
-	case "replay":
-		return cmdReplay(ctx, args, stdout, stderr)
-	case "sources":
-		return cmdSources(ctx, args, stdout, stderr)
-	case "feedfarm":
-		return cmdFeedfarm(ctx, args, stdout, stderr)
-	case "demo":
-		return cmdDemo(ctx, args, stdout, stderr)
-	case "topics":
-		return cmdTopics(ctx, args, stdout, stderr)
-	case "cluster":
-		return cmdCluster(ctx, args, stdout, stderr)
-	case "status":
-		return cmdStatus(ctx, args, stdout, stderr)
-	case "leave":
-		return cmdLeave(ctx, args, stdout, stderr)
 	case "user":
 		return cmdUser(ctx, args, os.Stdin, stdout, stderr)
 	case "version":
@@ -115,6 +102,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
+	}
+	if f, ok := commands[cmd]; ok {
+		return f(ctx, args, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", cmd)
