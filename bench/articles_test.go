@@ -22,6 +22,7 @@ import (
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/search"
@@ -434,7 +435,7 @@ type articleResult struct {
 // task processes nothing meanwhile; a search commit is mostly Bleve
 // indexing the batch).
 func BenchmarkArticlePipeline(b *testing.B) {
-	n := envInt(b, "NEWSFLOW_BENCH_ARTICLES", pipelineArticles)
+	n := testutil.EnvInt(b, "NEWSFLOW_BENCH_ARTICLES", pipelineArticles)
 	b.Run(fmt.Sprintf("articles=%d", n), func(b *testing.B) {
 		_, from := articleCorpus()
 		b.Logf("stream of %d articles from %s", n, from)

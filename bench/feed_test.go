@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // BenchmarkFeed measures the personalized feed and login of a node (a
@@ -38,9 +38,9 @@ import (
 // It is one run checked step by step (cyclomatic 28): each step's
 // figures are checked before the next.
 func BenchmarkFeed(b *testing.B) {
-	users := envInt(b, "NEWSFLOW_BENCH_FEED_USERS", 10000)
-	stories := envInt(b, "NEWSFLOW_BENCH_FEED_STORIES", 20000)
-	sessions := envInt(b, "NEWSFLOW_BENCH_FEED_SESSIONS", 200)
+	users := testutil.EnvInt(b, "NEWSFLOW_BENCH_FEED_USERS", 10000)
+	stories := testutil.EnvInt(b, "NEWSFLOW_BENCH_FEED_STORIES", 20000)
+	sessions := testutil.EnvInt(b, "NEWSFLOW_BENCH_FEED_SESSIONS", 200)
 	bin, root := nodeproc.Binary(b)
 	dir := b.TempDir()
 	data := filepath.Join(dir, "data")
@@ -232,20 +232,6 @@ func BenchmarkFeed(b *testing.B) {
 	b.ReportMetric(pct(loginLat, 0.99), "login-p99-ms")
 	b.ReportMetric(n.PeakRSSMB(), "peak-rss-MB")
 	b.ReportMetric(float64(users), "users")
-}
-
-// envInt reads a positive integer from the environment, or def if the
-// variable is unset; anything else fails the benchmark.
-func envInt(b *testing.B, name string, def int) int {
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return v
 }
 
 // ingestPost posts NDJSON events or articles with the ingestion token.

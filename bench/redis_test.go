@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // BenchmarkTrendingVsRedis serves the same trending answer from newsflow and
@@ -80,10 +81,10 @@ func BenchmarkTrendingVsRedis(b *testing.B) {
 		tools[i] = p
 	}
 	wrk, redisServer, redisBench := tools[0], tools[1], tools[2]
-	nShares := envInt(b, "NEWSFLOW_BENCH_REDIS_SHARES", 2_000_000)
-	runs := envInt(b, "NEWSFLOW_BENCH_REDIS_RUNS", 3)
-	secs := envInt(b, "NEWSFLOW_BENCH_REDIS_SECONDS", 10)
-	threads := envInt(b, "NEWSFLOW_BENCH_REDIS_THREADS", 1)
+	nShares := testutil.EnvInt(b, "NEWSFLOW_BENCH_REDIS_SHARES", 2_000_000)
+	runs := testutil.EnvInt(b, "NEWSFLOW_BENCH_REDIS_RUNS", 3)
+	secs := testutil.EnvInt(b, "NEWSFLOW_BENCH_REDIS_SECONDS", 10)
+	threads := testutil.EnvInt(b, "NEWSFLOW_BENCH_REDIS_THREADS", 1)
 
 	shares := genZipfShares(nShares, vsRedisArticles, vsRedisSpan, 11)
 

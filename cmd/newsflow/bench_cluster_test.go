@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -41,19 +40,6 @@ const (
 	// benchShareSpan is the event-time span of one generated stream.
 	benchShareSpan = 2 * time.Minute
 )
-
-func benchEnvInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	s := os.Getenv(name)
-	if s == "" {
-		return def
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil || v <= 0 {
-		b.Fatalf("%s=%q: want a positive integer", name, s)
-	}
-	return v
-}
 
 // BenchmarkClusterThroughput measures shares per second through a cluster
 // of 1, 2 and 3 `newsflow run` processes (8 partitions, every stage; the
@@ -83,7 +69,7 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 // of coordination, not the gain of scaling out. events/s is shares per
 // second; produce-s is how long producing them took.
 func BenchmarkClusterThroughput(b *testing.B) {
-	events := benchEnvInt(b, "NEWSFLOW_BENCH_CLUSTER_EVENTS", benchClusterEvents)
+	events := testutil.EnvInt(b, "NEWSFLOW_BENCH_CLUSTER_EVENTS", benchClusterEvents)
 	for _, n := range []int{1, 2, 3} {
 		b.Run("nodes="+strconv.Itoa(n), func(b *testing.B) {
 			bc := startBenchCluster(b, n)
@@ -138,7 +124,7 @@ func BenchmarkClusterThroughput(b *testing.B) {
 // move), failover-max-s the slowest kill. All three nodes and kfake share
 // this machine's cores (host-cores).
 func BenchmarkClusterFailover(b *testing.B) {
-	kills := benchEnvInt(b, "NEWSFLOW_BENCH_FAILOVER_KILLS", benchFailoverKills)
+	kills := testutil.EnvInt(b, "NEWSFLOW_BENCH_FAILOVER_KILLS", benchFailoverKills)
 	bc := startBenchCluster(b, 3)
 	stream := benchShares(benchFailoverEvents, benchClusterArticles, 7)
 	bc.produce(bc.producer(), stream.records())
@@ -543,37 +529,15 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 	return target.id, took
 }
 
-// benchShareStream is a generated stream of shares and its exact counts.
-type benchShareStream struct {
-	lines  [][]byte
-	keys   [][]byte
-	counts map[string]uint64
-}
-
 // benchShares makes n share events over `articles` articles (Zipf 1.1),
 // with event times rising over the benchShareSpan before now plus up to 5 s
 // of jitter, and event ids unique to seed.
-func benchShares(n, articles int, seed uint64) *benchShareStream {
-	rng := rand.New(rand.NewPCG(seed, seed+1))
-	z := rand.NewZipf(rng, 1.1, 1, uint64(articles-1))
-	cats := []string{"world", "business", "tech", "science", "sports"}
-	span := benchShareSpan.Milliseconds()
-	base := time.Now().UnixMilli() - span - 5_000
-	s := &benchShareStream{counts: map[string]uint64{}}
-	for i := 0; i < n; i++ {
-		a := z.Uint64()
-		id := fmt.Sprintf("art-%05d", a)
-		ts := base + int64(i)*span/int64(n) + rng.Int64N(5_000)
-		s.counts[id]++
-		s.keys = append(s.keys, []byte(id))
-		s.lines = append(s.lines, fmt.Appendf(nil,
-			`{"event_id":"ev-%d-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
-			seed, i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
-	}
-	return s
+func benchShares(n, articles int, seed uint64) *shareStream {
+	const jitter = 5 * time.Second
+	return sharesOver(n, articles, seed, time.Now().Add(-benchShareSpan-jitter), benchShareSpan, jitter)
 }
 
-func (s *benchShareStream) records() []*kgo.Record {
+func (s *shareStream) records() []*kgo.Record {
 	recs := make([]*kgo.Record, len(s.lines))
 	for i, l := range s.lines {
 		recs[i] = &kgo.Record{Topic: "shares", Key: s.keys[i], Value: l}

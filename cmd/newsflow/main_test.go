@@ -117,6 +117,7 @@ func getJSONWith(url string, v any, hdr ...string) error {
 // counts are known.
 type shareStream struct {
 	lines  [][]byte
+	keys   [][]byte // each line's article id
 	counts map[string]uint64
 }
 
@@ -125,17 +126,24 @@ type shareStream struct {
 // jitter) and event ids unique to seed, so every event counts once in the
 // 1h and 24h windows.
 func genShares(n, articles int, seed uint64) *shareStream {
+	return sharesOver(n, articles, seed, time.Now().Add(-35*time.Minute), 30*time.Minute, time.Minute)
+}
+
+// sharesOver makes n share events over `articles` articles (Zipf 1.1),
+// with event times rising from start over span plus up to jitter, and
+// event ids unique to seed.
+func sharesOver(n, articles int, seed uint64, start time.Time, span, jitter time.Duration) *shareStream {
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	z := rand.NewZipf(rng, 1.1, 1, uint64(articles-1))
 	cats := []string{"world", "business", "tech", "science", "sports"}
-	base := time.Now().Add(-35 * time.Minute).UnixMilli()
-	span := (30 * time.Minute).Milliseconds()
+	base, spanMs := start.UnixMilli(), span.Milliseconds()
 	s := &shareStream{counts: map[string]uint64{}}
 	for i := 0; i < n; i++ {
 		a := z.Uint64()
 		id := fmt.Sprintf("art-%05d", a)
-		ts := base + int64(i)*span/int64(n) + rng.Int64N(60_000)
+		ts := base + int64(i)*spanMs/int64(n) + rng.Int64N(jitter.Milliseconds())
 		s.counts[id]++
+		s.keys = append(s.keys, []byte(id))
 		s.lines = append(s.lines, fmt.Appendf(nil,
 			`{"event_id":"ev-%d-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
 			seed, i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
