@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -76,14 +77,7 @@ const crawlBenchSources = 10_000
 // phase, which it should not), and peak-rss-MB (VmHWM, reset at the start
 // of each phase where the kernel allows). ns/op is elapsed time per source.
 func BenchmarkCrawl(b *testing.B) {
-	n := crawlBenchSources
-	if s := os.Getenv("NEWSFLOW_BENCH_SOURCES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			b.Fatalf("NEWSFLOW_BENCH_SOURCES=%q: want a positive integer", s)
-		}
-		n = v
-	}
+	n := testutil.EnvInt(b, "NEWSFLOW_BENCH_SOURCES", crawlBenchSources)
 	b.Run(fmt.Sprintf("sources=%d", n), func(b *testing.B) {
 		var env *crawlEnv
 		defer func() {
