@@ -37,7 +37,7 @@
 // buffer has grown; [Tokenize] returns them as strings.
 //
 // Tokens are stored: the near-duplicate detector keeps fingerprints of the
-// tokens of the zero Options (operators/neardup TestGoldenFingerprints pins
+// tokens of the zero Options (operators/internal/neardup TestGoldenFingerprints pins
 // them), the story clusterer keeps its vocabulary, and trained topic models
 // keep their features. A change to the segmentation or the folding changes
 // what those hold. Tokens also depend on the Unicode tables of the Go

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/neardup"
+	"github.com/newsflow/newsflow/operators/internal/neardup"
 )
 
 // Label is a topic with a confidence in [0, 1].

@@ -16,7 +16,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/operators/trending/sketch"
+	"github.com/newsflow/newsflow/operators/internal/sketch"
 	"github.com/newsflow/newsflow/state"
 )
 

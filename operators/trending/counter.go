@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/operators/trending/sketch"
+	"github.com/newsflow/newsflow/operators/internal/sketch"
 	"github.com/newsflow/newsflow/state"
 )
 

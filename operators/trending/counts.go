@@ -116,7 +116,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/newsflow/newsflow/operators/trending/sketch"
+	"github.com/newsflow/newsflow/operators/internal/sketch"
 )
 
 // WindowSpec describes one sliding window: Buckets buckets of width

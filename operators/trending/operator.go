@@ -14,7 +14,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/internal/dedup"
-	"github.com/newsflow/newsflow/operators/trending/sketch"
+	"github.com/newsflow/newsflow/operators/internal/sketch"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fastjson"

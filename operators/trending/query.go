@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/newsflow/newsflow/operators/trending/sketch"
+	"github.com/newsflow/newsflow/operators/internal/sketch"
 )
 
 // Queries: counts, categories, top-K and memory.

@@ -21,7 +21,7 @@ import (
 // max-err and max-bound are the largest error and bound of a global top-100
 // count; cat-max-err the largest error of a category's top-100 count.
 //
-//	go test -run '^$' -bench Zipf10M -benchtime 1x ./operators/trending/sketch/
+//	go test -run '^$' -bench Zipf10M -benchtime 1x ./operators/internal/sketch/
 func BenchmarkZipf10M(b *testing.B) {
 	s := genZipf(10_000_000, zipfPhases(2_000_000), 1)
 	for b.Loop() {
@@ -321,7 +321,7 @@ func fillFull(c *Counts) {
 // (memory-MB), the Go heap the counts hold after a GC (heap-MB) and its
 // objects, and the distinct articles shared.
 //
-//	go test -run '^$' -bench PartitionMemory -benchtime 1x ./operators/trending/sketch/
+//	go test -run '^$' -bench PartitionMemory -benchtime 1x ./operators/internal/sketch/
 func BenchmarkPartitionMemory(b *testing.B) {
 	const n = 1_250_000
 	for _, articles := range []int{625_000, 1_250_000} {

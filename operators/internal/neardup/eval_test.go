@@ -32,7 +32,7 @@ import (
 )
 
 // sharedData is the shared data folder seen from this package's directory.
-const sharedData = "../../../shared/data"
+const sharedData = "../../../../shared/data"
 
 // sharedPath returns a path under the shared data, or skips the test.
 func sharedPath(tb testing.TB, rel string) string {
