@@ -15,6 +15,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/logtest"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -672,11 +673,10 @@ func TestFsyncIntervalSyncs(t *testing.T) {
 	l := newTestLog(t, func(o *Options) { o.Fsync = FsyncInterval; o.SyncInterval = time.Millisecond })
 	mustCreate(t, l, "i", 1)
 	mustAppend(t, l, &eventlog.Record{Topic: "i", Value: []byte("x")})
-	deadline := time.Now().Add(10 * time.Second)
-	for l.unsynced.Load() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("syncer did not sync within 10s")
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := l.unsynced.Load(); n != 0 {
+			return fmt.Errorf("syncer has not synced: %d appends unsynced", n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
