@@ -14,36 +14,9 @@ import (
 	"unsafe"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
-
-// zipf samples ranks 0..n-1 with P(i) ∝ 1/(i+1)^s by inverse CDF: exact for
-// any s, including s = 1 which rand.NewZipf does not support.
-type zipf struct{ cdf []float64 }
-
-func newZipf(n int, s float64) *zipf {
-	z := &zipf{cdf: make([]float64, n)}
-	sum := 0.0
-	for i := range n {
-		sum += math.Pow(float64(i+1), -s)
-		z.cdf[i] = sum
-	}
-	return z
-}
-
-func (z *zipf) sample(rng *rand.Rand) int {
-	u := rng.Float64() * z.cdf[len(z.cdf)-1]
-	lo, hi := 0, len(z.cdf)-1
-	for lo < hi { // first i with cdf[i] > u
-		m := int(uint(lo+hi) >> 1)
-		if z.cdf[m] > u {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	return lo
-}
 
 // articleIDs returns n ids shaped like real ones (hex of a hash).
 func articleIDs(n int) []string {
@@ -62,10 +35,10 @@ func articleIDs(n int) []string {
 // ranked 0..len(z.cdf)-1, spread evenly over span from t0, mostly in order:
 // one share in ten is moved by up to ±30 s. The same seed gives the same
 // events, so a caller can replay them instead of storing them.
-func zipfEvents(z *zipf, seed uint64, n int, t0, span int64, fn func(rank int, ts int64)) {
+func zipfEvents(z *testutil.Zipf, seed uint64, n int, t0, span int64, fn func(rank int, ts int64)) {
 	rng := rand.New(rand.NewPCG(seed, 0x7a1f))
 	for i := range n {
-		r := z.sample(rng)
+		r := z.Sample(rng)
 		ts := t0 + int64(i)*span/int64(n)
 		if rng.IntN(10) == 0 {
 			ts += rng.Int64N(60_001) - 30_000
@@ -103,7 +76,7 @@ func TestZipfAccuracy(t *testing.T) {
 		part[i] = uint8(eventlog.PartitionFor([]byte(id), parts))
 		cat[i] = uint8(crng.IntN(nCats))
 	}
-	z := newZipf(nArticles, 1.0)
+	z := testutil.NewZipf(nArticles, 1.0)
 
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -254,7 +227,7 @@ var benchData = sync.OnceValue(func() *benchStream {
 	}
 	s.span = int64(float64(nEvents) * step)
 	arena := make([]byte, 0, nEvents*len(s.ids[0]))
-	zipfEvents(newZipf(nArts, 1.0), 11, nEvents, 0, s.span, func(r int, ts int64) {
+	zipfEvents(testutil.NewZipf(nArts, 1.0), 11, nEvents, 0, s.span, func(r int, ts int64) {
 		s.rank = append(s.rank, uint32(r))
 		s.ts = append(s.ts, ts)
 		arena = append(arena, s.ids[r]...)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // The accuracy scenario: Zipf(1.0) shares over `distinct` articles, each
@@ -76,7 +78,7 @@ type zipfStream struct {
 }
 
 func genZipf(distinct int, phases []phase, seed uint64) *zipfStream {
-	z := newZipf(distinct, 1)
+	z := testutil.NewZipf(distinct, 1)
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	s := &zipfStream{distinct: distinct}
 	for _, p := range phases {
@@ -86,7 +88,7 @@ func genZipf(distinct int, phases []phase, seed uint64) *zipfStream {
 			if rng.IntN(10) == 0 {
 				ts = max(0, ts+rng.Int64N(60_001)-30_000)
 			}
-			s.rank = append(s.rank, uint32(z.sample(rng)))
+			s.rank = append(s.rank, uint32(z.Sample(rng)))
 			s.ts = append(s.ts, int32(ts))
 		}
 	}

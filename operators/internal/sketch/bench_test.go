@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -123,12 +124,12 @@ func (w *countingWriter) Set(k, v []byte) error {
 // at 12,500 shares a second of event time (one partition of the design's
 // 100,000 a second over 8), in time order, each with one of 8 categories.
 func productionStream(n int) []share {
-	z := newZipf(1_000_000, 1)
+	z := testutil.NewZipf(1_000_000, 1)
 	rng := rand.New(rand.NewPCG(9, 9))
 	out := make([]share, n)
 	var buf [32]byte
 	for i := range out {
-		r := z.sample(rng)
+		r := z.Sample(rng)
 		out[i] = share{id: rankID(&buf, r), cat: zipfCategoryNames[r%zipfCategories], ts: day0 + int64(i)*80/1000}
 	}
 	return out
@@ -326,12 +327,12 @@ func BenchmarkPartitionMemory(b *testing.B) {
 	const n = 1_250_000
 	for _, articles := range []int{625_000, 1_250_000} {
 		b.Run(fmt.Sprintf("articles=%d", articles), func(b *testing.B) {
-			z := newZipf(articles, 1)
+			z := testutil.NewZipf(articles, 1)
 			rng := rand.New(rand.NewPCG(uint64(articles), 11))
 			ranks := make([]uint32, n)
 			seen := make(map[uint32]bool)
 			for i := range ranks {
-				ranks[i] = uint32(z.sample(rng))
+				ranks[i] = uint32(z.Sample(rng))
 				seen[ranks[i]] = true
 			}
 			distinct := len(seen)

@@ -3,8 +3,6 @@ package sketch
 import (
 	"bytes"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -120,26 +118,6 @@ func (e *exact) count(w int, cat, id string) uint64 {
 		}
 	}
 	return n
-}
-
-// zipf samples ranks 0..n-1 with P(i) ∝ 1/(i+1)^s by inverse CDF: exact for
-// any s, including s = 1 which rand.NewZipf does not support.
-type zipf struct{ cdf []float64 }
-
-func newZipf(n int, s float64) *zipf {
-	z := &zipf{cdf: make([]float64, n)}
-	sum := 0.0
-	for i := range n {
-		sum += math.Pow(float64(i+1), -s)
-		z.cdf[i] = sum
-	}
-	return z
-}
-
-func (z *zipf) sample(rng *rand.Rand) int {
-	u := rng.Float64() * z.cdf[len(z.cdf)-1]
-	i, _ := slices.BinarySearch(z.cdf, u)
-	return min(i, len(z.cdf)-1)
 }
 
 // articleID returns the id of the article of rank i, shaped like a real

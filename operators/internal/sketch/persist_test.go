@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -20,7 +21,7 @@ import (
 // that buckets of every window expire), with categories and
 // AddToCategory, mostly in time order.
 func persistStream(seed uint64, n int) []share {
-	z := newZipf(5000, 1)
+	z := testutil.NewZipf(5000, 1)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	cats := []string{"", "", "sports", "politics", "tech", "science", "world"}
 	var out []share
@@ -29,7 +30,7 @@ func persistStream(seed uint64, n int) []share {
 		if rng.IntN(10) == 0 {
 			ts = max(0, ts+rng.Int64N(600_001)-300_000)
 		}
-		s := share{id: articleID(z.sample(rng)), cat: cats[rng.IntN(len(cats))], ts: ts}
+		s := share{id: articleID(z.Sample(rng)), cat: cats[rng.IntN(len(cats))], ts: ts}
 		out = append(out, s)
 		if s.cat == "" && rng.IntN(2) == 0 {
 			out = append(out, share{id: s.id, cat: "topic" + s.id[:1], ts: ts, only: true})
