@@ -214,13 +214,6 @@ func Load(path string, environ []string) (Config, error) {
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 			return c, fmt.Errorf("config %s: %w", path, err)
 		}
-		// An empty list ("brokers: []") means none, like the default.
-		_ = walkFields(reflect.ValueOf(&c).Elem(), "NEWSFLOW", func(_ string, f reflect.Value) error {
-			if f.Kind() == reflect.Slice && f.Len() == 0 {
-				f.SetZero()
-			}
-			return nil
-		})
 	}
 	if err := applyEnv(&c, environ); err != nil {
 		return c, err

@@ -214,3 +214,19 @@ func TestConfigEnvInlineSections(t *testing.T) {
 		t.Errorf("bad prefix: %v", err)
 	}
 }
+
+// An empty list in the file means none, not the default: a file that
+// gives no evergreen topics gets none.
+func TestConfigEmptyListMeansNone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("stories:\n  evergreen_topics: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Stories.Builder.EvergreenTopics; got == nil || len(got) != 0 {
+		t.Fatalf("evergreen_topics: [] loaded as %#v, want an empty list", got)
+	}
+}

@@ -118,6 +118,11 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	for _, name := range opts.Operators {
+		if !slices.Contains(operatorNames, name) {
+			return nil, fmt.Errorf("node: operator %q: want one of %v", name, operatorNames)
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
@@ -135,7 +140,9 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 		}
 		n.ownLog = true
 	}
-	if n.db, err = state.Open(filepath.Join(cfg.DataDir, "state"), withLogger(cfg.State, logger)); err != nil {
+	so := cfg.State
+	so.Logger = logger
+	if n.db, err = state.Open(filepath.Join(cfg.DataDir, "state"), so); err != nil {
 		n.closeLog()
 		return nil, err
 	}
@@ -249,17 +256,13 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("query: listen %s: %w", n.cfg.HTTP.Addr, err)
 		}
 	}
-	imageFetch, err := n.cfg.Crawl.fetchOptions(n.logger)
-	if err != nil {
-		return err
-	}
 	qo := n.cfg.HTTP
 	a := n.cfg.Auth
 	qo.AdminToken, qo.IngestToken, qo.CookieSecure, qo.TrustedOrigins = a.AdminToken, a.IngestToken, a.CookieSecure, a.TrustedOrigins
 	qo.MaxPast = n.cfg.Trending.MaxPast()
 	qo.Logger, qo.Registerer, qo.Gatherer, qo.DataDir = n.logger, n.reg, n.reg, n.cfg.DataDir
 	qo.PeerTimeout, qo.OnLeave, qo.SetupToken = n.cfg.Cluster.QueryTimeout, func() { n.left.Store(true); leave() }, setupToken
-	qo.Images.Fetch = imageFetch
+	qo.Images.Fetch = n.cfg.Crawl.fetchOptions(n.logger)
 	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K}
 	srv, err := query.New(n.Deps(), qo)
 	if err != nil {
@@ -354,6 +357,9 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 `, url, token)
 }
 
+// operatorNames are the operators a node can run, as topology names them.
+var operatorNames = []string{trending.Name, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name}
+
 // registerOperators registers the operators of a node on n.engine (all,
 // unless Options.Operators names some): trending, then the article
 // pipeline. newsflow topology registers the same, so it lists what a node
@@ -411,10 +417,10 @@ func (n *Node) registerOperators(cfg Config) error {
 
 // fetchOptions are the crawler's fetcher settings; the image proxy dials
 // with the same, so it reaches exactly what the crawler may.
-func (c CrawlConfig) fetchOptions(logger *slog.Logger) (fetch.Options, error) {
+func (c CrawlConfig) fetchOptions(logger *slog.Logger) fetch.Options {
 	o := c.Fetch
 	o.Logger = logger
-	return o, nil
+	return o
 }
 
 func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, error) {
@@ -429,10 +435,7 @@ func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, er
 			return ok
 		}
 	}
-	var err error
-	if o.Fetch, err = c.fetchOptions(logger); err != nil {
-		return nil, err
-	}
+	o.Fetch = c.fetchOptions(logger)
 	return crawl.New(n.sources, n.log, n.db, o)
 }
 
@@ -498,9 +501,4 @@ func (n *Node) sweepSessions(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-func withLogger(o state.Options, logger *slog.Logger) state.Options {
-	o.Logger = logger
-	return o
 }

@@ -161,7 +161,6 @@ func testConfig(o nodeOptions) node.Config {
 	cfg.Stories = o.stories
 	cfg.Search.CommitInterval = time.Millisecond
 	cfg.Auth.BcryptCost, cfg.Auth.AllowWeakCostForTests = bcrypt.MinCost, true
-	cfg.Auth.Limiter = auth.LimiterOptions{}
 	// The server's own options are the test's (node.Run would take them
 	// from the configuration).
 	cfg.HTTP = o.query
