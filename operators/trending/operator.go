@@ -69,7 +69,7 @@ func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
 		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact,
 		CMS: sketch.Options{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta, CandidatesPerK: sketch.DefaultCandidatesPerK,
-			MaxCategories: sketch.DefaultMaxCategories}}
+			MaxCategories: sketch.DefaultMaxCategories, FreezeAfter: sketch.DefaultFreezeAfter}}
 }
 
 // Validate reports invalid option values.

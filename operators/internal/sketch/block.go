@@ -225,6 +225,10 @@ type blocks struct {
 	b32    slab[uint32]
 	tables [][]byte // memory of the buckets' tables
 	keep   int      // free slots a slab keeps: two buckets' blocks
+	// packed holds the counters of frozen buckets (freeze.go), by handle
+	// less one; packedFree lists the handles of nil entries.
+	packed     [][]byte
+	packedFree []int32
 }
 
 // table returns a bucket's tables for n blocks, of zeros: the blocks'
@@ -448,7 +452,7 @@ func (a *blocks) inUse() int {
 
 // mapped returns the bytes of the chunks and the tables.
 func (a *blocks) mapped() int {
-	n := a.b8.mapped() + a.b16.mapped() + a.b32.mapped()
+	n := a.b8.mapped() + a.b16.mapped() + a.b32.mapped() + a.packedMapped()
 	for _, t := range a.tables {
 		n += len(t)
 	}
@@ -462,6 +466,7 @@ func (a *blocks) bytes() int {
 	for _, c := range []int{cap(a.b8.mem), cap(a.b16.mem), cap(a.b32.mem)} {
 		n += c * (3*int(unsafe.Sizeof([]byte(nil))) + 8) // mem, cnt, owner, raw
 	}
+	n += cap(a.packed)*int(unsafe.Sizeof([]byte(nil))) + cap(a.packedFree)*4
 	return n + cap(a.tables)*int(unsafe.Sizeof([]byte(nil)))
 }
 
@@ -494,6 +499,7 @@ func (a *blocks) drop() {
 	a.b8.drop()
 	a.b16.drop()
 	a.b32.drop()
+	a.dropPacked()
 	for _, b := range a.tables {
 		freeChunk(b)
 	}

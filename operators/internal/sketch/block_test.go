@@ -46,11 +46,21 @@ func checkBlocks(t *testing.T, c *Counts) {
 			} else if len(s.cells) > 0 {
 				t.Fatalf("window %d bucket %d (live %v): cells and blocks", w, s.id, s.live)
 			}
+			if s.packed != 0 {
+				if !s.live || !s.overflow {
+					t.Fatalf("window %d: bucket %d (live %v, in blocks %v) is frozen", w, s.id, s.live, s.overflow)
+				}
+				forFrozen(t, c, s, func(bi int, vals *[blockSize]uint32) {
+					for j, v := range vals {
+						sum[bi*blockSize+j] += uint64(v)
+					}
+				})
+			}
 			for bi, r := range s.refs {
 				if r == 0 {
 					continue
 				}
-				if !s.live || !s.overflow {
+				if !s.live || !s.overflow || s.packed != 0 {
 					t.Fatalf("window %d: bucket %d (live %v) holds block %d", w, s.id, s.live, bi)
 				}
 				blocks++
@@ -95,6 +105,9 @@ func checkBlocks(t *testing.T, c *Counts) {
 					}
 				}
 				continue
+			}
+			if s.packed != 0 {
+				continue // no page to store: frozen only once stored
 			}
 			for pi := range len(s.refs) / blocksPerPage {
 				if !s.pageAllocated(pi) {
@@ -329,5 +342,35 @@ func TestSlabCompact(t *testing.T) {
 			})
 		}
 		check()
+	}
+}
+
+// forFrozen calls fn with the counters of each block of frozen bucket s
+// that has a nonzero bit, and checks that the packed form holds exactly
+// its nonzero counters and ends with the last block.
+func forFrozen(t *testing.T, c *Counts, s *bucket, fn func(bi int, vals *[blockSize]uint32)) {
+	t.Helper()
+	b := c.blocks.packedBytes(s.packed)
+	var vals [blockSize]uint32
+	for bi, nz := range s.nz {
+		if nz == 0 {
+			continue
+		}
+		if s.refs[bi] != 0 {
+			t.Fatalf("frozen bucket %d holds block %d", s.id, bi)
+		}
+		if len(b) == 0 {
+			t.Fatalf("frozen bucket %d: packed form ends before block %d", s.id, bi)
+		}
+		b, _ = unpackBlock(b, nz, &vals)
+		for j, v := range vals {
+			if (v != 0) != (nz&(1<<j) != 0) {
+				t.Fatalf("frozen bucket %d block %d: counter %d is %d, nonzero bits %x", s.id, bi, j, v, nz)
+			}
+		}
+		fn(bi, &vals)
+	}
+	if len(b) != 0 {
+		t.Fatalf("frozen bucket %d: %d bytes packed beyond its blocks", s.id, len(b))
 	}
 }

@@ -70,6 +70,10 @@ type Counts struct {
 	perBucket int    // blocks per bucket: depth × width / blockSize
 	page      *page  // scratch of Flush and Load
 	sorted    []cell // scratch of Flush
+	// freezeAfter is Options.FreezeAfter in ms (negative: never), and
+	// packScratch the scratch of freeze.
+	freezeAfter int64
+	packScratch []byte
 
 	// Persistence.
 	wroteLayout bool
@@ -117,6 +121,9 @@ type bucket struct {
 	cells    []cell
 	index    []uint16 // 1 + a position in cells; 0 empty
 	overflow bool
+	// packed is the handle of the bucket's packed counters while it is
+	// frozen (freeze.go): its blocks are then released. 0 if not frozen.
+	packed int32
 	// nonzero counts the counters that became nonzero; dense is set at
 	// expiry when the bucket overflowed with more than maxCells/2 of
 	// them: the next bucket of the ring slot starts in blocks.
@@ -162,15 +169,16 @@ func emptyCounts(opts Options) *Counts {
 	opts.Windows = slices.Clone(opts.Windows)
 	depth, width := opts.Sizes()
 	c := &Counts{
-		opts:      opts,
-		depth:     depth,
-		width:     width,
-		shift:     uint(64 - bits.TrailingZeros(uint(width))),
-		capacity:  opts.Capacity(),
-		maxCells:  min(depth*width/cellListDivisor, maxCellsLimit),
-		catIdx:    make(map[string]int),
-		cats:      make([]category, 1, opts.MaxCategories+1),
-		perBucket: depth * width / blockSize,
+		opts:        opts,
+		depth:       depth,
+		width:       width,
+		shift:       uint(64 - bits.TrailingZeros(uint(width))),
+		capacity:    opts.Capacity(),
+		maxCells:    min(depth*width/cellListDivisor, maxCellsLimit),
+		catIdx:      make(map[string]int),
+		cats:        make([]category, 1, opts.MaxCategories+1),
+		perBucket:   depth * width / blockSize,
+		freezeAfter: opts.FreezeAfter.Milliseconds(),
 	}
 	c.win = make([]window, len(opts.Windows))
 	c.total = make([]uint64, depth*width*len(c.win))
@@ -191,6 +199,9 @@ func emptyCounts(opts Options) *Counts {
 		}
 		first += s.Buckets
 	}
+	if opts.FreezeAfter < 0 {
+		c.freezeAfter = -1 // never
+	}
 	return c
 }
 
@@ -204,7 +215,7 @@ func (c *Counts) Release() {
 	for w := range c.win {
 		for i := range c.win[w].slots {
 			s := &c.win[w].slots[i]
-			s.refs, s.nz = nil, nil
+			s.refs, s.nz, s.packed = nil, nil, 0
 		}
 	}
 }
@@ -368,10 +379,9 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 			c.offer(win, slot, ha, id, min(g, c.update(win, s, &ccols)), kept, &gcols, &ccols)
 		}
 	}
-	if c.blocks.slack() {
-		// Blocks were released: by expiry, or moving to a wider class.
-		c.blocks.compact(func(owner uint32, r blockRef) { *c.refAt(owner) = r })
-	}
+	// Blocks may have been released: by expiry, or moving to a wider
+	// class.
+	c.compactBlocks()
 	return true
 }
 
@@ -380,6 +390,9 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 // in the bucket are incremented. It returns the key's estimate in the
 // window.
 func (c *Counts) update(win *window, s *bucket, cols *[MaxDepth]int) uint64 {
+	if s.packed != 0 {
+		c.thaw(s)
+	}
 	if s.overflow {
 		return c.updateBlocks(win, s, cols)
 	}
@@ -558,6 +571,8 @@ func (c *Counts) expire(win *window, s *bucket) {
 			}
 		}
 		clear(s.index)
+	} else if s.packed != 0 {
+		c.expireFrozen(win, s)
 	} else {
 		for bi, nz := range s.nz {
 			if nz == 0 {
@@ -828,5 +843,5 @@ func (c *Counts) MemoryBytes() int {
 	for _, cat := range c.cats {
 		n += 2 * len(cat.name) // in cats and as the map key
 	}
-	return n + cap(c.key) + cap(c.val) + cap(c.sorted)*8
+	return n + cap(c.key) + cap(c.val) + cap(c.sorted)*8 + cap(c.packScratch)
 }

@@ -83,6 +83,13 @@ type Options struct {
 	// A share with a longer article id is counted but its article is
 	// never reported by TopK; a longer category counts globally only.
 	MaxIDLen int `yaml:"-"`
+	// FreezeAfter is how far behind its window's newest bucket a bucket
+	// must be (and not one of the two newest) for Flush and Load to pack
+	// its counters into a few bits each, releasing its blocks; a share
+	// that arrives that late unpacks it again. Default 2 minutes: the
+	// buckets of the 1m window are never packed, nearly all of the 1h and
+	// 24h windows' are. Negative: never. Packing changes no count.
+	FreezeAfter time.Duration `yaml:"freeze_after"`
 	// Prefix is the first byte of every key Flush writes (default 'k'), so
 	// the sketch can share a namespace with other state.
 	Prefix byte `yaml:"-"`
@@ -97,6 +104,7 @@ const (
 	DefaultMaxCategories  = 64
 	DefaultMaxIDLen       = 64
 	DefaultPrefix         = 'k'
+	DefaultFreezeAfter    = 2 * time.Minute
 )
 
 // DefaultOptions returns the options the zero value stands for.
@@ -110,6 +118,7 @@ func DefaultOptions() Options {
 		MaxCategories:  DefaultMaxCategories,
 		MaxIDLen:       DefaultMaxIDLen,
 		Prefix:         DefaultPrefix,
+		FreezeAfter:    DefaultFreezeAfter,
 	}
 }
 
@@ -138,6 +147,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Prefix == 0 {
 		o.Prefix = d.Prefix
+	}
+	if o.FreezeAfter == 0 {
+		o.FreezeAfter = d.FreezeAfter
 	}
 	return o
 }

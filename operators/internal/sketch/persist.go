@@ -106,6 +106,8 @@ func (c *Counts) Flush(wr state.Writer) error {
 			return fmt.Errorf("sketch: flush candidates of window %d: %w", w, err)
 		}
 	}
+	// Every bucket's pages are stored now: pack the old ones.
+	c.freezeOld()
 	return nil
 }
 
@@ -278,6 +280,11 @@ func (c *Counts) Load(r state.Reader) error {
 	c.start(int64(binary.BigEndian.Uint64(v)))
 	c.flushedWM, c.flushedAny = c.wm, true
 	stale := false // expired buckets are still stored
+	// Buckets are stored one after another: once the next one starts,
+	// the last is whole and may be frozen, so that loading holds the
+	// blocks of about one bucket beyond what stays unpacked.
+	var last *bucket
+	lastWin := -1
 	for _, l := range []struct {
 		kind byte
 		fn   func(k, v []byte) error
@@ -287,7 +294,19 @@ func (c *Counts) Load(r state.Reader) error {
 		{kindBucket, func(k, v []byte) error {
 			expired, err := c.loadBucket(k, v)
 			stale = stale || expired
-			return err
+			if err != nil || expired {
+				return err
+			}
+			win := int(k[2]) // loadBucket checked the key
+			s := c.win[win].slot(int64(binary.BigEndian.Uint64(k[3:11])))
+			if last != nil && last != s {
+				if c.freezable(&c.win[lastWin], last) {
+					c.freeze(last)
+					c.compactBlocks()
+				}
+			}
+			last, lastWin = s, win
+			return nil
 		}},
 		{kindSet, c.loadSet},
 	} {
@@ -334,6 +353,7 @@ func (c *Counts) Load(r state.Reader) error {
 			}
 		}
 	}
+	c.freezeOld()
 	return nil
 }
 
