@@ -282,6 +282,16 @@ func relevance(c Candidate, interest map[string]float64, anonymous bool) float64
 // similarity of two stories for MMR: their topic overlap, raised when they
 // come from the same source.
 func similarity(a, b *Candidate) float64 {
+	s := topicOverlap(a, b)
+	if a.SourceID == b.SourceID {
+		s = 0.5 + 0.5*s
+	}
+	return s
+}
+
+// topicOverlap is the cosine of the topic weights of a and b, 0 when either
+// has none.
+func topicOverlap(a, b *Candidate) float64 {
 	var dot, na, nb float64
 	for _, x := range a.Topics {
 		na += x.Weight * x.Weight
@@ -294,14 +304,10 @@ func similarity(a, b *Candidate) float64 {
 	for _, y := range b.Topics {
 		nb += y.Weight * y.Weight
 	}
-	s := 0.0
 	if na > 0 && nb > 0 {
-		s = dot / math.Sqrt(na*nb)
+		return dot / math.Sqrt(na*nb)
 	}
-	if a.SourceID == b.SourceID {
-		s = 0.5 + 0.5*s
-	}
-	return s
+	return 0
 }
 
 // rerank applies MMR to the best MMRDepth items and caps stories per

@@ -256,22 +256,3 @@ func score(order []Candidate, clicked map[string]bool) Metrics {
 	}
 	return m
 }
-
-func topicOverlap(a, b *Candidate) float64 {
-	var dot, na, nb float64
-	for _, x := range a.Topics {
-		na += x.Weight * x.Weight
-		for _, y := range b.Topics {
-			if x.Topic == y.Topic {
-				dot += x.Weight * y.Weight
-			}
-		}
-	}
-	for _, y := range b.Topics {
-		nb += y.Weight * y.Weight
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	return dot / math.Sqrt(na*nb)
-}
