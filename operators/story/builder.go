@@ -379,13 +379,17 @@ func (b *Builder) nearDuplicate(doc neardup.Doc, now int64) (story uint64, artic
 	return b.resolve(b.articles[id].story), id, true
 }
 
-func (b *Builder) resolve(num uint64) uint64 {
+func (b *Builder) resolve(num uint64) uint64 { return follow(b.redirect, num) }
+
+// follow returns what k was merged into, through a chain of merges, or k
+// itself when it was not merged.
+func follow[K comparable](merged map[K]K, k K) K {
 	for {
-		n, ok := b.redirect[num]
+		n, ok := merged[k]
 		if !ok {
-			return num
+			return k
 		}
-		num = n
+		k = n
 	}
 }
 
@@ -548,15 +552,7 @@ func (b *Builder) expire(now int64) {
 
 // Current returns the id of the story that story id is part of now: id
 // itself, or the story it was merged into.
-func (b *Builder) Current(id string) string {
-	for {
-		n, ok := b.mergedID[id]
-		if !ok {
-			return id
-		}
-		id = n
-	}
-}
+func (b *Builder) Current(id string) string { return follow(b.mergedID, id) }
 
 // Story returns the current state of a story by number, following merges.
 func (b *Builder) Story(num uint64) *Story { return b.stories[b.resolve(num)] }

@@ -69,32 +69,39 @@ func clusterAll(t testing.TB, docs []labelled, opts ClusterOptions) map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	story := map[string]uint64{}
-	redirect := map[uint64]uint64{}
+	r := newRun()
 	for _, d := range docs {
-		a := c.Assign(c.Vectorize(Text{Title: d.Title, Body: d.Body, Time: d.Time}), d.Time)
-		story[d.ID] = a.Story
-		for _, m := range a.Merged {
-			redirect[m] = a.Story
-		}
+		r.assign(c, d)
 	}
-	out := map[string]string{}
-	for id, s := range story {
-		out[id] = fmt.Sprint(follow(redirect, s))
-	}
-	return out
+	return r.stories()
 }
 
-// follow returns the story that story s was merged into, if any, through
-// a chain of merges.
-func follow(redirect map[uint64]uint64, s uint64) uint64 {
-	for {
-		n, ok := redirect[s]
-		if !ok {
-			return s
-		}
-		s = n
+// run records the story each article was assigned to and which stories
+// merged into which.
+type run struct {
+	story    map[string]uint64
+	redirect map[uint64]uint64
+}
+
+func newRun() *run { return &run{story: map[string]uint64{}, redirect: map[uint64]uint64{}} }
+
+// assign gives d to c and records the outcome.
+func (r *run) assign(c *Clusterer, d labelled) {
+	a := c.Assign(c.Vectorize(Text{Title: d.Title, Body: d.Body, Time: d.Time}), d.Time)
+	r.story[d.ID] = a.Story
+	for _, m := range a.Merged {
+		r.redirect[m] = a.Story
 	}
+}
+
+// stories returns id → the story each article is part of at the end,
+// merges followed.
+func (r *run) stories() map[string]string {
+	out := make(map[string]string, len(r.story))
+	for id, s := range r.story {
+		out[id] = fmt.Sprint(follow(r.redirect, s))
+	}
+	return out
 }
 
 func truthOf(docs []labelled) map[string]string {
@@ -153,14 +160,9 @@ func TestClustererRestoreContinuesIdentically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	story := map[string]uint64{}
-	redirect := map[uint64]uint64{}
+	r := newRun()
 	for i, d := range docs {
-		a := c.Assign(c.Vectorize(Text{Title: d.Title, Body: d.Body, Time: d.Time}), d.Time)
-		story[d.ID] = a.Story
-		for _, m := range a.Merged {
-			redirect[m] = a.Story
-		}
+		r.assign(c, d)
 		if i%337 == 336 {
 			b := ns.NewBatch()
 			if err := c.Persist(b, prefix); err != nil {
@@ -174,8 +176,8 @@ func TestClustererRestoreContinuesIdentically(t *testing.T) {
 			}
 		}
 	}
-	for id, s := range story {
-		if got := fmt.Sprint(follow(redirect, s)); got != want[id] {
+	for id, got := range r.stories() {
+		if got != want[id] {
 			t.Fatalf("article %s: story %s after restores, %s without", id, got, want[id])
 		}
 	}

@@ -2,6 +2,7 @@ package story
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +18,13 @@ func assignTitles(t *testing.T, opts ClusterOptions, titles ...string) []uint64 
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]uint64, len(titles))
-	redirect := map[uint64]uint64{}
+	r := newRun()
 	for i, title := range titles {
-		now := int64(i) * time.Minute.Milliseconds()
-		a := c.Assign(c.Vectorize(Text{Title: title, Time: now}), now)
-		out[i] = a.Story
-		for _, m := range a.Merged {
-			redirect[m] = a.Story
-		}
+		r.assign(c, labelled{ID: strconv.Itoa(i), Title: title, Time: int64(i) * time.Minute.Milliseconds()})
 	}
-	for i, s := range out {
-		out[i] = follow(redirect, s)
+	out := make([]uint64, len(titles))
+	for i := range out {
+		out[i] = follow(r.redirect, r.story[strconv.Itoa(i)])
 	}
 	return out
 }
