@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,101 +71,76 @@ func unread(t *testing.T, s *Store, st *story.Story, d *story.Detail) (int, map[
 	return n, per
 }
 
+// wantUnread stops the test unless the user has n unread articles in the
+// story, and per[src] of them from each source src named in per.
+func wantUnread(t *testing.T, s *Store, st *story.Story, d *story.Detail, n int, per map[string]int, what string) {
+	t.Helper()
+	gotN, gotPer := unread(t, s, st, d)
+	ok := gotN == n
+	for src, want := range per {
+		ok = ok && gotPer[src] == want
+	}
+	if !ok {
+		t.Fatalf("%s: %d unread %v, want %d %v", what, gotN, gotPer, n, per)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestUnreadFollowsMarks(t *testing.T) {
 	ctx := context.Background()
 	st, d := fixture()
 	s := newStore(t)
-	if n, _ := unread(t, s, st, d); n != 3 {
-		t.Fatalf("fresh user: %d unread, want 3", n)
-	}
-	if err := s.MarkArticles(ctx, "u", true, art(d, "a2")); err != nil {
-		t.Fatal(err)
-	}
-	if n, per := unread(t, s, st, d); n != 2 || per["B"] != 0 || per["A"] != 2 {
-		t.Fatalf("after reading a2: %d %v", n, per)
-	}
+	wantUnread(t, s, st, d, 3, nil, "fresh user")
+	must(t, s.MarkArticles(ctx, "u", true, art(d, "a2")))
+	wantUnread(t, s, st, d, 2, map[string]int{"A": 2, "B": 0}, "after reading a2")
 	// The story marked read at its latest article: nothing unread...
-	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, st.LastSeen); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := unread(t, s, st, d); n != 0 {
-		t.Fatalf("story read: %d unread", n)
-	}
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, st.LastSeen))
+	wantUnread(t, s, st, d, 0, nil, "story read")
 	// ...until an article joins it.
 	st2, d2 := fixture()
 	d2.Articles = append(d2.Articles, story.ArticleRecord{Article: story.Article{ID: "a4", SourceID: "B", Published: 400}})
 	st2.Articles, st2.LastSeen, st2.Sources[1].Articles = 4, 400, 2
 	d2.Story = *st2
-	if n, per := unread(t, s, st2, d2); n != 1 || per["B"] != 1 {
-		t.Fatalf("new article after the story was read: %d %v, want 1 from B", n, per)
-	}
+	wantUnread(t, s, st2, d2, 1, map[string]int{"B": 1}, "new article after the story was read")
 	// An article marked unread after the watermark is unread again.
-	if err := s.MarkArticles(ctx, "u", false, art(d, "a1")); err != nil {
-		t.Fatal(err)
-	}
-	if n, per := unread(t, s, st, d); n != 1 || per["A"] != 1 {
-		t.Fatalf("a1 kept unread: %d %v", n, per)
-	}
+	must(t, s.MarkArticles(ctx, "u", false, art(d, "a1")))
+	wantUnread(t, s, st, d, 1, map[string]int{"A": 1}, "a1 kept unread")
 	// A newer watermark decides over the older article mark.
-	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeTopic, Value: "science"}, 300); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := unread(t, s, st, d); n != 0 {
-		t.Fatalf("topic read after a1 was kept unread: %d unread", n)
-	}
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeTopic, Value: "science"}, 300))
+	wantUnread(t, s, st, d, 0, nil, "topic read after a1 was kept unread")
 }
 
 func TestWatermarkInsideStory(t *testing.T) {
 	ctx := context.Background()
 	st, d := fixture()
 	s := newStore(t)
-	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 200); err != nil {
-		t.Fatal(err)
-	}
-	if n, per := unread(t, s, st, d); n != 1 || per["A"] != 1 {
-		t.Fatalf("everything up to t=200 read: %d %v, want a3 only", n, per)
-	}
-	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeSource, Value: "A"}, 1000); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := unread(t, s, st, d); n != 0 {
-		t.Fatalf("source A read too: %d unread", n)
-	}
-	if err := s.ClearScope(ctx, "u", Scope{Kind: ScopeSource, Value: "A"}); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := unread(t, s, st, d); n != 1 {
-		t.Fatalf("source watermark cleared: %d unread, want 1", n)
-	}
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 200))
+	wantUnread(t, s, st, d, 1, map[string]int{"A": 1}, "everything up to t=200 read (a3 unread)")
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeSource, Value: "A"}, 1000))
+	wantUnread(t, s, st, d, 0, nil, "source A read too")
+	must(t, s.ClearScope(ctx, "u", Scope{Kind: ScopeSource, Value: "A"}))
+	wantUnread(t, s, st, d, 1, nil, "source watermark cleared")
 }
 
 func TestMarkAllDropsSupersededMarks(t *testing.T) {
 	ctx := context.Background()
 	_, d := fixture()
 	s := newStore(t)
-	if err := s.MarkArticles(ctx, "u", true, art(d, "a1"), art(d, "a3")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, 300); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 250); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.MarkArticles(ctx, "u", true, art(d, "a1"), art(d, "a3")))
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, 300))
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 250))
 	var keys []string
-	if err := s.meta.Scan(ctx, readsOf("u"), func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.meta.Scan(ctx, readsOf("u"), func(k string, _ []byte) error { keys = append(keys, k); return nil }))
 	// a1 (t=100) is covered by the new watermark; a3 (t=300) and the
 	// story's watermark (300) are not.
-	want := []string{"a:a3", "w:all", "w:story:s1"}
-	if len(keys) != len(want) {
+	if want := []string{"a:a3", "w:all", "w:story:s1"}; !slices.Equal(keys, want) {
 		t.Fatalf("kept %v, want %v", keys, want)
-	}
-	for i := range keys {
-		if keys[i] != want[i] {
-			t.Fatalf("kept %v, want %v", keys, want)
-		}
 	}
 }
 
@@ -197,9 +173,7 @@ func TestStars(t *testing.T) {
 	if err != nil || !st.Starred("a1") || st.Starred("a2") {
 		t.Fatalf("after unstarring a2: a1 %v a2 %v (%v)", st.Starred("a1"), st.Starred("a2"), err)
 	}
-	if err := s.DeleteUser(ctx, "u"); err != nil {
-		t.Fatal(err)
-	}
+	must(t, s.DeleteUser(ctx, "u"))
 	if stars, _ := s.Stars(ctx, "u"); len(stars) != 0 {
 		t.Fatalf("deleted user keeps %d stars", len(stars))
 	}
