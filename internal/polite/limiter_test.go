@@ -61,6 +61,38 @@ func grantTimes(t *testing.T, l *Limiter, host string, n int) []time.Duration {
 	return got
 }
 
+// holding acquires host, runs fn while it holds the slot, and releases it.
+// It reports an error with t.Error: it runs on a goroutine of its own.
+func holding(t *testing.T, l *Limiter, host string, fn func()) {
+	rel, err := l.Acquire(context.Background(), host)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	fn()
+	rel()
+}
+
+// touch acquires host and releases it at once.
+func touch(t *testing.T, l *Limiter, host string) {
+	t.Helper()
+	rel, err := l.Acquire(context.Background(), host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel()
+}
+
+// drain closes ch and returns what it held.
+func drain[T any](ch chan T) []T {
+	close(ch)
+	var out []T
+	for v := range ch {
+		out = append(out, v)
+	}
+	return out
+}
+
 func TestLimiterHostRateAndBurst(t *testing.T) {
 	ms := time.Millisecond
 	for _, tc := range []struct {
@@ -97,11 +129,7 @@ func TestLimiterSequentialRequestsTakeExpectedTime(t *testing.T) {
 		l := newTestLimiter(t, LimiterOptions{HostRate: 2, HostBurst: 1})
 		start := time.Now()
 		for range 10 {
-			rel, err := l.Acquire(t.Context(), "example.com")
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel()
+			touch(t, l, "example.com")
 		}
 		if got, want := time.Since(start), 4500*time.Millisecond; got != want {
 			t.Fatalf("10 requests at 2/s took %v, want %v", got, want)
@@ -131,15 +159,11 @@ func TestLimiterHostConcurrency(t *testing.T) {
 		start := time.Now()
 		for range 10 {
 			wg.Go(func() {
-				rel, err := l.Acquire(context.Background(), "example.com")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				p.inc()
-				time.Sleep(time.Second)
-				p.dec()
-				rel()
+				holding(t, l, "example.com", func() {
+					p.inc()
+					time.Sleep(time.Second)
+					p.dec()
+				})
 			})
 		}
 		wg.Wait()
@@ -162,17 +186,13 @@ func TestLimiterGlobalConcurrency(t *testing.T) {
 		for i := range 24 {
 			wg.Go(func() {
 				h := i % len(hosts)
-				rel, err := l.Acquire(context.Background(), fmt.Sprintf("h%d.example", h))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				global.inc()
-				hosts[h].inc()
-				time.Sleep(time.Second)
-				hosts[h].dec()
-				global.dec()
-				rel()
+				holding(t, l, fmt.Sprintf("h%d.example", h), func() {
+					global.inc()
+					hosts[h].inc()
+					time.Sleep(time.Second)
+					hosts[h].dec()
+					global.dec()
+				})
 			})
 		}
 		wg.Wait()
@@ -249,27 +269,11 @@ func TestLimiterCrawlDelay(t *testing.T) {
 				start := fc.Now()
 				results := make(chan time.Time, 10)
 				for range len(tc.want) {
-					go func() {
-						rel, err := l.Acquire(context.Background(), "a.example")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						results <- fc.Now()
-						rel()
-					}()
+					go holding(t, l, "a.example", func() { results <- fc.Now() })
 				}
 				// Another host is not held back by a's delay.
 				for range 2 {
-					go func() {
-						rel, err := l.Acquire(context.Background(), "b.example")
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						results <- time.Time{}
-						rel()
-					}()
+					go holding(t, l, "b.example", func() { results <- time.Time{} })
 				}
 				got := driveFake(t, fc, results, len(tc.want)+2)
 				if !got[0].IsZero() || !got[1].IsZero() {
@@ -289,21 +293,9 @@ func TestLimiterCrawlDelayChangeWakesWaiter(t *testing.T) {
 		l := newTestLimiter(t, LimiterOptions{HostRate: math.Inf(1), Clock: fc})
 		l.SetCrawlDelay("a.example", time.Hour)
 		start := fc.Now()
-		rel, err := l.Acquire(context.Background(), "a.example")
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel()
+		touch(t, l, "a.example")
 		results := make(chan time.Time, 1)
-		go func() {
-			rel, err := l.Acquire(context.Background(), "a.example")
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			results <- fc.Now()
-			rel()
-		}()
+		go holding(t, l, "a.example", func() { results <- fc.Now() })
 		synctest.Wait()
 		l.SetCrawlDelay("a.example", 2*time.Second)
 		got := driveFake(t, fc, results, 1)
@@ -338,25 +330,13 @@ func TestLimiterSlowHostDoesNotBlockOthers(t *testing.T) {
 			start := time.Now()
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				rel, err := l.Acquire(context.Background(), "slow.example")
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				time.Sleep(time.Hour)
-				rel()
+				holding(t, l, "slow.example", func() { time.Sleep(time.Hour) })
 			})
 			synctest.Wait()
 			slow := make(chan time.Duration, 4)
 			for range 4 {
 				wg.Go(func() {
-					rel, err := l.Acquire(context.Background(), "slow.example")
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					slow <- time.Since(start)
-					rel()
+					holding(t, l, "slow.example", func() { slow <- time.Since(start) })
 				})
 			}
 			synctest.Wait()
@@ -366,28 +346,18 @@ func TestLimiterSlowHostDoesNotBlockOthers(t *testing.T) {
 			fast := make(chan time.Duration, 5)
 			for i := range 5 {
 				wg.Go(func() {
-					rel, err := l.Acquire(context.Background(), fmt.Sprintf("fast%d.example", i))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					fast <- time.Since(start)
-					time.Sleep(time.Second)
-					rel()
+					holding(t, l, fmt.Sprintf("fast%d.example", i), func() {
+						fast <- time.Since(start)
+						time.Sleep(time.Second)
+					})
 				})
 				synctest.Wait() // queue them in order
 			}
 			wg.Wait()
-			close(fast)
-			close(slow)
-			var got []time.Duration
-			for d := range fast {
-				got = append(got, d)
-			}
-			if want := []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}; !slices.Equal(got, want) {
+			if got, want := drain(fast), []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 4 * time.Second}; !slices.Equal(got, want) {
 				t.Fatalf("fast hosts granted at %v, want %v", got, want)
 			}
-			for d := range slow {
+			for _, d := range drain(slow) {
 				if d != time.Hour {
 					t.Fatalf("a slow-host waiter was granted at %v, want 1h", d)
 				}
@@ -403,40 +373,22 @@ func TestLimiterSlowHostDoesNotBlockOthers(t *testing.T) {
 			slow := make(chan time.Duration, 3)
 			for range 3 {
 				wg.Go(func() {
-					rel, err := l.Acquire(context.Background(), "slow.example")
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					slow <- time.Since(start)
-					rel()
+					holding(t, l, "slow.example", func() { slow <- time.Since(start) })
 				})
 			}
 			synctest.Wait()
 			fast := make(chan time.Duration, 3)
 			for i := range 3 {
 				wg.Go(func() {
-					rel, err := l.Acquire(context.Background(), fmt.Sprintf("fast%d.example", i))
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					fast <- time.Since(start)
-					time.Sleep(time.Second)
-					rel()
+					holding(t, l, fmt.Sprintf("fast%d.example", i), func() {
+						fast <- time.Since(start)
+						time.Sleep(time.Second)
+					})
 				})
 				synctest.Wait()
 			}
 			wg.Wait()
-			close(fast)
-			close(slow)
-			var gotFast, gotSlow []time.Duration
-			for d := range fast {
-				gotFast = append(gotFast, d)
-			}
-			for d := range slow {
-				gotSlow = append(gotSlow, d)
-			}
+			gotFast, gotSlow := drain(fast), drain(slow)
 			if want := []time.Duration{0, time.Second, 2 * time.Second}; !slices.Equal(gotFast, want) {
 				t.Errorf("fast hosts granted at %v, want %v", gotFast, want)
 			}
@@ -463,16 +415,12 @@ func TestLimiterRoundRobin(t *testing.T) {
 		)
 		enqueue := func(host string) {
 			wg.Go(func() {
-				rel, err := l.Acquire(context.Background(), host)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				mu.Lock()
-				order = append(order, host[:1])
-				mu.Unlock()
-				time.Sleep(time.Second)
-				rel()
+				holding(t, l, host, func() {
+					mu.Lock()
+					order = append(order, host[:1])
+					mu.Unlock()
+					time.Sleep(time.Second)
+				})
 			})
 			synctest.Wait()
 		}
@@ -549,21 +497,13 @@ func TestLimiterCancelConsumesNothing(t *testing.T) {
 				l := newTestLimiter(t, tc.opts)
 				tc.set(l)
 				start := time.Now()
-				rel, err := l.Acquire(context.Background(), "a.example")
-				if err != nil {
-					t.Fatal(err)
-				}
-				rel()
+				touch(t, l, "a.example")
 				ctx, cancel := context.WithTimeout(context.Background(), tc.want/2)
 				defer cancel()
 				if _, err := l.Acquire(ctx, "a.example"); !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("acquire: %v, want deadline exceeded", err)
 				}
-				rel, err = l.Acquire(context.Background(), "a.example")
-				if err != nil {
-					t.Fatal(err)
-				}
-				rel()
+				touch(t, l, "a.example")
 				if got := time.Since(start); got != tc.want {
 					t.Fatalf("next request granted at %v, want %v", got, tc.want)
 				}
@@ -575,35 +515,27 @@ func TestLimiterCancelConsumesNothing(t *testing.T) {
 func TestLimiterIdleHostTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, LimiterOptions{IdleHostTTL: time.Minute})
-		touch := func(host string) {
-			t.Helper()
-			rel, err := l.Acquire(context.Background(), host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel()
-		}
 		for i := range 1000 {
-			touch(fmt.Sprintf("h%d.example", i))
+			touch(t, l, fmt.Sprintf("h%d.example", i))
 		}
 		held, err := l.Acquire(context.Background(), "held.example")
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.SetCrawlDelay("delayed.example", 10*time.Minute)
-		touch("delayed.example")
+		touch(t, l, "delayed.example")
 		if got := l.Stats().Hosts; got != 1002 {
 			t.Fatalf("hosts %d, want 1002", got)
 		}
 		time.Sleep(2 * time.Minute)
-		touch("new.example")
+		touch(t, l, "new.example")
 		// Kept: the host in flight, the one whose crawl delay has not
 		// elapsed, and the new one.
 		if got := l.Stats().Hosts; got != 3 {
 			t.Fatalf("hosts after 2m idle: %d, want 3", got)
 		}
 		time.Sleep(10 * time.Minute)
-		touch("new2.example")
+		touch(t, l, "new2.example")
 		if got := l.Stats().Hosts; got != 2 {
 			t.Fatalf("hosts after the delay elapsed: %d, want 2 (held, new2)", got)
 		}
@@ -613,7 +545,7 @@ func TestLimiterIdleHostTTL(t *testing.T) {
 		// about IdleHostTTL + IdleHostTTL/2 of them.
 		maxHosts := 0
 		for i := range 3600 {
-			touch(fmt.Sprintf("stream%d.example", i))
+			touch(t, l, fmt.Sprintf("stream%d.example", i))
 			maxHosts = max(maxHosts, l.Stats().Hosts)
 			time.Sleep(time.Second)
 		}
@@ -629,26 +561,22 @@ func TestLimiterForgetsOnlyWhenHarmless(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newTestLimiter(t, LimiterOptions{IdleHostTTL: time.Second, HostRate: 1.0 / 60, HostBurst: 1})
 		start := time.Now()
-		touch := func(host string) time.Duration {
+		touchAt := func(host string) time.Duration {
 			t.Helper()
-			rel, err := l.Acquire(context.Background(), host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rel()
+			touch(t, l, host)
 			return time.Since(start)
 		}
-		touch("slowrate.example")
+		touchAt("slowrate.example")
 		l.PauseHost("paused.example", start.Add(time.Hour))
 		time.Sleep(5 * time.Second)
-		touch("other.example") // sweeps
+		touchAt("other.example") // sweeps
 		if got := l.Stats().Hosts; got != 3 {
 			t.Fatalf("hosts %d, want 3: nothing may be forgotten yet", got)
 		}
-		if got := touch("slowrate.example"); got != time.Minute {
+		if got := touchAt("slowrate.example"); got != time.Minute {
 			t.Fatalf("second request at %v, want 1m: the bucket was forgotten", got)
 		}
-		if got := touch("paused.example"); got != time.Hour {
+		if got := touchAt("paused.example"); got != time.Hour {
 			t.Fatalf("paused host served at %v, want 1h", got)
 		}
 	})
