@@ -71,6 +71,34 @@ func newTestRobots(t *testing.T, site *fakeSite, opts RobotsOptions) *Robots {
 	return r
 }
 
+// exampleRobots is the robots.txt most tests serve.
+const exampleRobots = "https://example.com/robots.txt"
+
+// serveRobots returns a site that answers exampleRobots with body.
+func serveRobots(body string) *fakeSite {
+	site := newFakeSite()
+	site.set(exampleRobots, fakeAnswer{status: 200, body: body})
+	return site
+}
+
+// allowedAt asks r whether our user agent may fetch path of
+// https://example.com.
+func allowedAt(ctx context.Context, r *Robots, path string) (bool, error) {
+	ok, _, err := r.Allowed(ctx, testUA, "https://example.com"+path)
+	return ok, err
+}
+
+// checkPaths reports each path of https://example.com whose answer is not
+// want[path].
+func checkPaths(t *testing.T, r *Robots, want map[string]bool) {
+	t.Helper()
+	for path, want := range want {
+		if ok, err := allowedAt(t.Context(), r, path); err != nil || ok != want {
+			t.Errorf("%s: allowed %v, %v; want %v", path, ok, err, want)
+		}
+	}
+}
+
 func TestRobotsRules(t *testing.T) {
 	type check struct {
 		ua, path string
@@ -218,8 +246,7 @@ func TestRobotsRules(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			site := newFakeSite()
-			site.set("https://example.com/robots.txt", fakeAnswer{status: 200, body: tc.body})
+			site := serveRobots(tc.body)
 			r := newTestRobots(t, site, RobotsOptions{})
 			for _, c := range tc.checks {
 				ok, delay, err := r.Allowed(t.Context(), c.ua, "https://example.com"+c.path)
@@ -230,7 +257,7 @@ func TestRobotsRules(t *testing.T) {
 					t.Errorf("Allowed(%q, %q) = %v, %v; want %v, %v", c.ua, c.path, ok, delay, c.allowed, c.delay)
 				}
 			}
-			if n := site.count("https://example.com/robots.txt"); n != 1 {
+			if n := site.count(exampleRobots); n != 1 {
 				t.Errorf("robots.txt fetched %d times, want 1", n)
 			}
 			if s := r.Stats(); s.ParseErrors != 0 {
@@ -295,23 +322,17 @@ func TestRobotsStatuses(t *testing.T) {
 }
 
 func TestRobotsErrorRetriedAfterErrorTTL(t *testing.T) {
-	const robots = "https://example.com/robots.txt"
 	site := newFakeSite()
-	site.set(robots, fakeAnswer{status: 500})
+	site.set(exampleRobots, fakeAnswer{status: 500})
 	fc := newFakeClock()
 	r := newTestRobots(t, site, RobotsOptions{Clock: fc, ErrorTTL: 10 * time.Minute, MaxErrorTTL: 30 * time.Minute})
-	allowed := func() (bool, error) {
-		t.Helper()
-		ok, _, err := r.Allowed(t.Context(), testUA, "https://example.com/feed")
-		return ok, err
-	}
 	expect := func(wantOK bool, wantFetches int) {
 		t.Helper()
-		ok, err := allowed()
+		ok, err := allowedAt(t.Context(), r, "/feed")
 		if ok != wantOK || (err != nil) == wantOK {
 			t.Fatalf("at +%v: allowed %v, err %v; want allowed %v", fc.Now().Sub(start(fc)), ok, err, wantOK)
 		}
-		if n := site.count(robots); n != wantFetches {
+		if n := site.count(exampleRobots); n != wantFetches {
 			t.Fatalf("at +%v: %d fetches, want %d", fc.Now().Sub(start(fc)), n, wantFetches)
 		}
 	}
@@ -326,7 +347,7 @@ func TestRobotsErrorRetriedAfterErrorTTL(t *testing.T) {
 	expect(false, 3)
 	fc.Advance(30 * time.Minute) // capped at MaxErrorTTL
 	expect(false, 4)
-	site.set(robots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /private\n"})
+	site.set(exampleRobots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /private\n"})
 	fc.Advance(30 * time.Minute)
 	expect(true, 5)
 	fc.Advance(23 * time.Hour)
@@ -338,23 +359,21 @@ var fakeEpoch = newFakeClock().Now()
 func start(*fakeClock) time.Time { return fakeEpoch }
 
 func TestRobotsCacheTTL(t *testing.T) {
-	const robots = "https://example.com/robots.txt"
-	site := newFakeSite()
-	site.set(robots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /a\n"})
+	site := serveRobots("User-agent: *\nDisallow: /a\n")
 	fc := newFakeClock()
 	r := newTestRobots(t, site, RobotsOptions{Clock: fc})
 	check := func(path string, want bool, wantFetches int) {
 		t.Helper()
-		ok, _, err := r.Allowed(t.Context(), testUA, "https://example.com"+path)
+		ok, err := allowedAt(t.Context(), r, path)
 		if err != nil || ok != want {
 			t.Fatalf("%s: allowed %v, %v; want %v", path, ok, err, want)
 		}
-		if n := site.count(robots); n != wantFetches {
+		if n := site.count(exampleRobots); n != wantFetches {
 			t.Fatalf("%d fetches, want %d", n, wantFetches)
 		}
 	}
 	check("/a", false, 1)
-	site.set(robots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /b\n"})
+	site.set(exampleRobots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /b\n"})
 	fc.Advance(24*time.Hour - time.Second)
 	check("/a", false, 1)
 	check("/b", true, 1)
@@ -369,24 +388,22 @@ func TestRobotsCacheTTL(t *testing.T) {
 // While the file is unreachable the last good copy keeps being used, up to
 // MaxStale.
 func TestRobotsStaleCopyWhileUnreachable(t *testing.T) {
-	const robots = "https://example.com/robots.txt"
-	site := newFakeSite()
-	site.set(robots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /private\n"})
+	site := serveRobots("User-agent: *\nDisallow: /private\n")
 	fc := newFakeClock()
 	r := newTestRobots(t, site, RobotsOptions{Clock: fc, MaxStale: 48 * time.Hour})
 	check := func(path string, want bool, wantErr bool) {
 		t.Helper()
-		ok, _, err := r.Allowed(t.Context(), testUA, "https://example.com"+path)
+		ok, err := allowedAt(t.Context(), r, path)
 		if ok != want || (err != nil) != wantErr {
 			t.Fatalf("%s at +%v: allowed %v, err %v; want %v, err %v", path, fc.Now().Sub(fakeEpoch), ok, err, want, wantErr)
 		}
 	}
 	check("/feed", true, false)
-	site.set(robots, fakeAnswer{status: 503})
+	site.set(exampleRobots, fakeAnswer{status: 503})
 	fc.Advance(25 * time.Hour)
 	check("/feed", true, false)
 	check("/private", false, false)
-	if n := site.count(robots); n != 2 {
+	if n := site.count(exampleRobots); n != 2 {
 		t.Fatalf("%d fetches, want 2", n)
 	}
 	fc.Advance(24 * time.Hour) // the good copy is now 49h old
@@ -395,9 +412,7 @@ func TestRobotsStaleCopyWhileUnreachable(t *testing.T) {
 
 func TestRobotsSingleFetchForConcurrentCallers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const robots = "https://example.com/robots.txt"
-		site := newFakeSite()
-		site.set(robots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /private\n"})
+		site := serveRobots("User-agent: *\nDisallow: /private\n")
 		site.gate = make(chan struct{})
 		r := newTestRobots(t, site, RobotsOptions{})
 		type result struct {
@@ -411,12 +426,12 @@ func TestRobotsSingleFetchForConcurrentCallers(t *testing.T) {
 				if i%2 == 1 {
 					path = "/private"
 				}
-				ok, _, err := r.Allowed(context.Background(), testUA, "https://example.com"+path)
+				ok, err := allowedAt(context.Background(), r, path)
 				results <- result{ok == (i%2 == 0), err}
 			}()
 		}
 		synctest.Wait()
-		if n := site.count(robots); n != 1 {
+		if n := site.count(exampleRobots); n != 1 {
 			t.Fatalf("%d fetches in flight, want 1", n)
 		}
 		close(site.gate)
@@ -425,7 +440,7 @@ func TestRobotsSingleFetchForConcurrentCallers(t *testing.T) {
 				t.Fatalf("wrong answer: %+v", res)
 			}
 		}
-		if n := site.count(robots); n != 1 {
+		if n := site.count(exampleRobots); n != 1 {
 			t.Fatalf("%d fetches, want 1", n)
 		}
 	})
@@ -435,9 +450,7 @@ func TestRobotsSingleFetchForConcurrentCallers(t *testing.T) {
 // nothing is cached from the abandoned fetch.
 func TestRobotsFetchingCallerCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const robots = "https://example.com/robots.txt"
-		site := newFakeSite()
-		site.set(robots, fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /private\n"})
+		site := serveRobots("User-agent: *\nDisallow: /private\n")
 		site.gate = make(chan struct{})
 		r := newTestRobots(t, site, RobotsOptions{})
 		leaderCtx, cancelLeader := context.WithCancel(context.Background())
@@ -449,7 +462,7 @@ func TestRobotsFetchingCallerCancelled(t *testing.T) {
 		synctest.Wait()
 		waiterOK := make(chan bool, 1)
 		go func() {
-			ok, _, err := r.Allowed(context.Background(), testUA, "https://example.com/private")
+			ok, err := allowedAt(context.Background(), r, "/private")
 			waiterOK <- err == nil && !ok
 		}()
 		// A third caller gives up while waiting.
@@ -463,7 +476,7 @@ func TestRobotsFetchingCallerCancelled(t *testing.T) {
 			t.Fatalf("fetching caller: %v, want canceled", err)
 		}
 		synctest.Wait()
-		if n := site.count(robots); n != 2 {
+		if n := site.count(exampleRobots); n != 2 {
 			t.Fatalf("%d fetches, want 2 (the waiter took over)", n)
 		}
 		close(site.gate)
@@ -481,35 +494,20 @@ func TestRobotsBodyCap(t *testing.T) {
 			fmt.Fprintf(&b, "Disallow: /filler/%d\n", i)
 		}
 		b.WriteString("Disallow: /late\n")
-		site := newFakeSite()
-		site.set("https://example.com/robots.txt", fakeAnswer{status: 200, body: b.String()})
-		r := newTestRobots(t, site, RobotsOptions{})
-		for path, want := range map[string]bool{"/early": false, "/filler/1": false, "/late": true} {
-			ok, _, err := r.Allowed(t.Context(), testUA, "https://example.com"+path)
-			if err != nil || ok != want {
-				t.Errorf("%s: allowed %v, %v; want %v", path, ok, err, want)
-			}
-		}
+		r := newTestRobots(t, serveRobots(b.String()), RobotsOptions{})
+		checkPaths(t, r, map[string]bool{"/early": false, "/filler/1": false, "/late": true})
 	})
 	t.Run("partial last line dropped", func(t *testing.T) {
 		body := "User-agent: *\nDisallow: /a\nDisallow: /abcdef\n"
-		site := newFakeSite()
-		site.set("https://example.com/robots.txt", fakeAnswer{status: 200, body: body})
 		// The cap cuts "Disallow: /abcdef" to "Disallow: /", which would
 		// disallow everything.
-		r := newTestRobots(t, site, RobotsOptions{MaxBodyBytes: strings.Index(body, "/abcdef") + 1})
-		for path, want := range map[string]bool{"/a": false, "/b": true, "/abcdef": false} {
-			ok, _, err := r.Allowed(t.Context(), testUA, "https://example.com"+path)
-			if err != nil || ok != want {
-				t.Errorf("%s: allowed %v, %v; want %v", path, ok, err, want)
-			}
-		}
+		r := newTestRobots(t, serveRobots(body), RobotsOptions{MaxBodyBytes: strings.Index(body, "/abcdef") + 1})
+		checkPaths(t, r, map[string]bool{"/a": false, "/b": true, "/abcdef": false})
 	})
 }
 
 func TestRobotsOrigins(t *testing.T) {
-	site := newFakeSite()
-	site.set("https://example.com/robots.txt", fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /\n"})
+	site := serveRobots("User-agent: *\nDisallow: /\n")
 	site.set("http://example.com/robots.txt", fakeAnswer{status: 200, body: ""})
 	site.set("https://example.com:8443/robots.txt", fakeAnswer{status: 200, body: "User-agent: *\nDisallow: /x\n"})
 	r := newTestRobots(t, site, RobotsOptions{})
@@ -605,9 +603,7 @@ func FuzzRobotsParse(f *testing.F) {
 		f.Add(s, "/feed?x=1")
 	}
 	f.Fuzz(func(t *testing.T, body, path string) {
-		site := newFakeSite()
-		site.set("https://example.com/robots.txt", fakeAnswer{status: 200, body: body})
-		r, err := NewRobots(site.fetch, RobotsOptions{MaxBodyBytes: 4096})
+		r, err := NewRobots(serveRobots(body).fetch, RobotsOptions{MaxBodyBytes: 4096})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -628,15 +624,13 @@ func FuzzRobotsParse(f *testing.F) {
 }
 
 func BenchmarkRobotsAllowedCached(b *testing.B) {
-	site := newFakeSite()
 	var body strings.Builder
 	body.WriteString("User-agent: *\n")
 	for i := range 200 {
 		fmt.Fprintf(&body, "Disallow: /section-%d/\nAllow: /section-%d/feed\n", i, i)
 	}
 	body.WriteString("User-agent: newsflow\nCrawl-delay: 1\nDisallow: /private\n")
-	site.set("https://example.com/robots.txt", fakeAnswer{status: 200, body: body.String()})
-	r, err := NewRobots(site.fetch, RobotsOptions{})
+	r, err := NewRobots(serveRobots(body.String()).fetch, RobotsOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
