@@ -57,6 +57,15 @@ func runSteps(t *testing.T, opts BreakerOptions, b BreakerState, steps []step) B
 func TestBreakerTransitions(t *testing.T) {
 	m, s := time.Minute, time.Second
 	opts := BreakerOptions{FailureThreshold: 3, OpenFor: 10 * m, MaxOpenFor: 60 * m}
+	// opened is the three failures at t0 that open the breaker until +9m,
+	// then steps.
+	opened := func(steps []step) []step {
+		return append([]step{
+			{op: "failure", state: Closed, fails: 1},
+			{op: "failure", state: Closed, fails: 2},
+			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		}, steps...)
+	}
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -77,18 +86,12 @@ func TestBreakerTransitions(t *testing.T) {
 			{op: "failure", at: 5 * s, state: Open, fails: 3, until: 5*s + 9*m}, // 10m - 20%*0.5
 			{op: "deny", at: 5*s + 9*m - 1, state: Open, fails: 3, until: -1},
 		}},
-		{"open to half-open lets one trial through", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		{"open to half-open lets one trial through", opened([]step{
 			{op: "allow", at: 9 * m, state: HalfOpen, fails: 3},
 			{op: "deny", at: 9*m + s, state: HalfOpen, fails: 3},
 			{op: "deny", at: 9*m + TrialTimeout - 1, state: HalfOpen, fails: 3},
-		}},
-		{"half-open success closes", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		})},
+		{"half-open success closes", opened([]step{
 			{op: "allow", at: 10 * m, state: HalfOpen, fails: 3},
 			{op: "success", at: 10 * m, state: Closed, fails: 0},
 			{op: "allow", at: 10 * m, state: Closed},
@@ -96,11 +99,8 @@ func TestBreakerTransitions(t *testing.T) {
 			{op: "failure", at: 11 * m, state: Closed, fails: 1},
 			{op: "failure", at: 11 * m, state: Closed, fails: 2},
 			{op: "failure", at: 11 * m, state: Open, fails: 3, until: 20 * m},
-		}},
-		{"half-open failure reopens for twice as long, capped", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		})},
+		{"half-open failure reopens for twice as long, capped", opened([]step{
 			{op: "allow", at: 9 * m, state: HalfOpen, fails: 3},
 			{op: "failure", at: 9 * m, state: Open, fails: 4, until: 27 * m}, // +20m*0.9
 			{op: "allow", at: 27 * m, state: HalfOpen, fails: 4},
@@ -109,23 +109,17 @@ func TestBreakerTransitions(t *testing.T) {
 			{op: "failure", at: 63 * m, state: Open, fails: 6, until: 117 * m}, // +60m*0.9 (cap)
 			{op: "allow", at: 117 * m, state: HalfOpen, fails: 6},
 			{op: "failure", at: 117 * m, state: Open, fails: 7, until: 171 * m}, // still capped
-		}},
-		{"lost trial: another after TrialTimeout", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		})},
+		{"lost trial: another after TrialTimeout", opened([]step{
 			{op: "allow", at: 9 * m, state: HalfOpen, fails: 3},
 			{op: "allow", at: 9*m + TrialTimeout, state: HalfOpen, fails: 3},
 			{op: "deny", at: 9*m + TrialTimeout + s, state: HalfOpen, fails: 3},
-		}},
-		{"late outcomes while open", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		})},
+		{"late outcomes while open", opened([]step{
 			{op: "failure", at: m, state: Open, fails: 4, until: 9 * m}, // not extended
 			{op: "success", at: 2 * m, state: Closed, fails: 0},
 			{op: "allow", at: 2 * m, state: Closed},
-		}},
+		})},
 		{"rate limited does not count and holds", []step{
 			{op: "failure", state: Closed, fails: 1},
 			{op: "failure", state: Closed, fails: 2},
@@ -144,17 +138,14 @@ func TestBreakerTransitions(t *testing.T) {
 			{op: "limited", at: 5 * s, arg: s, state: Closed},
 			{op: "allow", at: 6 * s, state: Closed},
 		}},
-		{"rate limited trial ends the trial without reopening", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		{"rate limited trial ends the trial without reopening", opened([]step{
 			{op: "allow", at: 9 * m, state: HalfOpen, fails: 3},
 			{op: "limited", at: 9 * m, arg: 2 * m, state: HalfOpen, fails: 3},
 			{op: "deny", at: 11*m - 1, state: HalfOpen, fails: 3},
 			{op: "allow", at: 11 * m, state: HalfOpen, fails: 3},
 			{op: "deny", at: 11 * m, state: HalfOpen, fails: 3},
 			{op: "success", at: 11 * m, state: Closed},
-		}},
+		})},
 		{"retry-after capped", []step{
 			{op: "limited", arg: 1000 * time.Hour, state: Closed},
 			{op: "allow", at: MaxRetryAfter, state: Closed},
@@ -165,14 +156,11 @@ func TestBreakerTransitions(t *testing.T) {
 			{op: "deny", at: 2 * m, state: Closed},
 			{op: "allow", at: 5 * m, state: Closed},
 		}},
-		{"hold applies to an open breaker too", []step{
-			{op: "failure", state: Closed, fails: 1},
-			{op: "failure", state: Closed, fails: 2},
-			{op: "failure", state: Open, fails: 3, until: 9 * m},
+		{"hold applies to an open breaker too", opened([]step{
 			{op: "limited", at: m, arg: 20 * m, state: Open, fails: 3, until: 9 * m},
 			{op: "deny", at: 20 * m, state: Open, fails: 3, until: 9 * m},
 			{op: "allow", at: 21 * m, state: HalfOpen, fails: 3},
-		}},
+		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runSteps(t, opts, BreakerState{}, tc.steps)
@@ -309,12 +297,26 @@ func TestBreakerJSON(t *testing.T) {
 	}
 }
 
+// optionsCase is an options value and whether Validate accepts it.
+type optionsCase[O any] struct {
+	name string
+	opts O
+	ok   bool
+}
+
+// checkValidate reports each case that Validate does not accept or refuse
+// as it should.
+func checkValidate[O interface{ Validate() error }](t *testing.T, cases []optionsCase[O]) {
+	t.Helper()
+	for _, tc := range cases {
+		if err := tc.opts.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
 func TestBreakerOptionsValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts BreakerOptions
-		ok   bool
-	}{
+	checkValidate(t, []optionsCase[BreakerOptions]{
 		{"zero", BreakerOptions{}, true},
 		{"defaults", DefaultBreakerOptions(), true},
 		{"no jitter", BreakerOptions{Jitter: -1}, true},
@@ -325,9 +327,5 @@ func TestBreakerOptionsValidate(t *testing.T) {
 		{"max below open", BreakerOptions{OpenFor: time.Hour, MaxOpenFor: time.Minute}, false},
 		{"jitter above 1", BreakerOptions{Jitter: 1.5}, false},
 		{"nan jitter", BreakerOptions{Jitter: math.NaN()}, false},
-	} {
-		if err := tc.opts.Validate(); (err == nil) != tc.ok {
-			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
-		}
-	}
+	})
 }

@@ -646,11 +646,7 @@ func TestLimiterStress(t *testing.T) {
 }
 
 func TestLimiterOptionsValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts LimiterOptions
-		ok   bool
-	}{
+	cases := []optionsCase[LimiterOptions]{
 		{"zero", LimiterOptions{}, true},
 		{"defaults", DefaultLimiterOptions(), true},
 		{"unlimited rate", LimiterOptions{HostRate: math.Inf(1)}, true},
@@ -661,13 +657,11 @@ func TestLimiterOptionsValidate(t *testing.T) {
 		{"rate too low", LimiterOptions{HostRate: 1e-9}, false},
 		{"negative burst", LimiterOptions{HostBurst: -1}, false},
 		{"negative ttl", LimiterOptions{IdleHostTTL: -time.Second}, false},
-	} {
-		err := tc.opts.Validate()
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
-		}
-		if _, err2 := NewLimiter(tc.opts); (err2 == nil) != tc.ok {
-			t.Errorf("%s: NewLimiter error %v, want ok=%v", tc.name, err2, tc.ok)
+	}
+	checkValidate(t, cases)
+	for _, tc := range cases {
+		if _, err := NewLimiter(tc.opts); (err == nil) != tc.ok {
+			t.Errorf("%s: NewLimiter error %v, want ok=%v", tc.name, err, tc.ok)
 		}
 	}
 	l := newTestLimiter(t, LimiterOptions{HostBurst: 5})

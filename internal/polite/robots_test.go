@@ -551,11 +551,7 @@ func TestRobotsMaxHosts(t *testing.T) {
 }
 
 func TestRobotsOptionsValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts RobotsOptions
-		ok   bool
-	}{
+	checkValidate(t, []optionsCase[RobotsOptions]{
 		{"zero", RobotsOptions{}, true},
 		{"defaults", DefaultRobotsOptions(), true},
 		{"no crawl-delay cap", RobotsOptions{MaxCrawlDelay: -1}, true},
@@ -564,11 +560,7 @@ func TestRobotsOptionsValidate(t *testing.T) {
 		{"negative body", RobotsOptions{MaxBodyBytes: -1}, false},
 		{"negative hosts", RobotsOptions{MaxHosts: -1}, false},
 		{"max error below error", RobotsOptions{ErrorTTL: time.Hour, MaxErrorTTL: time.Minute}, false},
-	} {
-		if err := tc.opts.Validate(); (err == nil) != tc.ok {
-			t.Errorf("%s: Validate() = %v, want ok=%v", tc.name, err, tc.ok)
-		}
-	}
+	})
 	if _, err := NewRobots(nil, RobotsOptions{}); err == nil {
 		t.Error("NewRobots accepted a nil fetch function")
 	}
