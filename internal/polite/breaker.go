@@ -1,8 +1,8 @@
 package polite
 
 import (
+	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -85,15 +85,10 @@ func DefaultBreakerOptions() BreakerOptions {
 // Validate reports options that are out of range. Zero values are valid:
 // they mean the default.
 func (o BreakerOptions) Validate() error {
-	var errs []error
-	if o.FailureThreshold < 0 {
-		errs = append(errs, fmt.Errorf("failure threshold %d is negative", o.FailureThreshold))
-	}
-	if o.OpenFor < 0 {
-		errs = append(errs, fmt.Errorf("open for %v is negative", o.OpenFor))
-	}
-	if o.MaxOpenFor < 0 {
-		errs = append(errs, fmt.Errorf("max open for %v is negative", o.MaxOpenFor))
+	errs := []error{
+		negative("failure threshold", o.FailureThreshold),
+		negative("open for", o.OpenFor),
+		negative("max open for", o.MaxOpenFor),
 	}
 	if math.IsNaN(o.Jitter) || o.Jitter > 1 {
 		errs = append(errs, fmt.Errorf("jitter %v must be at most 1", o.Jitter))
@@ -101,26 +96,15 @@ func (o BreakerOptions) Validate() error {
 	if d := o.withDefaults(); d.MaxOpenFor < d.OpenFor {
 		errs = append(errs, fmt.Errorf("max open for %v is below open for %v", d.MaxOpenFor, d.OpenFor))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("breaker options: %w", err)
-	}
-	return nil
+	return optionsError("breaker", errs)
 }
 
 func (o BreakerOptions) withDefaults() BreakerOptions {
 	d := DefaultBreakerOptions()
-	if o.FailureThreshold == 0 {
-		o.FailureThreshold = d.FailureThreshold
-	}
-	if o.OpenFor == 0 {
-		o.OpenFor = d.OpenFor
-	}
-	if o.MaxOpenFor == 0 {
-		o.MaxOpenFor = max(d.MaxOpenFor, o.OpenFor)
-	}
-	if o.Jitter == 0 {
-		o.Jitter = d.Jitter
-	}
+	o.FailureThreshold = cmp.Or(o.FailureThreshold, d.FailureThreshold)
+	o.OpenFor = cmp.Or(o.OpenFor, d.OpenFor)
+	o.MaxOpenFor = cmp.Or(o.MaxOpenFor, max(d.MaxOpenFor, o.OpenFor))
+	o.Jitter = cmp.Or(o.Jitter, d.Jitter)
 	if o.Jitter < 0 {
 		o.Jitter = 0
 	}

@@ -1,6 +1,7 @@
 package polite
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -54,48 +55,44 @@ const minHostRate = 1.0 / (24 * 60 * 60)
 // Validate reports options that are out of range. Zero values are valid:
 // they mean the default.
 func (o LimiterOptions) Validate() error {
-	var errs []error
-	if o.GlobalConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("global concurrency %d is negative", o.GlobalConcurrency))
-	}
-	if o.HostConcurrency < 0 {
-		errs = append(errs, fmt.Errorf("host concurrency %d is negative", o.HostConcurrency))
-	}
+	var rateErr error
 	if math.IsNaN(o.HostRate) || o.HostRate < 0 || (o.HostRate > 0 && o.HostRate < minHostRate) {
-		errs = append(errs, fmt.Errorf("host rate %v must be at least one request a day, or +Inf", o.HostRate))
+		rateErr = fmt.Errorf("host rate %v must be at least one request a day, or +Inf", o.HostRate)
 	}
-	if o.HostBurst < 0 {
-		errs = append(errs, fmt.Errorf("host burst %d is negative", o.HostBurst))
+	return optionsError("limiter", []error{
+		negative("global concurrency", o.GlobalConcurrency),
+		negative("host concurrency", o.HostConcurrency),
+		rateErr,
+		negative("host burst", o.HostBurst),
+		negative("idle host ttl", o.IdleHostTTL),
+	})
+}
+
+// negative returns an error naming v when it is below zero, else nil.
+func negative[T int | time.Duration](name string, v T) error {
+	if v < 0 {
+		return fmt.Errorf("%s %v is negative", name, v)
 	}
-	if o.IdleHostTTL < 0 {
-		errs = append(errs, fmt.Errorf("idle host ttl %v is negative", o.IdleHostTTL))
-	}
+	return nil
+}
+
+// optionsError joins the errors of errs that are not nil into the error of
+// what's options, or returns nil if all are.
+func optionsError(what string, errs []error) error {
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("limiter options: %w", err)
+		return fmt.Errorf("%s options: %w", what, err)
 	}
 	return nil
 }
 
 func (o LimiterOptions) withDefaults() LimiterOptions {
 	d := DefaultLimiterOptions()
-	if o.GlobalConcurrency == 0 {
-		o.GlobalConcurrency = d.GlobalConcurrency
-	}
-	if o.HostConcurrency == 0 {
-		o.HostConcurrency = d.HostConcurrency
-	}
-	if o.HostRate == 0 {
-		o.HostRate = d.HostRate
-	}
-	if o.HostBurst == 0 {
-		o.HostBurst = d.HostBurst
-	}
-	if o.IdleHostTTL == 0 {
-		o.IdleHostTTL = d.IdleHostTTL
-	}
-	if o.Clock == nil {
-		o.Clock = d.Clock
-	}
+	o.GlobalConcurrency = cmp.Or(o.GlobalConcurrency, d.GlobalConcurrency)
+	o.HostConcurrency = cmp.Or(o.HostConcurrency, d.HostConcurrency)
+	o.HostRate = cmp.Or(o.HostRate, d.HostRate)
+	o.HostBurst = cmp.Or(o.HostBurst, d.HostBurst)
+	o.IdleHostTTL = cmp.Or(o.IdleHostTTL, d.IdleHostTTL)
+	o.Clock = cmp.Or(o.Clock, d.Clock)
 	return o
 }
 

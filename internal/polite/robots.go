@@ -2,6 +2,7 @@ package polite
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,62 +82,29 @@ func DefaultRobotsOptions() RobotsOptions {
 // Validate reports options that are out of range. Zero values are valid:
 // they mean the default.
 func (o RobotsOptions) Validate() error {
-	var errs []error
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"ttl", o.TTL}, {"error ttl", o.ErrorTTL}, {"max error ttl", o.MaxErrorTTL},
-		{"max stale", o.MaxStale}, {"fetch timeout", o.FetchTimeout},
-	} {
-		if d.v < 0 {
-			errs = append(errs, fmt.Errorf("%s %v is negative", d.name, d.v))
-		}
-	}
-	if o.MaxBodyBytes < 0 {
-		errs = append(errs, fmt.Errorf("max body bytes %d is negative", o.MaxBodyBytes))
-	}
-	if o.MaxHosts < 0 {
-		errs = append(errs, fmt.Errorf("max hosts %d is negative", o.MaxHosts))
+	errs := []error{
+		negative("ttl", o.TTL), negative("error ttl", o.ErrorTTL), negative("max error ttl", o.MaxErrorTTL),
+		negative("max stale", o.MaxStale), negative("fetch timeout", o.FetchTimeout),
+		negative("max body bytes", o.MaxBodyBytes),
+		negative("max hosts", o.MaxHosts),
 	}
 	if d := o.withDefaults(); d.MaxErrorTTL < d.ErrorTTL {
 		errs = append(errs, fmt.Errorf("max error ttl %v is below error ttl %v", d.MaxErrorTTL, d.ErrorTTL))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("robots options: %w", err)
-	}
-	return nil
+	return optionsError("robots", errs)
 }
 
 func (o RobotsOptions) withDefaults() RobotsOptions {
 	d := DefaultRobotsOptions()
-	if o.TTL == 0 {
-		o.TTL = d.TTL
-	}
-	if o.ErrorTTL == 0 {
-		o.ErrorTTL = d.ErrorTTL
-	}
-	if o.MaxErrorTTL == 0 {
-		o.MaxErrorTTL = max(d.MaxErrorTTL, o.ErrorTTL)
-	}
-	if o.MaxStale == 0 {
-		o.MaxStale = d.MaxStale
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = d.MaxBodyBytes
-	}
-	if o.MaxCrawlDelay == 0 {
-		o.MaxCrawlDelay = d.MaxCrawlDelay
-	}
-	if o.FetchTimeout == 0 {
-		o.FetchTimeout = d.FetchTimeout
-	}
-	if o.MaxHosts == 0 {
-		o.MaxHosts = d.MaxHosts
-	}
-	if o.Clock == nil {
-		o.Clock = d.Clock
-	}
+	o.TTL = cmp.Or(o.TTL, d.TTL)
+	o.ErrorTTL = cmp.Or(o.ErrorTTL, d.ErrorTTL)
+	o.MaxErrorTTL = cmp.Or(o.MaxErrorTTL, max(d.MaxErrorTTL, o.ErrorTTL))
+	o.MaxStale = cmp.Or(o.MaxStale, d.MaxStale)
+	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, d.MaxBodyBytes)
+	o.MaxCrawlDelay = cmp.Or(o.MaxCrawlDelay, d.MaxCrawlDelay)
+	o.FetchTimeout = cmp.Or(o.FetchTimeout, d.FetchTimeout)
+	o.MaxHosts = cmp.Or(o.MaxHosts, d.MaxHosts)
+	o.Clock = cmp.Or(o.Clock, d.Clock)
 	return o
 }
 
