@@ -3,9 +3,7 @@ package feed
 import (
 	"io/fs"
 	"net/url"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,17 +29,10 @@ func TestSharedLeadImages(t *testing.T) {
 	var lines []string
 	for _, sub := range []string{"feeds/real", "feeds/golden"} {
 		dir := sharedDir(t, sub)
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			body, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
+		walkFiles(t, dir, func(path string, _ fs.DirEntry, body []byte) {
 			f, err := Parse(body, "", testFeedURL, testFetched)
 			if err != nil || len(f.Items) == 0 {
-				return nil
+				return
 			}
 			files++
 			n := 0
@@ -72,19 +63,12 @@ func TestSharedLeadImages(t *testing.T) {
 				}
 			}
 			lines = append(lines, strings.Join([]string{rel, ": ", strconv.Itoa(n), "/", strconv.Itoa(len(f.Items)), " items with an image ", example}, ""))
-			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	for rel := range pinned {
 		t.Errorf("%s: not found or not a feed", rel)
 	}
-	sort.Strings(lines)
-	for _, l := range lines {
-		t.Log(l)
-	}
+	logSorted(t, lines)
 	t.Logf("lead images: %d of %d items in %d feeds", withImage, items, files)
 	if withImage == 0 {
 		t.Error("no lead image found in any shared feed")

@@ -10,8 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +34,35 @@ func sharedDir(tb testing.TB, sub string) string {
 		tb.Skipf("shared test data not found at %s (%v); skipping", abs, err)
 	}
 	return dir
+}
+
+// walkFiles calls fn with the path, entry and contents of each file under
+// dir, and stops the test on an error walking or reading.
+func walkFiles(t *testing.T, dir string, fn func(path string, d fs.DirEntry, body []byte)) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fn(path, d, body)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logSorted logs lines in order.
+func logSorted(t *testing.T, lines []string) {
+	t.Helper()
+	sort.Strings(lines)
+	for _, l := range lines {
+		t.Logf("  %s", l)
+	}
 }
 
 // hostileContentType returns the Content-Type that a python feedparser test
@@ -63,19 +94,12 @@ func TestSharedCorpus(t *testing.T) {
 			dir := sharedDir(t, sub)
 			var ok, notFeed, broken, meta, items int
 			reasons := map[string]int{}
-			err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				body, err := os.ReadFile(path)
-				if err != nil {
-					return err
-				}
+			walkFiles(t, dir, func(path string, d fs.DirEntry, body []byte) {
 				rel, _ := filepath.Rel(dir, path)
 				f, perr := Parse(body, hostileContentType(body), testFeedURL, testFetched)
 				if name := d.Name(); name == "MANIFEST.txt" || name == "LICENSE.source" || strings.HasSuffix(name, ".py") {
 					meta++ // metadata, parsed only to check that nothing panics
-					return nil
+					return
 				}
 				switch {
 				case perr == nil:
@@ -91,21 +115,10 @@ func TestSharedCorpus(t *testing.T) {
 				default:
 					t.Errorf("%s: error %v is neither ErrNotAFeed nor ErrMalformed", rel, perr)
 				}
-				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			t.Logf("%s: %d parsed ok (%d items), %d not a feed, %d malformed, %d metadata files",
 				sub, ok, items, notFeed, broken, meta)
-			var lines []string
-			for r := range reasons {
-				lines = append(lines, r)
-			}
-			sort.Strings(lines)
-			for _, l := range lines {
-				t.Logf("  %s", l)
-			}
+			logSorted(t, slices.Collect(maps.Keys(reasons)))
 		})
 	}
 }
@@ -178,17 +191,13 @@ func TestSharedCorpusExpectations(t *testing.T) {
 func TestHostileTextExpectations(t *testing.T) {
 	dir := sharedDir(t, "feeds/hostile/python_feedparser_tests")
 	checked := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".xml") {
-			return err
-		}
-		body, err := os.ReadFile(path)
-		if err != nil {
-			return err
+	walkFiles(t, dir, func(path string, _ fs.DirEntry, body []byte) {
+		if !strings.HasSuffix(path, ".xml") {
+			return
 		}
 		field, want, ok := hostileExpectation(body)
 		if !ok {
-			return nil
+			return
 		}
 		rel, _ := filepath.Rel(dir, path)
 		checked++
@@ -198,7 +207,7 @@ func TestHostileTextExpectations(t *testing.T) {
 		f, err := Parse(body, hostileContentType(body), testFeedURL, testFetched)
 		if err != nil {
 			t.Errorf("%s: %v", rel, err)
-			return nil
+			return
 		}
 		var got string
 		switch field {
@@ -207,18 +216,14 @@ func TestHostileTextExpectations(t *testing.T) {
 		case "entry.description":
 			if len(f.Items) == 0 {
 				t.Errorf("%s: no items", rel)
-				return nil
+				return
 			}
 			got = f.Items[0].Summary
 		}
 		if got != want {
 			t.Errorf("%s: %s = %q, want %q", rel, field, got, want)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Logf("checked %d text expectations", checked)
 	if checked == 0 {
 		t.Fatal("no expectations found; has the corpus changed?")
