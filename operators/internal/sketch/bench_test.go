@@ -135,24 +135,41 @@ func productionStream(n int) []share {
 	return out
 }
 
+// replay adds shares to c in order after a warm-up over the first warm of
+// them, and starts over when they run out with times moved on past the
+// last, so that event time keeps going forward.
+type replay struct {
+	c      *Counts
+	shares []share
+	i      int
+	dt     int64
+}
+
+func newReplay(c *Counts, shares []share, warm int) *replay {
+	for _, s := range shares[:warm] {
+		c.Add(s.id, s.cat, s.ts)
+	}
+	return &replay{c: c, shares: shares, i: warm}
+}
+
+// add adds the next share.
+func (r *replay) add() {
+	if r.i == len(r.shares) {
+		r.i, r.dt = 0, r.dt+r.shares[len(r.shares)-1].ts-day0+1
+	}
+	s := r.shares[r.i]
+	r.c.Add(s.id, s.cat, s.ts+r.dt)
+	r.i++
+}
+
 // BenchmarkAdd measures Add in the steady state of one partition at the
 // design's rate, with the default options: the windows are full, buckets
 // expire every second and the candidate sets are full.
 func BenchmarkAdd(b *testing.B) {
-	shares := productionStream(2_000_000)
-	c := New(Options{})
 	// Warm up over more than a minute of event time.
-	for _, s := range shares[:1_000_000] {
-		c.Add(s.id, s.cat, s.ts)
-	}
-	i, dt := 1_000_000, int64(0)
+	r := newReplay(New(Options{}), productionStream(2_000_000), 1_000_000)
 	for b.Loop() {
-		if i == len(shares) {
-			i, dt = 0, dt+shares[len(shares)-1].ts-day0+1
-		}
-		s := shares[i]
-		c.Add(s.id, s.cat, s.ts+dt)
-		i++
+		r.add()
 	}
 }
 
@@ -180,19 +197,11 @@ func sparseStream(n int, span time.Duration) []share {
 // 1m window on a bucket), with a Flush every 20,000 shares as the
 // operator's commits make, in the steady state (after 200,000 shares).
 func BenchmarkAddSparse(b *testing.B) {
-	shares := sparseStream(1_000_000, 24*time.Hour)
 	c := New(Options{})
-	for _, s := range shares[:200_000] {
-		c.Add(s.id, s.cat, s.ts)
-	}
-	i, n, dt := 200_000, 0, int64(0)
+	r := newReplay(c, sparseStream(1_000_000, 24*time.Hour), 200_000)
+	n := 0
 	for b.Loop() {
-		if i == len(shares) {
-			i, dt = 0, dt+shares[len(shares)-1].ts-day0+1
-		}
-		s := shares[i]
-		c.Add(s.id, s.cat, s.ts+dt)
-		i++
+		r.add()
 		if n++; n%20_000 == 0 {
 			if err := c.Flush(discard{}); err != nil {
 				b.Fatal(err)
@@ -204,26 +213,18 @@ func BenchmarkAddSparse(b *testing.B) {
 // BenchmarkFlush measures an incremental Flush every 3,125 shares (250 ms,
 // the engine's commit interval, at the design's rate of one partition).
 func BenchmarkFlush(b *testing.B) {
-	shares := productionStream(2_000_000)
 	c := New(Options{})
-	for _, s := range shares[:1_000_000] {
-		c.Add(s.id, s.cat, s.ts)
-	}
+	r := newReplay(c, productionStream(2_000_000), 1_000_000)
 	m := &countingWriter{Writer: discard{}}
 	if err := c.Flush(m); err != nil {
 		b.Fatal(err)
 	}
 	m.n = 0
-	i, flushes, dt := 1_000_000, 0, int64(0)
+	flushes := 0
 	for b.Loop() {
 		b.StopTimer()
 		for range 3125 {
-			if i == len(shares) {
-				i, dt = 0, dt+shares[len(shares)-1].ts-day0+1
-			}
-			s := shares[i]
-			c.Add(s.id, s.cat, s.ts+dt)
-			i++
+			r.add()
 		}
 		b.StartTimer()
 		if err := c.Flush(m); err != nil {
