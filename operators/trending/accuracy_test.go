@@ -3,7 +3,6 @@ package trending
 import (
 	"cmp"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/testutil"
-	"github.com/newsflow/newsflow/state"
 )
 
 // articleIDs returns n ids shaped like real ones (hex of a hash).
@@ -344,33 +342,17 @@ func BenchmarkFlush(b *testing.B) {
 		b.ReportMetric(float64(w.dels)/float64(flushes), "rangedels/flush")
 	})
 	b.Run("writer=pebble", func(b *testing.B) {
-		db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		ns := db.Namespace("t")
+		_, ns := openNS(b)
 		c := NewCounts(Options{})
 		s.feed(c, 0, len(s.rank))
-		commit := func() int {
-			bt := ns.NewBatch()
-			if err := c.Flush(bt); err != nil {
-				b.Fatal(err)
-			}
-			n := bt.Len()
-			if err := bt.Commit(); err != nil {
-				b.Fatal(err)
-			}
-			return n
-		}
-		commit()
+		flush(b, c, ns)
 		i, ops, flushes := len(s.rank), 0, 0
 		for b.Loop() {
 			b.StopTimer()
 			s.feed(c, i, batch)
 			i += batch
 			b.StartTimer()
-			ops += commit()
+			ops += flush(b, c, ns)
 			flushes++
 		}
 		b.ReportMetric(float64(ops)/float64(flushes), "ops/flush")
@@ -381,22 +363,11 @@ func BenchmarkFlush(b *testing.B) {
 // shares) from Pebble.
 func BenchmarkLoad(b *testing.B) {
 	s := benchData()
-	db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	ns := db.Namespace("t")
+	_, ns := openNS(b)
 	c := NewCounts(Options{})
 	for i := 0; i < len(s.rank); i += 10_000 {
 		s.feed(c, i, min(10_000, len(s.rank)-i))
-		bt := ns.NewBatch()
-		if err := c.Flush(bt); err != nil {
-			b.Fatal(err)
-		}
-		if err := bt.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		flush(b, c, ns)
 	}
 	cells := len(c.dump())
 	for b.Loop() {

@@ -90,13 +90,7 @@ func (h *opHarness) deliver(rec *eventlog.Record) {
 
 func (h *opHarness) commit(p int32) {
 	h.t.Helper()
-	b := h.nss[p].NewBatch()
-	if err := h.tasks[p].Flush(b); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		h.t.Fatal(err)
-	}
+	flush(h.t, h.tasks[p], h.nss[p])
 	h.uncommitted[p] = h.uncommitted[p][:0]
 	h.tasks[p].Committed(engine.CommitInfo{CaughtUp: true})
 }
@@ -556,15 +550,7 @@ func benchIngest(b *testing.B, mode string, recs []*eventlog.Record) {
 		if err := tk.Restore(ns); err != nil {
 			b.Fatal(err)
 		}
-		commit := func() {
-			bt := ns.NewBatch()
-			if err := tk.Flush(bt); err != nil {
-				b.Fatal(err)
-			}
-			if err := bt.Commit(); err != nil {
-				b.Fatal(err)
-			}
-		}
+		commit := func() { flush(b, tk, ns) }
 		b.StartTimer()
 		var pc engine.ProcessContext
 		for i, rec := range recs {

@@ -567,30 +567,34 @@ func sameState(t *testing.T, a, b *Counts, s *stream) {
 	}
 }
 
-func openNS(t *testing.T) (*state.DB, state.Namespace) {
-	t.Helper()
-	db, err := state.Open(t.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
+// openNS opens a state DB in a temporary folder, closed when the test
+// ends, and returns it and its namespace "t".
+func openNS(tb testing.TB) (*state.DB, state.Namespace) {
+	tb.Helper()
+	db, err := state.Open(tb.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		if err := db.Close(); err != nil {
-			t.Error(err)
+			tb.Error(err)
 		}
 	})
 	return db, db.Namespace("t")
 }
 
-func flush(t *testing.T, c *Counts, ns state.Namespace) int {
-	t.Helper()
+// flush flushes c (Counts or a task) into one batch of ns, commits it and
+// returns how many operations it held.
+func flush(tb testing.TB, c interface{ Flush(state.Writer) error }, ns state.Namespace) int {
+	tb.Helper()
 	b := ns.NewBatch()
 	if err := c.Flush(b); err != nil {
 		b.Discard()
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	n := b.Len()
 	if err := b.Commit(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return n
 }

@@ -162,11 +162,7 @@ func TestExactInAnyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			db, err := state.Open(t.TempDir(), state.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db, _ := openNS(t)
 			tasks := make([]engine.Task, parts)
 			nss := make([]state.Namespace, parts)
 			start := func(p int32) {
@@ -184,13 +180,7 @@ func TestExactInAnyOrder(t *testing.T) {
 			uncommitted := make([][]int, parts)
 			commit := func(p int32) {
 				uncommitted[p] = uncommitted[p][:0]
-				b := nss[p].NewBatch()
-				if err := tasks[p].Flush(b); err != nil {
-					t.Fatal(err)
-				}
-				if err := b.Commit(); err != nil {
-					t.Fatal(err)
-				}
+				flush(t, tasks[p], nss[p])
 			}
 			for p := range int32(parts) {
 				nss[p] = db.Namespace(fmt.Sprintf("trending/%d", p))

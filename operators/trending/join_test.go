@@ -66,13 +66,7 @@ func (h *joinHarness) deliver(rec *eventlog.Record) {
 
 func (h *joinHarness) commit() {
 	h.t.Helper()
-	b := h.ns.NewBatch()
-	if err := h.task.Flush(b); err != nil {
-		h.t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		h.t.Fatal(err)
-	}
+	flush(h.t, h.task, h.ns)
 	h.uncommitted = h.uncommitted[:0]
 	h.task.Committed(engine.CommitInfo{CaughtUp: true})
 }

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/newsflow/newsflow/state"
 )
 
 // sourceStreams are per-source share sequences, each in its own (jittered)
@@ -82,12 +80,7 @@ func TestMultiSourceMatchesReference(t *testing.T) {
 	opts := Options{}
 	lag := []time.Duration{0, 12 * time.Minute, 40 * time.Minute}
 	ss := genSources(1, 3, 4000, lag)
-	db, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ns := db.Namespace("t")
+	_, ns := openNS(t)
 	c, r := NewCounts(opts), newRef(opts)
 	rng := rand.New(rand.NewPCG(3, 4))
 	reopened := 0
@@ -108,13 +101,7 @@ func TestMultiSourceMatchesReference(t *testing.T) {
 			reopened++
 		}
 		if rng.IntN(500) == 0 {
-			b := ns.NewBatch()
-			if err := c.Flush(b); err != nil {
-				t.Fatal(err)
-			}
-			if err := b.Commit(); err != nil {
-				t.Fatal(err)
-			}
+			flush(t, c, ns)
 			c = NewCounts(opts)
 			if err := c.Load(ns); err != nil {
 				t.Fatal(err)
