@@ -1,12 +1,9 @@
 package story
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -252,37 +249,19 @@ var uciTopics = map[string]string{"b": "business", "t": "tech", "e": "entertainm
 // source and their category as topic.
 func loadUCI(b *testing.B) []Article {
 	b.Helper()
-	path := filepath.Join(sharedData, "uci_dev.ndjson")
-	f, err := os.Open(path)
-	if err != nil {
-		msg := fmt.Sprintf("shared corpus not available (%v); skipping", err)
-		if !testing.Verbose() { // a benchmark's skip message shows only with -v
-			fmt.Printf("--- SKIP: %s\n    %s\n", b.Name(), msg)
-		}
-		b.Skip(msg)
+	type line struct {
+		ID, Title, URL, Publisher, Category string
+		PublishedAt                         time.Time `json:"published_at"`
 	}
-	defer f.Close()
 	var out []Article
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var r struct {
-			ID, Title, URL, Publisher, Category string
-			PublishedAt                         time.Time `json:"published_at"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			b.Fatalf("%s: %v", path, err)
-		}
+	readJSONLines(b, filepath.Join(sharedData, "uci_dev.ndjson"), func(r line) {
 		a := Article{ID: r.ID, URL: r.URL, SourceID: r.Publisher, Source: r.Publisher, Authority: 0.5,
 			Title: r.Title, Published: r.PublishedAt.UnixMilli(), Version: 1}
 		if t, ok := uciTopics[r.Category]; ok {
 			a.Topics = []Label{{Topic: t, Confidence: 0.8}}
 		}
 		out = append(out, a)
-	}
-	if err := sc.Err(); err != nil {
-		b.Fatalf("%s: %v", path, err)
-	}
+	})
 	slices.SortStableFunc(out, func(x, y Article) int { return cmp.Compare(x.Published, y.Published) })
 	return out
 }

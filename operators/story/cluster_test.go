@@ -22,28 +22,45 @@ type labelled struct {
 
 const sharedData = "../../../shared/data/clustering"
 
-func loadLabelled(t testing.TB, name string) []labelled {
-	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, name))
+// readJSONLines decodes each line of the shared file at path into a T
+// and passes it to fn. The test is skipped when the file is absent.
+func readJSONLines[T any](tb testing.TB, path string, fn func(r T)) {
+	tb.Helper()
+	f, err := os.Open(path)
 	if err != nil {
-		t.Skipf("shared corpus not available (%v); skipping", err)
+		msg := fmt.Sprintf("shared data not available (%v); skipping", err)
+		if b, ok := tb.(*testing.B); ok && !testing.Verbose() { // a benchmark's skip message shows only with -v
+			fmt.Printf("--- SKIP: %s\n    %s\n", b.Name(), msg)
+		}
+		tb.Skip(msg)
 	}
 	defer f.Close()
-	var out []labelled
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
-		var r struct {
-			ID          string `json:"id"`
-			DocID       string `json:"doc_id"`
-			Story       string `json:"story"`
-			Title       string `json:"title"`
-			Text        string `json:"text"`
-			PublishedAt string `json:"published_at"`
-		}
+		var r T
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
+			tb.Fatalf("%s: %v", path, err)
 		}
+		fn(r)
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+}
+
+func loadLabelled(t testing.TB, name string) []labelled {
+	t.Helper()
+	type line struct {
+		ID          string `json:"id"`
+		DocID       string `json:"doc_id"`
+		Story       string `json:"story"`
+		Title       string `json:"title"`
+		Text        string `json:"text"`
+		PublishedAt string `json:"published_at"`
+	}
+	var out []labelled
+	readJSONLines(t, filepath.Join(sharedData, name), func(r line) {
 		l := labelled{ID: r.ID, Story: r.Story, Title: r.Title, Body: r.Text}
 		if l.ID == "" {
 			l.ID = r.DocID
@@ -56,10 +73,7 @@ func loadLabelled(t testing.TB, name string) []labelled {
 			l.Time = ts.UnixMilli()
 		}
 		out = append(out, l)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return out
 }
 

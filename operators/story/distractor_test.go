@@ -1,9 +1,7 @@
 package story
 
 import (
-	"bufio"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,21 +12,10 @@ import (
 // loadDistractors reads the titles and descriptions of the orx365 stream.
 func loadDistractors(t testing.TB) []labelled {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, "..", "streams", "orx365_items.jsonl"))
-	if err != nil {
-		t.Skipf("shared stream not available (%v); skipping", err)
-	}
-	defer f.Close()
 	var out []labelled
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 4<<20)
-	for i := 0; sc.Scan(); i++ {
-		var r struct{ Title, Description string }
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, labelled{ID: fmt.Sprint("orx-", i), Title: r.Title, Body: r.Description})
-	}
+	readJSONLines(t, filepath.Join(sharedData, "..", "streams", "orx365_items.jsonl"), func(r struct{ Title, Description string }) {
+		out = append(out, labelled{ID: fmt.Sprint("orx-", len(out)), Title: r.Title, Body: r.Description})
+	})
 	return out
 }
 
