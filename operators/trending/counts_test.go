@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // refModel is the brute-force reference: it stores every applied share and
@@ -570,34 +570,13 @@ func sameState(t *testing.T, a, b *Counts, s *stream) {
 // openNS opens a state DB in a temporary folder, closed when the test
 // ends, and returns it and its namespace "t".
 func openNS(tb testing.TB) (*state.DB, state.Namespace) {
-	tb.Helper()
-	db, err := state.Open(tb.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			tb.Error(err)
-		}
-	})
+	db := statetest.Open(tb)
 	return db, db.Namespace("t")
 }
 
 // flush flushes c (Counts or a task) into one batch of ns, commits it and
 // returns how many operations it held.
-func flush(tb testing.TB, c interface{ Flush(state.Writer) error }, ns state.Namespace) int {
-	tb.Helper()
-	b := ns.NewBatch()
-	if err := c.Flush(b); err != nil {
-		b.Discard()
-		tb.Fatal(err)
-	}
-	n := b.Len()
-	if err := b.Commit(); err != nil {
-		tb.Fatal(err)
-	}
-	return n
-}
+var flush = statetest.Commit
 
 // countOp is one Add, or one AddToCategory when only is set.
 type countOp struct {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // model is the brute-force reference: every remembered id with its bucket.
@@ -259,25 +260,11 @@ func TestHorizonBounds(t *testing.T) {
 	}
 }
 
-func openNS(t *testing.T) state.Namespace {
-	t.Helper()
-	db, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db.Namespace("t")
-}
+func openNS(t *testing.T) state.Namespace { return statetest.Open(t).Namespace("t") }
 
 func commit(t *testing.T, s *Set, ns state.Namespace) {
 	t.Helper()
-	b := ns.NewBatch()
-	if err := s.Flush(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	statetest.Commit(t, s, ns)
 }
 
 // A set flushed and loaded at random points answers exactly like one that

@@ -2,7 +2,6 @@ package sketch
 
 import (
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // BenchmarkZipf10M runs the accuracy scenario of TestZipfAccuracy at
@@ -90,11 +90,7 @@ func flushLoad(b *testing.B, c *Counts) (int, time.Duration) {
 // and returns the namespace and the bytes written.
 func flushToPebble(b *testing.B, c *Counts) (state.Namespace, int) {
 	b.Helper()
-	db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { db.Close() })
+	db := statetest.Open(b)
 	ns := db.Namespace("trending/0")
 	batch := ns.NewBatch()
 	w := &countingWriter{Writer: batch}

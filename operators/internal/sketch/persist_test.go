@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // persistStream returns shares of Zipf-popular articles over 26 hours (so
@@ -72,25 +72,11 @@ func streamIDs(shares []share) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-func openState(t *testing.T) state.Namespace {
-	t.Helper()
-	db, err := state.Open(t.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db.Namespace("trending/0")
-}
+func openState(t *testing.T) state.Namespace { return statetest.Open(t).Namespace("trending/0") }
 
 func commitFlush(t *testing.T, c *Counts, ns state.Namespace) {
 	t.Helper()
-	b := ns.NewBatch()
-	if err := c.Flush(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	statetest.Commit(t, c, ns)
 }
 
 // TestFlushLoad flushes into Pebble as the engine does, and at several
