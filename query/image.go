@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"container/list"
 	"context"
 	"crypto/sha256"
@@ -90,18 +91,10 @@ func (o ImageOptions) Validate() error {
 
 func (o ImageOptions) withDefaults(dataDir string) ImageOptions {
 	d := DefaultImageOptions()
-	if o.MaxBytes == 0 {
-		o.MaxBytes = d.MaxBytes
-	}
-	if o.Timeout == 0 {
-		o.Timeout = d.Timeout
-	}
-	if o.MaxAge == 0 {
-		o.MaxAge = d.MaxAge
-	}
-	if o.FailureTTL == 0 {
-		o.FailureTTL = d.FailureTTL
-	}
+	o.MaxBytes = cmp.Or(o.MaxBytes, d.MaxBytes)
+	o.Timeout = cmp.Or(o.Timeout, d.Timeout)
+	o.MaxAge = cmp.Or(o.MaxAge, d.MaxAge)
+	o.FailureTTL = cmp.Or(o.FailureTTL, d.FailureTTL)
 	if o.CacheDir == "" && dataDir != "" {
 		o.CacheDir = filepath.Join(dataDir, "image-cache")
 	}

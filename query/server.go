@@ -127,33 +127,15 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.PeerTimeout == 0 {
-		o.PeerTimeout = peerTimeoutDefault
-	}
-	if o.Addr == "" {
-		o.Addr = d.Addr
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = d.MaxBodyBytes
-	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = d.ReadTimeout
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = d.WriteTimeout
-	}
-	if o.IdleTimeout == 0 {
-		o.IdleTimeout = d.IdleTimeout
-	}
-	if o.MaxFuture == 0 {
-		o.MaxFuture = d.MaxFuture
-	}
-	if o.MaxPast == 0 {
-		o.MaxPast = d.MaxPast
-	}
-	if o.IdempotencyTTL == 0 {
-		o.IdempotencyTTL = d.IdempotencyTTL
-	}
+	o.PeerTimeout = cmp.Or(o.PeerTimeout, peerTimeoutDefault)
+	o.Addr = cmp.Or(o.Addr, d.Addr)
+	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, d.MaxBodyBytes)
+	o.ReadTimeout = cmp.Or(o.ReadTimeout, d.ReadTimeout)
+	o.WriteTimeout = cmp.Or(o.WriteTimeout, d.WriteTimeout)
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, d.IdleTimeout)
+	o.MaxFuture = cmp.Or(o.MaxFuture, d.MaxFuture)
+	o.MaxPast = cmp.Or(o.MaxPast, d.MaxPast)
+	o.IdempotencyTTL = cmp.Or(o.IdempotencyTTL, d.IdempotencyTTL)
 	o.MaxStreams = cmp.Or(o.MaxStreams, d.MaxStreams)
 	o.StreamInterval = cmp.Or(o.StreamInterval, d.StreamInterval)
 	o.StreamHeartbeat = cmp.Or(o.StreamHeartbeat, d.StreamHeartbeat)

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"errors"
 	"net/netip"
 	"sync"
@@ -64,21 +65,11 @@ func (o LimiterOptions) Validate() error {
 
 func (o LimiterOptions) withDefaults() LimiterOptions {
 	d := DefaultLimiterOptions()
-	if o.IPBurst == 0 {
-		o.IPBurst = d.IPBurst
-	}
-	if o.IPInterval == 0 {
-		o.IPInterval = d.IPInterval
-	}
-	if o.UserBurst == 0 {
-		o.UserBurst = d.UserBurst
-	}
-	if o.UserInterval == 0 {
-		o.UserInterval = d.UserInterval
-	}
-	if o.MaxKeys == 0 {
-		o.MaxKeys = d.MaxKeys
-	}
+	o.IPBurst = cmp.Or(o.IPBurst, d.IPBurst)
+	o.IPInterval = cmp.Or(o.IPInterval, d.IPInterval)
+	o.UserBurst = cmp.Or(o.UserBurst, d.UserBurst)
+	o.UserInterval = cmp.Or(o.UserInterval, d.UserInterval)
+	o.MaxKeys = cmp.Or(o.MaxKeys, d.MaxKeys)
 	return o
 }
 

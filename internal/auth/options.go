@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -65,14 +66,8 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.BcryptCost == 0 {
-		o.BcryptCost = d.BcryptCost
-	}
-	if o.SessionTTL == 0 {
-		o.SessionTTL = d.SessionTTL
-	}
-	if o.MaxSessionsPerUser == 0 {
-		o.MaxSessionsPerUser = d.MaxSessionsPerUser
-	}
+	o.BcryptCost = cmp.Or(o.BcryptCost, d.BcryptCost)
+	o.SessionTTL = cmp.Or(o.SessionTTL, d.SessionTTL)
+	o.MaxSessionsPerUser = cmp.Or(o.MaxSessionsPerUser, d.MaxSessionsPerUser)
 	return o
 }

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -62,26 +63,16 @@ func DefaultOptions() Options {
 // withDefaults returns o with every zero field replaced by its default.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.UserAgent == "" {
-		o.UserAgent = d.UserAgent
-	}
-	if o.ConnectTimeout == 0 {
-		o.ConnectTimeout = d.ConnectTimeout
-	}
-	if o.Timeout == 0 {
-		o.Timeout = d.Timeout
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = d.MaxBodyBytes
-	}
+	o.UserAgent = cmp.Or(o.UserAgent, d.UserAgent)
+	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, d.ConnectTimeout)
+	o.Timeout = cmp.Or(o.Timeout, d.Timeout)
+	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, d.MaxBodyBytes)
 	if o.MaxRedirects == 0 {
 		o.MaxRedirects = d.MaxRedirects
 	} else if o.MaxRedirects < 0 {
 		o.MaxRedirects = 0
 	}
-	if o.Logger == nil {
-		o.Logger = d.Logger
-	}
+	o.Logger = cmp.Or(o.Logger, d.Logger)
 	if o.Now == nil {
 		o.Now = d.Now
 	}

@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -64,14 +65,8 @@ func (o Options) Validate() error {
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.MaxContentBytes == 0 {
-		o.MaxContentBytes = d.MaxContentBytes
-	}
-	if o.MaxQueryBytes == 0 {
-		o.MaxQueryBytes = d.MaxQueryBytes
-	}
-	if o.FragmentSize == 0 {
-		o.FragmentSize = d.FragmentSize
-	}
+	o.MaxContentBytes = cmp.Or(o.MaxContentBytes, d.MaxContentBytes)
+	o.MaxQueryBytes = cmp.Or(o.MaxQueryBytes, d.MaxQueryBytes)
+	o.FragmentSize = cmp.Or(o.FragmentSize, d.FragmentSize)
 	return o
 }

@@ -14,6 +14,7 @@
 package articles
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -66,18 +67,10 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.MaxTitleBytes == 0 {
-		o.MaxTitleBytes = d.MaxTitleBytes
-	}
-	if o.MaxSummaryBytes == 0 {
-		o.MaxSummaryBytes = d.MaxSummaryBytes
-	}
-	if o.MaxContentBytes == 0 {
-		o.MaxContentBytes = d.MaxContentBytes
-	}
-	if o.MaxRecordBytes == 0 {
-		o.MaxRecordBytes = d.MaxRecordBytes
-	}
+	o.MaxTitleBytes = cmp.Or(o.MaxTitleBytes, d.MaxTitleBytes)
+	o.MaxSummaryBytes = cmp.Or(o.MaxSummaryBytes, d.MaxSummaryBytes)
+	o.MaxContentBytes = cmp.Or(o.MaxContentBytes, d.MaxContentBytes)
+	o.MaxRecordBytes = cmp.Or(o.MaxRecordBytes, d.MaxRecordBytes)
 	return o
 }
 

@@ -59,21 +59,11 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.Alpha == 0 {
-		o.Alpha = d.Alpha
-	}
-	if o.DailyDecay == 0 {
-		o.DailyDecay = d.DailyDecay
-	}
-	if o.History == 0 {
-		o.History = d.History
-	}
-	if o.DedupWindow == 0 {
-		o.DedupWindow = d.DedupWindow
-	}
-	if o.DedupHorizon == 0 {
-		o.DedupHorizon = d.DedupHorizon
-	}
+	o.Alpha = cmp.Or(o.Alpha, d.Alpha)
+	o.DailyDecay = cmp.Or(o.DailyDecay, d.DailyDecay)
+	o.History = cmp.Or(o.History, d.History)
+	o.DedupWindow = cmp.Or(o.DedupWindow, d.DedupWindow)
+	o.DedupHorizon = cmp.Or(o.DedupHorizon, d.DedupHorizon)
 	return o
 }
 

@@ -129,34 +129,16 @@ func (o Options) Validate() error {
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.Fsync == "" {
-		o.Fsync = d.Fsync
-	}
-	if o.SyncInterval == 0 {
-		o.SyncInterval = d.SyncInterval
-	}
-	if o.RetentionAge == 0 {
-		o.RetentionAge = d.RetentionAge
-	}
-	if o.RetentionCheckInterval == 0 {
-		o.RetentionCheckInterval = d.RetentionCheckInterval
-	}
-	if o.IndexIntervalRecords == 0 {
-		o.IndexIntervalRecords = d.IndexIntervalRecords
-	}
-	if o.IndexIntervalBytes == 0 {
-		o.IndexIntervalBytes = d.IndexIntervalBytes
-	}
-	if o.MaxBatchRecords == 0 {
-		o.MaxBatchRecords = d.MaxBatchRecords
-	}
-	if o.MaxBatchBytes == 0 {
-		o.MaxBatchBytes = d.MaxBatchBytes
-	}
+	o.Fsync = cmp.Or(o.Fsync, d.Fsync)
+	o.SyncInterval = cmp.Or(o.SyncInterval, d.SyncInterval)
+	o.RetentionAge = cmp.Or(o.RetentionAge, d.RetentionAge)
+	o.RetentionCheckInterval = cmp.Or(o.RetentionCheckInterval, d.RetentionCheckInterval)
+	o.IndexIntervalRecords = cmp.Or(o.IndexIntervalRecords, d.IndexIntervalRecords)
+	o.IndexIntervalBytes = cmp.Or(o.IndexIntervalBytes, d.IndexIntervalBytes)
+	o.MaxBatchRecords = cmp.Or(o.MaxBatchRecords, d.MaxBatchRecords)
+	o.MaxBatchBytes = cmp.Or(o.MaxBatchBytes, d.MaxBatchBytes)
 	o.MemTableSize = cmp.Or(o.MemTableSize, d.MemTableSize)
-	if o.Logger == nil {
-		o.Logger = d.Logger
-	}
+	o.Logger = cmp.Or(o.Logger, d.Logger)
 	if o.Now == nil {
 		o.Now = d.Now
 	}

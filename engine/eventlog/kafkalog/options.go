@@ -1,6 +1,7 @@
 package kafkalog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,15 +51,9 @@ func DefaultOptions() Options {
 // withDefaults returns o with zero fields replaced by their defaults.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.ClientID == "" {
-		o.ClientID = d.ClientID
-	}
-	if o.ReplicationFactor == 0 {
-		o.ReplicationFactor = d.ReplicationFactor
-	}
-	if o.MaxMessageBytes == 0 {
-		o.MaxMessageBytes = d.MaxMessageBytes
-	}
+	o.ClientID = cmp.Or(o.ClientID, d.ClientID)
+	o.ReplicationFactor = cmp.Or(o.ReplicationFactor, d.ReplicationFactor)
+	o.MaxMessageBytes = cmp.Or(o.MaxMessageBytes, d.MaxMessageBytes)
 	return o
 }
 
