@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,27 +37,13 @@ func (in *sourceInput) apply(s *crawl.Source, creating bool) error {
 		}
 		s.FeedURL = *in.FeedURL
 	}
-	if in.Name != nil {
-		s.Name = *in.Name
-	}
-	if in.Homepage != nil {
-		s.Homepage = *in.Homepage
-	}
-	if in.Category != nil {
-		s.Category = *in.Category
-	}
-	if in.Authority != nil {
-		s.Authority = *in.Authority
-	}
-	if in.MinInterval != nil {
-		s.MinInterval = *in.MinInterval
-	}
-	if in.MaxInterval != nil {
-		s.MaxInterval = *in.MaxInterval
-	}
-	if in.FullText != nil {
-		s.FullText = *in.FullText
-	}
+	setIfGiven(&s.Name, in.Name)
+	setIfGiven(&s.Homepage, in.Homepage)
+	setIfGiven(&s.Category, in.Category)
+	setIfGiven(&s.Authority, in.Authority)
+	setIfGiven(&s.MinInterval, in.MinInterval)
+	setIfGiven(&s.MaxInterval, in.MaxInterval)
+	setIfGiven(&s.FullText, in.FullText)
 	if in.Status != nil {
 		switch *in.Status {
 		case crawl.StatusActive, crawl.StatusPaused:
@@ -70,6 +57,13 @@ func (in *sourceInput) apply(s *crawl.Source, creating bool) error {
 		}
 	}
 	return nil
+}
+
+// setIfGiven sets *dst to *v when the field v was given.
+func setIfGiven[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 func decodeStrict(body []byte, v any) error {
@@ -131,8 +125,7 @@ func (s *Server) handlePublicSources(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 	var in sourceInput
-	if err := decodeStrict(ctx.PostBody(), &in); err != nil {
-		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+	if !decodeJSON(ctx, &in) {
 		return
 	}
 	if in.FeedURL == nil {
@@ -176,12 +169,8 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 			warning = fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", src.FeedURL, err)
 		default:
 			src.FeedURL = r.FeedURL
-			if src.Homepage == "" {
-				src.Homepage = r.Homepage
-			}
-			if src.Name == "" {
-				src.Name = r.Title
-			}
+			src.Homepage = cmp.Or(src.Homepage, r.Homepage)
+			src.Name = cmp.Or(src.Name, r.Title)
 		}
 	}
 	added, err := s.deps.Sources.Add(ctx, src)
@@ -229,27 +218,30 @@ func sourceID(ctx *fasthttp.RequestCtx) (string, bool) {
 	return id, true
 }
 
-func (s *Server) handleGetSource(ctx *fasthttp.RequestCtx) {
+// sourceByID returns the source the path's id names; when there is
+// none, or the id is invalid, it has answered the request.
+func (s *Server) sourceByID(ctx *fasthttp.RequestCtx) (crawl.Source, bool) {
 	id, ok := sourceID(ctx)
 	if !ok {
-		return
+		return crawl.Source{}, false
 	}
 	src, err := s.deps.Sources.Get(ctx, id)
 	if err != nil {
 		s.sourceError(ctx, err)
-		return
+		return crawl.Source{}, false
 	}
-	writeJSON(ctx, fasthttp.StatusOK, src)
+	return src, true
+}
+
+func (s *Server) handleGetSource(ctx *fasthttp.RequestCtx) {
+	if src, ok := s.sourceByID(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, src)
+	}
 }
 
 func (s *Server) handleSourceStatus(ctx *fasthttp.RequestCtx) {
-	id, ok := sourceID(ctx)
+	src, ok := s.sourceByID(ctx)
 	if !ok {
-		return
-	}
-	src, err := s.deps.Sources.Get(ctx, id)
-	if err != nil {
-		s.sourceError(ctx, err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
@@ -263,8 +255,7 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var in sourceInput
-	if err := decodeStrict(ctx.PostBody(), &in); err != nil {
-		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+	if !decodeJSON(ctx, &in) {
 		return
 	}
 	src, err := s.deps.Sources.Update(ctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
