@@ -423,15 +423,11 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("query: load idempotency keys: %w", err)
 	}
 	// Follow the keys other nodes record (and this one's, harmlessly).
-	fctx, stopFollow := context.WithCancel(ctx)
-	followed := make(chan struct{})
-	go func() {
-		defer close(followed)
-		if err := s.idem.follow(fctx, idemReader); err != nil {
+	defer background(ctx, func(ctx context.Context) {
+		if err := s.idem.follow(ctx, idemReader); err != nil {
 			s.opts.Logger.Error("stopped following idempotency keys: retries through other nodes may be applied again", "err", err)
 		}
-	}()
-	defer func() { stopFollow(); <-followed }()
+	})()
 	if ln == nil {
 		ln, err = net.Listen("tcp", s.opts.Addr)
 		if err != nil {
@@ -440,22 +436,13 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	s.opts.Logger.Info("serving HTTP", "addr", ln.Addr().String())
 	if s.deps.Cluster != nil && s.deps.Trending != nil && s.deps.Stories != nil {
-		rctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); s.refreshClusterTrend(rctx) }()
-		defer func() { stop(); <-done }()
+		defer background(ctx, s.refreshClusterTrend)()
 	}
 	if s.stream != nil {
-		hctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); s.stream.run(hctx) }()
-		defer func() { stop(); <-done }()
+		defer background(ctx, s.stream.run)()
 	}
 	if s.changes != nil {
-		cctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); s.changes.run(cctx) }()
-		defer func() { stop(); <-done }()
+		defer background(ctx, s.changes.run)()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
@@ -473,6 +460,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("query: shutdown: %w", err)
 	}
 	return <-errc
+}
+
+// background runs f in a goroutine with a context derived from ctx. The
+// stop it returns cancels that context and waits for f to return.
+func background(ctx context.Context, f func(context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); f(ctx) }()
+	return func() { cancel(); <-done }
 }
 
 // partitions returns the partition count of topic (cached). It does not
