@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -89,25 +90,7 @@ func errorText(b []byte) string {
 // call sends a request and returns the answer's body; an answer outside 2xx
 // is a *statusError that carries its body.
 func (c *nodeClient) call(ctx context.Context, method, path, contentType string, body []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	tok := c.ingest
-	if strings.HasPrefix(path, "/api/v1/admin/") {
-		tok = c.token
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	hc := c.http
-	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.send(ctx, method, path, contentType, body, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -123,11 +106,41 @@ func (c *nodeClient) call(ctx context.Context, method, path, contentType string,
 		se := &statusError{code: resp.StatusCode, status: resp.Status, body: b,
 			msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, errorText(b))}
 		if resp.StatusCode == http.StatusUnauthorized {
-			se.hint = authHint(path, tok != "")
+			se.hint = authHint(path, c.bearer(path) != "")
 		}
 		return nil, se
 	}
 	return b, nil
+}
+
+// bearer is the token a request for path carries: the admin token for the
+// admin API, the ingestion token for the rest.
+func (c *nodeClient) bearer(path string) string {
+	if strings.HasPrefix(path, "/api/v1/admin/") {
+		return c.token
+	}
+	return c.ingest
+}
+
+// send sends a request with its content type (if any), header and token,
+// and returns the response, whose body the caller closes.
+func (c *nodeClient) send(ctx context.Context, method, path, contentType string, body []byte, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(req.Header, header)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if tok := c.bearer(path); tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	hc := c.http
+	if hc == nil {
+		hc = &http.Client{Timeout: 2 * time.Minute}
+	}
+	return hc.Do(req)
 }
 
 // unreachable explains a request that got no answer from the node at base.

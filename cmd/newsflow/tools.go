@@ -257,16 +257,8 @@ func (p *producer) result(status int, resp []byte, firstLine int) error {
 }
 
 func (p *producer) post(ctx context.Context, key string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+p.path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-ndjson")
-	req.Header.Set("Idempotency-Key", key)
-	if p.token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.token)
-	}
-	resp, err := p.client.Do(req)
+	c := nodeClient{base: p.base, ingest: p.token, http: p.client}
+	resp, err := c.send(ctx, http.MethodPost, p.path, "application/x-ndjson", body, http.Header{"Idempotency-Key": {key}})
 	if err != nil {
 		return 0, nil, err
 	}
