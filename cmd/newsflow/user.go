@@ -143,9 +143,7 @@ func addThroughNode(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, nc *
 	if err != nil {
 		return false, nil
 	}
-	addrSet := false
-	fs.Visit(func(f *flag.Flag) { addrSet = addrSet || f.Name == "addr" })
-	if !addrSet {
+	if !flagSet(fs, "addr") {
 		nc.base = "http://" + node.Dialable(cfg.HTTP.Addr)
 	}
 	nc.token = cmp.Or(nc.token, cfg.Auth.AdminToken)
