@@ -124,10 +124,8 @@ func (s *Store) PutPreferences(ctx context.Context, userID string, p Preferences
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok, err := s.getRecord(ctx, userID); err != nil {
+	if _, err := found(s.getRecord(ctx, userID)); err != nil {
 		return Preferences{}, err
-	} else if !ok {
-		return Preferences{}, ErrUserNotFound
 	}
 	p.Updated = s.stamp()
 	if err := s.putJSON(ctx, colPrefs, userID, p); err != nil {

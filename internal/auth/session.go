@@ -82,10 +82,8 @@ func tokenKey(raw []byte) string {
 func (s *Store) NewSession(ctx context.Context, userID string) (string, Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok, err := s.getRecord(ctx, userID); err != nil {
+	if _, err := found(s.getRecord(ctx, userID)); err != nil {
 		return "", Session{}, err
-	} else if !ok {
-		return "", Session{}, ErrUserNotFound
 	}
 	now := s.stamp()
 	live, err := s.pruneLocked(ctx, userID, now.Time)

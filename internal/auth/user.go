@@ -350,14 +350,8 @@ func (s *Store) claimName(ctx context.Context, name, id string) error {
 
 // GetUser returns the user with the given id, or ErrUserNotFound.
 func (s *Store) GetUser(ctx context.Context, id string) (User, error) {
-	rec, ok, err := s.getRecord(ctx, id)
-	if err != nil {
-		return User{}, err
-	}
-	if !ok {
-		return User{}, ErrUserNotFound
-	}
-	return rec.User, nil
+	rec, err := found(s.getRecord(ctx, id))
+	return rec.User, err
 }
 
 // UserByName returns the user with the given username (any case), or
@@ -367,14 +361,8 @@ func (s *Store) UserByName(ctx context.Context, username string) (User, error) {
 	if err != nil {
 		return User{}, ErrUserNotFound
 	}
-	rec, ok, err := s.userByName(ctx, name)
-	if err != nil {
-		return User{}, err
-	}
-	if !ok {
-		return User{}, ErrUserNotFound
-	}
-	return rec.User, nil
+	rec, err := found(s.userByName(ctx, name))
+	return rec.User, err
 }
 
 // ListUsers returns every user, ordered by username (an empty, non-nil
@@ -403,12 +391,9 @@ func (s *Store) SetRole(ctx context.Context, id string, role Role) (User, error)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok, err := s.getRecord(ctx, id)
+	rec, err := found(s.getRecord(ctx, id))
 	if err != nil {
 		return User{}, err
-	}
-	if !ok {
-		return User{}, ErrUserNotFound
 	}
 	rec.Role = role
 	if err := s.putJSON(ctx, colUsers, id, rec); err != nil {
@@ -434,12 +419,9 @@ func (s *Store) SetPassword(ctx context.Context, id, password string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok, err := s.getRecord(ctx, id)
+	rec, err := found(s.getRecord(ctx, id))
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return ErrUserNotFound
 	}
 	rec.Scheme, rec.Hash = schemeBcryptHMAC, hash
 	if err := s.putJSON(ctx, colUsers, id, rec); err != nil {
@@ -453,12 +435,9 @@ func (s *Store) SetPassword(ctx context.Context, id, password string) error {
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok, err := s.getRecord(ctx, id)
+	rec, err := found(s.getRecord(ctx, id))
 	if err != nil {
 		return err
-	}
-	if !ok {
-		return ErrUserNotFound
 	}
 	// Dependents first, so that a crash leaves a user to delete again.
 	if err := s.revokeAllLocked(ctx, id); err != nil {
@@ -531,6 +510,18 @@ func (s *Store) userByName(ctx context.Context, name string) (userRecord, bool, 
 		return userRecord{}, false, err
 	}
 	return rec, true, nil
+}
+
+// found is the record a lookup found, or ErrUserNotFound when it found
+// none.
+func found(rec userRecord, ok bool, err error) (userRecord, error) {
+	if err != nil {
+		return userRecord{}, err
+	}
+	if !ok {
+		return userRecord{}, ErrUserNotFound
+	}
+	return rec, nil
 }
 
 func (s *Store) getRecord(ctx context.Context, id string) (userRecord, bool, error) {
