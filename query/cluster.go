@@ -14,9 +14,7 @@ import (
 // checks the shared secret.
 func (s *Server) handleInternal(ctx *fasthttp.RequestCtx) {
 	status, body := s.deps.Cluster.Handle(string(ctx.Path()), string(ctx.Request.Header.Peek("Authorization")), ctx.PostBody())
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
+	writeRaw(ctx, status, body)
 }
 
 // handleCluster answers GET /api/v1/admin/cluster: this node, the leader,

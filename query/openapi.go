@@ -270,7 +270,5 @@ func openAPIDocument() []byte {
 
 // handleOpenAPI serves the OpenAPI document.
 func (s *Server) handleOpenAPI(ctx *fasthttp.RequestCtx) {
-	ctx.SetContentType("application/json")
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetBody(s.openapi)
+	writeRaw(ctx, fasthttp.StatusOK, s.openapi)
 }
