@@ -474,15 +474,7 @@ func TestShutdownDrains(t *testing.T) {
 	g := &gateLog{}
 	n := newTestNode(t, withDir(dir), withClock(clock), withGate(g))
 	entered, release := g.holdNext()
-	type result struct {
-		r   response
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := n.tryDo(fasthttp.MethodPost, pathShare, []byte(share("d1", "drain", clock.ms(0))))
-		done <- result{r, err}
-	}()
+	done := n.doAsync(fasthttp.MethodPost, pathShare, []byte(share("d1", "drain", clock.ms(0))))
 	<-entered
 	stopped := make(chan struct{})
 	go func() {

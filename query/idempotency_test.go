@@ -256,15 +256,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 	n := newTestNode(t, withGate(g))
 	ev := share("f1", "inflight", n.clock.ms(0))
 	entered, release := g.holdNext()
-	type result struct {
-		r   response
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := n.tryDo(fasthttp.MethodPost, pathShare, []byte(ev), query.HeaderIdempotencyKey, "slow")
-		done <- result{r, err}
-	}()
+	done := n.doAsync(fasthttp.MethodPost, pathShare, []byte(ev), query.HeaderIdempotencyKey, "slow")
 	<-entered
 	wantError(t, n.post(t, pathShare, ev, query.HeaderIdempotencyKey, "slow"), fasthttp.StatusConflict, "in progress")
 	// Other keys are not held up by it.

@@ -338,6 +338,23 @@ func (n *testNode) do(t testing.TB, method, uri string, body []byte, hdr ...stri
 	return r
 }
 
+// asyncResult is the outcome of a request made by doAsync.
+type asyncResult struct {
+	r   response
+	err error
+}
+
+// doAsync makes a request (as tryDo) in the background; its outcome
+// arrives on the channel.
+func (n *testNode) doAsync(method, uri string, body []byte, hdr ...string) <-chan asyncResult {
+	done := make(chan asyncResult, 1)
+	go func() {
+		r, err := n.tryDo(method, uri, body, hdr...)
+		done <- asyncResult{r, err}
+	}()
+	return done
+}
+
 // tryDo is do for goroutines other than the test's: it returns the error.
 func (n *testNode) tryDo(method, uri string, body []byte, hdr ...string) (response, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
