@@ -68,10 +68,7 @@ func TestReadIngestion(t *testing.T) {
 func TestReadsMoveInterest(t *testing.T) {
 	n := newTestNode(t, withArticles())
 	ingestFixture(t, n, articleFixture)
-	idOf := map[string]string{} // url → article id
-	for _, a := range assignmentsByID(t, n) {
-		idOf[a.url] = a.id
-	}
+	idOf := articleIDsByURL(t, n)
 	quake := []string{idOf["https://wire.example/quake-lisbon"], idOf["https://daily.example/world/lisbon-earthquake"]}
 	final := idOf["https://sport.example/cup-final"]
 	ts := n.clock.ms(0)
@@ -147,6 +144,16 @@ func assignmentsByID(t testing.TB, n *testNode) []urlID {
 		}
 	}
 	return out
+}
+
+// articleIDsByURL returns the id of every article of the stories, by URL.
+func articleIDsByURL(t testing.TB, n *testNode) map[string]string {
+	t.Helper()
+	idOf := map[string]string{}
+	for _, a := range assignmentsByID(t, n) {
+		idOf[a.url] = a.id
+	}
+	return idOf
 }
 
 func canonID(t testing.TB, raw string) string {

@@ -116,10 +116,7 @@ func TestArticleSharesCMS(t *testing.T) {
 func TestTrendingByStoryCMS(t *testing.T) {
 	n := newTestNode(t, withArticles(), withTrending(trending.OperatorOptions{Counter: trending.CounterCMS}))
 	ingestFixture(t, n, articleFixture)
-	idOf := map[string]string{}
-	for _, a := range assignmentsByID(t, n) {
-		idOf[a.url] = a.id
-	}
+	idOf := articleIDsByURL(t, n)
 	var args []any
 	for i, f := range articleFixture[:4] { // the quake story's four articles
 		args = append(args, idOf[f.url], 2+i)

@@ -15,10 +15,7 @@ import (
 func TestTrendingByStory(t *testing.T) {
 	n := newTestNode(t, withArticles())
 	ingestFixture(t, n, articleFixture)
-	idOf := map[string]string{}
-	for _, a := range assignmentsByID(t, n) {
-		idOf[a.url] = a.id
-	}
+	idOf := articleIDsByURL(t, n)
 	q1, q2, q3 := idOf["https://wire.example/quake-lisbon"], idOf["https://daily.example/world/lisbon-earthquake"], idOf["https://tv.example/news/portugal-quake"]
 	final, zoo := idOf["https://sport.example/cup-final"], idOf["https://local.example/zoo-panda"]
 	quakeStory, _ := n.stories.StoryOfArticle(q1)

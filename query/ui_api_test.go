@@ -23,10 +23,7 @@ import (
 func TestTrendingAndHistoryShowArticles(t *testing.T) {
 	n := newTestNode(t, withArticles())
 	ingestFixture(t, n, articleFixture)
-	idOf := map[string]string{}
-	for _, a := range assignmentsByID(t, n) {
-		idOf[a.url] = a.id
-	}
+	idOf := articleIDsByURL(t, n)
 	quake, final := idOf["https://wire.example/quake-lisbon"], idOf["https://sport.example/cup-final"]
 	quakeStory, _ := n.stories.StoryOfArticle(quake)
 	var topics struct {

@@ -117,10 +117,7 @@ func (c readerClient) feedIDs(query string) map[string]int {
 func TestReadStateThroughTheAPI(t *testing.T) {
 	n := newTestNode(t, withArticles())
 	ingestFixture(t, n, articleFixture)
-	idOf := map[string]string{}
-	for _, a := range assignmentsByID(t, n) {
-		idOf[a.url] = a.id
-	}
+	idOf := articleIDsByURL(t, n)
 	quake := idOf["https://wire.example/quake-lisbon"]
 	quakeStory, _ := n.stories.StoryOfArticle(quake)
 	ratesStory, _ := n.stories.StoryOfArticle(idOf["https://wire.example/ecb-rates"])
