@@ -163,22 +163,7 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 			unknown = append(unknown, id)
 			continue
 		}
-		if read {
-			head, err := s.deps.Stories.Head(id)
-			if errors.Is(err, story.ErrNotFound) {
-				unknown = append(unknown, id)
-				continue
-			} else if err != nil {
-				writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
-				return
-			}
-			if err := s.reads.MarkScope(bg, u.ID, readstate.Scope{Kind: readstate.ScopeStory, Value: head.ID}, head.LastSeen); err != nil {
-				writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
-				return
-			}
-			continue
-		}
-		d, err := s.deps.Stories.Get(id)
+		storyArts, err := s.markStory(bg, u.ID, id, read)
 		if errors.Is(err, story.ErrNotFound) {
 			unknown = append(unknown, id)
 			continue
@@ -186,15 +171,7 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 			return
 		}
-		for _, sid := range append([]string{d.ID}, d.MergedFrom...) {
-			if err := s.reads.ClearScope(bg, u.ID, readstate.Scope{Kind: readstate.ScopeStory, Value: sid}); err != nil {
-				writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
-				return
-			}
-		}
-		for _, a := range d.Articles {
-			arts = append(arts, readstate.ArticleOf(a.Article, d.ID))
-		}
+		arts = append(arts, storyArts...)
 	}
 	if len(unknown) == n {
 		writeError(ctx, fasthttp.StatusNotFound, "no such article or story (the story view keeps recent ones)")
@@ -206,6 +183,33 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 	}
 	s.feeds.invalidate(u.ID)
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"read": read, "unknown": unknown})
+}
+
+// markStory marks the story id read up to its latest article now, or
+// unread: then it returns the story's articles, for MarkArticles. A story
+// the view does not have is story.ErrNotFound.
+func (s *Server) markStory(ctx context.Context, userID, id string, read bool) ([]readstate.Article, error) {
+	if read {
+		head, err := s.deps.Stories.Head(id)
+		if err != nil {
+			return nil, err
+		}
+		return nil, s.reads.MarkScope(ctx, userID, readstate.Scope{Kind: readstate.ScopeStory, Value: head.ID}, head.LastSeen)
+	}
+	d, err := s.deps.Stories.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	for _, sid := range append([]string{d.ID}, d.MergedFrom...) {
+		if err := s.reads.ClearScope(ctx, userID, readstate.Scope{Kind: readstate.ScopeStory, Value: sid}); err != nil {
+			return nil, err
+		}
+	}
+	arts := make([]readstate.Article, 0, len(d.Articles))
+	for _, a := range d.Articles {
+		arts = append(arts, readstate.ArticleOf(a.Article, d.ID))
+	}
+	return arts, nil
 }
 
 // markAllRequest is the body of POST /api/v1/me/read/all.
