@@ -316,8 +316,9 @@ func fillFull(c *Counts) {
 // Zipf(1.0)-popular articles among 625,000 or 1,250,000 (5M or 10M over
 // the node), each in one of 8 categories, with a Flush every 20,000
 // shares as the operator's commits make. It reports MemoryBytes
-// (memory-MB), the Go heap the counts hold after a GC (heap-MB) and its
-// objects, and the distinct articles shared.
+// (memory-MB), the memory off the Go heap (mapped-MB; packed-MB of it the
+// frozen buckets' packed counters), the Go heap the counts hold after a GC
+// (heap-MB) and its objects, and the distinct articles shared.
 //
 //	go test -run '^$' -bench PartitionMemory -benchtime 1x ./operators/internal/sketch/
 func BenchmarkPartitionMemory(b *testing.B) {
@@ -334,7 +335,7 @@ func BenchmarkPartitionMemory(b *testing.B) {
 			}
 			distinct := len(seen)
 			z, seen = nil, nil
-			var mem, mapped int
+			var mem, mapped, packed int
 			var heap, objects uint64
 			for b.Loop() {
 				var before, after runtime.MemStats
@@ -353,13 +354,25 @@ func BenchmarkPartitionMemory(b *testing.B) {
 				}
 				runtime.GC()
 				runtime.ReadMemStats(&after)
-				mem, mapped = c.MemoryBytes(), c.blocks.mapped()
+				mem, mapped, packed = c.MemoryBytes(), c.blocks.mapped(), c.blocks.packedMapped()
+				for w := range c.win {
+					nf, np := 0, 0
+					for i := range c.win[w].slots {
+						if s := &c.win[w].slots[i]; s.packed != 0 {
+							nf, np = nf+1, np+len(c.blocks.packedBytes(s.packed))
+						}
+					}
+					if nf > 0 {
+						b.Logf("window %d: %d buckets frozen, %d bytes packed each on average", w, nf, np/nf)
+					}
+				}
 				heap, objects = after.HeapAlloc-before.HeapAlloc, after.HeapObjects-before.HeapObjects
 				runtime.KeepAlive(c)
 			}
 			b.ReportMetric(float64(mem)/(1<<20), "memory-MB")
 			b.ReportMetric(float64(heap)/(1<<20), "heap-MB")
 			b.ReportMetric(float64(mapped)/(1<<20), "mapped-MB")
+			b.ReportMetric(float64(packed)/(1<<20), "packed-MB")
 			b.ReportMetric(float64(objects), "heap-objects")
 			b.ReportMetric(float64(distinct), "distinct")
 		})

@@ -163,6 +163,19 @@
 // [Counts.Release] returns the memory of a Counts its owner drops (the
 // garbage collector does when the owner forgets).
 //
+// A bucket in blocks that its window has moved well past (at least
+// Options.FreezeAfter, default 2 minutes, behind the newest bucket, and
+// not one of the two newest) is rarely written again: Flush freezes it
+// once its pages are stored, and Load as it reads it. Its counters are
+// packed into one buffer off the Go heap, per block with a nonzero bit a
+// byte w then its nonzero counters less one in w bits each (w the fewest
+// that hold the block's largest), and its blocks are released; its tables
+// stay. A share that lands in a frozen bucket thaws it back into blocks;
+// expiry subtracts the packed counters without thawing. Freezing changes
+// no counter: answers, Flush and Load are as without it (TestFreeze). A
+// bucket is left in blocks if its packed form, in whole pages of the
+// operating system, would not be smaller.
+//
 // [Options.MaxMemoryBytes] computes that bound, and [Counts.MemoryBytes]
 // the current use, both on the Go heap and off it. With the default
 // options (windows 1m/1h/24h of 60/60/96 buckets, width 16384, depth 4, 64
@@ -173,11 +186,14 @@
 // holds is far less (BenchmarkPartitionMemory): at the product's target of
 // 10 million shares a day on a node of 8 partitions (1.25 million shares
 // over 24 hours, Zipf-popular articles among 625,000 or 1.25 million, 8
-// categories), 16.9 MiB, of which 12.4 MiB counter blocks and tables off
-// the heap (nearly all 8-bit: the 1h and 24h windows' buckets hold a block
-// for nearly every 64 counters; the 1m window's hold cells) and 4.0 MiB of
-// Go heap (1.5 MiB of it the window sums), in 3,200 heap objects; whole
-// pages of 32-bit counters on the heap took 51 MiB of heap in 49,000
+// categories), 9.5 MiB, of which 4.9 MiB off the heap (the buckets'
+// tables, 2.6 MiB; the packed counters of the frozen buckets of the 1h and
+// 24h windows, about 2 KiB and 20 KiB each; the blocks of their newest
+// buckets; the 1m window's cells) and 4.0 MiB of Go heap (1.5 MiB of it
+// the window sums), in 3,200 heap objects. Before buckets were frozen the
+// same partition held 16.9 MiB, 12.4 MiB of it in blocks (nearly all
+// 8-bit, a block for nearly every 64 counters of the 1h and 24h windows'
+// buckets); whole pages of 32-bit counters on the heap took 51 MiB of heap in 49,000
 // objects. A partition whose every bucket is dense at the design's rate
 // (12,500 shares a second; BenchmarkLoad) holds 36 MiB.
 //
