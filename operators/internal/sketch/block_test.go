@@ -362,11 +362,15 @@ func forFrozen(t *testing.T, c *Counts, s *bucket, fn func(bi int, vals *[blockS
 		if len(b) == 0 {
 			t.Fatalf("frozen bucket %d: packed form ends before block %d", s.id, bi)
 		}
-		b, _ = unpackBlock(b, nz, &vals)
-		for j, v := range vals {
-			if (v != 0) != (nz&(1<<j) != 0) {
-				t.Fatalf("frozen bucket %d block %d: counter %d is %d, nonzero bits %x", s.id, bi, j, v, nz)
+		var packed [blockSize]uint32
+		var nzVals []uint32
+		b, nzVals = unpack(b, nz, &packed)
+		vals = [blockSize]uint32{}
+		for i, j := range bitsOf(nz) {
+			if nzVals[i] == 0 {
+				t.Fatalf("frozen bucket %d block %d: counter %d is 0, nonzero bits %x", s.id, bi, j, nz)
 			}
+			vals[j] = nzVals[i]
 		}
 		fn(bi, &vals)
 	}

@@ -68,8 +68,7 @@ func (c *Counts) freeze(s *bucket) {
 			continue
 		}
 		r := s.refs[bi]
-		c.blocks.read(r, &vals)
-		buf = appendPacked(buf, &vals, nz)
+		buf = appendPacked(buf, c.blocks.gather(r, nz, &vals))
 		held += c.blocks.blockBytes(r)
 	}
 	c.packScratch = buf
@@ -92,13 +91,19 @@ func (c *Counts) freeze(s *bucket) {
 // the narrowest class that holds it.
 func (c *Counts) thaw(s *bucket) {
 	b := c.blocks.packedBytes(s.packed)
-	var vals [blockSize]uint32
+	var packed, vals [blockSize]uint32
 	for bi, nz := range s.nz {
 		if nz == 0 {
 			continue
 		}
-		var most uint32
-		b, most = unpackBlock(b, nz, &vals)
+		var nzVals []uint32
+		b, nzVals = unpack(b, nz, &packed)
+		vals = [blockSize]uint32{}
+		most := uint32(0)
+		for i, w := 0, nz; w != 0; i, w = i+1, w&(w-1) {
+			vals[bits.TrailingZeros64(w)] = nzVals[i]
+			most = max(most, nzVals[i])
+		}
 		r := c.blocks.alloc(classOf(most), s.owner+uint32(bi))
 		c.blocks.write(r, &vals)
 		s.refs[bi] = r
@@ -114,16 +119,16 @@ func (c *Counts) expireFrozen(win *window, s *bucket) {
 	x := &win.watch
 	nw := len(c.win)
 	b := c.blocks.packedBytes(s.packed)
-	var vals [blockSize]uint32
+	var packed [blockSize]uint32
 	for bi, nz := range s.nz {
 		if nz == 0 {
 			continue
 		}
-		b, _ = unpackBlock(b, nz, &vals)
+		var vals []uint32
+		b, vals = unpack(b, nz, &packed)
 		base := bi * blockSize
-		for w := nz; w != 0; w &= w - 1 {
-			j := bits.TrailingZeros64(w)
-			c.total[(base+j)*nw+win.idx] -= uint64(vals[j])
+		for i, w := 0, nz; w != 0; i, w = i+1, w&(w-1) {
+			c.total[(base+bits.TrailingZeros64(w))*nw+win.idx] -= uint64(vals[i])
 		}
 		if x.read != nil {
 			for w := nz & x.read[bi]; w != 0 && !x.all; w &= w - 1 {
@@ -137,11 +142,11 @@ func (c *Counts) expireFrozen(win *window, s *bucket) {
 }
 
 // appendPacked appends the packed form of a block (see Frozen buckets)
-// whose counters are vals and nonzero bits nz.
-func appendPacked(buf []byte, vals *[blockSize]uint32, nz uint64) []byte {
+// whose nonzero counters, in bit order, are vals.
+func appendPacked(buf []byte, vals []uint32) []byte {
 	var most uint32
-	for w := nz; w != 0; w &= w - 1 {
-		most = max(most, vals[bits.TrailingZeros64(w)])
+	for _, v := range vals {
+		most = max(most, v)
 	}
 	width := uint(bits.Len32(most - 1))
 	buf = append(buf, byte(width))
@@ -150,8 +155,8 @@ func appendPacked(buf []byte, vals *[blockSize]uint32, nz uint64) []byte {
 	}
 	var acc uint64
 	var n uint // bits in acc
-	for w := nz; w != 0; w &= w - 1 {
-		acc |= uint64(vals[bits.TrailingZeros64(w)]-1) << n
+	for _, v := range vals {
+		acc |= uint64(v-1) << n
 		for n += width; n >= 8; n -= 8 {
 			buf = append(buf, byte(acc))
 			acc >>= 8
@@ -163,36 +168,60 @@ func appendPacked(buf []byte, vals *[blockSize]uint32, nz uint64) []byte {
 	return buf
 }
 
-// unpackBlock decodes the packed block at the start of b, whose nonzero
-// bits are nz, into vals (zeros where nz has no bit). It returns the rest
-// of b and the block's largest counter.
-func unpackBlock(b []byte, nz uint64, vals *[blockSize]uint32) ([]byte, uint32) {
-	*vals = [blockSize]uint32{}
+// gather copies the counters of block r at the nonzero bits nz, in bit
+// order, into vals and returns them.
+func (a *blocks) gather(r blockRef, nz uint64, vals *[blockSize]uint32) []uint32 {
+	n := 0
+	switch sl := r.slot(); r.class() {
+	case class8:
+		cnt := a.counters8(sl)
+		for w := nz; w != 0; w &= w - 1 {
+			vals[n] = uint32(cnt[bits.TrailingZeros64(w)])
+			n++
+		}
+	case class16:
+		cnt := a.b16.counters(sl)
+		for w := nz; w != 0; w &= w - 1 {
+			vals[n] = uint32(cnt[bits.TrailingZeros64(w)])
+			n++
+		}
+	case class32:
+		cnt := a.b32.counters(sl)
+		for w := nz; w != 0; w &= w - 1 {
+			vals[n] = cnt[bits.TrailingZeros64(w)]
+			n++
+		}
+	}
+	return vals[:n]
+}
+
+// unpack decodes the packed block at the start of b, whose nonzero bits
+// are nz, into vals. It returns the rest of b and the block's nonzero
+// counters in bit order (in vals).
+func unpack(b []byte, nz uint64, vals *[blockSize]uint32) ([]byte, []uint32) {
+	n := bits.OnesCount64(nz)
 	width := uint(b[0])
 	b = b[1:]
 	if width == 0 {
-		for w := nz; w != 0; w &= w - 1 {
-			vals[bits.TrailingZeros64(w)] = 1
+		for i := range n {
+			vals[i] = 1
 		}
-		return b, 1
+		return b, vals[:n]
 	}
 	mask := uint64(1)<<width - 1
 	var acc uint64
-	var n uint // bits in acc
-	var most uint32
+	var have uint // bits in acc
 	i := 0
-	for w := nz; w != 0; w &= w - 1 {
-		for ; n < width; n += 8 {
-			acc |= uint64(b[i]) << n
+	for k := range n {
+		for ; have < width; have += 8 {
+			acc |= uint64(b[i]) << have
 			i++
 		}
-		v := uint32(acc&mask) + 1
+		vals[k] = uint32(acc&mask) + 1
 		acc >>= width
-		n -= width
-		vals[bits.TrailingZeros64(w)] = v
-		most = max(most, v)
+		have -= width
 	}
-	return b[i:], most
+	return b[i:], vals[:n]
 }
 
 // blockBytes returns the memory block r takes in its slab: its counters
