@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/polite"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // captured is a slog handler that keeps every record.
@@ -172,11 +173,13 @@ func TestRunLogsRoundsNotEveryFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- c.c.Run(ctx) }()
+	go func() { done <- c.c.Run(ctx); close(done) }()
+	// Should the test fail first, the crawler stops before the harness
+	// closes what it uses.
+	defer func() { cancel(); <-done }()
 	// Run until every failing source failed at least three times and a
 	// few rounds have been summed up.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		failed := map[string]int{}
 		rounds := 0
 		for _, r := range h.records() {
@@ -191,16 +194,11 @@ func TestRunLogsRoundsNotEveryFailure(t *testing.T) {
 		for _, n := range failed {
 			enough = enough && n >= 3
 		}
-		if enough {
-			break
+		if !enough {
+			return fmt.Errorf("%d sources failed (want %d, 3 times each: %v), %d rounds", len(failed), failing, failed, rounds)
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("after 20s: %d sources failed (want %d, 3 times each: %v), %d rounds", len(failed), failing, failed, rounds)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

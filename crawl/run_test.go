@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -110,7 +111,10 @@ func TestRunCrawlsOnScheduleDespiteFaults(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- h.c.Run(ctx) }()
+	go func() { done <- h.c.Run(ctx); close(done) }()
+	// Should the test fail first, the crawler stops before the harness
+	// closes what it uses.
+	defer func() { cancel(); <-done }()
 	// Reloads while crawls finish must not queue a source twice.
 	kicking := make(chan struct{})
 	go func() {
@@ -123,8 +127,7 @@ func TestRunCrawlsOnScheduleDespiteFaults(t *testing.T) {
 			}
 		}
 	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, func() error {
 		crawled := 0
 		for _, id := range healthy {
 			s, err := h.sources.Get(context.Background(), id)
@@ -135,16 +138,11 @@ func TestRunCrawlsOnScheduleDespiteFaults(t *testing.T) {
 				crawled++
 			}
 		}
-		if crawled == len(healthy) {
-			break
+		if crawled < len(healthy) {
+			return fmt.Errorf("%d of %d healthy sources crawled", crawled, len(healthy))
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			<-done
-			t.Fatalf("%d of %d healthy sources crawled in 20s", crawled, len(healthy))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	took := time.Since(start)
 	close(kicking)
 	n, sum := histogramCount(t, reg, "newsflow_crawl_schedule_lag_seconds")

@@ -15,6 +15,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 	"go.uber.org/goleak"
 )
@@ -409,22 +410,18 @@ func (h *harness) runUntilCaughtUpWith(e *engine.Engine) {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	defer cancel()
 	go func() { done <- e.Run(ctx) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	testutil.Eventually(h.t, 60*time.Second, func() error {
 		ok, err := e.CaughtUp(context.Background())
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		if ok {
-			break
+		if !ok {
+			return fmt.Errorf("engine did not catch up: %+v", e.Progress())
 		}
-		if time.Now().After(deadline) {
-			cancel()
-			h.t.Fatalf("engine did not catch up: %+v", e.Progress())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		h.t.Fatal(err)

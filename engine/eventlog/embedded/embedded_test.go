@@ -529,10 +529,14 @@ func TestCloseDrainsAppends(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for acked.Load() < 200 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	// Close once appends are under way, or at once if a writer has failed
+	// (its error is reported below).
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if n := acked.Load(); n < 200 && len(errs) == 0 {
+			return fmt.Errorf("%d appends acknowledged", n)
+		}
+		return nil
+	})
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
