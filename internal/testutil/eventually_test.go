@@ -47,3 +47,22 @@ func TestEventually(t *testing.T) {
 		t.Fatalf("failure %q does not give the last error", f.failed)
 	}
 }
+
+func TestEventuallyEvery(t *testing.T) {
+	const interval = 3 * Poll
+	var at []time.Time
+	took := EventuallyEvery(t, time.Second, interval, func() error {
+		if at = append(at, time.Now()); len(at) < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	for i := 1; i < len(at); i++ {
+		if gap := at[i].Sub(at[i-1]); gap < interval {
+			t.Fatalf("checks %d and %d %s apart, want at least %s", i-1, i, gap, interval)
+		}
+	}
+	if took < 2*interval {
+		t.Fatalf("took %s for three checks %s apart", took, interval)
+	}
+}
