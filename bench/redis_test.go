@@ -285,22 +285,19 @@ func startRedis(b *testing.B, bin string) *redisProc {
 		_ = rd.cmd.Process.Signal(syscall.SIGKILL)
 		<-rd.waitc
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Eventually(b, 10*time.Second, func() error {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			rd.conn, rd.r, rd.w = c, bufio.NewReaderSize(c, 1<<16), bufio.NewWriterSize(c, 1<<16)
 			if _, err = rd.do("PING"); err == nil {
-				return rd
+				return nil
 			}
 			c.Close()
 		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			b.Fatalf("redis-server not answering on %s: %v\n%s", addr, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+		return fmt.Errorf("redis-server not answering on %s: %v\n%s", addr, err, log)
+	})
+	return rd
 }
 
 // send writes one command in RESP (not flushed).

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -257,17 +259,14 @@ func startNodeIn(b *testing.B, dir string, env ...string) *nodeProc {
 // apart agree.
 func (n *nodeProc) top24h() []byte {
 	n.b.Helper()
-	prev := n.top24hOnce()
-	for range 100 {
-		time.Sleep(300 * time.Millisecond)
-		cur := n.top24hOnce()
-		if bytes.Equal(cur, prev) {
-			return cur
+	var prev, cur []byte
+	testutil.EventuallyEvery(n.b, 30*time.Second, 300*time.Millisecond, func() error {
+		if prev, cur = cur, n.top24hOnce(); prev == nil || !bytes.Equal(cur, prev) {
+			return errors.New("24h top 100 still changing")
 		}
-		prev = cur
-	}
-	n.Fatalf("24h top 100 still changing after 30s")
-	return nil
+		return nil
+	})
+	return cur
 }
 
 func (n *nodeProc) top24hOnce() []byte {
