@@ -17,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -408,14 +409,13 @@ func TestChangesWaitsForReplay(t *testing.T) {
 	if n := len(readChanges(t, l)); n != 0 {
 		t.Fatalf("%d records at once when the tasks caught up", n)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(readChanges(t, l)) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("nothing appended a snapshot interval after the tasks caught up")
-		}
-		time.Sleep(10 * time.Millisecond)
+	testutil.Eventually(t, 5*time.Second, func() error {
 		r.step(t)
-	}
+		if len(readChanges(t, l)) == 0 {
+			return errors.New("nothing appended a snapshot interval after the tasks caught up")
+		}
+		return nil
+	})
 	wantNames(t, "caught up", changeNames(t, readChanges(t, l), 0), "1m/a@1", "1m/b@2", "1h/a@1", "1h/b@2", "24h/a@1", "24h/b@2")
 }
 

@@ -233,7 +233,10 @@ func TestClusterFeedTrendingCountsEveryNode(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second) // a refreshes the cluster's top every second
+	// a refreshes the cluster's top every second. The feed is asked once,
+	// after that: its first answer is cached for a minute, so it cannot be
+	// polled.
+	time.Sleep(3 * time.Second)
 	var explained []struct {
 		Trending float64 `json:"trending"`
 	}
