@@ -140,7 +140,7 @@ func TestRoundLogSummary(t *testing.T) {
 // and several rounds, yet logs a bounded number of lines: a summary per
 // round, and a few "source failing" lines; each crawl only at Debug.
 //
-// It is one scenario checked step by step (cyclomatic 28): the steps
+// It is one scenario checked step by step (cyclomatic 27): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestRunLogsRoundsNotEveryFailure(t *testing.T) {
 	var h captured
