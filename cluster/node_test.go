@@ -32,15 +32,11 @@ func startMember(t *testing.T, id, dir, httpAddr, raftAddr string, bootstrap boo
 	t.Helper()
 	var ln net.Listener
 	var err error
-	for range 50 { // a restarted member takes its old address back
-		if ln, err = net.Listen("tcp", httpAddr); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A restarted member takes its old address back.
+	testutil.Eventually(t, 5*time.Second, func() error {
+		ln, err = net.Listen("tcp", httpAddr)
+		return err
+	})
 	m := &testMember{id: id, dir: dir, httpAddr: ln.Addr().String()}
 	if m.db, err = state.Open(filepath.Join(dir, "state"), state.Options{}); err != nil {
 		t.Fatal(err)
