@@ -225,23 +225,33 @@ func (bc *benchCluster) fatalf(format string, args ...any) {
 	bc.b.Fatalf("%s%s", fmt.Sprintf(format, args...), sb.String())
 }
 
+// tb is bc.b failing through bc.fatalf, with the nodes' log tails: for
+// testutil.Eventually.
+func (bc *benchCluster) tb() testing.TB { return benchClusterTB{bc.b, bc} }
+
+type benchClusterTB struct {
+	testing.TB
+	bc *benchCluster
+}
+
+func (t benchClusterTB) Fatalf(format string, args ...any) {
+	t.Helper()
+	t.bc.fatalf(format, args...)
+}
+
 // waitFormed waits until every node's own view shows all the nodes up,
 // each owning partitions, and every partition running.
 func (bc *benchCluster) waitFormed(timeout time.Duration) {
 	bc.b.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, n := range bc.nodes {
-		for {
+		testutil.Eventually(bc.tb(), time.Until(deadline), func() error {
 			var v clusterView
-			err := getJSON(n.URL("/api/v1/admin/cluster"), &v)
-			if err == nil && bc.formed(v) {
-				break
+			if err := getJSON(n.URL("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) {
+				return fmt.Errorf("cluster not formed (node %s: %+v, %v)", n.id, v, err)
 			}
-			if time.Now().After(deadline) {
-				bc.fatalf("cluster not formed after %s (node %s: %+v, %v)", timeout, n.id, v, err)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 }
 
@@ -284,28 +294,19 @@ func (bc *benchCluster) caughtUp(client *http.Client, n *benchNode) bool {
 func (bc *benchCluster) WaitCaughtUp(timeout time.Duration) {
 	bc.b.Helper()
 	client := &http.Client{Timeout: 10 * time.Second}
-	rounds := 0
-	for start := time.Now(); rounds < 2; {
-		all := true
-		for _, n := range bc.nodes {
-			if !bc.caughtUp(client, n) {
-				all = false
-				break
+	// Each poll makes the node ask the broker for the end offset of every
+	// input: polling without pause would take CPU from the nodes being
+	// measured.
+	testutil.EventuallyEvery(bc.tb(), timeout, 25*time.Millisecond, func() error {
+		for round := range 2 {
+			for _, n := range bc.nodes {
+				if !bc.caughtUp(client, n) {
+					return fmt.Errorf("cluster not caught up: node %s is not (round %d)", n.id, round+1)
+				}
 			}
 		}
-		if all {
-			rounds++
-			continue
-		}
-		rounds = 0
-		if time.Since(start) > timeout {
-			bc.fatalf("cluster not caught up after %s", timeout)
-		}
-		// Each poll makes the node ask the broker for the end offset of
-		// every input: polling without pause would take CPU from the
-		// nodes being measured.
-		time.Sleep(25 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // verifyCommitted checks that the trending tasks, across the nodes, have
@@ -514,12 +515,13 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 
 	start := time.Now()
 	target.Kill()
-	for !correct() {
-		if time.Since(start) > 2*time.Minute {
-			bc.fatalf("article %s: no correct answer from node %s within 2m of killing node %s", id, survivor.id, target.id)
+	// Asked every 5ms: took is measured to that.
+	testutil.EventuallyEvery(bc.tb(), 2*time.Minute, 5*time.Millisecond, func() error {
+		if !correct() {
+			return fmt.Errorf("article %s: no correct answer from node %s since killing node %s", id, survivor.id, target.id)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	took := time.Since(start)
 
 	target.Start()

@@ -190,15 +190,23 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 			// In a cluster a routed query answers 503 when the owner does
 			// not answer in time (on a loaded machine, rarely): that is
 			// about availability, which the cluster tests measure on their
-			// own; here only the counts matter, so ask again.
-			err := getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh)
-			for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), ": 503 "); try++ {
+			// own; here only the counts matter, so ask again for up to
+			// 8 s (a 503 comes after the 2 s query timeout: about four
+			// tries).
+			tries := 0
+			testutil.Eventually(t, 8*time.Second, func() error {
+				tries++
+				err := getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh)
+				if err != nil && strings.Contains(err.Error(), ": 503 ") {
+					return err
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return nil
+			})
+			if tries > 1 {
 				unavailable++
-				time.Sleep(200 * time.Millisecond)
-				err = getJSON(n.URL("/api/v1/articles/"+id+"/shares"), &sh)
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			bad := false
 			for _, w := range []string{"1h", "24h"} {
@@ -212,23 +220,24 @@ func verifyCounts(t *testing.T, n *nodeProc, want map[string]uint64) {
 		}
 		return wrongIDs, wrong
 	}
-	wrongIDs, wrong := check(ids)
+	defer func() {
+		if unavailable > 0 {
+			t.Logf("%s: %d of %d count queries answered 503 at first", n.Addr, unavailable, len(ids))
+		}
+	}()
 	// In a cluster, a partition that moves just now (a restarted node
 	// taking partitions back) may answer for a moment from a node that is
 	// still catching up. Counts must settle at the exact ones: ask again
 	// for up to 15 s, and say so.
-	for deadline := time.Now().Add(15 * time.Second); len(wrongIDs) > 0 && time.Now().Before(deadline); {
+	if wrongIDs, wrong := check(ids); len(wrongIDs) > 0 {
 		first := wrong[0]
-		time.Sleep(500 * time.Millisecond)
-		if wrongIDs, wrong = check(wrongIDs); len(wrongIDs) == 0 {
-			t.Logf("%s: counts settled at the exact ones after a stale answer (%s)", n.Addr, first)
-		}
-	}
-	if unavailable > 0 {
-		t.Logf("%s: %d of %d count queries answered 503 at first", n.Addr, unavailable, len(ids))
-	}
-	if len(wrong) > 0 {
-		t.Fatalf("%d wrong counts, first: %s", len(wrong), strings.Join(wrong[:min(10, len(wrong))], "; "))
+		testutil.Eventually(t, 15*time.Second, func() error {
+			if wrongIDs, wrong = check(wrongIDs); len(wrongIDs) > 0 {
+				return fmt.Errorf("%d wrong counts, first: %s", len(wrong), strings.Join(wrong[:min(10, len(wrong))], "; "))
+			}
+			return nil
+		})
+		t.Logf("%s: counts settled at the exact ones after a stale answer (%s)", n.Addr, first)
 	}
 	sort.Slice(ids, func(i, j int) bool {
 		if want[ids[i]] != want[ids[j]] {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // TestClusterCMSRestoreIdentical: three nodes count shares with the cms
@@ -240,16 +242,12 @@ func waitCaughtUpOn(t *testing.T, tc *testCluster, ids []string, timeout time.Du
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for _, id := range ids {
-		for {
-			v, err := tc.view(id)
-			if err == nil && v.allRunning() {
-				break
+		testutil.Eventually(t, time.Until(deadline), func() error {
+			if v, err := tc.view(id); err != nil || !v.allRunning() {
+				return fmt.Errorf("node %s: not every partition running: %+v %v", id, v, err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s: not every partition running after %s: %+v %v", id, timeout, v, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		tc.nodes[id].WaitCaughtUp(time.Until(deadline))
 	}
 }
@@ -405,19 +403,19 @@ func settledAnswers(t *testing.T, tc *testCluster, ids, probes []string) map[str
 		}
 		return out, nil
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	var prev map[string][]byte
-	for {
-		cur, err := read()
-		if err == nil && prev != nil && maps.EqualFunc(prev, cur, bytes.Equal) {
-			return cur
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("answers not settled after 30s: %v", err)
-		}
+	var prev, cur map[string][]byte
+	testutil.EventuallyEvery(t, 30*time.Second, 250*time.Millisecond, func() error {
+		var err error
 		prev = cur
-		time.Sleep(250 * time.Millisecond)
-	}
+		if cur, err = read(); err != nil {
+			return fmt.Errorf("answers not settled: %w", err)
+		}
+		if prev == nil || !maps.EqualFunc(prev, cur, bytes.Equal) {
+			return errors.New("answers not settled: two rounds differ")
+		}
+		return nil
+	})
+	return cur
 }
 
 // getJSONNumbers is getJSON keeping numbers as written.

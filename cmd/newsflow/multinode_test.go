@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -129,9 +130,8 @@ func (tc *testCluster) view(id string) (clusterView, error) {
 // waitView polls the running nodes' views until cond holds for one of them.
 func (tc *testCluster) waitView(timeout time.Duration, what string, cond func(clusterView) bool) (clusterView, time.Duration) {
 	tc.t.Helper()
-	start := time.Now()
 	var last clusterView
-	for time.Since(start) < timeout {
+	took := testutil.Eventually(tc.t, timeout, func() error {
 		for _, id := range tc.ids {
 			if !tc.nodes[id].Running() {
 				continue
@@ -139,14 +139,13 @@ func (tc *testCluster) waitView(timeout time.Duration, what string, cond func(cl
 			if v, err := tc.view(id); err == nil {
 				last = v
 				if cond(v) {
-					return v, time.Since(start)
+					return nil
 				}
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	tc.t.Fatalf("cluster: not %s after %s; last view %+v", what, timeout, last)
-	return last, 0
+		return fmt.Errorf("cluster: not %s; last view %+v", what, last)
+	})
+	return last, took
 }
 
 // waitCaughtUp waits until every partition runs and every node has
@@ -157,16 +156,12 @@ func (tc *testCluster) WaitCaughtUp(timeout time.Duration) {
 	for _, id := range tc.ids {
 		// Each node's own view: a restarted node replays the Raft log
 		// before it knows the owners.
-		for {
-			v, err := tc.view(id)
-			if err == nil && len(v.Members) == 3 && v.allRunning() {
-				break
+		testutil.Eventually(tc.t, time.Until(deadline), func() error {
+			if v, err := tc.view(id); err != nil || len(v.Members) != 3 || !v.allRunning() {
+				return fmt.Errorf("node %s: not every partition running: %+v %v", id, v, err)
 			}
-			if time.Now().After(deadline) {
-				tc.t.Fatalf("node %s: not every partition running after %s: %+v %v", id, timeout, v, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		tc.nodes[id].WaitCaughtUp(time.Until(deadline))
 	}
 }
