@@ -127,13 +127,12 @@ func TestCrashEmbeddedCMS(t *testing.T) {
 	// The exact counter refuses the cms state.
 	exact := startNode(t, data)
 	msg := []byte("newsflow replay --operator trending --from-offset 0")
-	deadline := time.Now().Add(30 * time.Second)
-	for !bytes.Contains([]byte(exact.LogTail(1<<20)), msg) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no error naming the replay in the log of a node set to the exact counter:\n%s", exact.LogTail(2000))
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if !bytes.Contains([]byte(exact.LogTail(1<<20)), msg) {
+			return fmt.Errorf("no error naming the replay in the log of a node set to the exact counter:\n%s", exact.LogTail(2000))
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(exact.LogTail(1<<20), "holds cms counts and trending.counter is exact") {
 		t.Fatalf("the error does not say which counters:\n%s", exact.LogTail(2000))
 	}

@@ -381,13 +381,12 @@ func TestClusterTrendingChanges(t *testing.T) {
 	shares["tc-99"] = 50
 	path, lines = changesShares(t, base, map[string]uint64{"tc-99": 50})
 	produceFile(t, tc.nodes[other], path, lines)
-	deadline := time.Now().Add(30 * time.Second)
-	for appendedBy()[next] < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s, now the owner of partition 0, did not announce tc-99: %v", next, appendedBy())
+	testutil.Eventually(t, 30*time.Second, func() error {
+		if by := appendedBy(); by[next] < 3 {
+			return fmt.Errorf("%s, now the owner of partition 0, did not announce tc-99: %v", next, by)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	time.Sleep(time.Second)
 	_, after := readChangesTopic(t, l)
 	checkAnnounced(t, "after the failover", after, shares, append(top, "tc-99"))
