@@ -124,7 +124,9 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 // the loading process's VmHWM, load-events/s its rate from the first
 // request to everything committed, state-MB and log-MB the size of
 // data/state and data/log on disk after the last restart. Every restart
-// must answer the same 24h top 100 as before it.
+// must answer the same 24h top 100 as before it. With cms, three more
+// SIGTERM restarts run with small Pebble caches (smallCaches):
+// small-caches-peak-rss-MB.
 //
 // One op is the whole run (load and six restarts); run it with
 // -benchtime 1x. NEWSFLOW_BENCH_TRENDING_DATA=DIR keeps each node's data
@@ -226,6 +228,18 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 		killReady, killCPU, killRSS = append(killReady, r), append(killCPU, c), append(killRSS, m)
 		b.Logf("SIGKILL restart: ready %.2fs (%.2fs CPU), peak RSS %.0f MB", r, c, m)
 	}
+	if counter == "cms" {
+		// The same node with small Pebble caches: what the node itself
+		// holds, beyond the block cache that the restart's reads fill.
+		n.Env = append(n.Env, smallCaches...)
+		var small []float64
+		for range trendingRestartRuns {
+			_, _, m := restart(syscall.SIGTERM)
+			small = append(small, m)
+			b.Logf("SIGTERM restart with small caches: peak RSS %.0f MB", m)
+		}
+		b.ReportMetric(median(small), "small-caches-peak-rss-MB")
+	}
 	b.ReportMetric(median(termReady), "term-ready-s")
 	b.ReportMetric(median(killReady), "kill-ready-s")
 	b.ReportMetric(median(termCPU), "term-ready-cpu-s")
@@ -240,6 +254,10 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "log")))/1e6, "log-MB")
 	n.Kill()
 }
+
+// smallCaches is the environment of a node with a 16 MiB state block cache
+// and 8 MiB memtables (state and log), as README's memory section gives.
+var smallCaches = []string{"NEWSFLOW_STATE_CACHE_SIZE=16777216", "NEWSFLOW_STATE_MEMTABLE_SIZE=8388608", "NEWSFLOW_LOG_MEMTABLE_SIZE=8388608"}
 
 // startNodeIn is startNode with the data directory dir (a temporary one
 // if dir is empty) and env added to its environment.
