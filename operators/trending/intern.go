@@ -21,22 +21,29 @@ func (c *Counts) internArticle(id string) uint32 {
 
 // newArticle interns id, which is not interned yet and hashes to h.
 func (c *Counts) newArticle(id string, h uint32) uint32 {
-	var a uint32
-	if n := len(c.artFree); n > 0 {
-		a = c.artFree[n-1]
-		c.artFree = c.artFree[:n-1]
-	} else {
-		a = uint32(len(c.arts) / c.artStride)
-		for range c.artStride {
-			c.arts = append(c.arts, 0)
-		}
-		for range c.nw {
-			c.artPos = append(c.artPos, -1)
-		}
-	}
+	a := c.takeRow(&c.artFree, &c.arts, c.artStride, &c.artPos)
 	c.artRow(a)[artHead] = noID
 	c.ids.insert(id, h, a)
 	return a
+}
+
+// takeRow returns the index of a row for a new article or pair: the last
+// of free, or else a new row of stride zeros at the end of rows, with its
+// nw candidate positions in pos set to -1.
+func (c *Counts) takeRow(free, rows *[]uint32, stride int, pos *[]int32) uint32 {
+	if n := len(*free); n > 0 {
+		i := (*free)[n-1]
+		*free = (*free)[:n-1]
+		return i
+	}
+	i := uint32(len(*rows) / stride)
+	for range stride {
+		*rows = append(*rows, 0)
+	}
+	for range c.nw {
+		*pos = append(*pos, -1)
+	}
+	return i
 }
 
 func (c *Counts) freeArticle(a uint32) {
@@ -70,19 +77,7 @@ func (c *Counts) internPairCat(a, ci uint32) uint32 {
 // newPair adds the pair of article a and category ci, which a does not
 // have yet.
 func (c *Counts) newPair(a, ci uint32) uint32 {
-	var p uint32
-	if n := len(c.pairFree); n > 0 {
-		p = c.pairFree[n-1]
-		c.pairFree = c.pairFree[:n-1]
-	} else {
-		p = uint32(len(c.pairs) / c.pairStride)
-		for range c.pairStride {
-			c.pairs = append(c.pairs, 0)
-		}
-		for range c.nw {
-			c.pairPos = append(c.pairPos, -1)
-		}
-	}
+	p := c.takeRow(&c.pairFree, &c.pairs, c.pairStride, &c.pairPos)
 	row, arow := c.pairRow(p), c.artRow(a)
 	row[pairArt] = a
 	row[pairCat] = ci
