@@ -94,33 +94,14 @@ func (o OperatorOptions) Validate() error {
 
 func (o OperatorOptions) withDefaults() OperatorOptions {
 	d := DefaultOperatorOptions()
-	if len(o.Counts.Windows) == 0 {
-		o.Counts.Windows = d.Counts.Windows
-	}
-	if o.Counts.CompactAfter == 0 {
-		o.Counts.CompactAfter = d.Counts.CompactAfter
-	}
-	if o.MaxK == 0 {
-		o.MaxK = d.MaxK
-	}
-	if o.SnapshotInterval == 0 {
-		o.SnapshotInterval = d.SnapshotInterval
-	}
-	if o.MaxFuture == 0 {
-		o.MaxFuture = d.MaxFuture
-	}
-	if o.ParkFor == 0 {
-		o.ParkFor = d.ParkFor
-	}
-	if o.MaxParked == 0 {
-		o.MaxParked = d.MaxParked
-	}
-	if o.ExactMaxBytes == 0 {
-		o.ExactMaxBytes = d.ExactMaxBytes
-	}
-	if o.Counter == "" {
-		o.Counter = d.Counter
-	}
+	o.Counts = o.Counts.withDefaults()
+	o.MaxK = cmp.Or(o.MaxK, d.MaxK)
+	o.SnapshotInterval = cmp.Or(o.SnapshotInterval, d.SnapshotInterval)
+	o.MaxFuture = cmp.Or(o.MaxFuture, d.MaxFuture)
+	o.ParkFor = cmp.Or(o.ParkFor, d.ParkFor)
+	o.MaxParked = cmp.Or(o.MaxParked, d.MaxParked)
+	o.ExactMaxBytes = cmp.Or(o.ExactMaxBytes, d.ExactMaxBytes)
+	o.Counter = cmp.Or(o.Counter, d.Counter)
 	if o.Counter == CounterCMS {
 		o.CMS = o.cmsOptions()
 	}
