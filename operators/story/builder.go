@@ -86,15 +86,9 @@ func DefaultOptions() Options {
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
 	o.Cluster = o.Cluster.withDefaults()
-	if o.Breaking.Window == 0 {
-		o.Breaking.Window = d.Breaking.Window
-	}
-	if o.Breaking.Rate == 0 {
-		o.Breaking.Rate = d.Breaking.Rate
-	}
-	if o.Breaking.Sources == 0 {
-		o.Breaking.Sources = d.Breaking.Sources
-	}
+	o.Breaking.Window = cmp.Or(o.Breaking.Window, d.Breaking.Window)
+	o.Breaking.Rate = cmp.Or(o.Breaking.Rate, d.Breaking.Rate)
+	o.Breaking.Sources = cmp.Or(o.Breaking.Sources, d.Breaking.Sources)
 	if o.EvergreenTopics == nil {
 		o.EvergreenTopics = d.EvergreenTopics
 	}
@@ -106,12 +100,8 @@ func (o Options) withDefaults() Options {
 		lambda[k] = v
 	}
 	o.Lambda = lambda
-	if o.MaxTopics == 0 {
-		o.MaxTopics = d.MaxTopics
-	}
-	if o.NearDupWindow == 0 {
-		o.NearDupWindow = d.NearDupWindow
-	}
+	o.MaxTopics = cmp.Or(o.MaxTopics, d.MaxTopics)
+	o.NearDupWindow = cmp.Or(o.NearDupWindow, d.NearDupWindow)
 	return o
 }
 

@@ -51,12 +51,8 @@ func (o OperatorOptions) Validate() error {
 func (o OperatorOptions) withDefaults() OperatorOptions {
 	d := DefaultOperatorOptions()
 	o.Builder = o.Builder.withDefaults()
-	if o.ViewWindow == 0 {
-		o.ViewWindow = d.ViewWindow
-	}
-	if o.MaxLimit == 0 {
-		o.MaxLimit = d.MaxLimit
-	}
+	o.ViewWindow = cmp.Or(o.ViewWindow, d.ViewWindow)
+	o.MaxLimit = cmp.Or(o.MaxLimit, d.MaxLimit)
 	return o
 }
 
