@@ -143,13 +143,9 @@ func (t *task) Restore(r state.Reader) error {
 	// Publish every story in memory.
 	v := &view{stories: make(map[uint64]*Story, len(b.stories))}
 	for num, st := range b.stories {
-		c := st.public()
-		v.stories[num] = &c
-		v.watermark = max(v.watermark, st.LastSeen)
+		v.add(num, st)
 	}
-	v.prune(t.op.opts.ViewWindow)
-	t.op.view.Store(v)
-	t.op.openGa.Set(float64(b.c.Open()))
+	t.publish(v)
 	return nil
 }
 
@@ -226,16 +222,19 @@ func (t *task) Committed(engine.CommitInfo) {
 	}
 	for num := range t.changed {
 		if st := t.b.stories[num]; st != nil {
-			c := st.public()
-			v.stories[num] = &c
-			v.watermark = max(v.watermark, st.LastSeen)
+			v.add(num, st)
 		}
 	}
+	t.publish(v)
+	clear(t.changed)
+	t.removed = t.removed[:0]
+}
+
+// publish prunes v to the view window and makes it the view queries read.
+func (t *task) publish(v *view) {
 	v.prune(t.op.opts.ViewWindow)
 	t.op.view.Store(v)
 	t.op.openGa.Set(float64(t.b.c.Open()))
-	clear(t.changed)
-	t.removed = t.removed[:0]
 }
 
 func (t *task) Close() error { return nil }
@@ -263,6 +262,13 @@ type view struct {
 
 	topicOnce sync.Once
 	byTopic   map[string][]*Story // ranked, per topic
+}
+
+// add puts a copy of story st, number num, in v.
+func (v *view) add(num uint64, st *Story) {
+	c := st.public()
+	v.stories[num] = &c
+	v.watermark = max(v.watermark, st.LastSeen)
 }
 
 func (v *view) prune(window time.Duration) {
