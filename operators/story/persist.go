@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -26,12 +27,7 @@ const (
 // under prefix.
 func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	var buf []byte
-	ids := make([]uint32, 0, len(c.dirtyTerms))
-	for id := range c.dirtyTerms {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(c.dirtyTerms)) {
 		k := append(append(slices.Clip(prefix), keyTerm), 0, 0, 0, 0)
 		binary.BigEndian.PutUint32(k[len(k)-4:], id)
 		buf = binary.AppendUvarint(buf[:0], uint64(c.df[id]))
@@ -48,12 +44,7 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 		}
 	}
 	c.closed = c.closed[:0]
-	nums := make([]uint64, 0, len(c.dirtyStories))
-	for num := range c.dirtyStories {
-		nums = append(nums, num)
-	}
-	slices.Sort(nums)
-	for _, num := range nums {
+	for _, num := range slices.Sorted(maps.Keys(c.dirtyStories)) {
 		st := c.open.get(num)
 		buf = binary.AppendUvarint(buf[:0], uint64(st.size))
 		buf = binary.AppendUvarint(buf, uint64(st.last))
