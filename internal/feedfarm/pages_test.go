@@ -9,10 +9,28 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/opml"
 )
+
+// fetchFeed gets outlet n's feed from the farm at base and parses it as the
+// crawler does; the feed must answer 200 with items.
+func fetchFeed(t *testing.T, c *http.Client, base string, n int, now time.Time) *feed.Feed {
+	t.Helper()
+	link := base + "/news/" + strconv.Itoa(n) + ".xml"
+	resp, body := get(t, c, link, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("outlet %d feed: %d", n, resp.StatusCode)
+	}
+	u, _ := url.Parse(link)
+	fd, err := feed.Parse([]byte(body), resp.Header.Get("Content-Type"), u, now)
+	if err != nil || len(fd.Items) == 0 {
+		t.Fatalf("outlet %d feed: %d items, %v", n, len(fd.Items), err)
+	}
+	return fd
+}
 
 // With ArticlePages, every link of every news feed answers 200 with a page
 // that carries the article's title, outlet, date and text; the outlets'
@@ -26,15 +44,7 @@ func TestArticlePages(t *testing.T) {
 	g := f.Generation()
 	pages := 0
 	for n := range f.opts.Outlets {
-		resp, body := get(t, c, srv.URL+"/news/"+strconv.Itoa(n)+".xml", nil)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("outlet %d feed: %d", n, resp.StatusCode)
-		}
-		u, _ := url.Parse(srv.URL + "/news/" + strconv.Itoa(n) + ".xml")
-		fd, err := feed.Parse([]byte(body), resp.Header.Get("Content-Type"), u, now())
-		if err != nil || len(fd.Items) == 0 {
-			t.Fatalf("outlet %d feed: %d items, %v", n, len(fd.Items), err)
-		}
+		fd := fetchFeed(t, c, srv.URL, n, now())
 		out := f.Outlet(n)
 		if home := srv.URL + "/article/" + out.Domain; strings.TrimSuffix(fd.Link, "/") != home { // canonical: no slash
 			t.Errorf("outlet %d: channel link %q, want %q", n, fd.Link, home)
@@ -111,12 +121,7 @@ func TestLeadImages(t *testing.T) {
 	advance(2)
 	seen := map[string]bool{}
 	for n := range f.opts.Outlets {
-		resp, body := get(t, c, srv.URL+"/news/"+strconv.Itoa(n)+".xml", nil)
-		u, _ := url.Parse(srv.URL + "/news/" + strconv.Itoa(n) + ".xml")
-		fd, err := feed.Parse([]byte(body), resp.Header.Get("Content-Type"), u, now())
-		if err != nil || len(fd.Items) == 0 {
-			t.Fatalf("outlet %d feed: %v", n, err)
-		}
+		fd := fetchFeed(t, c, srv.URL, n, now())
 		for _, it := range fd.Items {
 			if !strings.HasPrefix(it.ImageURL, srv.URL+"/image/") {
 				t.Fatalf("outlet %d item %q: image %q, want one on the farm", n, it.Title, it.ImageURL)
