@@ -217,16 +217,10 @@ func (ix *Index) plan(r Request) (plan, error) {
 	}
 	// Filters have boost 0 (see relevant).
 	if r.Topic != "" {
-		q := query.NewTermQuery(r.Topic)
-		q.SetField(fieldTopics)
-		q.SetBoost(0)
-		p.keywords = append(p.keywords, q)
+		p.keywords = append(p.keywords, termQuery(fieldTopics, r.Topic, 0))
 	}
 	if r.Source != "" {
-		q := query.NewTermQuery(r.Source)
-		q.SetField(fieldSourceID)
-		q.SetBoost(0)
-		p.keywords = append(p.keywords, q)
+		p.keywords = append(p.keywords, termQuery(fieldSourceID, r.Source, 0))
 	}
 	if len(p.keywords) == 1 {
 		p.keyword = [2]string{fieldTopics, r.Topic}
@@ -468,6 +462,14 @@ func hourRange(from, to time.Time) query.Query {
 	return q
 }
 
+// termQuery matches term in field, with boost.
+func termQuery(field, term string, boost float64) query.Query {
+	q := query.NewTermQuery(term)
+	q.SetField(field)
+	q.SetBoost(boost)
+	return q
+}
+
 func disjunction(qs []query.Query) query.Query {
 	if len(qs) == 1 {
 		return qs[0]
@@ -513,10 +515,7 @@ func (ix *Index) textQuery(text string) (query.Query, map[string]bool) {
 			name  string
 			boost float64
 		}{{fieldTitle, titleBoost}, {fieldSummary, summaryBoost}, {fieldContent, contentBoost}} {
-			q := query.NewTermQuery(term)
-			q.SetField(f.name)
-			q.SetBoost(f.boost)
-			fields = append(fields, q)
+			fields = append(fields, termQuery(f.name, term, f.boost))
 		}
 		perTerm = append(perTerm, query.NewDisjunctionQuery(fields))
 	}
