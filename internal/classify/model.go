@@ -75,21 +75,11 @@ func (o TrainOptions) Validate() error {
 }
 
 func (o TrainOptions) withDefaults() TrainOptions {
-	if o.TitleWeight == 0 {
-		o.TitleWeight = DefaultTitleWeight
-	}
-	if o.Alpha == 0 {
-		o.Alpha = DefaultAlpha
-	}
-	if o.MinCount == 0 {
-		o.MinCount = DefaultMinCount
-	}
-	if o.MinConfidence == 0 {
-		o.MinConfidence = DefaultMinConfidence
-	}
-	if o.MaxLabels == 0 {
-		o.MaxLabels = DefaultMaxLabels
-	}
+	o.TitleWeight = cmp.Or(o.TitleWeight, DefaultTitleWeight)
+	o.Alpha = cmp.Or(o.Alpha, DefaultAlpha)
+	o.MinCount = cmp.Or(o.MinCount, DefaultMinCount)
+	o.MinConfidence = cmp.Or(o.MinConfidence, DefaultMinConfidence)
+	o.MaxLabels = cmp.Or(o.MaxLabels, DefaultMaxLabels)
 	return o
 }
 
