@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"time"
@@ -565,19 +566,10 @@ func (c *Clusterer) compact(id uint32) {
 // sharedWords counts the terms other than generic words that a and b
 // both hold.
 func (c *Clusterer) sharedWords(a, b []term) int {
-	n, i, j := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i].ID < b[j].ID:
-			i++
-		case a[i].ID > b[j].ID:
-			j++
-		default:
-			if !c.generic[a[i].ID] {
-				n++
-			}
-			i++
-			j++
+	n := 0
+	for x := range sharedTerms(a, b) {
+		if !c.generic[x.ID] {
+			n++
 		}
 	}
 	return n
@@ -585,20 +577,32 @@ func (c *Clusterer) sharedWords(a, b []term) int {
 
 func dot(a, b []term) float64 {
 	var s float64
-	i, j := 0, 0
-	for i < len(a) && j < len(b) {
-		switch {
-		case a[i].ID < b[j].ID:
-			i++
-		case a[i].ID > b[j].ID:
-			j++
-		default:
-			s += float64(a[i].W) * float64(b[j].W)
-			i++
-			j++
-		}
+	for x, y := range sharedTerms(a, b) {
+		s += float64(x.W) * float64(y.W)
 	}
 	return s
+}
+
+// sharedTerms yields the terms of a and b, both sorted by id, that have
+// the same id: a's and b's, in id order.
+func sharedTerms(a, b []term) iter.Seq2[term, term] {
+	return func(yield func(term, term) bool) {
+		i, j := 0, 0
+		for i < len(a) && j < len(b) {
+			switch {
+			case a[i].ID < b[j].ID:
+				i++
+			case a[i].ID > b[j].ID:
+				j++
+			default:
+				if !yield(a[i], b[j]) {
+					return
+				}
+				i++
+				j++
+			}
+		}
+	}
 }
 
 func (c *Clusterer) newStory() uint64 {
