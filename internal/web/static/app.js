@@ -616,6 +616,9 @@ themeButton.addEventListener("click", () => {
 
 // Keyboard: j/k next/previous story, o open, / search, ? help.
 let selected = -1;
+// Keys that click a control of the selected story: open, mark read, mark
+// the stories above read, star.
+const cardKeys = new Map([["o", "a"], ["m", "[data-mark]"], ["a", "[data-mark-above]"], ["s", "[data-star]"]]);
 const help = $("help");
 $("help-close").addEventListener("click", () => help.close());
 document.addEventListener("keydown", (e) => {
@@ -626,14 +629,8 @@ document.addEventListener("keydown", (e) => {
     cards.forEach((c, i) => c.classList.toggle("selected", i === selected));
     cards[selected].scrollIntoView({ block: "nearest" });
     cards[selected].querySelector("a")?.focus();
-  } else if (e.key === "o" && cards[selected]) {
-    cards[selected].querySelector("a")?.click();
-  } else if (e.key === "m" && cards[selected]) {
-    cards[selected].querySelector("[data-mark]")?.click();
-  } else if (e.key === "a" && cards[selected]) {
-    cards[selected].querySelector("[data-mark-above]")?.click();
-  } else if (e.key === "s" && cards[selected]) {
-    cards[selected].querySelector("[data-star]")?.click();
+  } else if (cardKeys.has(e.key) && cards[selected]) {
+    cards[selected].querySelector(cardKeys.get(e.key))?.click();
   } else if (e.key === "A") {
     main.querySelector("[data-mark-all]")?.click();
   } else if (e.key === "h" && $("hide-read")) {
