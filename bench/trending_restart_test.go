@@ -122,7 +122,9 @@ func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) erro
 // what else runs on the machine; term-peak-rss-MB and kill-peak-rss-MB,
 // the restarted process's VmHWM once it is ready and has caught up. load-peak-rss-MB is
 // the loading process's VmHWM, load-events/s its rate from the first
-// request to everything committed, state-MB and log-MB the size of
+// request to everything committed, load-cpu-us/event the node's CPU time
+// (user and system) per share over the same span (which depends less on
+// what else runs on the machine), state-MB and log-MB the size of
 // data/state and data/log on disk after the last restart. Every restart
 // must answer the same 24h top 100 as before it. With cms, three more
 // SIGTERM restarts run with small Pebble caches (smallCaches):
@@ -185,12 +187,12 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	n := startNodeIn(b, keep, "NEWSFLOW_TRENDING_COUNTER="+counter)
 	n.WaitReady(10 * time.Minute)
 	dataDir := n.Args[slices.Index(n.Args, "--data")+1]
-	loadRate, loadRSS := 0.0, 0.0
+	loadRate, loadRSS, loadCPU := 0.0, 0.0, 0.0
 	if !reuse {
 		ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
 		defer cancel()
 		m.start, m.span = time.Now().Add(-trendingRestartSpan).UnixMilli(), trendingRestartSpan.Milliseconds()
-		start := time.Now()
+		start, cpu0 := time.Now(), n.CPUSeconds()
 		if err := m.ingest(ctx, n, restartIngestWorkers); err != nil {
 			n.Fatalf("ingest: %v", err)
 		}
@@ -199,6 +201,7 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 		}
 		loadRate = float64(shares) / time.Since(start).Seconds()
 		loadRSS = n.PeakRSSMB()
+		loadCPU = (n.CPUSeconds() - cpu0) / float64(shares) * 1e6
 	} else if p := n.WaitCaughtUp(5 * time.Minute); p.Applied() != int64(shares) {
 		n.Fatalf("%s holds %d shares, want %d", keep, p.Applied(), shares)
 	}
@@ -249,6 +252,7 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	if !reuse {
 		b.ReportMetric(loadRSS, "load-peak-rss-MB")
 		b.ReportMetric(loadRate, "load-events/s")
+		b.ReportMetric(loadCPU, "load-cpu-us/event")
 	}
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "state")))/1e6, "state-MB")
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "log")))/1e6, "log-MB")
