@@ -169,6 +169,22 @@ func BenchmarkAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkTopK measures the top 100 of a full candidate set of each
+// window (global and one category), as the trending operator's snapshots
+// ask for them, in the steady state of BenchmarkAdd.
+func BenchmarkTopK(b *testing.B) {
+	c := New(Options{})
+	newReplay(c, productionStream(1_200_000), 1_200_000)
+	cat := zipfCategoryNames[0]
+	for b.Loop() {
+		for w := range c.win {
+			if len(c.TopK(w, "", 100)) != 100 || len(c.TopK(w, cat, 100)) == 0 {
+				b.Fatal("short answer")
+			}
+		}
+	}
+}
+
 // sparseStream returns n shares spread evenly over span, as the trending
 // operator's BenchmarkOperatorIngest makes them: every other share is of
 // a new article, the others of Zipf(1.1)-popular ones, each article in one

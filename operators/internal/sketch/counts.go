@@ -796,16 +796,29 @@ func (c *Counts) TopK(w int, category string, k int) []Entry {
 	if set == nil || len(set.heap) == 0 {
 		return nil
 	}
-	es := slices.Clone(set.heap)
-	slices.SortFunc(es, func(a, b entry) int {
+	// Sorted as small keys (estimate, id prefix, position), the ids read
+	// only where estimates and prefixes tie.
+	type key struct {
+		est, pre uint64
+		i        int
+	}
+	keys := make([]key, len(set.heap))
+	for i, e := range set.heap {
+		keys[i] = key{e.est, e.pre, i}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
 		if c := cmp.Compare(b.est, a.est); c != 0 {
 			return c
 		}
-		return strings.Compare(a.id, b.id)
+		if c := cmp.Compare(a.pre, b.pre); c != 0 {
+			return c
+		}
+		return strings.Compare(set.heap[a.i].id, set.heap[b.i].id)
 	})
-	out := make([]Entry, min(k, len(es)))
+	out := make([]Entry, min(k, len(keys)))
 	for i := range out {
-		out[i] = Entry{ArticleID: es[i].id, Count: es[i].est, Bound: c.bound(win, es[i].est)}
+		e := &set.heap[keys[i].i]
+		out[i] = Entry{ArticleID: e.id, Count: e.est, Bound: c.bound(win, e.est)}
 	}
 	return out
 }
