@@ -274,6 +274,10 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	if setupToken != "" {
 		n.announceSetup(os.Stderr, "http://"+Dialable(ln.Addr().String()), setupToken)
 	}
+	// The tasks' restores scan their state once: keep those reads from
+	// filling the block cache, until the node is ready.
+	releaseCache := n.db.HoldCache()
+	defer releaseCache()
 	engineCtx, stopEngine := context.WithCancel(context.Background())
 	defer stopEngine()
 	var engineErr error
@@ -316,6 +320,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 			case <-t.C:
 			}
 		}
+		releaseCache()
 		n.logger.Info("ready", "restore", time.Since(start).Round(time.Millisecond))
 	}()
 	err = g.Wait()

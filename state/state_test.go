@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -67,5 +68,61 @@ func TestNamespacesAreIsolatedAndBatchesAtomic(t *testing.T) {
 	}
 	if _, ok, _ := db.Namespace("task/x/1").Get([]byte("k0")); ok {
 		t.Fatal("cleared key back after reopen")
+	}
+}
+
+// TestHoldCache: while the cache is held, a scan of a database opened
+// again (as a restart restores) leaves at most restoreCacheBytes in the
+// block cache; once released, the same scan caches more.
+func TestHoldCache(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, Options{CacheSize: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	val := make([]byte, 1000)
+	for b := range 40 {
+		bt := db.Namespace("t").NewBatch()
+		for i := range 1000 {
+			for j := range val {
+				val[j] = byte(rng.Uint32())
+			}
+			if err := bt.Set(fmt.Appendf(nil, "k%02d-%04d", b, i), val); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := bt.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(dir, Options{CacheSize: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ns := db.Namespace("t")
+	scan := func() {
+		n := 0
+		if err := ns.Scan(nil, nil, func(_, _ []byte) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if n != 40_000 {
+			t.Fatalf("scanned %d keys, want 40000", n)
+		}
+	}
+	release := db.HoldCache()
+	scan()
+	held := db.cache.Size()
+	if held > restoreCacheBytes {
+		t.Fatalf("held: %d bytes cached after scanning 40 MB, want at most %d", held, restoreCacheBytes)
+	}
+	release()
+	release() // a second call does nothing
+	scan()
+	if size := db.cache.Size(); size < held+4<<20 {
+		t.Fatalf("released: %d bytes cached after scanning 40 MB, held %d: want more", size, held)
 	}
 }
