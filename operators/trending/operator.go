@@ -64,6 +64,14 @@ type OperatorOptions struct {
 	CMS sketch.Options `json:"cms,omitzero" yaml:"cms"`
 }
 
+// minCommitInterval is the least time between two commits of a trending
+// task that keeps up with its input. Answers come from what the task has
+// applied, not committed, so it delays no answer; without it a task fed
+// by HTTP batches committed after every batch, and with the sketch
+// rewrote each changed page every time (2M shares over 1M articles: 11.7
+// -> 9.7 us of node CPU per share with cms; exact gains too).
+const minCommitInterval = 100 * time.Millisecond
+
 // DefaultOperatorOptions returns the defaults the zero value stands for.
 func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
@@ -228,7 +236,8 @@ func (o *Operator) Spec() engine.Spec {
 			"event ids: the shares applied within the dedup horizon, by fingerprint",
 			"article topics: the topic names of every article",
 			"waiting shares: shares without a category whose article was not known yet, per article and time"},
-		Options: o.opts,
+		Options:           o.opts,
+		MinCommitInterval: minCommitInterval,
 	}
 }
 
