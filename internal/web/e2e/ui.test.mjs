@@ -544,12 +544,19 @@ describe("web UI", { skip: skip || false }, () => {
     assert.equal(await page.locator(".offline").isVisible(), false);
 
     // Offline: the shell and the stories read before, and it says so.
+    // Every request fails as with no network, the service worker's too
+    // (setOffline alone does not survive a reload in every Chromium: the
+    // reloaded page then reaches the node and says it is online).
+    const noNetwork = (route) => route.abort("internetdisconnected");
     await page.context().setOffline(true);
+    await page.context().route("**/*", noNetwork);
     await page.reload();
     await page.locator(".offline").waitFor({ state: "visible" });
     await page.locator(".card").first().waitFor();
     assert.deepEqual(await page.locator(".card h2").allInnerTexts(), titles);
     await checkPage(page, "offline-light");
+    // Back online: the page finds the node again and drops the notice.
+    await page.context().unroute("**/*", noNetwork);
     await page.context().setOffline(false);
     await page.locator(".offline").waitFor({ state: "hidden" });
     await page.context().close();

@@ -13,6 +13,7 @@ async function api(path, opts = {}) {
   } catch {
     throw Object.assign(new Error(navigator.onLine ? "The node did not answer: is it running?" : "Not available offline."), { status: 0 });
   }
+  noteSource(res);
   const text = await res.text();
   let body = {};
   try { body = text ? JSON.parse(text) : {}; } catch { body = { error: text }; }
@@ -645,9 +646,28 @@ document.addEventListener("keydown", (e) => {
 
 window.addEventListener("popstate", () => route(true));
 
-// Offline: the service worker serves the shell and the lists read before.
+// Offline: the service worker serves the shell and the lists read before,
+// and marks what it served from this device's copy. The notice shows while
+// the browser says it is offline or the last answer was such a copy; then
+// the page asks the node every 5 s and reloads what it shows once it
+// answers.
 const offline = document.querySelector(".offline");
-const syncOnline = () => { offline.hidden = navigator.onLine; };
+let fromSaved = false, lookForNode;
+const syncOnline = () => { offline.hidden = navigator.onLine && !fromSaved; };
+function noteSource(res) {
+  const saved = res.headers.get("X-Newsflow-Saved") === "1";
+  if (saved === fromSaved) return;
+  fromSaved = saved;
+  syncOnline();
+  clearInterval(lookForNode);
+  if (saved) {
+    lookForNode = setInterval(async () => {
+      try {
+        if ((await fetch("/health/live", { cache: "no-store" })).ok) route(false);
+      } catch { /* still away */ }
+    }, 5000);
+  }
+}
 window.addEventListener("online", () => { syncOnline(); route(false); });
 window.addEventListener("offline", syncOnline);
 syncOnline();

@@ -18,7 +18,8 @@ self.addEventListener("activate", (e) => {
 });
 
 // networkFirst answers from the network and keeps a copy; offline, from
-// the copy.
+// the copy, marked X-Newsflow-Saved: 1 so that the page can say so (a
+// browser's navigator.onLine is not a reliable witness).
 async function networkFirst(req, cacheName, fallback) {
   try {
     const res = await fetch(req);
@@ -26,8 +27,10 @@ async function networkFirst(req, cacheName, fallback) {
     return res;
   } catch (err) {
     const hit = await caches.match(fallback || req);
-    if (hit) return hit;
-    throw err;
+    if (!hit) throw err;
+    const headers = new Headers(hit.headers);
+    headers.set("X-Newsflow-Saved", "1");
+    return new Response(hit.body, { status: hit.status, statusText: hit.statusText, headers });
   }
 }
 
