@@ -16,7 +16,7 @@ import (
 // hold no more free slots than compaction leaves.
 //
 // It checks every invariant of the blocks and slabs in one pass
-// (cyclomatic 35): one branch per invariant.
+// (cyclomatic 41): one branch per invariant.
 func checkBlocks(t *testing.T, c *Counts) {
 	t.Helper()
 	checkCandidates(t, c)

@@ -464,7 +464,7 @@ func TestConcurrentQueries(t *testing.T) {
 // also checks each page's count of nonzero counters.
 //
 // It checks every invariant of the candidate sets in one pass (cyclomatic
-// 39): one branch per invariant.
+// 40): one branch per invariant.
 func checkCandidates(t *testing.T, c *Counts) {
 	t.Helper()
 	for w := range c.win {

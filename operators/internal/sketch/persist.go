@@ -279,35 +279,14 @@ func (c *Counts) Load(r state.Reader) error {
 	}
 	c.start(int64(binary.BigEndian.Uint64(v)))
 	c.flushedWM, c.flushedAny = c.wm, true
-	stale := false // expired buckets are still stored
-	// Buckets are stored one after another: once the next one starts,
-	// the last is whole and may be frozen, so that loading holds the
-	// blocks of about one bucket beyond what stays unpacked.
-	var last *bucket
-	lastWin := -1
+	bl := bucketLoader{c: c}
 	for _, l := range []struct {
 		kind byte
 		fn   func(k, v []byte) error
 	}{
 		{kindCategory, c.loadCategory},
 		{kindID, c.loadID},
-		{kindBucket, func(k, v []byte) error {
-			expired, err := c.loadBucket(k, v)
-			stale = stale || expired
-			if err != nil || expired {
-				return err
-			}
-			win := int(k[2]) // loadBucket checked the key
-			s := c.win[win].slot(int64(binary.BigEndian.Uint64(k[3:11])))
-			if last != nil && last != s {
-				if c.freezable(&c.win[lastWin], last) {
-					c.freeze(last)
-					c.compactBlocks()
-				}
-			}
-			last, lastWin = s, win
-			return nil
-		}},
+		{kindBucket, bl.load},
 		{kindSet, c.loadSet},
 	} {
 		lo, hi := c.kindRange(l.kind)
@@ -344,7 +323,7 @@ func (c *Counts) Load(r state.Reader) error {
 	c.ids.all(func(h uint64, _ *idRef) { c.filter.add(h) })
 	for w := range c.win {
 		win := &c.win[w]
-		if !stale {
+		if !bl.stale {
 			win.deletedLo = win.lo
 		}
 		for i := range win.slots {
@@ -378,6 +357,34 @@ func (c *Counts) loadID(k, v []byte) error {
 		return ErrCorrupt
 	}
 	c.ids.put(binary.BigEndian.Uint64(k[2:]), idRef{id: string(v), stored: true}, math.MaxInt)
+	return nil
+}
+
+// bucketLoader loads the bucket keys for Load. Buckets are stored one
+// after another: once the next one starts, the last is whole and may be
+// frozen, so that loading holds the blocks of about one bucket beyond what
+// stays unpacked.
+type bucketLoader struct {
+	c       *Counts
+	stale   bool // expired buckets are still stored
+	last    *bucket
+	lastWin int
+}
+
+func (bl *bucketLoader) load(k, v []byte) error {
+	c := bl.c
+	expired, err := c.loadBucket(k, v)
+	bl.stale = bl.stale || expired
+	if err != nil || expired {
+		return err
+	}
+	w := int(k[2]) // loadBucket checked the key
+	s := c.win[w].slot(int64(binary.BigEndian.Uint64(k[3:11])))
+	if bl.last != nil && bl.last != s && c.freezable(&c.win[bl.lastWin], bl.last) {
+		c.freeze(bl.last)
+		c.compactBlocks()
+	}
+	bl.last, bl.lastWin = s, w
 	return nil
 }
 
