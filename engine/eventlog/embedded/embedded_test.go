@@ -102,6 +102,15 @@ func mustOffsets(t testing.TB, l eventlog.Log, tp eventlog.TopicPartition) event
 	return o
 }
 
+// checkOffsets fails the test unless tp's offsets are {start end}; what
+// names the moment in the message.
+func checkOffsets(t testing.TB, l eventlog.Log, tp eventlog.TopicPartition, start, end int64, what string) {
+	t.Helper()
+	if o := mustOffsets(t, l, tp); o.Start != start || o.End != end {
+		t.Fatalf("%s %+v, want {%d %d}", what, o, start, end)
+	}
+}
+
 // readRange reads every record of tp from offset from up to the partition's
 // current end.
 func readRange(t testing.TB, l eventlog.Log, tp eventlog.TopicPartition, from int64) []*eventlog.Record {
@@ -286,17 +295,13 @@ func TestRetentionByAge(t *testing.T) {
 	// Nothing has expired yet.
 	clk.set(base.Add(time.Hour))
 	mustRetain(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 0 || o.End != 95 {
-		t.Fatalf("offsets before expiry %+v", o)
-	}
+	checkOffsets(t, l, tp, 0, 95, "offsets before expiry")
 
 	// Cutoff at minute 35: intervals whose newest record is older (up to
 	// [20,30), newest 29) go; [30,40) holds minute 35 and later, so stays.
 	clk.set(base.Add(95 * time.Minute))
 	mustRetain(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 30 || o.End != 95 {
-		t.Fatalf("offsets after expiry %+v, want {30 95}", o)
-	}
+	checkOffsets(t, l, tp, 30, 95, "offsets after expiry")
 	checkReadFrom := func(l *Log, from int64, wantFirst, wantEnd int) {
 		t.Helper()
 		got := readRange(t, l, tp, from)
@@ -312,20 +317,14 @@ func TestRetentionByAge(t *testing.T) {
 	checkReadFrom(l, 0, 30, 95)
 	checkReadFrom(l, 42, 42, 95)
 	// The idle partition 1 was emptied but keeps its end offset.
-	if o := mustOffsets(t, l, tpOf("r", 1)); o.Start != 1 || o.End != 1 {
-		t.Fatalf("emptied partition offsets %+v, want {1 1}", o)
-	}
+	checkOffsets(t, l, tpOf("r", 1), 1, 1, "emptied partition offsets")
 	if got, err := l.OffsetForTime(ctxT(t), tp, 0); err != nil || got != 30 {
 		t.Fatalf("OffsetForTime(0) after retention = %d, %v; want 30", got, err)
 	}
 
 	l = reopen(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 30 || o.End != 95 {
-		t.Fatalf("offsets after reopen %+v, want {30 95}", o)
-	}
-	if o := mustOffsets(t, l, tpOf("r", 1)); o.Start != 1 || o.End != 1 {
-		t.Fatalf("emptied partition offsets after reopen %+v, want {1 1}", o)
-	}
+	checkOffsets(t, l, tp, 30, 95, "offsets after reopen")
+	checkOffsets(t, l, tpOf("r", 1), 1, 1, "emptied partition offsets after reopen")
 	more := []*eventlog.Record{
 		{Topic: "r", Value: value(95), Timestamp: base.Add(95 * time.Minute).UnixMilli()},
 		{Topic: "r", Partition: 1, Value: []byte("new"), Timestamp: base.Add(95 * time.Minute).UnixMilli()},
@@ -342,13 +341,9 @@ func TestRetentionByAge(t *testing.T) {
 	// Everything expires: the open interval of partition 0 holds minute 95.
 	clk.advance(24 * time.Hour)
 	mustRetain(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 96 || o.End != 96 {
-		t.Fatalf("offsets after full expiry %+v, want {96 96}", o)
-	}
+	checkOffsets(t, l, tp, 96, 96, "offsets after full expiry")
 	l = reopen(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 96 || o.End != 96 {
-		t.Fatalf("offsets after full expiry and reopen %+v, want {96 96}", o)
-	}
+	checkOffsets(t, l, tp, 96, 96, "offsets after full expiry and reopen")
 }
 
 func TestRetentionBySize(t *testing.T) {
@@ -373,9 +368,7 @@ func TestRetentionBySize(t *testing.T) {
 	mustAppend(t, l, batch...)
 	mustRetain(t, l)
 	// 95 records: drop [0,10) ... until at most 35 remain. [60,95) = 35.
-	if o := mustOffsets(t, l, tp); o.Start != 60 || o.End != 95 {
-		t.Fatalf("offsets %+v, want {60 95}", o)
-	}
+	checkOffsets(t, l, tp, 60, 95, "offsets")
 	got := readRange(t, l, tp, 0)
 	if len(got) != 35 || got[0].Offset != 60 || !bytes.Equal(got[0].Value, value(60)) {
 		t.Fatalf("read %d records starting at %d", len(got), got[0].Offset)
@@ -383,13 +376,9 @@ func TestRetentionBySize(t *testing.T) {
 	// The open interval is never deleted for size.
 	l.opts.RetentionBytes = 1
 	mustRetain(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 90 || o.End != 95 {
-		t.Fatalf("offsets with tiny limit %+v, want {90 95}", o)
-	}
+	checkOffsets(t, l, tp, 90, 95, "offsets with tiny limit")
 	l = reopen(t, l)
-	if o := mustOffsets(t, l, tp); o.Start != 90 || o.End != 95 {
-		t.Fatalf("offsets after reopen %+v, want {90 95}", o)
-	}
+	checkOffsets(t, l, tp, 90, 95, "offsets after reopen")
 	mustAppend(t, l, rec(95))
 	got = readRange(t, l, tp, 0)
 	if len(got) != 6 || got[0].Offset != 90 || got[5].Offset != 95 || !bytes.Equal(got[5].Value, value(95)) {
