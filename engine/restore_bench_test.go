@@ -194,15 +194,22 @@ func (f *restoreFixture) writeTail(b *testing.B, n int64) (int64, int64) {
 	return written, changes
 }
 
+// openLog opens a client of the fixture's broker; the caller closes it.
+func (f *restoreFixture) openLog(b *testing.B, ctx context.Context) *kafkalog.Log {
+	b.Helper()
+	l, err := kafkalog.Open(ctx, kafkalog.Options{Brokers: f.brokers})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
 // commit claims the changelog and commits the entries gen emits, in
 // batches, through kafkalog's Changelog.
 func (f *restoreFixture) commit(b *testing.B, gen func(emit func(i uint64) int64)) {
 	b.Helper()
 	ctx := context.Background()
-	l, err := kafkalog.Open(ctx, kafkalog.Options{Brokers: f.brokers})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := f.openLog(b, ctx)
 	defer l.Close()
 	if _, err := l.EnsureChangelogTopic(ctx, ChangelogTopic(restoreStage), restorePartitions); err != nil {
 		b.Fatal(err)
@@ -250,10 +257,7 @@ func (f *restoreFixture) commit(b *testing.B, gen func(emit func(i uint64) int64
 func (f *restoreFixture) restore(b *testing.B, dir string, verify bool) time.Duration {
 	b.Helper()
 	ctx := context.Background()
-	l, err := kafkalog.Open(ctx, kafkalog.Options{Brokers: f.brokers})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := f.openLog(b, ctx)
 	defer l.Close()
 	db, err := state.Open(dir, state.Options{})
 	if err != nil {
