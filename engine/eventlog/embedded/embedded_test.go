@@ -168,9 +168,7 @@ func TestRestartKeepsOffsetsDense(t *testing.T) {
 	mustAppend(t, l, &eventlog.Record{Topic: "c", Value: []byte("c0")})
 	for p := int32(0); p < 3; p++ {
 		tp := tpOf("a", p)
-		if o := mustOffsets(t, l, tp); o.Start != 0 || o.End != int64(next[p]) {
-			t.Fatalf("%s offsets %+v, want {0 %d}", tp, o, next[p])
-		}
+		checkOffsets(t, l, tp, 0, int64(next[p]), tp.String()+" offsets")
 		got := readRange(t, l, tp, 0)
 		if len(got) != next[p] {
 			t.Fatalf("%s: read %d records, want %d", tp, len(got), next[p])
