@@ -18,7 +18,7 @@ import (
 // The web UI shows titles, not ids: trending with expand=articles and the
 // reading history carry each article's title, source and story.
 //
-// It is one scenario checked step by step (cyclomatic 27): the steps
+// It is one scenario checked step by step (cyclomatic 26): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestTrendingAndHistoryShowArticles(t *testing.T) {
 	n := newTestNode(t, withArticles())

@@ -112,7 +112,7 @@ func (c readerClient) feedIDs(query string) map[string]int {
 // topic and source; stars have their own list; another reader's state is
 // untouched.
 //
-// It is one scenario checked step by step (cyclomatic 48): the steps
+// It is one scenario checked step by step (cyclomatic 47): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestReadStateThroughTheAPI(t *testing.T) {
 	n := newTestNode(t, withArticles())
