@@ -120,7 +120,7 @@ func BenchmarkTrendingVsRedis(b *testing.B) {
 	}
 	sides := []side{
 		{"newsflow", func(c int, d time.Duration) (wrkResult, error) {
-			return runWrkFor(wrk, threads, c, d, nfURL)
+			return runWrkFor(context.Background(), wrk, wrkLoad{threads: threads, connections: c}, d, nfURL, "")
 		}},
 		{"zrange", func(c int, d time.Duration) (wrkResult, error) {
 			return runRedisBenchmark(redisBench, rd.addr, threads, c, d, "ZREVRANGE", "trending:1h", "0", "99", "WITHSCORES")
@@ -448,22 +448,6 @@ func checkSameTop(b *testing.B, url string, top []redisItem) {
 	if got, want := counts(res.Items), counts(top); !slices.Equal(got, want) {
 		b.Fatalf("newsflow and Redis disagree on the 1h top 100 counts:\nnewsflow %v\nredis    %v", got, want)
 	}
-}
-
-// runWrkFor runs wrk with threads and conns for d against url.
-func runWrkFor(wrk string, threads, conns int, d time.Duration, url string) (wrkResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), d+time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, wrk, "-t"+strconv.Itoa(threads), "-c"+strconv.Itoa(conns),
-		"-d"+strconv.Itoa(int(d/time.Second))+"s", "--latency", "--timeout", "5s", url).CombinedOutput()
-	if err != nil {
-		return wrkResult{}, fmt.Errorf("wrk: %v\n%s", err, out)
-	}
-	res, err := parseWrk(string(out))
-	if err != nil {
-		return res, fmt.Errorf("%v in wrk output:\n%s", err, out)
-	}
-	return res, nil
 }
 
 // runRedisBenchmark runs redis-benchmark with the command for about d:

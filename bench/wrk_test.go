@@ -32,13 +32,18 @@ type wrkResult struct {
 
 // runWrk runs wrk against url (with a Lua script unless script is "").
 func runWrk(ctx context.Context, wrk string, load wrkLoad, url, script string) (wrkResult, error) {
+	return runWrkFor(ctx, wrk, load, wrkDuration, url, script)
+}
+
+// runWrkFor is runWrk for d instead of wrkDuration.
+func runWrkFor(ctx context.Context, wrk string, load wrkLoad, d time.Duration, url, script string) (wrkResult, error) {
 	args := []string{"-t" + strconv.Itoa(load.threads), "-c" + strconv.Itoa(load.connections),
-		"-d" + strconv.Itoa(int(wrkDuration/time.Second)) + "s", "--latency", "--timeout", "5s"}
+		"-d" + strconv.Itoa(int(d/time.Second)) + "s", "--latency", "--timeout", "5s"}
 	if script != "" {
 		args = append(args, "-s", script)
 	}
 	args = append(args, url)
-	ctx, cancel := context.WithTimeout(ctx, wrkDuration+time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, d+time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, wrk, args...).CombinedOutput()
 	if err != nil {
