@@ -70,18 +70,27 @@ func (n *nodeProc) waitIngesting(timeout time.Duration) nodeproc.Progress {
 // writeStream writes a stream as an NDJSON file for `newsflow produce`.
 func writeStream(b *testing.B, s stream) string {
 	b.Helper()
+	return writeSharesFile(b, func(w *bufio.Writer) {
+		g := s.gen(3)
+		var buf []byte
+		for from := 0; from < s.n; from += batchSize {
+			buf = g.ndjson(buf[:0], from, min(from+batchSize, s.n))
+			w.Write(buf)
+		}
+	})
+}
+
+// writeSharesFile creates shares.ndjson in a temporary directory, has
+// write fill it through a 1 MiB buffer and returns its path.
+func writeSharesFile(b *testing.B, write func(w *bufio.Writer)) string {
+	b.Helper()
 	path := filepath.Join(b.TempDir(), "shares.ndjson")
 	f, err := os.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	g := s.gen(3)
-	var buf []byte
-	for from := 0; from < s.n; from += batchSize {
-		buf = g.ndjson(buf[:0], from, min(from+batchSize, s.n))
-		w.Write(buf)
-	}
+	write(w)
 	if err := errors.Join(w.Flush(), f.Close()); err != nil {
 		b.Fatal(err)
 	}

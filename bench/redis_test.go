@@ -228,31 +228,23 @@ func articleName(a int32) string { return fmt.Sprintf("art-%06d", a) }
 // writeNDJSON writes the shares as an NDJSON file for newsflow produce.
 func (s zipfShares) writeNDJSON(b *testing.B) string {
 	b.Helper()
-	path := filepath.Join(b.TempDir(), "shares.ndjson")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	var line []byte
-	for i, a := range s.article {
-		line = append(line[:0], `{"event_id":"vr-`...)
-		line = strconv.AppendInt(line, int64(i), 10)
-		line = append(line, `","article_id":"`...)
-		line = append(line, articleName(a)...)
-		line = append(line, `","user_id":"u-`...)
-		line = strconv.AppendInt(line, int64(i%1_000_003), 10)
-		line = append(line, `","share_type":"link","category":"`...)
-		line = append(line, categories[int(a)%len(categories)]...)
-		line = append(line, `","timestamp":`...)
-		line = strconv.AppendInt(line, s.ts[i], 10)
-		line = append(line, "}\n"...)
-		w.Write(line)
-	}
-	if err := errors.Join(w.Flush(), f.Close()); err != nil {
-		b.Fatal(err)
-	}
-	return path
+	return writeSharesFile(b, func(w *bufio.Writer) {
+		var line []byte
+		for i, a := range s.article {
+			line = append(line[:0], `{"event_id":"vr-`...)
+			line = strconv.AppendInt(line, int64(i), 10)
+			line = append(line, `","article_id":"`...)
+			line = append(line, articleName(a)...)
+			line = append(line, `","user_id":"u-`...)
+			line = strconv.AppendInt(line, int64(i%1_000_003), 10)
+			line = append(line, `","share_type":"link","category":"`...)
+			line = append(line, categories[int(a)%len(categories)]...)
+			line = append(line, `","timestamp":`...)
+			line = strconv.AppendInt(line, s.ts[i], 10)
+			line = append(line, "}\n"...)
+			w.Write(line)
+		}
+	})
 }
 
 // redisProc is a redis-server subprocess on a loopback port, without
