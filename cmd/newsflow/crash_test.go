@@ -35,12 +35,20 @@ func TestCrashEmbedded(t *testing.T) {
 	verifyCounts(t, n, stream.counts)
 
 	// And once more after a kill: the state restored from Pebble is exact.
+	ready := killAndRestart(n)
+	verifyCounts(t, n, stream.counts)
+	t.Logf("%d kills during ingestion, %d in all; restart to ready %s", during, kills, ready)
+}
+
+// killAndRestart SIGKILLs n, starts it again and waits until it is ready
+// (at most 60s) and has caught up with its log (at most a minute). It
+// returns the time from start to ready.
+func killAndRestart(n *nodeProc) time.Duration {
 	n.Kill()
 	n.Start()
 	ready := n.WaitReady(60 * time.Second)
 	n.WaitCaughtUp(time.Minute)
-	verifyCounts(t, n, stream.counts)
-	t.Logf("%d kills during ingestion, %d in all; restart to ready %s", during, kills, ready)
+	return ready
 }
 
 // produceUnderKills runs `newsflow produce shares FILE` against n (batches
@@ -95,10 +103,7 @@ func TestCrashEmbeddedCMS(t *testing.T) {
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 2)
 	n.WaitCaughtUp(5 * time.Minute)
 	verifyEstimates(t, n, stream.counts)
-	n.Kill()
-	n.Start()
-	ready := n.WaitReady(60 * time.Second)
-	n.WaitCaughtUp(time.Minute)
+	ready := killAndRestart(n)
 	verifyEstimates(t, n, stream.counts)
 	// A graceful stop commits everything; the restarted node answers from
 	// the restored state.

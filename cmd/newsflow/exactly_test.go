@@ -98,10 +98,7 @@ func TestDuplicateEventsExact(t *testing.T) {
 		t.Fatalf("%v shares taken for repeats since the last restart; the second run alone repeats %d", dups, len(stream.lines))
 	}
 
-	n.Kill()
-	n.Start()
-	n.WaitReady(60 * time.Second)
-	n.WaitCaughtUp(time.Minute)
+	killAndRestart(n)
 	verifyCounts(t, n, stream.counts)
 	t.Logf("%d kills during ingestion; %v repeats dropped", kills, dups)
 }
