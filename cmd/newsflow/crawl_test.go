@@ -29,19 +29,13 @@ func TestNodeCrawls(t *testing.T) {
 	n.WaitReady(30 * time.Second)
 
 	body := `{"feed_url":"` + farm.URL + `/fault/html","category":"world"}`
-	resp, err := adminPost(n.URL("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var src struct {
 		ID       string `json:"id"`
 		FeedURL  string `json:"feed_url"`
 		Homepage string `json:"homepage"`
 	}
-	json.NewDecoder(resp.Body).Decode(&src)
-	resp.Body.Close()
-	if resp.StatusCode != 201 || src.FeedURL != farm.URL+"/gen/0.xml" || src.Homepage != farm.URL+"/fault/html" {
-		t.Fatalf("add page: %d %+v", resp.StatusCode, src)
+	if code := postSource(t, n.URL("/api/v1/admin/sources"), body, &src); code != 201 || src.FeedURL != farm.URL+"/gen/0.xml" || src.Homepage != farm.URL+"/fault/html" {
+		t.Fatalf("add page: %d %+v", code, src)
 	}
 	// The crawler may have crawled it already (it is due at once); either
 	// way, within a few seconds its status shows the 7 items.
@@ -64,7 +58,7 @@ func TestNodeCrawls(t *testing.T) {
 	})
 	// A manual crawl now finds nothing new (304), and a second one is
 	// refused for a minute.
-	resp, err = adminPost(n.URL("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
+	resp, err := adminPost(n.URL("/api/v1/admin/sources/"+src.ID+"/crawl"), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +111,19 @@ func TestNodeCrawls(t *testing.T) {
 	}
 }
 
+// postSource posts body to url, a node's /api/v1/admin/sources, with the
+// admin token, decodes the answer into src and returns its status.
+func postSource(t *testing.T, url, body string, src any) int {
+	t.Helper()
+	resp, err := adminPost(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	json.NewDecoder(resp.Body).Decode(src)
+	return resp.StatusCode
+}
+
 // A feed whose items carry one line gets its articles' full text: a word
 // found only on the article pages finds the articles in search, and the
 // crawl record counts the pages.
@@ -129,17 +136,11 @@ func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
 	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
 	n.WaitReady(30 * time.Second)
 
-	resp, err := adminPost(n.URL("/api/v1/admin/sources?discover=false"), "application/json", strings.NewReader(`{"feed_url":"`+farm.URL+`/gen/4.xml"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var src struct {
 		ID string `json:"id"`
 	}
-	json.NewDecoder(resp.Body).Decode(&src)
-	resp.Body.Close()
-	if resp.StatusCode != 201 {
-		t.Fatalf("add source: %d", resp.StatusCode)
+	if code := postSource(t, n.URL("/api/v1/admin/sources?discover=false"), `{"feed_url":"`+farm.URL+`/gen/4.xml"}`, &src); code != 201 {
+		t.Fatalf("add source: %d", code)
 	}
 	// "spring" is on the pages only: the feed's titles and lines lack it.
 	testutil.Eventually(t, 20*time.Second, func() error {

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,17 +55,11 @@ func TestClusterCrawlsOncePerInterval(t *testing.T) {
 		"NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32", "NEWSFLOW_CRAWL_MIN_INTERVAL_FLOOR=1s")
 
 	body := fmt.Sprintf(`{"feed_url":%q,"min_interval":"%s","max_interval":"%s"}`, srv.URL+"/feed.xml", interval, interval)
-	resp, err := adminPost(tc.nodes["b"].URL("/api/v1/admin/sources"), "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var src struct {
 		ID string `json:"id"`
 	}
-	json.NewDecoder(resp.Body).Decode(&src)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || src.ID == "" {
-		t.Fatalf("add source through b: %d %+v", resp.StatusCode, src)
+	if code := postSource(t, tc.nodes["b"].URL("/api/v1/admin/sources"), body, &src); code != http.StatusCreated || src.ID == "" {
+		t.Fatalf("add source through b: %d %+v", code, src)
 	}
 	// Adding fetched the feed once, to check it; crawls come after.
 	start := time.Now()
