@@ -455,6 +455,14 @@ func firstDifference(a, b []byte) string {
 	return fmt.Sprintf("  …%s\n  …%s", a[from:min(len(a), i+150)], b[from:min(len(b), i+150)])
 }
 
+// cmsItem is an item of a cms node's trending answer: an estimate and
+// its error bound.
+type cmsItem struct {
+	ArticleID string  `json:"article_id"`
+	Count     uint64  `json:"count"`
+	Bound     *uint64 `json:"error_bound"`
+}
+
 // checkCMSAnswers checks that the answers are cms answers worth comparing:
 // every window's top holds articles, the global tops of 1h and 24h hold
 // 100, every count carries its error bound and is at least the exact
@@ -480,11 +488,7 @@ func checkCMSAnswers(t *testing.T, answers map[string][]byte, exact map[string]u
 				p += "&category=" + c
 			}
 			var res struct {
-				Items []struct {
-					ArticleID string  `json:"article_id"`
-					Count     uint64  `json:"count"`
-					Bound     *uint64 `json:"error_bound"`
-				} `json:"items"`
+				Items []cmsItem `json:"items"`
 			}
 			if err := json.Unmarshal(answers[p], &res); err != nil {
 				t.Fatalf("%s: %v", p, err)

@@ -65,14 +65,10 @@ func TestREADMETrendingCMS(t *testing.T) {
 		testutil.Eventually(t, 5*time.Second, func() error {
 			body := run(cmd)
 			var res struct {
-				Items []struct {
-					ArticleID string  `json:"article_id"`
-					Count     uint64  `json:"count"`
-					Bound     *uint64 `json:"error_bound"`
-				} `json:"items"`
-				Count  *uint64 `json:"count"`
-				Bound  *uint64 `json:"error_bound"`
-				Window string  `json:"window"`
+				Items  []cmsItem `json:"items"`
+				Count  *uint64   `json:"count"`
+				Bound  *uint64   `json:"error_bound"`
+				Window string    `json:"window"`
 			}
 			if err := json.Unmarshal(body, &res); err != nil {
 				t.Fatalf("%s: %s", cmd, body)
