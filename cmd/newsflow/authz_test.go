@@ -72,13 +72,7 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 			req.Header.Set("Cookie", "nf_session="+cookie)
 			req.Header.Set("Origin", "http://"+n.Addr) // the web UI's own page
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return sendRequest(t, req)
 	}
 	read := func(id, article string) string {
 		return fmt.Sprintf(`{"event_id":%q,"user_id":%q,"article_id":%q,"session_id":"s1","timestamp":%d}`, id, ann.User.ID, article, now.UnixMilli())
@@ -124,4 +118,17 @@ func TestReadsOnlyByTheReader(t *testing.T) {
 	if h := history(); len(h) != 1 || h[0] != arts[2] {
 		t.Fatalf("ann's history %v, want only her own read of %s", h, arts[2])
 	}
+}
+
+// sendRequest sends req with the default client and returns the
+// answer's status and body.
+func sendRequest(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -362,13 +362,7 @@ func TestClusterSharedAccounts(t *testing.T) {
 		if bearer != "" {
 			req.Header.Set("Authorization", "Bearer "+bearer)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return sendRequest(t, req)
 	}
 	const creds = `{"username":"dana","password":"correct horse battery staple"}`
 	if code, body := post("a", "/api/v1/auth/register", creds, ""); code != http.StatusCreated {
