@@ -31,7 +31,6 @@ func TestCrashEmbedded(t *testing.T) {
 	n.WaitReady(30 * time.Second)
 
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 1)
-	n.WaitCaughtUp(5 * time.Minute)
 	verifyCounts(t, n, stream.counts)
 
 	// And once more after a kill: the state restored from Pebble is exact.
@@ -53,8 +52,9 @@ func killAndRestart(n *nodeProc) time.Duration {
 
 // produceUnderKills runs `newsflow produce shares FILE` against n (batches
 // of 2,000) while the node is SIGKILLed and restarted at random moments,
-// at least minKills times, and checks that every line was accepted. It
-// returns the kills during the run and in all.
+// at least minKills times, checks that every line was accepted and waits
+// (at most 5 minutes) until n has caught up. It returns the kills during
+// the run and in all.
 func produceUnderKills(t *testing.T, n *nodeProc, file string, lines, minKills int, seed uint64) (during, all int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -75,6 +75,7 @@ func produceUnderKills(t *testing.T, n *nodeProc, file string, lines, minKills i
 	if perr != nil || !bytes.Contains(out.Bytes(), fmt.Appendf(nil, "accepted %d, rejected 0", lines)) {
 		t.Fatalf("produce: %v\n%s", perr, out.String())
 	}
+	n.WaitCaughtUp(5 * time.Minute)
 	return during, kills.Load()
 }
 
@@ -101,7 +102,6 @@ func TestCrashEmbeddedCMS(t *testing.T) {
 	n.WaitReady(30 * time.Second)
 
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 2)
-	n.WaitCaughtUp(5 * time.Minute)
 	verifyEstimates(t, n, stream.counts)
 	ready := killAndRestart(n)
 	verifyEstimates(t, n, stream.counts)
