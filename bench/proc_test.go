@@ -109,22 +109,34 @@ func (n *nodeProc) produce(ctx context.Context, file string, out *bytes.Buffer) 
 // lines from workers goroutines, generating each batch as it goes (so that
 // 10,000,000 events need not be held in memory).
 func (n *nodeProc) ingestHTTP(ctx context.Context, s stream, workers int) error {
-	url := n.URL("/api/v1/events/share/batch")
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	defer client.CloseIdleConnections()
 	batches := (s.n + batchSize - 1) / batchSize
+	return ingestBatches(ctx, n.URL("/api/v1/events/share/batch"), time.Minute, workers, batches, func(w int) func([]byte, int) []byte {
+		gn := s.gen(uint64(100 + w))
+		return func(dst []byte, i int) []byte {
+			return gn.ndjson(dst, i*batchSize, min((i+1)*batchSize, s.n))
+		}
+	})
+}
+
+// ingestBatches posts batches NDJSON batches to url from workers
+// goroutines, in order of batch number, through a client whose requests
+// time out after timeout. Each worker calls newWorker(w) once and appends
+// batch i to an emptied buffer with the function it returns.
+func ingestBatches(ctx context.Context, url string, timeout time.Duration, workers, batches int, newWorker func(w int) func(dst []byte, i int) []byte) error {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	defer client.CloseIdleConnections()
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range workers {
 		g.Go(func() error {
-			gn := s.gen(uint64(100 + w))
+			batch := newWorker(w)
 			var body []byte
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= batches {
 					return nil
 				}
-				body = gn.ndjson(body[:0], i*batchSize, min((i+1)*batchSize, s.n))
+				body = batch(body[:0], i)
 				if err := postBatch(gctx, client, url, body, i); err != nil {
 					return err
 				}

@@ -13,13 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/newsflow/newsflow/internal/testutil"
-	"golang.org/x/sync/errgroup"
 )
 
 // Shape of BenchmarkTrendingRestart.
@@ -78,30 +76,14 @@ func (m manyArticles) ndjson(dst []byte, from, to int, rng *rand.Rand, zipf *ran
 // ingest posts the stream to the node's batch endpoint from workers
 // goroutines, in order of batch number.
 func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) error {
-	url := n.URL("/api/v1/events/share/batch")
-	client := &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	defer client.CloseIdleConnections()
 	batches := (m.n + trendingRestartBatch - 1) / trendingRestartBatch
-	var next atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	for w := range workers {
-		g.Go(func() error {
-			rng := rand.New(rand.NewPCG(uint64(m.n), uint64(w)))
-			zipf := rand.NewZipf(rng, 1.1, 1, uint64(max(m.distinct, 2)-1))
-			var body []byte
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= batches {
-					return nil
-				}
-				body = m.ndjson(body[:0], i*trendingRestartBatch, min((i+1)*trendingRestartBatch, m.n), rng, zipf)
-				if err := postBatch(gctx, client, url, body, i); err != nil {
-					return err
-				}
-			}
-		})
-	}
-	return g.Wait()
+	return ingestBatches(ctx, n.URL("/api/v1/events/share/batch"), 5*time.Minute, workers, batches, func(w int) func([]byte, int) []byte {
+		rng := rand.New(rand.NewPCG(uint64(m.n), uint64(w)))
+		zipf := rand.NewZipf(rng, 1.1, 1, uint64(max(m.distinct, 2)-1))
+		return func(dst []byte, i int) []byte {
+			return m.ndjson(dst, i*trendingRestartBatch, min((i+1)*trendingRestartBatch, m.n), rng, zipf)
+		}
+	})
 }
 
 // BenchmarkTrendingRestart measures a node whose trending state is large,
