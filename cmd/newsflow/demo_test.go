@@ -40,7 +40,7 @@ func (l *lockedBuffer) String() string {
 // grow, readers whose reads are counted, and the admin login the banner
 // prints; then it stops the demo as Ctrl-C does.
 //
-// It is one scenario checked step by step (cyclomatic 31): the steps
+// It is one scenario checked step by step (cyclomatic 30): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestDemo(t *testing.T) {
 	if testing.Short() {

@@ -65,7 +65,7 @@ func searchClusterPost(t *testing.T, tc *testCluster, id, path, contentType, bod
 // whose interest profile lives on another node than the story owner gets
 // the same personal feed through every node.
 //
-// It is one scenario checked step by step (cyclomatic 54): the steps
+// It is one scenario checked step by step (cyclomatic 50): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestClusterSearchAndFeedThroughAnyNode(t *testing.T) {
 	if testing.Short() {

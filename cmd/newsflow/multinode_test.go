@@ -484,7 +484,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 // back as a member nobody has, and with --join it joins again and takes
 // partitions.
 //
-// It is one scenario checked step by step (cyclomatic 29): the steps
+// It is one scenario checked step by step (cyclomatic 27): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestClusterStatusAndLeave(t *testing.T) {
 	if testing.Short() {

@@ -73,7 +73,7 @@ func readmeInputs(t *testing.T, dir string) {
 // readmeCLISkips with the reason, and a command that is neither run nor
 // listed fails the test.
 //
-// It is one scenario checked step by step (cyclomatic 31): the steps
+// It is one scenario checked step by step (cyclomatic 30): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestREADMECLIExamples(t *testing.T) {
 	if testing.Short() {
