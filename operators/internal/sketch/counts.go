@@ -124,6 +124,10 @@ type bucket struct {
 	// packed is the handle of the bucket's packed counters while it is
 	// frozen (freeze.go): its blocks are then released. 0 if not frozen.
 	packed int32
+	// packLarger is set when freeze found that packing would not save
+	// memory; a change to the bucket clears it, so freeze tries again
+	// only when the counters have changed.
+	packLarger bool
 	// nonzero counts the counters that became nonzero; dense is set at
 	// expiry when the bucket overflowed with more than maxCells/2 of
 	// them: the next bucket of the ring slot starts in blocks.
@@ -498,6 +502,7 @@ func (c *Counts) updateBlocks(win *window, s *bucket, cols *[MaxDepth]int) uint6
 
 // dirtyPage lists page pi of s as changed.
 func (c *Counts) dirtyPage(s *bucket, pi int) {
+	s.packLarger = false
 	s.dirtyBits[pi/64] |= 1 << (pi % 64)
 	s.dirty = appendCapped(s.dirty, int32(pi), c.perBucket/blocksPerPage)
 }
@@ -525,7 +530,7 @@ func (c *Counts) open(s *bucket, b int64) {
 	if s.dirtyBits == nil {
 		s.dirtyBits = make([]uint64, (c.perBucket/blocksPerPage+63)/64)
 	}
-	s.id, s.live, s.mass, s.metaDirty = b, true, 0, true
+	s.id, s.live, s.mass, s.metaDirty, s.packLarger = b, true, 0, true, false
 	s.nonzero, s.overflow = 0, s.dense
 	if s.overflow {
 		c.ensureRefs(s)

@@ -23,19 +23,21 @@ import (
 // the fewest bits that hold the block's largest value less one, so a
 // block whose nonzero counters are all 1 takes its one byte. In the 1h
 // window of a node taking 10 million shares a day a bucket's blocks
-// (68 KiB) pack into about 2 KiB, and in the 24h window into about half.
+// (68 KiB) pack into about 2 KiB, and in the 24h window into about 20 KiB
+// (BenchmarkPartitionMemory).
 
 // freezable reports whether bucket s of window win is to be frozen: it is
-// held in blocks, has no changes that Flush has not stored, is not one of
+// held in blocks, has no changes that Flush has not stored, was not found
+// too small to gain from packing since it last changed, is not one of
 // the window's two newest buckets, and is at least FreezeAfter behind the
 // newest.
 func (c *Counts) freezable(win *window, s *bucket) bool {
-	return c.freezeAfter >= 0 && s.live && s.overflow && s.packed == 0 && len(s.dirty) == 0 &&
+	return c.freezeAfter >= 0 && s.live && s.overflow && s.packed == 0 && !s.packLarger && len(s.dirty) == 0 &&
 		s.id < win.hi-1 && (win.hi-s.id)*win.width >= c.freezeAfter
 }
 
 // freezeOld freezes every bucket that is freezable, and returns the
-// memory of the blocks it released.
+// chunks its released blocks leave empty to the operating system.
 func (c *Counts) freezeOld() {
 	if c.freezeAfter < 0 {
 		return
@@ -74,6 +76,7 @@ func (c *Counts) freeze(s *bucket) {
 	c.packScratch = buf
 	page := os.Getpagesize()
 	if len(buf) == 0 || (len(buf)+page-1)/page*page >= held {
+		s.packLarger = true
 		return
 	}
 	s.packed = c.blocks.storePacked(buf)

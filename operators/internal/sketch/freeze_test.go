@@ -184,3 +184,37 @@ func frozenBuckets(c *Counts, dst []*bucket) []*bucket {
 	}
 	return dst
 }
+
+// TestFreezeDeclinedOnce: a bucket whose packed form would take as much
+// memory as its blocks (here 16 blocks, 1 KiB, against a page) stays in
+// blocks, and Flush does not pack it again until one of its counters
+// changes.
+func TestFreezeDeclinedOnce(t *testing.T) {
+	c := New(Options{Width: 1024, Depth: 1, MaxK: 10, FreezeAfter: time.Millisecond,
+		Windows: []WindowSpec{{Name: "1h", Size: time.Hour, Buckets: 60}}})
+	defer c.Release()
+	m := newMemStore()
+	for i := range 200 { // more counters than the bucket's cells
+		c.Add(articleID(i), "", day0)
+	}
+	c.Add("later", "", day0+ms(5*time.Minute)) // the first bucket falls behind
+	flushTo(t, c, m)
+	s := c.win[0].slot(day0 / c.win[0].width)
+	if !s.live || !s.overflow || s.packed != 0 || !s.packLarger {
+		t.Fatalf("bucket live %v, in blocks %v, packed %d, too small to pack %v: want it in blocks, marked", s.live, s.overflow, s.packed, s.packLarger)
+	}
+	c.packScratch = nil // freeze sets it: it stays nil unless freeze runs
+	flushTo(t, c, m)
+	if c.packScratch != nil {
+		t.Fatal("Flush packed the unchanged bucket again")
+	}
+	c.Add(articleID(0), "", day0) // a late share changes it
+	if s.packLarger {
+		t.Fatal("a change to the bucket did not clear its mark")
+	}
+	flushTo(t, c, m)
+	if !s.packLarger || s.packed != 0 {
+		t.Fatalf("after the next Flush: packed %d, marked %v", s.packed, s.packLarger)
+	}
+	checkBlocks(t, c)
+}
