@@ -43,9 +43,10 @@ func (o Options) Validate() error {
 
 // DB is a node's state database. It is safe for concurrent use.
 type DB struct {
-	db    *pebble.DB
-	cache *pebble.Cache // referenced until Close
-	sync  bool
+	db      *pebble.DB
+	cache   *pebble.Cache // referenced until Close
+	uncache sync.Once     // drops the reference
+	sync    bool
 }
 
 // Open opens or creates the state database in dir.
@@ -73,7 +74,7 @@ func Open(dir string, opts Options) (*DB, error) {
 // Close closes the database.
 func (d *DB) Close() error {
 	err := d.db.Close()
-	d.cache.Unref()
+	d.uncache.Do(d.cache.Unref)
 	return err
 }
 
