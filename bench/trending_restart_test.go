@@ -169,21 +169,9 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	n := startNodeIn(b, keep, "NEWSFLOW_TRENDING_COUNTER="+counter)
 	n.WaitReady(10 * time.Minute)
 	dataDir := n.Args[slices.Index(n.Args, "--data")+1]
-	loadRate, loadRSS, loadCPU := 0.0, 0.0, 0.0
+	var load loadFigures
 	if !reuse {
-		ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
-		defer cancel()
-		m.start, m.span = time.Now().Add(-trendingRestartSpan).UnixMilli(), trendingRestartSpan.Milliseconds()
-		start, cpu0 := time.Now(), n.CPUSeconds()
-		if err := m.ingest(ctx, n, restartIngestWorkers); err != nil {
-			n.Fatalf("ingest: %v", err)
-		}
-		if p := n.WaitCaughtUp(restartProcessTimeout); p.Applied() != int64(shares) {
-			n.Fatalf("trending committed %d shares, want %d", p.Applied(), shares)
-		}
-		loadRate = float64(shares) / time.Since(start).Seconds()
-		loadRSS = n.PeakRSSMB()
-		loadCPU = (n.CPUSeconds() - cpu0) / float64(shares) * 1e6
+		load = m.load(n, trendingRestartSpan)
 	} else if p := n.WaitCaughtUp(5 * time.Minute); p.Applied() != int64(shares) {
 		n.Fatalf("%s holds %d shares, want %d", keep, p.Applied(), shares)
 	}
@@ -232,13 +220,40 @@ func benchTrendingRestart(b *testing.B, m manyArticles, counter string) {
 	b.ReportMetric(median(termRSS), "term-peak-rss-MB")
 	b.ReportMetric(median(killRSS), "kill-peak-rss-MB")
 	if !reuse {
-		b.ReportMetric(loadRSS, "load-peak-rss-MB")
-		b.ReportMetric(loadRate, "load-events/s")
-		b.ReportMetric(loadCPU, "load-cpu-us/event")
+		b.ReportMetric(load.rss, "load-peak-rss-MB")
+		b.ReportMetric(load.rate, "load-events/s")
+		b.ReportMetric(load.cpu, "load-cpu-us/event")
 	}
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "state")))/1e6, "state-MB")
 	b.ReportMetric(float64(dirBytes(b, filepath.Join(dataDir, "log")))/1e6, "log-MB")
 	n.Kill()
+}
+
+// loadFigures describe one load of a node: shares per second from the
+// first request to everything committed, the node's CPU time (user and
+// system) per share in µs over the same span, and its peak RSS in MB.
+type loadFigures struct{ rate, cpu, rss float64 }
+
+// load posts the stream to n over HTTP with event times spread evenly over
+// span and ending now, waits until trending has committed every share,
+// and returns the figures of the load.
+func (m manyArticles) load(n *nodeProc, span time.Duration) loadFigures {
+	n.b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), restartProcessTimeout)
+	defer cancel()
+	m.start, m.span = time.Now().Add(-span).UnixMilli(), span.Milliseconds()
+	start, cpu0 := time.Now(), n.CPUSeconds()
+	if err := m.ingest(ctx, n, restartIngestWorkers); err != nil {
+		n.Fatalf("ingest: %v", err)
+	}
+	if p := n.WaitCaughtUp(restartProcessTimeout); p.Applied() != int64(m.n) {
+		n.Fatalf("trending committed %d shares, want %d", p.Applied(), m.n)
+	}
+	return loadFigures{
+		rate: float64(m.n) / time.Since(start).Seconds(),
+		cpu:  (n.CPUSeconds() - cpu0) / float64(m.n) * 1e6,
+		rss:  n.PeakRSSMB(),
+	}
 }
 
 // smallCaches is the environment of a node with a 16 MiB state block cache
