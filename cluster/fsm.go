@@ -39,15 +39,19 @@ type Owner struct {
 // State is the replicated cluster state (the metadata key-value pairs live
 // in the local metadata store and are not part of it).
 type State struct {
-	Partitions int32             `json:"partitions"`
-	Members    map[string]Member `json:"members"`
-	Owners     []Owner           `json:"owners"`
+	Partitions int32 `json:"partitions"`
+	// Weights is each partition's relative load (nil: 1 each), set with
+	// Partitions: the partition whose owner runs the singleton operators
+	// weighs more, so that its owner gets fewer other partitions.
+	Weights []int             `json:"weights,omitempty"`
+	Members map[string]Member `json:"members"`
+	Owners  []Owner           `json:"owners"`
 	// EpochSeq is the last epoch handed out.
 	EpochSeq uint64 `json:"epoch_seq"`
 }
 
 func (s *State) clone() State {
-	c := State{Partitions: s.Partitions, EpochSeq: s.EpochSeq, Members: make(map[string]Member, len(s.Members)), Owners: slices.Clone(s.Owners)}
+	c := State{Partitions: s.Partitions, Weights: slices.Clone(s.Weights), EpochSeq: s.EpochSeq, Members: make(map[string]Member, len(s.Members)), Owners: slices.Clone(s.Owners)}
 	for k, v := range s.Members {
 		c.Members[k] = v
 	}
@@ -59,6 +63,7 @@ type Command struct {
 	Op string `json:"op"`
 	// init
 	Partitions int32 `json:"partitions,omitempty"`
+	Weights    []int `json:"weights,omitempty"`
 	// join, up, down, leave, remove
 	Member *Member `json:"member,omitempty"`
 	ID     string  `json:"id,omitempty"`
@@ -160,6 +165,9 @@ func (f *fsm) applyState(c Command) error {
 		if s.Partitions == 0 && c.Partitions > 0 {
 			s.Partitions = c.Partitions
 			s.Owners = make([]Owner, c.Partitions)
+			if len(c.Weights) == int(c.Partitions) && !slices.ContainsFunc(c.Weights, func(w int) bool { return w < 1 }) {
+				s.Weights = slices.Clone(c.Weights)
+			}
 		}
 	case OpJoin:
 		if c.Member == nil || c.Member.ID == "" {
@@ -193,11 +201,12 @@ func (f *fsm) applyState(c Command) error {
 	return nil
 }
 
-// rebalance assigns every partition to a live member: balanced (counts
-// differ by at most one), sticky (a partition stays where it is unless its
-// owner is gone or over its share), deterministic (every replica computes
-// the same owners from the same state). A partition whose owner changes
-// gets a new epoch.
+// rebalance assigns every partition to a live member: balanced (by
+// weight: members' loads differ by at most the heaviest partition's weight;
+// with equal weights, their counts by at most one), sticky (a partition
+// stays where it is unless its owner is gone or over its share),
+// deterministic (every replica computes the same owners from the same
+// state). A partition whose owner changes gets a new epoch.
 func (s *State) rebalance() {
 	var live []string
 	for id, m := range s.Members {
@@ -205,13 +214,15 @@ func (s *State) rebalance() {
 			live = append(live, id)
 		}
 	}
-	count := map[string]int{}
-	for _, o := range s.Owners {
-		count[o.Node]++
+	load := map[string]int{}
+	total := 0
+	for p, o := range s.Owners {
+		load[o.Node] += s.weight(p)
+		total += s.weight(p)
 	}
 	// The members holding most now get the larger shares, so fewer move.
 	slices.SortFunc(live, func(a, b string) int {
-		if c := cmp.Compare(count[b], count[a]); c != 0 {
+		if c := cmp.Compare(load[b], load[a]); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
@@ -219,25 +230,34 @@ func (s *State) rebalance() {
 	capacity := map[string]int{}
 	if n := len(live); n > 0 {
 		for i, id := range live {
-			capacity[id] = int(s.Partitions) / n
-			if i < int(s.Partitions)%n {
+			capacity[id] = total / n
+			if i < total%n {
 				capacity[id]++
 			}
 		}
 	}
+	// Heavier partitions are placed first, each group in index order.
+	order := make([]int, len(s.Owners))
+	for p := range order {
+		order[p] = p
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(s.weight(b), s.weight(a)) })
 	kept := map[string]int{}
 	var moving []int
-	for p, o := range s.Owners {
-		if c, ok := capacity[o.Node]; ok && kept[o.Node] < c {
-			kept[o.Node]++
+	for _, p := range order {
+		o, w := s.Owners[p], s.weight(p)
+		if c, ok := capacity[o.Node]; ok && kept[o.Node]+w <= c {
+			kept[o.Node] += w
 			continue
 		}
 		moving = append(moving, p)
 	}
 	for _, p := range moving {
+		// The member with the most room takes it, even if the partition
+		// does not fit (a heavy one among many members).
 		best := ""
 		for _, id := range live { // live is in a fixed order: ties go to the first
-			if kept[id] < capacity[id] && (best == "" || capacity[id]-kept[id] > capacity[best]-kept[best]) {
+			if best == "" || capacity[id]-kept[id] > capacity[best]-kept[best] {
 				best = id
 			}
 		}
@@ -246,9 +266,17 @@ func (s *State) rebalance() {
 			s.Owners[p] = Owner{Node: best, Epoch: s.EpochSeq}
 		}
 		if best != "" {
-			kept[best]++
+			kept[best] += s.weight(p)
 		}
 	}
+}
+
+// weight returns partition p's weight.
+func (s *State) weight(p int) int {
+	if p < len(s.Weights) {
+		return s.Weights[p]
+	}
+	return 1
 }
 
 // Snapshot implements raft.FSM: the cluster state and every metadata

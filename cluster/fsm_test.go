@@ -35,8 +35,9 @@ func join(id string) Command {
 	return Command{Op: OpJoin, Member: &Member{ID: id, RaftAddr: id + ":7000", HTTPAddr: id + ":8080"}}
 }
 
-// checkBalanced: every partition has a live owner and counts differ by at
-// most one.
+// checkBalanced: every partition has a live owner and loads (partition
+// weights, 1 each by default) differ by at most the heaviest weight. It
+// returns the loads.
 func checkBalanced(t *testing.T, s State) map[string]int {
 	t.Helper()
 	count := map[string]int{}
@@ -54,13 +55,17 @@ func checkBalanced(t *testing.T, s State) map[string]int {
 			}
 			continue
 		}
-		count[o.Node]++
+		count[o.Node] += s.weight(p)
 	}
 	lo, hi := int(s.Partitions), 0
 	for _, c := range count {
 		lo, hi = min(lo, c), max(hi, c)
 	}
-	if live > 0 && hi-lo > 1 {
+	heaviest := 1
+	for p := range s.Owners {
+		heaviest = max(heaviest, s.weight(p))
+	}
+	if live > 0 && hi-lo > heaviest {
 		t.Fatalf("unbalanced: %v", count)
 	}
 	return count
@@ -158,6 +163,70 @@ func TestAssignmentRandomChangesDeterministic(t *testing.T) {
 		case 3:
 			cmds = append(cmds, Command{Op: OpRemove, ID: id})
 		}
+	}
+	for _, c := range cmds {
+		ea, eb := a.apply(c), b.apply(c)
+		if (ea == nil) != (eb == nil) {
+			t.Fatalf("%+v: %v vs %v", c, ea, eb)
+		}
+		sa, _ := a.snapshot()
+		sb, _ := b.snapshot()
+		checkBalanced(t, sa)
+		if fmt.Sprint(sa.Owners) != fmt.Sprint(sb.Owners) {
+			t.Fatalf("replicas disagree after %+v:\n%v\n%v", c, sa.Owners, sb.Owners)
+		}
+	}
+}
+
+// A heavy partition (the singletons' home) counts for its weight: its
+// owner gets fewer other partitions, and alone when members are many.
+func TestAssignmentWeighted(t *testing.T) {
+	weights := []int{2, 1, 1, 1, 1, 1, 1, 1}
+	f := newTestFSM(t)
+	mustApply(t, f, Command{Op: OpInit, Partitions: 8, Weights: weights})
+	others := func(s State) int {
+		n := 0
+		for _, o := range s.Owners[1:] {
+			if o.Node == s.Owners[0].Node {
+				n++
+			}
+		}
+		return n
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		mustApply(t, f, join(id))
+		s, _ := f.snapshot()
+		load := checkBalanced(t, s)
+		// 9 units over i+1 members: p0's owner holds p0 and 7, 3, 1 more.
+		if want := []int{7, 3, 1}[i]; others(s) != want {
+			t.Fatalf("%d members: partition 0's owner has %d others, want %d (loads %v)", i+1, others(s), want, load)
+		}
+	}
+	for _, id := range []string{"d", "e", "f", "g", "h", "i"} {
+		mustApply(t, f, join(id))
+	}
+	s, _ := f.snapshot()
+	checkBalanced(t, s)
+	if others(s) != 0 {
+		t.Fatalf("9 members: partition 0's owner also has %d others: %v", others(s), s.Owners)
+	}
+	// Weights that do not match the partitions, or are not positive, are
+	// ignored.
+	for _, bad := range [][]int{{2, 1}, {0, 1, 1, 1}} {
+		g := newTestFSM(t)
+		mustApply(t, g, Command{Op: OpInit, Partitions: 4, Weights: bad})
+		if st, _ := g.snapshot(); st.Weights != nil {
+			t.Fatalf("init with weights %v kept %v", bad, st.Weights)
+		}
+	}
+	// Random changes stay balanced by weight and deterministic.
+	rng := rand.New(rand.NewPCG(3, 4))
+	a, b := newTestFSM(t), newTestFSM(t)
+	ids := []string{"n1", "n2", "n3", "n4", "n5"}
+	cmds := []Command{{Op: OpInit, Partitions: 12, Weights: []int{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}}
+	for range 300 {
+		id := ids[rng.IntN(len(ids))]
+		cmds = append(cmds, []Command{join(id), {Op: OpDown, ID: id}, {Op: OpUp, ID: id}, {Op: OpRemove, ID: id}}[rng.IntN(4)])
 	}
 	for _, c := range cmds {
 		ea, eb := a.apply(c), b.apply(c)

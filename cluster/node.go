@@ -40,6 +40,10 @@ type Config struct {
 	// Partitions is the partition count the cluster assigns (set by the
 	// bootstrapping node; the others take the cluster's).
 	Partitions int32
+	// Weights, if set, returns each partition's relative load for the
+	// assignment (set by the bootstrapping node, as Partitions; without
+	// it, 1 each). Until it returns non-nil, the cluster waits to assign.
+	Weights func() []int
 	// Bootstrap starts a new cluster with this node as its only voter
 	// (ignored when the node has Raft state already).
 	Bootstrap bool
@@ -475,7 +479,13 @@ func (n *Node) leaderTick(failing map[string]time.Time, targets map[string]uint6
 	defer cancel()
 	st, _ := n.fsm.snapshot()
 	if st.Partitions == 0 && n.cfg.Partitions > 0 {
-		if err := n.Apply(ctx, Command{Op: OpInit, Partitions: n.cfg.Partitions}); err != nil {
+		var weights []int
+		if n.cfg.Weights != nil {
+			if weights = n.cfg.Weights(); weights == nil {
+				return // not known yet: a later tick initialises
+			}
+		}
+		if err := n.Apply(ctx, Command{Op: OpInit, Partitions: n.cfg.Partitions, Weights: weights}); err != nil {
 			n.log.Warn("cluster init", "error", err)
 			return
 		}

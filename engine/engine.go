@@ -197,7 +197,9 @@ type Stage struct {
 	Key         string   `json:"key,omitempty"`
 	Stores      []string `json:"stores,omitempty"`
 	Tasks       int32    `json:"tasks"`
-	Options     any      `json:"options,omitempty"`
+	// Singleton: one task, on partition 0 (Spec.Singleton).
+	Singleton bool `json:"singleton,omitempty"`
+	Options   any  `json:"options,omitempty"`
 }
 
 // RepartitionTopic names the internal topic that co-locates keys of input
@@ -214,7 +216,10 @@ func (e *Engine) Topology() []Stage {
 	for _, op := range e.ops {
 		s := op.Spec()
 		st := Stage{Name: s.Name, Kind: "operator", Description: s.Description, Outputs: append(s.Outputs, e.opts.DeadLetterTopic),
-			Stores: s.Stores, Tasks: e.opts.Partitions, Options: s.Options}
+			Stores: s.Stores, Tasks: e.opts.Partitions, Singleton: s.Singleton, Options: s.Options}
+		if s.Singleton {
+			st.Tasks = 1
+		}
 		for _, in := range s.Inputs {
 			st.Inputs = append(st.Inputs, in.Topic)
 			if in.Route == nil {
@@ -233,6 +238,34 @@ func (e *Engine) Topology() []Stage {
 }
 
 func repartitionStageName(op, topic string) string { return op + "." + topic + ".repartition" }
+
+// HomePartition returns the partition whose owner runs the task of the
+// singleton operator op (Spec.Singleton), and false if op is not a
+// registered singleton: queries of its state go to that partition's owner.
+func (e *Engine) HomePartition(op string) (int32, bool) {
+	for _, o := range e.ops {
+		if s := o.Spec(); s.Name == op && s.Singleton {
+			return SingletonPartition, true
+		}
+	}
+	return 0, false
+}
+
+// PartitionWeights returns the relative load of each partition for a
+// cluster's assignment: 1, plus 1 for each singleton operator the
+// partition's owner runs.
+func (e *Engine) PartitionWeights() []int {
+	w := make([]int, e.opts.Partitions)
+	for i := range w {
+		w[i] = 1
+	}
+	for _, o := range e.ops {
+		if o.Spec().Singleton && len(w) > 0 {
+			w[SingletonPartition]++
+		}
+	}
+	return w
+}
 
 // Run creates missing topics, starts every task and blocks until ctx is
 // done and every task has committed its last batch and stopped, or until a
@@ -284,10 +317,20 @@ func (e *Engine) build(ctx context.Context) error {
 			}
 		}
 		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}, minCommit: s.MinCommitInterval, localState: s.LocalState}
+		if s.Singleton {
+			main.partitions = 1
+		}
 		for _, in := range s.Inputs {
 			srcParts, err := ensure(in.Topic)
 			if err != nil {
 				return err
+			}
+			if s.Singleton {
+				if in.Route != nil {
+					return fmt.Errorf("engine: singleton operator %s declares a Route for %s", s.Name, in.Topic)
+				}
+				main.inputs[0] = append(main.inputs[0], stageInput{tp: eventlog.TopicPartition{Topic: in.Topic, Partition: SingletonPartition}})
+				continue
 			}
 			if in.Route == nil {
 				if srcParts != n {

@@ -23,13 +23,14 @@ import (
 // countOp counts records per key. Its state is one key per counted key; it
 // fails at random to exercise restarts from committed state.
 type countOp struct {
-	name     string
-	topic    string
-	route    bool
-	failProb float64
-	panics   bool // inject failures in Process as panics
-	seed     atomic.Uint64
-	failures atomic.Int64
+	name      string
+	topic     string
+	route     bool
+	singleton bool
+	failProb  float64
+	panics    bool // inject failures in Process as panics
+	seed      atomic.Uint64
+	failures  atomic.Int64
 }
 
 func (o *countOp) Spec() engine.Spec {
@@ -37,7 +38,7 @@ func (o *countOp) Spec() engine.Spec {
 	if o.route {
 		in.Route = func(r *eventlog.Record) ([]byte, bool) { return r.Key, len(r.Key) > 0 }
 	}
-	return engine.Spec{Name: o.name, Inputs: []engine.Input{in}}
+	return engine.Spec{Name: o.name, Inputs: []engine.Input{in}, Singleton: o.singleton}
 }
 
 func (o *countOp) NewTask(tc engine.TaskContext) (engine.Task, error) {
@@ -287,6 +288,60 @@ func TestRepartitionCoLocatesAndDeduplicates(t *testing.T) {
 		t.Fatal("nothing went through the repartition topic")
 	}
 	t.Logf("%d failed repartition appends; %d forwarded records read", fl.hits.Load(), forwarded)
+}
+
+// A singleton operator runs one task, on partition 0, reading partition 0
+// of its input, exactly once across failures; the partition that hosts it
+// weighs more in a cluster's assignment.
+func TestSingleton(t *testing.T) {
+	h := newHarness(t)
+	const parts = 4
+	want := h.produce("in", parts, 20000, func(string, int) int32 { return engine.SingletonPartition })
+	op := &countOp{name: "count", topic: "in", singleton: true, failProb: 0.0005}
+	e := h.runUntilCaughtUp(h.log, engine.Options{Partitions: parts, MaxBatch: 97}, op)
+	if op.failures.Load() == 0 {
+		t.Fatal("no failure was injected; the test proves nothing")
+	}
+	got, owner := h.stateCounts("count", parts)
+	equalCounts(t, got, want)
+	for k, p := range owner {
+		if p != engine.SingletonPartition {
+			t.Fatalf("key %s counted by partition %d", k, p)
+		}
+	}
+	var tasks []engine.Progress
+	for _, p := range e.Progress() {
+		if p.Stage == "count" {
+			tasks = append(tasks, p)
+		}
+	}
+	if len(tasks) != 1 || tasks[0].Partition != engine.SingletonPartition || tasks[0].Committed != 20000 {
+		t.Fatalf("singleton progress: %+v", tasks)
+	}
+	if st := e.Topology(); len(st) != 1 || st[0].Tasks != 1 || !st[0].Singleton {
+		t.Fatalf("topology: %+v", st)
+	}
+	if p, ok := e.HomePartition("count"); !ok || p != engine.SingletonPartition {
+		t.Fatalf("HomePartition = %d, %v", p, ok)
+	}
+	if _, ok := e.HomePartition("other"); ok {
+		t.Fatal("HomePartition of an unknown operator")
+	}
+	if w := e.PartitionWeights(); fmt.Sprint(w) != "[2 1 1 1]" {
+		t.Fatalf("weights %v", w)
+	}
+
+	// A singleton cannot repartition its input.
+	e2, err := engine.New(h.log, h.db, engine.Options{Partitions: parts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Register(&countOp{name: "routed", topic: "in", singleton: true, route: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "singleton") {
+		t.Fatalf("Run with a routed singleton: %v", err)
+	}
 }
 
 // A source topic with more partitions than the engine: the extra partitions

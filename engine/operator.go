@@ -36,7 +36,19 @@ type Spec struct {
 	// state rebuilds it by reading the inputs again from its local offsets,
 	// or from the start.
 	LocalState bool
+	// Singleton marks an operator that needs one total order of all its
+	// input: the engine runs one task, the task of partition 0
+	// ([SingletonPartition]), reading partition 0 of each input (its
+	// producers write every record there), with one changelog partition.
+	// In a cluster it runs on the owner of partition 0, whose share of
+	// the assignment weighs it ([Engine.PartitionWeights]). A singleton's
+	// inputs may not declare a Route.
+	Singleton bool
 }
+
+// SingletonPartition is the partition whose owner runs the task of every
+// singleton operator (Spec.Singleton).
+const SingletonPartition int32 = 0
 
 // Input is one input topic of an operator.
 type Input struct {

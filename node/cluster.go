@@ -20,7 +20,7 @@ import (
 // (sources, accounts, preferences, sessions) lives in the node's state
 // store, written only by the Raft state machine; onMeta hears of every
 // change to it.
-func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Logger, onMeta func(collection, key string)) (*cluster.Node, error) {
+func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Logger, onMeta func(collection, key string), weights func() []int) (*cluster.Node, error) {
 	cc := cfg.Cluster
 	id := cc.ID
 	if id == "" {
@@ -50,7 +50,7 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 	n, err := cluster.Start(ctx, cluster.Config{
 		ID: id, RaftAddr: cc.RaftAddr, Advertise: cc.Advertise, HTTPAddr: httpAddr, Dir: cfg.ClusterDir(),
 		Partitions: cfg.Log.Partitions, Bootstrap: cc.Bootstrap, Join: cc.Join, Secret: cc.Secret,
-		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db), OnMeta: onMeta,
+		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db), OnMeta: onMeta, Weights: weights,
 	})
 	if err != nil {
 		return nil, err

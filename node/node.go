@@ -63,6 +63,9 @@ type Node struct {
 	// tells it of sources added or changed through other nodes.
 	notify atomic.Pointer[crawl.Crawler]
 	left   atomic.Bool // the node left its cluster (newsflow leave)
+	// weights are the partitions' weights for the cluster's assignment
+	// (engine.PartitionWeights), once the operators are registered.
+	weights atomic.Pointer[[]int]
 }
 
 // NewLogger returns the logger the logging section configures, writing
@@ -157,7 +160,15 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 				c.Kick() // a snapshot replaced every source
 			}
 		}
-		if n.cluster, err = startCluster(ctx, cfg, n.db, logger, onMeta); err != nil {
+		// The partitions' weights are known once the operators are
+		// registered, below.
+		weights := func() []int {
+			if w := n.weights.Load(); w != nil {
+				return *w
+			}
+			return nil
+		}
+		if n.cluster, err = startCluster(ctx, cfg, n.db, logger, onMeta, weights); err != nil {
 			n.db.Close()
 			n.closeLog()
 			return nil, err
@@ -187,6 +198,8 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	if err := n.registerOperators(cfg); err != nil {
 		return fail(err)
 	}
+	weights := n.engine.PartitionWeights()
+	n.weights.Store(&weights)
 	if cfg.Crawl.Enabled {
 		if n.crawler, err = newCrawler(cfg.Crawl, n, logger); err != nil {
 			return fail(err)

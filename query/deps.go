@@ -28,6 +28,9 @@ type Engine interface {
 	// Assigned maps the partitions this node runs to their epochs.
 	Assigned() map[int32]uint64
 	PartitionStateBytes(p int32) (uint64, error)
+	// HomePartition returns the partition whose owner runs the singleton
+	// operator op (engine.Spec.Singleton).
+	HomePartition(op string) (int32, bool)
 }
 
 // Trending is what the server reads of the trending counts. Safe for

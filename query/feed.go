@@ -149,7 +149,7 @@ func (s *Server) refreshClusterTrend(ctx context.Context) {
 		case <-t.C:
 		}
 		st, _ := s.deps.Cluster.State()
-		if m, ok := st.Owner(storyPartition); !ok || m.ID != s.deps.Cluster.ID() {
+		if m, ok := st.Owner(s.storyPartition()); !ok || m.ID != s.deps.Cluster.ID() {
 			continue // feeds are ranked on another node
 		}
 		local, err := s.deps.Trending.Top("1h", "", trendTopK)

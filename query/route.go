@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/cluster"
+	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/valyala/fasthttp"
 )
@@ -47,8 +49,16 @@ func (s *Server) fromPeer(ctx *fasthttp.RequestCtx) bool {
 	return len(got) > 0 && subtle.ConstantTimeCompare(got, []byte(s.deps.Cluster.PeerToken())) == 1
 }
 
-// storyPartition is the partition of the story operator's only task.
-const storyPartition = 0
+// storyPartition returns the partition whose owner runs the story
+// operator's only task, as the engine's topology says.
+func (s *Server) storyPartition() int32 {
+	if s.deps.Engine != nil {
+		if p, ok := s.deps.Engine.HomePartition(story.Name); ok {
+			return p
+		}
+	}
+	return engine.SingletonPartition
+}
 
 // fansOut reports whether the node answers for the whole cluster: it is in
 // a cluster and the request is not another node's fan-out.
@@ -145,13 +155,13 @@ func (s *Server) userPartition(ctx *fasthttp.RequestCtx) (int32, bool) {
 	return eventlog.PartitionFor([]byte(u.ID), s.enginePartitions()), true
 }
 
-func storyOwner(*fasthttp.RequestCtx) (int32, bool) { return storyPartition, true }
+func (s *Server) storyOwner(*fasthttp.RequestCtx) (int32, bool) { return s.storyPartition(), true }
 
 // expandOwner routes trending queries that read the story view (expand=
 // and by=story) to the story owner, which then fans out.
-func expandOwner(ctx *fasthttp.RequestCtx) (int32, bool) {
+func (s *Server) expandOwner(ctx *fasthttp.RequestCtx) (int32, bool) {
 	args := ctx.QueryArgs()
-	return storyPartition, len(args.Peek("expand")) > 0 || string(args.Peek("by")) == "story"
+	return s.storyPartition(), len(args.Peek("expand")) > 0 || string(args.Peek("by")) == "story"
 }
 
 func (s *Server) enginePartitions() int32 {

@@ -268,7 +268,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	if opts.Gatherer != nil {
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
 	}
-	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(expandOwner, s.handleTrending)))
+	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(s.expandOwner, s.handleTrending)))
 	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
 	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.handleShare))
 	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
@@ -281,11 +281,11 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.handleArticles)))
 	}
 	if deps.Stories != nil {
-		r.GET("/api/v1/stories", s.instrument("stories", s.toOwner(storyOwner, s.handleStories)))
-		r.GET("/api/v1/stories/{id}", s.instrument("story", s.toOwner(storyOwner, s.handleStory)))
-		r.GET("/api/v1/breaking", s.instrument("breaking", s.toOwner(storyOwner, s.handleBreaking)))
-		r.GET("/api/v1/topics", s.instrument("topics", s.toOwner(storyOwner, s.handleTopics)))
-		r.GET("/api/v1/feed", s.instrument("feed", s.toOwner(storyOwner, s.handleFeed)))
+		r.GET("/api/v1/stories", s.instrument("stories", s.toOwner(s.storyOwner, s.handleStories)))
+		r.GET("/api/v1/stories/{id}", s.instrument("story", s.toOwner(s.storyOwner, s.handleStory)))
+		r.GET("/api/v1/breaking", s.instrument("breaking", s.toOwner(s.storyOwner, s.handleBreaking)))
+		r.GET("/api/v1/topics", s.instrument("topics", s.toOwner(s.storyOwner, s.handleTopics)))
+		r.GET("/api/v1/feed", s.instrument("feed", s.toOwner(s.storyOwner, s.handleFeed)))
 		s.stream = newStreamHub(streamSource{trending: s.streamTrending, breaking: s.streamBreaking}, opts, s.m.streams)
 		r.GET("/api/v1/stream", s.instrument("stream", s.handleStream))
 		if s.images, err = newImageProxy(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
@@ -318,13 +318,13 @@ func New(deps Deps, opts Options) (*Server, error) {
 		if deps.Stories != nil {
 			// Titles come from the story view; the reads from the user's
 			// partition (userProfile).
-			history = s.toOwner(storyOwner, history)
+			history = s.toOwner(s.storyOwner, history)
 		}
 		r.GET("/api/v1/history", s.instrument("history", history))
 		if deps.Stories != nil {
 			// Read state needs the story view: at the story owner.
 			me := func(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.RequestHandler {
-				return s.toOwner(storyOwner, s.requireUser(h))
+				return s.toOwner(s.storyOwner, s.requireUser(h))
 			}
 			r.GET("/api/v1/me/unread", s.instrument("unread", me(s.handleUnread)))
 			r.POST("/api/v1/me/read", s.instrument("mark_read", me(s.handleMark)))

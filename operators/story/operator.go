@@ -57,9 +57,9 @@ func (o OperatorOptions) withDefaults() OperatorOptions {
 }
 
 // Operator groups the article stream into stories. Clustering needs one
-// total order of all articles, so the operator runs as one task: the task
-// of partition 0, where the articles operator writes every article. The
-// tasks of the other partitions have no input and stay idle.
+// total order of all articles, so the operator is a singleton
+// (engine.Spec.Singleton): one task, reading partition 0 of the articles
+// topic, where the articles operator writes every article.
 type Operator struct {
 	opts       OperatorOptions
 	partitions int32
@@ -101,30 +101,21 @@ func (o *Operator) Spec() engine.Spec {
 	return engine.Spec{
 		Name:        Name,
 		Description: "near-duplicates (SimHash/LSH, MinHash) and story clustering (TF-IDF), story aggregates and breaking news",
-		Inputs:      []engine.Input{{Topic: schema.TopicArticles, Key: "all articles in partition 0"}},
+		Inputs:      []engine.Input{{Topic: schema.TopicArticles, Key: "all articles, in partition 0"}},
 		Outputs:     []string{schema.TopicArticlesIndexed},
 		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members"},
 		Options:     o.opts,
+		Singleton:   true,
 	}
 }
 
 // NewTask implements engine.Operator.
 func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
-	if tc.Partition != 0 {
-		return idleTask{}, nil
+	if tc.Partition != engine.SingletonPartition {
+		return nil, fmt.Errorf("stories: a singleton has no task for partition %d", tc.Partition)
 	}
 	return &task{op: o, changed: map[uint64]struct{}{}}, nil
 }
-
-type idleTask struct{}
-
-func (idleTask) Restore(state.Reader) error { return nil }
-func (idleTask) Process(*engine.ProcessContext, *eventlog.Record) error {
-	return engine.Invalid("stories: articles must be written to partition 0")
-}
-func (idleTask) Flush(state.Writer) error    { return nil }
-func (idleTask) Committed(engine.CommitInfo) {}
-func (idleTask) Close() error                { return nil }
 
 type task struct {
 	op      *Operator
