@@ -66,24 +66,9 @@ const testIngestToken = "test-ingest-token"
 var baseTime = time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)
 
 // testClock is a settable clock shared by a test's nodes.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type testClock struct{ *testutil.Clock }
 
-func newTestClock() *testClock { return &testClock{now: baseTime} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newTestClock() *testClock { return &testClock{testutil.NewClock(baseTime)} }
 
 // ms returns now+d in milliseconds since the epoch.
 func (c *testClock) ms(d time.Duration) int64 { return c.Now().Add(d).UnixMilli() }

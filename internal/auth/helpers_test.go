@@ -10,31 +10,16 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+// newClock returns the clock of a test: it starts at noon on 1 March 2026
+// and moves when the test says.
+func newClock() *testutil.Clock {
+	return testutil.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // recordingStore is a meta.Store that remembers every key and value
@@ -75,7 +60,7 @@ func (r *recordingStore) written() []string {
 // testEnv is a Store on a real state database in a temporary directory.
 type testEnv struct {
 	*Store
-	clock *fakeClock
+	clock *testutil.Clock
 	meta  *recordingStore
 	db    *state.DB
 	dir   string
@@ -94,7 +79,7 @@ func newTestEnv(t testing.TB, opts Options) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &testEnv{clock: newFakeClock(), meta: &recordingStore{Store: meta.NewLocal(db)}, db: db, dir: dir}
+	e := &testEnv{clock: newClock(), meta: &recordingStore{Store: meta.NewLocal(db)}, db: db, dir: dir}
 	t.Cleanup(func() { e.close(t) })
 	e.Store, err = NewStore(e.meta, e.clock.Now, opts)
 	if err != nil {

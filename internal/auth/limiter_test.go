@@ -6,11 +6,13 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
-func newTestLimiter(t *testing.T, opts LimiterOptions) (*Limiter, *fakeClock) {
+func newTestLimiter(t *testing.T, opts LimiterOptions) (*Limiter, *testutil.Clock) {
 	t.Helper()
-	c := newFakeClock()
+	c := newClock()
 	l, err := NewLimiter(opts, c.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -7,14 +7,17 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeClock is a Clock whose time moves only when the test says so.
+// fakeClock is a Clock whose time moves only when the test says so, and
+// whose timers fire when it passes them. Its time changes only under mu.
 type fakeClock struct {
+	*testutil.Clock
 	mu     sync.Mutex
-	now    time.Time
 	timers []*fakeTimer
 }
 
@@ -26,22 +29,17 @@ type fakeTimer struct {
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
+	return &fakeClock{Clock: testutil.NewClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))}
 }
 
 func (c *fakeClock) NewTimer(d time.Duration) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), ch: make(chan time.Time, 1)}
+	now := c.Now()
+	t := &fakeTimer{c: c, at: now.Add(d), ch: make(chan time.Time, 1)}
 	if d <= 0 {
 		t.done = true
-		t.ch <- c.now
+		t.ch <- now
 		return t
 	}
 	c.timers = append(c.timers, t)
@@ -65,7 +63,7 @@ func (t *fakeTimer) Stop() bool {
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	c.Clock.Advance(d)
 	c.fireLocked()
 }
 
@@ -83,20 +81,21 @@ func (c *fakeClock) AdvanceToNext() bool {
 			next = t.at
 		}
 	}
-	if next.After(c.now) {
-		c.now = next
+	if now := c.Now(); next.After(now) {
+		c.Clock.Advance(next.Sub(now))
 	}
 	c.fireLocked()
 	return true
 }
 
 func (c *fakeClock) fireLocked() {
+	now := c.Now()
 	c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool {
-		if t.at.After(c.now) {
+		if t.at.After(now) {
 			return false
 		}
 		t.done = true
-		t.ch <- c.now
+		t.ch <- now
 		return true
 	})
 }
