@@ -1,14 +1,12 @@
 package auth
 
 import (
-	"context"
 	"testing"
 )
 
 func TestHasAdmin(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	check := func(want bool) {
 		t.Helper()
 		if got, err := e.HasAdmin(ctx); got != want || err != nil {

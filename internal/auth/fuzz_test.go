@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -37,8 +36,7 @@ func FuzzNormalizeUsername(f *testing.F) {
 // FuzzLookup feeds arbitrary tokens to the token parser and to Lookup on a
 // real store holding one session.
 func FuzzLookup(f *testing.F) {
-	e := newTestEnv(f, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(f, fastOptions())
 	u := e.mustRegister(f, "fuzzer", "fuzzer's password")
 	tok := e.mustSession(f, u.ID)
 	for _, s := range []string{tok, "", tok + "=", tok[:42] + "B", strings.Repeat("A", TokenLen), strings.Repeat("_", TokenLen), "\x00"} {

@@ -72,7 +72,9 @@ func fastOptions() Options {
 	return Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true}
 }
 
-func newTestEnv(t testing.TB, opts Options) *testEnv {
+// newTestEnv returns a Store on a fresh database, closed when the test ends,
+// and the test's context to call it with.
+func newTestEnv(t testing.TB, opts Options) (*testEnv, context.Context) {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := state.Open(dir, state.Options{})
@@ -85,7 +87,7 @@ func newTestEnv(t testing.TB, opts Options) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e
+	return e, t.Context()
 }
 
 // close closes the database; later calls do nothing.
@@ -101,7 +103,7 @@ func (e *testEnv) close(t testing.TB) {
 func (e *testEnv) keys(t testing.TB, collection string) []string {
 	t.Helper()
 	var ks []string
-	if err := e.meta.Scan(context.Background(), collection, func(k string, _ []byte) error {
+	if err := e.meta.Scan(t.Context(), collection, func(k string, _ []byte) error {
 		ks = append(ks, k)
 		return nil
 	}); err != nil {
@@ -113,7 +115,7 @@ func (e *testEnv) keys(t testing.TB, collection string) []string {
 // mustRegister registers a user or fails the test.
 func (e *testEnv) mustRegister(t testing.TB, name, password string) User {
 	t.Helper()
-	u, err := e.Register(context.Background(), name, password)
+	u, err := e.Register(t.Context(), name, password)
 	if err != nil {
 		t.Fatalf("Register(%q): %v", name, err)
 	}
@@ -123,7 +125,7 @@ func (e *testEnv) mustRegister(t testing.TB, name, password string) User {
 // mustSession creates a session or fails the test.
 func (e *testEnv) mustSession(t testing.TB, userID string) string {
 	t.Helper()
-	tok, _, err := e.NewSession(context.Background(), userID)
+	tok, _, err := e.NewSession(t.Context(), userID)
 	if err != nil {
 		t.Fatalf("NewSession(%s): %v", userID, err)
 	}

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,8 +22,7 @@ func many(prefix string, n int) []string {
 
 func TestPreferencesValidation(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "pref", "pref's password")
 	for _, tc := range []struct {
 		name string
@@ -89,8 +87,7 @@ func TestPreferencesValidation(t *testing.T) {
 
 func TestPreferencesRoundTrip(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "reader", "reader's password")
 	p, err := e.GetPreferences(ctx, u.ID)
 	if err != nil || !reflect.DeepEqual(p, Preferences{}) {

@@ -2,7 +2,6 @@ package auth
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -16,8 +15,7 @@ import (
 
 func TestSessionLifecycle(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "sam", "sam's password")
 	tok, sess, err := e.NewSession(ctx, u.ID)
 	if err != nil {
@@ -61,22 +59,9 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 }
 
-func TestSessionTTLOption(t *testing.T) {
-	t.Parallel()
-	o := fastOptions()
-	o.SessionTTL = time.Hour
-	e := newTestEnv(t, o)
-	u := e.mustRegister(t, "tess", "tess's password")
-	_, sess, err := e.NewSession(context.Background(), u.ID)
-	if err != nil || sess.Expires.Sub(sess.Created.Time) != time.Hour {
-		t.Fatalf("session %+v, %v", sess, err)
-	}
-}
-
 func TestRevoke(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	a := e.mustRegister(t, "anna", "anna's password")
 	b := e.mustRegister(t, "bert", "bert's password")
 	a1, a2, a3 := e.mustSession(t, a.ID), e.mustSession(t, a.ID), e.mustSession(t, a.ID)
@@ -125,8 +110,7 @@ func TestMaxSessionsPerUser(t *testing.T) {
 	t.Parallel()
 	o := fastOptions()
 	o.MaxSessionsPerUser, o.SessionTTL = 3, time.Hour
-	e := newTestEnv(t, o)
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, o)
 	u := e.mustRegister(t, "maxi", "maxi's password")
 	var toks []string
 	for range 5 {
@@ -162,8 +146,7 @@ func TestMaxSessionsPerUser(t *testing.T) {
 
 func TestLookupGarbage(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "gary", "gary's password")
 	tok := e.mustSession(t, u.ID)
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
@@ -217,8 +200,7 @@ func TestLookupGarbage(t *testing.T) {
 // in what is written through meta.Store, not in the database files.
 func TestTokensNotStored(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "tina", "tina's password")
 	var toks [][]byte // each token, and its raw bytes in several encodings
 	for range 5 {
@@ -270,11 +252,13 @@ func TestSweep(t *testing.T) {
 	t.Parallel()
 	o := fastOptions()
 	o.SessionTTL = time.Hour
-	e := newTestEnv(t, o)
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, o)
 	a := e.mustRegister(t, "swan", "swan's password")
 	b := e.mustRegister(t, "swim", "swim's password")
-	a1 := e.mustSession(t, a.ID) // expires at 1h
+	a1, s1, err := e.NewSession(ctx, a.ID)
+	if err != nil || s1.Expires.Sub(s1.Created.Time) != time.Hour {
+		t.Fatalf("session %+v, %v; want one that lasts the SessionTTL of 1h", s1, err)
+	}
 	e.clock.Advance(30 * time.Minute)
 	a2 := e.mustSession(t, a.ID) // 1h30m
 	e.clock.Advance(20 * time.Minute)
@@ -320,8 +304,7 @@ func TestSweep(t *testing.T) {
 // DeleteUser: its user is gone, so it is no session.
 func TestLookupOrphanSession(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "orphan", "orphan's password")
 	tok := e.mustSession(t, u.ID)
 	if err := e.meta.Delete(ctx, colUsers, u.ID); err != nil {

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -13,8 +12,7 @@ import (
 // since the epoch, and what a write returns is what a read returns.
 func TestTimesInMillis(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	e.clock.Advance(123456789 * time.Nanosecond) // sub-ms digits are not kept
 	u := e.mustRegister(t, "mia", "mia's password")
 	tok, sess, err := e.NewSession(ctx, u.ID)
@@ -60,8 +58,7 @@ func TestTimesInMillis(t *testing.T) {
 // depend on each other's state, so they stay in order in one function.
 func TestTimesOldFormat(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	hash, err := e.HashPassword("old's password")
 	if err != nil {
 		t.Fatal(err)

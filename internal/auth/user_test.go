@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,10 +47,10 @@ func TestOptionsValidate(t *testing.T) {
 // (seconds under -race), so it runs in parallel with the rest.
 func TestDefaultCostHash(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, Options{})
+	e, ctx := newTestEnv(t, Options{})
 	u := e.mustRegister(t, "slowpoke", "a real password")
 	var rec userRecord
-	if ok, err := e.getJSON(context.Background(), colUsers, u.ID, &rec); err != nil || !ok {
+	if ok, err := e.getJSON(ctx, colUsers, u.ID, &rec); err != nil || !ok {
 		t.Fatalf("user record: %v %v", ok, err)
 	}
 	cost, err := bcrypt.Cost([]byte(rec.Hash))
@@ -65,8 +64,7 @@ func TestDefaultCostHash(t *testing.T) {
 
 func TestRegisterRules(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	const good = "correct horse"
 	for _, tc := range []struct {
 		name, username, password string
@@ -133,8 +131,7 @@ func TestRegisterRules(t *testing.T) {
 // and that every byte of them counts.
 func TestLongPasswords(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	long := strings.Repeat("0123456789", 12) + "abcdefgh" // 128 bytes
 	e.mustRegister(t, "longpw", long)
 	if _, err := e.Authenticate(ctx, "longpw", long); err != nil {
@@ -149,8 +146,7 @@ func TestLongPasswords(t *testing.T) {
 
 func TestUsernameCaseInsensitive(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "Alice", "correct horse")
 	if u.Username != "alice" {
 		t.Fatalf("username %q", u.Username)
@@ -175,8 +171,7 @@ func TestUsernameCaseInsensitive(t *testing.T) {
 // goroutines at once: exactly one wins.
 func TestConcurrentRegister(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	names := []string{"carol", "Carol", "CAROL", "cArOl"}
 	const n = 24
 	errs := make([]error, n)
@@ -213,8 +208,7 @@ func TestConcurrentRegister(t *testing.T) {
 
 func TestAuthenticate(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	const pw = "s3cret-passphrase"
 	u := e.mustRegister(t, "dave", pw)
 	if got, err := e.Authenticate(ctx, "DAVE", pw); err != nil || got != u {
@@ -243,8 +237,7 @@ func TestAuthenticate(t *testing.T) {
 // TestAuthenticateTiming checks that a login as an unknown user costs a
 // bcrypt comparison, as a wrong password does.
 func TestAuthenticateTiming(t *testing.T) {
-	e := newTestEnv(t, Options{BcryptCost: 6, AllowWeakCostForTests: true})
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, Options{BcryptCost: 6, AllowWeakCostForTests: true})
 	e.mustRegister(t, "timer", "the right password")
 	fastest := func(user string) time.Duration {
 		best := time.Duration(1<<63 - 1)
@@ -267,8 +260,7 @@ func TestAuthenticateTiming(t *testing.T) {
 
 func TestRolesAndListing(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	admin, err := e.AddUser(ctx, "Root.Admin", "admin password", RoleAdmin)
 	if err != nil || admin.Role != RoleAdmin || admin.Username != "root.admin" {
 		t.Fatalf("AddUser = %+v, %v", admin, err)
@@ -305,8 +297,7 @@ func TestRolesAndListing(t *testing.T) {
 // TestUserJSON checks that users encode without secrets.
 func TestUserJSON(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	const pw = "hunter2hunter2"
 	e.mustRegister(t, "jason", pw)
 	users, err := e.ListUsers(ctx)
@@ -336,8 +327,7 @@ func TestUserJSON(t *testing.T) {
 
 func TestSetPassword(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "kim", "old password")
 	tok := e.mustSession(t, u.ID)
 	if err := e.SetPassword(ctx, u.ID, "kimkimkim"); !errors.Is(err, ErrWeakPassword) {
@@ -362,8 +352,7 @@ func TestSetPassword(t *testing.T) {
 
 func TestDeleteUser(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	u := e.mustRegister(t, "leaver", "leaving password")
 	other := e.mustRegister(t, "stayer", "staying password")
 	t1, t2, t3 := e.mustSession(t, u.ID), e.mustSession(t, u.ID), e.mustSession(t, other.ID)
@@ -420,8 +409,7 @@ func TestDeleteUser(t *testing.T) {
 // the user: the name is free to register.
 func TestStaleUsername(t *testing.T) {
 	t.Parallel()
-	e := newTestEnv(t, fastOptions())
-	ctx := context.Background()
+	e, ctx := newTestEnv(t, fastOptions())
 	if err := e.meta.Put(ctx, colUsernames, "ghost", []byte(`{"id":"u-000000000000000000000000"}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -435,31 +423,31 @@ func TestStaleUsername(t *testing.T) {
 }
 
 func TestImportUser(t *testing.T) {
-	s := newTestEnv(t, fastOptions()).Store
-	hash, err := s.HashPassword("a shared long password")
+	e, ctx := newTestEnv(t, fastOptions())
+	hash, err := e.HashPassword("a shared long password")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, err := s.ImportUser(context.Background(), fmt.Sprint("bulk", i), RoleUser, hash); err != nil {
+		if _, err := e.ImportUser(ctx, fmt.Sprint("bulk", i), RoleUser, hash); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if u, err := s.Authenticate(context.Background(), "bulk2", "a shared long password"); err != nil || u.Username != "bulk2" {
+	if u, err := e.Authenticate(ctx, "bulk2", "a shared long password"); err != nil || u.Username != "bulk2" {
 		t.Fatalf("imported user cannot log in: %+v %v", u, err)
 	}
-	if _, err := s.ImportUser(context.Background(), "bulk1", RoleUser, hash); !errors.Is(err, ErrUsernameTaken) {
+	if _, err := e.ImportUser(ctx, "bulk1", RoleUser, hash); !errors.Is(err, ErrUsernameTaken) {
 		t.Errorf("duplicate import: %v", err)
 	}
-	if _, err := s.ImportUser(context.Background(), "bad", RoleUser, "not a hash"); err == nil {
+	if _, err := e.ImportUser(ctx, "bad", RoleUser, "not a hash"); err == nil {
 		t.Error("garbage hash imported")
 	}
 }
 
 func TestImportRefusesWeakHashes(t *testing.T) {
-	s := newTestEnv(t, Options{}).Store
+	e, ctx := newTestEnv(t, Options{})
 	weak, _ := bcrypt.GenerateFromPassword([]byte("x"), bcrypt.MinCost)
-	if _, err := s.ImportUser(context.Background(), "weak", RoleUser, string(weak)); err == nil {
+	if _, err := e.ImportUser(ctx, "weak", RoleUser, string(weak)); err == nil {
 		t.Error("a cost-4 hash imported into a cost-12 store")
 	}
 }
