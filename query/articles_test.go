@@ -96,6 +96,15 @@ func ingestFixture(t *testing.T, n *testNode, arts []fixtureArticle) {
 	waitArticles(t, n, len(arts))
 }
 
+// newFixtureNode returns a node with the article operators on, holding
+// articleFixture.
+func newFixtureNode(t *testing.T) *testNode {
+	t.Helper()
+	n := newTestNode(t, withArticles())
+	ingestFixture(t, n, articleFixture)
+	return n
+}
+
 func waitArticles(t *testing.T, n *testNode, want int) {
 	t.Helper()
 	testutil.Eventually(t, 20*time.Second, func() error {
@@ -117,28 +126,44 @@ func waitArticles(t *testing.T, n *testNode, want int) {
 	})
 }
 
+// eachPage GETs uri (which holds a query) page by page, from the first,
+// and hands each page, decoded into a P, to visit; it fails the test on
+// a status other than 200 and if the pages do not end within 100.
+func eachPage[P any](t testing.TB, n *testNode, uri string, visit func(page P, r response)) {
+	t.Helper()
+	cursor := ""
+	for range 100 {
+		r := n.get(t, uri+"&cursor="+url.QueryEscape(cursor))
+		if r.status != fasthttp.StatusOK {
+			t.Fatalf("GET %s: %s", uri, r)
+		}
+		var page P
+		var next struct {
+			Cursor string `json:"next_cursor"`
+		}
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatalf("GET %s: %v", uri, err)
+		}
+		if err := json.Unmarshal(r.body, &next); err != nil {
+			t.Fatalf("GET %s: %v", uri, err)
+		}
+		visit(page, r)
+		if next.Cursor == "" {
+			return
+		}
+		cursor = next.Cursor
+	}
+	t.Fatalf("GET %s: the pages do not end", uri)
+}
+
 // allStories pages through /api/v1/stories.
 func allStories(t testing.TB, n *testNode) []storyJSON {
 	t.Helper()
 	var out []storyJSON
-	cursor := ""
-	for range 100 {
-		r := n.get(t, "/api/v1/stories?limit=2&cursor="+url.QueryEscape(cursor))
-		if r.status != fasthttp.StatusOK {
-			t.Fatalf("stories: %s", r)
-		}
-		var page storiesJSON
-		if err := json.Unmarshal(r.body, &page); err != nil {
-			t.Fatal(err)
-		}
+	eachPage(t, n, "/api/v1/stories?limit=2", func(page storiesJSON, _ response) {
 		out = append(out, page.Stories...)
-		if page.Next == "" {
-			return out
-		}
-		cursor = page.Next
-	}
-	t.Fatal("stories pagination does not end")
-	return nil
+	})
+	return out
 }
 
 // assignments maps article URL → story id, from the story details.
@@ -167,8 +192,7 @@ func assignments(t testing.TB, n *testNode) map[string]string {
 // TestStoriesGroupEventsAcrossOutlets is one scenario checked step by step (cyclomatic 31): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestStoriesGroupEventsAcrossOutlets(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 
 	got := assignments(t, n)
 	byEvent := map[string]string{}
@@ -429,36 +453,22 @@ func readAll(t testing.TB, n *testNode, tp eventlog.TopicPartition) []*eventlog.
 func searchIDs(t testing.TB, n *testNode, query string) []string {
 	t.Helper()
 	var ids []string
-	cursor := ""
-	for range 100 {
-		r := n.get(t, "/api/v1/search?limit=3&"+query+"&cursor="+url.QueryEscape(cursor))
-		if r.status != fasthttp.StatusOK {
-			t.Fatalf("search %s: %s", query, r)
-		}
-		var page struct {
-			Hits []struct {
-				ID         string              `json:"id"`
-				Highlights map[string][]string `json:"highlights"`
-			} `json:"hits"`
-			Next    string `json:"next_cursor"`
-			Partial bool   `json:"partial"`
-		}
-		if err := json.Unmarshal(r.body, &page); err != nil {
-			t.Fatal(err)
-		}
+	type hitsJSON struct {
+		Hits []struct {
+			ID         string              `json:"id"`
+			Highlights map[string][]string `json:"highlights"`
+		} `json:"hits"`
+		Partial bool `json:"partial"`
+	}
+	eachPage(t, n, "/api/v1/search?limit=3&"+query, func(page hitsJSON, r response) {
 		if page.Partial {
 			t.Fatalf("partial search result: %s", r)
 		}
 		for _, h := range page.Hits {
 			ids = append(ids, h.ID)
 		}
-		if page.Next == "" {
-			return ids
-		}
-		cursor = page.Next
-	}
-	t.Fatal("search pagination does not end")
-	return nil
+	})
+	return ids
 }
 
 // TestStoriesAndSearchSurviveRestartAndReplay checks that stories and the
@@ -514,38 +524,24 @@ func TestStoriesAndSearchSurviveRestartAndReplay(t *testing.T) {
 // TestAnonymousFeed: the feed without a reader ranks every recent story,
 // at most 2 of a source in the first 20, and pages through all of them.
 func TestAnonymousFeed(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	var seen []string
-	cursor := ""
-	for range 10 {
-		r := n.get(t, "/api/v1/feed?limit=2&explain=1&cursor="+url.QueryEscape(cursor))
-		if r.status != fasthttp.StatusOK {
-			t.Fatalf("feed: %s", r)
-		}
-		var page struct {
-			Stories []struct {
-				ID      string `json:"id"`
-				Explain *struct {
-					Score float64 `json:"score"`
-				} `json:"explain"`
-			} `json:"stories"`
-			Next string `json:"next_cursor"`
-		}
-		if err := json.Unmarshal(r.body, &page); err != nil {
-			t.Fatal(err)
-		}
+	type feedJSON struct {
+		Stories []struct {
+			ID      string `json:"id"`
+			Explain *struct {
+				Score float64 `json:"score"`
+			} `json:"explain"`
+		} `json:"stories"`
+	}
+	eachPage(t, n, "/api/v1/feed?limit=2&explain=1", func(page feedJSON, r response) {
 		for _, st := range page.Stories {
 			if st.Explain == nil || st.Explain.Score <= 0 {
 				t.Errorf("story %s without explanation: %s", st.ID, r)
 			}
 			seen = append(seen, st.ID)
 		}
-		if page.Next == "" {
-			break
-		}
-		cursor = page.Next
-	}
+	})
 	stories := allStories(t, n)
 	if len(seen) != len(stories) {
 		t.Fatalf("feed pages hold %d stories, want %d: %v", len(seen), len(stories), seen)

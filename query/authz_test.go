@@ -43,8 +43,7 @@ func readsOnLog(t *testing.T, n *testNode) []string {
 // with the ingestion token; anyone else's is refused and reaches neither
 // the log nor the reader's history.
 func TestReadsNeedTheReader(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	var ids []string // known articles, so that reads are not parked
 	for _, a := range assignmentsByID(t, n) {
 		ids = append(ids, a.id)

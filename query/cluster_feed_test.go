@@ -221,9 +221,7 @@ func TestClusterFeedTrendingCountsEveryNode(t *testing.T) {
 	for i := range 20 {
 		lines = append(lines, share(fmt.Sprintf("sh-%d", i), art, c.clock.ms(time.Duration(i)*time.Second)))
 	}
-	if r := b.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("shares: %s", r)
-	}
+	b.postShareBatch(t, lines)
 	testutil.Eventually(t, 20*time.Second, func() error {
 		var sh struct {
 			Counts map[string]uint64 `json:"counts"`

@@ -101,8 +101,7 @@ var clusterSearchQueries = []string{
 func TestClusterSearchFansOut(t *testing.T) {
 	c := newClusterNet(t, map[string][]int32{"a": {0, 2}, "b": {1, 3}, "c": nil})
 	a, b, cn := c.node("a"), c.node("b"), c.node("c")
-	ref := newTestNode(t, withArticles())
-	ingestFixture(t, ref, articleFixture)
+	ref := newFixtureNode(t)
 	ingestFixture(t, a, articleFixture) // waits until a search through a counts every article
 
 	// Each node alone answers from its own partitions.

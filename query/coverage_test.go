@@ -12,8 +12,7 @@ import (
 // coverage): never the outlet the card shows, one per outlet, newest
 // first, at most three.
 func TestCardsCarryFullCoverage(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	minute := map[string]int{}
 	for _, a := range articleFixture {
 		minute[a.title] = a.minute

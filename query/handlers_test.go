@@ -36,10 +36,7 @@ func postShares(t testing.TB, n *testNode, prefix string, shares ...any) int {
 			lines = append(lines, share(fmt.Sprintf("%s-%s-%d", prefix, id, j), id, n.clock.ms(0)))
 		}
 	}
-	r := n.post(t, pathBatch, strings.Join(lines, "\n"))
-	if r.status != fasthttp.StatusAccepted {
-		t.Fatalf("post shares: %s", r)
-	}
+	n.postShareBatch(t, lines)
 	return len(lines)
 }
 
@@ -81,9 +78,7 @@ func TestTrendingCategory(t *testing.T) {
 	add("c-2", "tech", 1)
 	add("c-2", "sport", 2)
 	add("c-3", "sport", 1)
-	if r := n.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("%s", r)
-	}
+	n.postShareBatch(t, lines)
 	n.waitTrending(t, "", "c-0:5 c-1:3 c-2:3 c-3:1")
 	res := n.waitTrending(t, "?category=tech", "c-1:3 c-2:1")
 	if res.Category != "tech" || res.Window != "1h" {

@@ -45,9 +45,7 @@ func TestHealthDetailedTrendingMemory(t *testing.T) {
 	for i := range 500 {
 		lines = append(lines, share(fmt.Sprintf("hot%d", i), "hot", n.clock.ms(-time.Duration(i)*time.Second)))
 	}
-	if r := n.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("ingest: %s", r)
-	}
+	n.postShareBatch(t, lines)
 	n.waitCaughtUp(t)
 	h = get().Checks.Trending
 	over := 0

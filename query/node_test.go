@@ -403,6 +403,15 @@ func (n *testNode) post(t testing.TB, uri, body string, hdr ...string) response 
 	return n.do(t, fasthttp.MethodPost, uri, []byte(body), hdr...)
 }
 
+// postShareBatch posts share events, one JSON object a line, as one batch
+// and fails the test unless the node accepts all of them.
+func (n *testNode) postShareBatch(t testing.TB, lines []string) {
+	t.Helper()
+	if r := n.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("post shares: %s", r)
+	}
+}
+
 // rawRequest writes raw bytes on a new connection and reads one response,
 // for requests a well-behaved client would not send whole.
 func (n *testNode) rawRequest(t testing.TB, raw string) response {

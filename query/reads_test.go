@@ -66,8 +66,7 @@ func TestReadIngestion(t *testing.T) {
 // It is one scenario checked step by step (cyclomatic 26): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestReadsMoveInterest(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	idOf := articleIDsByURL(t, n)
 	quake := []string{idOf["https://wire.example/quake-lisbon"], idOf["https://daily.example/world/lisbon-earthquake"]}
 	final := idOf["https://sport.example/cup-final"]

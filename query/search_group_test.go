@@ -1,8 +1,6 @@
 package query_test
 
 import (
-	"encoding/json"
-	"net/url"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -25,25 +23,15 @@ type groupedHitJSON struct {
 // paging through every page with a small limit shows every matching
 // article exactly once, no story leading two results on one page.
 func TestSearchGroupedByStory(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	stories := map[string]string{} // fixture story → story id
+	type pageJSON struct {
+		Hits []groupedHitJSON `json:"hits"`
+	}
 	for _, q := range []string{"", "q=earthquake+lisbon", "q=acme+phone", "q=interest+rates+ecb"} {
 		seen := map[string]int{} // article id → times shown
 		leads := map[string]int{}
-		cursor := ""
-		for range 50 {
-			r := n.get(t, "/api/v1/search?group=story&limit=1&"+q+"&cursor="+url.QueryEscape(cursor))
-			if r.status != fasthttp.StatusOK {
-				t.Fatalf("%s: %s", q, r)
-			}
-			var page struct {
-				Hits []groupedHitJSON `json:"hits"`
-				Next string           `json:"next_cursor"`
-			}
-			if err := json.Unmarshal(r.body, &page); err != nil {
-				t.Fatal(err)
-			}
+		eachPage(t, n, "/api/v1/search?group=story&limit=1&"+q, func(page pageJSON, _ response) {
 			if len(page.Hits) > 1 {
 				t.Fatalf("%s: limit 1 gave %d results", q, len(page.Hits))
 			}
@@ -60,10 +48,7 @@ func TestSearchGroupedByStory(t *testing.T) {
 					seen[a.ID]++
 				}
 			}
-			if cursor = page.Next; cursor == "" {
-				break
-			}
-		}
+		})
 		for id, k := range seen {
 			if k != 1 {
 				t.Errorf("%s: article %s shown %d times", q, id, k)

@@ -35,9 +35,7 @@ func TestArticleSharesCMS(t *testing.T) {
 	for i := range 30 {
 		lines = append(lines, share(fmt.Sprint("long-", i), long, n.clock.ms(0)))
 	}
-	if r := n.post(t, pathBatch, strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("post shares: %s", r)
-	}
+	n.postShareBatch(t, lines)
 	n.waitCaughtUp(t)
 
 	type cmsShares struct {

@@ -13,8 +13,7 @@ import (
 // once, above a story with more shares on its single best article than any
 // one of the first story's; each story appears once.
 func TestTrendingByStory(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	idOf := articleIDsByURL(t, n)
 	q1, q2, q3 := idOf["https://wire.example/quake-lisbon"], idOf["https://daily.example/world/lisbon-earthquake"], idOf["https://tv.example/news/portugal-quake"]
 	final, zoo := idOf["https://sport.example/cup-final"], idOf["https://local.example/zoo-panda"]
@@ -37,9 +36,7 @@ func TestTrendingByStory(t *testing.T) {
 	add(q3, 1)
 	add(final, 4)
 	add(zoo, 1)
-	if r := n.post(t, "/api/v1/events/share/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("shares: %s", r)
-	}
+	n.postShareBatch(t, lines)
 	n.waitShares(t, final, map[string]uint64{"1m": 4, "1h": 4, "24h": 4})
 	n.waitShares(t, q3, map[string]uint64{"1m": 1, "1h": 1, "24h": 1})
 	n.waitShares(t, zoo, map[string]uint64{"1m": 1, "1h": 1, "24h": 1})

@@ -21,8 +21,7 @@ import (
 // It is one scenario checked step by step (cyclomatic 26): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestTrendingAndHistoryShowArticles(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	idOf := articleIDsByURL(t, n)
 	quake, final := idOf["https://wire.example/quake-lisbon"], idOf["https://sport.example/cup-final"]
 	quakeStory, _ := n.stories.StoryOfArticle(quake)
@@ -35,9 +34,7 @@ func TestTrendingAndHistoryShowArticles(t *testing.T) {
 	}
 	ts := n.clock.ms(0)
 	lines := []string{share("s1", quake, ts), share("s2", quake, ts), share("s3", final, ts)}
-	if r := n.post(t, "/api/v1/events/share/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("shares: %s", r)
-	}
+	n.postShareBatch(t, lines)
 	n.waitShares(t, quake, map[string]uint64{"1m": 2, "1h": 2, "24h": 2})
 	n.waitShares(t, final, map[string]uint64{"1m": 1, "1h": 1, "24h": 1})
 
@@ -158,9 +155,7 @@ func TestAdminStats(t *testing.T) {
 	for i := range 50 {
 		lines = append(lines, share(fmt.Sprintf("e%d", i), "a1", n.clock.ms(0)))
 	}
-	if r := n.post(t, "/api/v1/events/share/batch", strings.Join(lines, "\n")); r.status != fasthttp.StatusAccepted {
-		t.Fatalf("shares: %s", r)
-	}
+	n.postShareBatch(t, lines)
 	// One record that bypassed HTTP validation is dead-lettered.
 	bad := &eventlog.Record{Topic: schema.TopicShares, Partition: 0, Value: []byte("not json"), Timestamp: n.clock.ms(0)}
 	if err := n.log.Append(context.Background(), []*eventlog.Record{bad}); err != nil {

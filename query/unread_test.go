@@ -115,8 +115,7 @@ func (c readerClient) feedIDs(query string) map[string]int {
 // It is one scenario checked step by step (cyclomatic 47): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestReadStateThroughTheAPI(t *testing.T) {
-	n := newTestNode(t, withArticles())
-	ingestFixture(t, n, articleFixture)
+	n := newFixtureNode(t)
 	idOf := articleIDsByURL(t, n)
 	quake := idOf["https://wire.example/quake-lisbon"]
 	quakeStory, _ := n.stories.StoryOfArticle(quake)
