@@ -2,6 +2,7 @@ package query_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -233,7 +234,7 @@ func TestBatchAllValid(t *testing.T) {
 	}
 	n.waitCaughtUp(t)
 	for i := range 5 {
-		if got := n.shares(t, fmt.Sprintf("b-%d", i)).Counts; !equalCounts(got, counts(uint64(i+1), uint64(i+1), uint64(i+1))) {
+		if got := n.shares(t, fmt.Sprintf("b-%d", i)).Counts; !maps.Equal(got, counts(uint64(i+1), uint64(i+1), uint64(i+1))) {
 			t.Fatalf("b-%d counts %v, want %d", i, got, i+1)
 		}
 	}

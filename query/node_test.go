@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -519,21 +520,9 @@ func (n *testNode) waitShares(t testing.TB, id string, want map[string]uint64) {
 	t.Helper()
 	n.waitCaughtUp(t)
 	got := n.shares(t, id)
-	if !equalCounts(got.Counts, want) {
+	if !maps.Equal(got.Counts, want) {
 		t.Fatalf("counts of %q = %v, want %v", id, got.Counts, want)
 	}
-}
-
-func equalCounts(a, b map[string]uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // counts builds the expected per-window counts 1m, 1h, 24h.

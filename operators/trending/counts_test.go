@@ -637,7 +637,7 @@ func (d *durable) commit() {
 	d.t.Helper()
 	flush(d.t, d.cur, d.ns)
 	d.pending = d.pending[:0]
-	if got, want := stored(d.t, d.ns), d.cur.dump(); !mapsEqual(got, want) {
+	if got, want := stored(d.t, d.ns), d.cur.dump(); !maps.Equal(got, want) {
 		d.t.Fatalf("store holds %d cells, memory %d", len(got), len(want))
 	}
 	if d.rng.IntN(3) != 0 {
@@ -705,18 +705,6 @@ func TestFlushLoadRoundTrip(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b map[string]uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 // TestLoadAfterExpiry flushes, lets every bucket expire, and checks that
 // the store and a reload are empty apart from the watermark.
 func TestLoadAfterExpiry(t *testing.T) {
@@ -734,7 +722,7 @@ func TestLoadAfterExpiry(t *testing.T) {
 	c.Add("late-comer", "x", c.Watermark()+10*60*1000)
 	flush(t, c, ns)
 	got := stored(t, ns)
-	if want := c.dump(); !mapsEqual(got, want) || len(got) != len(c.win) {
+	if want := c.dump(); !maps.Equal(got, want) || len(got) != len(c.win) {
 		t.Fatalf("store holds %d cells after expiry, want %d", len(got), len(want))
 	}
 	l := load(t, opts, ns)
