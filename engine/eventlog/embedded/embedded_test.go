@@ -111,30 +111,21 @@ func checkOffsets(t testing.TB, l eventlog.Log, tp eventlog.TopicPartition, star
 	}
 }
 
-// readRange reads every record of tp from offset from up to the partition's
-// current end.
+// readRange reads every record of tp from offset from (or the partition's
+// start, if later) up to the partition's current end.
 func readRange(t testing.TB, l eventlog.Log, tp eventlog.TopicPartition, from int64) []*eventlog.Record {
 	t.Helper()
-	end := mustOffsets(t, l, tp).End
+	o := mustOffsets(t, l, tp)
+	from = max(from, o.Start)
+	if from >= o.End {
+		return nil
+	}
 	r, err := l.NewReader(map[eventlog.TopicPartition]int64{tp: from})
 	if err != nil {
 		t.Fatalf("new reader: %v", err)
 	}
 	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []*eventlog.Record
-	for len(out) == 0 || out[len(out)-1].Offset < end-1 {
-		if from >= end {
-			break
-		}
-		recs, err := r.Poll(ctx, 500)
-		if err != nil {
-			t.Fatalf("poll %s after %d records: %v", tp, len(out), err)
-		}
-		out = append(out, recs...)
-	}
-	return out
+	return logtest.ReadN(t, r, int(o.End-from), 500)
 }
 
 func value(i int) []byte { return fmt.Appendf(nil, "value-%06d", i) }

@@ -91,28 +91,6 @@ func newReader(t *testing.T, l eventlog.Log, positions map[eventlog.TopicPartiti
 	return r
 }
 
-// readN polls r until it has n records, failing the test on error or
-// timeout.
-func readN(t *testing.T, r eventlog.Reader, n, max int) []*eventlog.Record {
-	t.Helper()
-	ctx := testCtx(t)
-	var out []*eventlog.Record
-	for len(out) < n {
-		recs, err := r.Poll(ctx, max)
-		if err != nil {
-			t.Fatalf("poll after %d of %d records: %v", len(out), n, err)
-		}
-		if len(recs) == 0 || len(recs) > max {
-			t.Fatalf("poll(max %d) returned %d records", max, len(recs))
-		}
-		out = append(out, recs...)
-	}
-	if len(out) != n {
-		t.Fatalf("read %d records, want %d", len(out), n)
-	}
-	return out
-}
-
 // newAdmin returns an admin client of c that is independent of any log.
 func newAdmin(t *testing.T, c *kfake.Cluster) *kadm.Client {
 	t.Helper()
@@ -240,7 +218,7 @@ func TestDefaultPartitionerMatchesPartitionFor(t *testing.T) {
 		positions[eventlog.TopicPartition{Topic: topic, Partition: p}] = 0
 	}
 	seen := make(map[string]bool)
-	for _, rec := range readN(t, newReader(t, l, positions), n, 64) {
+	for _, rec := range logtest.ReadN(t, newReader(t, l, positions), n, 64) {
 		if want := eventlog.PartitionFor(rec.Key, partitions); rec.Partition != want {
 			t.Errorf("read key %q from partition %d, PartitionFor says %d", rec.Key, rec.Partition, want)
 		}
@@ -271,7 +249,7 @@ func TestAppendRoundTrip(t *testing.T) {
 	}
 
 	tp1 := eventlog.TopicPartition{Topic: "t", Partition: 1}
-	got := readN(t, newReader(t, l, map[eventlog.TopicPartition]int64{tp1: 0}), 2, 10)
+	got := logtest.ReadN(t, newReader(t, l, map[eventlog.TopicPartition]int64{tp1: 0}), 2, 10)
 	for i, want := range recs[:2] {
 		g := got[i]
 		if g.Topic != want.Topic || g.Partition != want.Partition || g.Offset != want.Offset ||
@@ -480,7 +458,7 @@ func TestPollCancelled(t *testing.T) {
 	if err := l.Append(testCtx(t), []*eventlog.Record{{Topic: "t", Value: []byte("v")}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := readN(t, r, 1, 10); got[0].Offset != 0 {
+	if got := logtest.ReadN(t, r, 1, 10); got[0].Offset != 0 {
 		t.Errorf("read offset %d, want 0", got[0].Offset)
 	}
 }
@@ -546,7 +524,7 @@ func TestPollSplitsWithoutLoss(t *testing.T) {
 	const max = 7
 	want := 2*(perPartition-5) + (perPartition - 10)
 	next := map[eventlog.TopicPartition]int64{{Topic: "t", Partition: 0}: 5, {Topic: "t", Partition: 1}: 5, tp2: 10}
-	for _, rec := range readN(t, r, want, max) {
+	for _, rec := range logtest.ReadN(t, r, want, max) {
 		tp := eventlog.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
 		if rec.Offset != next[tp] {
 			t.Fatalf("%s: read offset %d, want %d", tp, rec.Offset, next[tp])

@@ -68,20 +68,7 @@ func readAll(t *testing.T, l eventlog.Log, pos map[eventlog.TopicPartition]int64
 		t.Fatalf("new reader: %v", err)
 	}
 	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	var out []*eventlog.Record
-	for len(out) < n {
-		recs, err := r.Poll(ctx, n-len(out))
-		if err != nil {
-			t.Fatalf("poll after %d of %d records: %v", len(out), n, err)
-		}
-		out = append(out, recs...)
-	}
-	if len(out) != n {
-		t.Fatalf("read %d records, want %d", len(out), n)
-	}
-	return out
+	return ReadN(t, r, n, n)
 }
 
 func at(topic string, p int32, off int64) map[eventlog.TopicPartition]int64 {
