@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/newsflow/newsflow/internal/canon"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
@@ -322,7 +323,7 @@ func TestWindows1251FromContentType(t *testing.T) {
 }
 
 func TestContentTypeCharset(t *testing.T) {
-	for ct, want := range map[string]string{
+	testutil.CheckFunc(t, "contentTypeCharset", contentTypeCharset, map[string]string{
 		"":                                    "",
 		"text/xml":                            "",
 		"text/xml; charset=KOI8-R":            "KOI8-R",
@@ -331,11 +332,7 @@ func TestContentTypeCharset(t *testing.T) {
 		"text/xml; CHARSET=cp1251; q=1; x":    "cp1251",
 		"\xf1ChArset=":                        "",
 		"\xf1\xf1 charset=big5 x":             "big5",
-	} {
-		if got := contentTypeCharset(ct); got != want {
-			t.Errorf("contentTypeCharset(%q) = %q, want %q", ct, got, want)
-		}
-	}
+	})
 }
 
 func TestISO88591Declaration(t *testing.T) {

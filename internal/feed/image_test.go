@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // TestLeadImage parses the fixtures in testdata/images and checks the lead
@@ -135,11 +137,7 @@ func TestNotALeadImage(t *testing.T) {
 			t.Errorf("notALeadImage(%s) = %v, want %v", raw, got, skip)
 		}
 	}
-	for in, want := range map[string]int{"640": 640, " 640px ": 640, "100%": -1, "": -1, "-3": -1, "1": 1} {
-		if got := dimension(in); got != want {
-			t.Errorf("dimension(%q) = %d, want %d", in, got, want)
-		}
-	}
+	testutil.CheckFunc(t, "dimension", dimension, map[string]int{"640": 640, " 640px ": 640, "100%": -1, "": -1, "-3": -1, "1": 1})
 }
 
 // FuzzImageURL: what ImageURL accepts is an absolute http(s) URL within

@@ -16,6 +16,7 @@ import (
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/opml"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/story"
 )
 
@@ -392,7 +393,7 @@ func TestVocabulary(t *testing.T) {
 }
 
 func TestTidy(t *testing.T) {
-	for in, want := range map[string]string{
+	testutil.CheckFunc(t, "tidy", tidy, map[string]string{
 		"a afrobeat record":   "an afrobeat record",
 		"A experiment":        "An experiment",
 		"a 18% rise":          "an 18% rise",
@@ -402,9 +403,5 @@ func TestTidy(t *testing.T) {
 		"Thornings's name":    "Thornings' name",
 		"a dam near Orrin's":  "a dam near Orrin's",
 		"an already fine one": "an already fine one",
-	} {
-		if got := tidy(in); got != want {
-			t.Errorf("tidy(%q) = %q, want %q", in, got, want)
-		}
-	}
+	})
 }

@@ -4,11 +4,14 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 func TestParseRetryAfter(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{
+	parse := func(v string) time.Duration { return parseRetryAfter(v, now) }
+	testutil.CheckFunc(t, "parseRetryAfter", parse, map[string]time.Duration{
 		"":                        0,
 		"0":                       0,
 		"120":                     2 * time.Minute,
@@ -22,15 +25,11 @@ func TestParseRetryAfter(t *testing.T) {
 		now.Add(-time.Hour).Format(http.TimeFormat): 0,
 		"Sunday, 01-Mar-26 12:00:30 GMT":            30 * time.Second, // RFC 850
 		"Sun Mar  1 12:01:00 2026":                  time.Minute,      // asctime
-	} {
-		if got := parseRetryAfter(v, now); got != want {
-			t.Errorf("%q: %v, want %v", v, got, want)
-		}
-	}
+	})
 }
 
 func TestParseMaxAge(t *testing.T) {
-	for v, want := range map[string]time.Duration{
+	testutil.CheckFunc(t, "parseMaxAge", parseMaxAge, map[string]time.Duration{
 		"":                                 0,
 		"max-age=600":                      10 * time.Minute,
 		"public, max-age=60, s-maxage=900": time.Minute,
@@ -40,11 +39,7 @@ func TestParseMaxAge(t *testing.T) {
 		"no-cache":                         0,
 		"max-age=-1":                       0,
 		"max-age=99999999999999999999999":  (1 << 31) * time.Second,
-	} {
-		if got := parseMaxAge(v); got != want {
-			t.Errorf("%q: %v, want %v", v, got, want)
-		}
-	}
+	})
 }
 
 func TestParseExpires(t *testing.T) {

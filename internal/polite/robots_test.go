@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 const testUA = "newsflow/1.0 (+https://github.com/newsflow/newsflow)"
@@ -567,7 +569,7 @@ func TestRobotsOptionsValidate(t *testing.T) {
 }
 
 func TestProductToken(t *testing.T) {
-	for in, want := range map[string]string{
+	testutil.CheckFunc(t, "productToken", productToken, map[string]string{
 		testUA:                  "newsflow",
 		"Mozilla/5.0 (X11)":     "mozilla",
 		"my_crawler-2":          "my_crawler-",
@@ -575,11 +577,7 @@ func TestProductToken(t *testing.T) {
 		"":                      "",
 		"Googlebot-News":        "googlebot-news",
 		"ExampleBot (+http://)": "examplebot",
-	} {
-		if got := productToken(in); got != want {
-			t.Errorf("productToken(%q) = %q, want %q", in, got, want)
-		}
-	}
+	})
 }
 
 // FuzzRobotsParse checks that no robots.txt body makes parsing or matching
