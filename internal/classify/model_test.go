@@ -2,7 +2,6 @@ package classify
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"math"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // fixtureExamples is a small hand-written training set.
@@ -210,16 +211,8 @@ func TestModelSaveLoad(t *testing.T) {
 	if err := os.WriteFile(plain, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
 	packed := filepath.Join(dir, "model.json.gz")
-	if err := os.WriteFile(packed, gz.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(packed, testutil.Gzip(t, b), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	docs := append(fixtureExamples(), Example{Document: Document{Title: "Bank hackers steal shares", Content: "the striker's phone"}})

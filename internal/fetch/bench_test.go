@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // benchFeed returns an RSS document of n items of about 1.2 KB each, shaped
@@ -42,7 +44,7 @@ func benchFeed(n int) []byte {
 
 func BenchmarkFetch(b *testing.B) {
 	feed := benchFeed(50)
-	gz := gzipBytes(b, feed)
+	gz := testutil.Gzip(b, feed)
 	b.Logf("feed %d bytes, %d gzipped", len(feed), len(gz))
 	srv := newServer(b, serveEncoded("gzip", gz))
 	f := newFetcher(b, nil)

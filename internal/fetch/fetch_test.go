@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -21,6 +20,8 @@ import (
 
 	"github.com/andybalholm/brotli"
 	"go.uber.org/goleak"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -155,30 +156,10 @@ func TestConditionalGET(t *testing.T) {
 	}
 }
 
-func gzipBytes(t testing.TB, b []byte) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
+// brotliBytes returns b compressed with brotli.
 func brotliBytes(t testing.TB, b []byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	bw := brotli.NewWriter(&buf)
-	if _, err := bw.Write(b); err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return testutil.Compress(t, b, func(w io.Writer) io.WriteCloser { return brotli.NewWriter(w) })
 }
 
 // serveEncoded serves body with the given Content-Encoding.
@@ -194,7 +175,7 @@ func serveEncoded(encoding string, body []byte) http.HandlerFunc {
 
 func TestEncodings(t *testing.T) {
 	plain := []byte(strings.Repeat(feedXML, 20))
-	gz, br := gzipBytes(t, plain), brotliBytes(t, plain)
+	gz, br := testutil.Gzip(t, plain), brotliBytes(t, plain)
 	for _, tc := range []struct {
 		name, encoding string
 		wire           []byte
@@ -205,7 +186,7 @@ func TestEncodings(t *testing.T) {
 		{"x-gzip", "x-gzip", gz},
 		{"br", "br", br},
 		{"br-upper", "BR", br},
-		{"stacked", "br, gzip", gzipBytes(t, br)},
+		{"stacked", "br, gzip", testutil.Gzip(t, br)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, serveEncoded(tc.encoding, tc.wire))
@@ -244,7 +225,7 @@ func TestEncodings(t *testing.T) {
 // (multi-member, RFC 1952) gzip stream that inflates to n MiB, built without
 // compressing n MiB.
 func gzipBomb(t testing.TB, n int) []byte {
-	member := gzipBytes(t, make([]byte, 1<<20))
+	member := testutil.Gzip(t, make([]byte, 1<<20))
 	return bytes.Repeat(member, n)
 }
 
@@ -643,7 +624,7 @@ func TestInvalidValidatorsSkipped(t *testing.T) {
 }
 
 func TestConcurrentFetches(t *testing.T) {
-	gz := gzipBytes(t, []byte(strings.Repeat(feedXML, 50)))
+	gz := testutil.Gzip(t, []byte(strings.Repeat(feedXML, 50)))
 	srv := newServer(t, serveEncoded("gzip", gz))
 	f := newFetcher(t, nil)
 	var (
@@ -703,7 +684,7 @@ func TestOptions(t *testing.T) {
 }
 
 func TestHTTPS(t *testing.T) {
-	gz := gzipBytes(t, []byte(feedXML))
+	gz := testutil.Gzip(t, []byte(feedXML))
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 2 {
 			t.Errorf("proto %s, want HTTP/2", r.Proto)
