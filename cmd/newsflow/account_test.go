@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestUserAddAndLogin: an admin created offline with newsflow user add
@@ -31,8 +30,7 @@ func TestUserAddAndLogin(t *testing.T) {
 	if out, err := add(); err == nil || !strings.Contains(string(out), "taken") {
 		t.Fatalf("second user add: %v\n%s", err, out)
 	}
-	n := startNode(t, dir, "--log-level", "debug") // every request is logged
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, dir, nil, "--log-level", "debug") // every request is logged
 	resp, err := http.Post(n.URL("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"root","password":"`+password+`"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +85,7 @@ func TestUserHashAndImport(t *testing.T) {
 	if err != nil || !strings.Contains(string(imp), "imported 3 accounts") {
 		t.Fatalf("user import: %v\n%s", err, imp)
 	}
-	n := startNode(t, data)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, data, nil)
 	resp, err := http.Post(n.URL("/api/v1/auth/login"), "application/json", strings.NewReader(`{"username":"kim","password":"imported account password"}`))
 	if err != nil {
 		t.Fatal(err)

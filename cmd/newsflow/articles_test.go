@@ -105,8 +105,7 @@ func TestProduceArticlesLive(t *testing.T) {
 	f.Close()
 
 	dir := t.TempDir()
-	n := startNode(t, dir)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, dir, nil)
 	out, err := exec.Command(binPath, "produce", "articles", input, "--addr", "http://"+n.Addr, "--token", testIngestToken).CombinedOutput()
 	if err != nil {
 		t.Fatalf("produce articles: %v\n%s", err, out)

@@ -18,11 +18,7 @@ import (
 // that user's history; the user's own read (their session, as the web UI
 // sends it) does, and the same event sent again counts once.
 func TestReadsOnlyByTheReader(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	n := startNode(t, t.TempDir())
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil)
 	now := time.Now()
 	var lines []string
 	for i, title := range []string{"Volcano erupts near Reykjavik", "Central bank raises interest rates", "Cup final goes to penalties"} {

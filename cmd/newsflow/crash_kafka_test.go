@@ -37,8 +37,7 @@ func TestCrashKafka(t *testing.T) {
 	brokers := cluster.ListenAddrs()
 	stream := genShares(1_000_000, 5000, 43)
 
-	n := startNode(t, t.TempDir(), "--brokers", brokers[0])
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil, "--brokers", brokers[0])
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))

@@ -27,8 +27,7 @@ func TestCrashEmbedded(t *testing.T) {
 	}
 	stream := genShares(1_000_000, 5000, 42)
 	file := stream.writeFile(t)
-	n := startNode(t, t.TempDir())
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil)
 
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 1)
 	verifyCounts(t, n, stream.counts)
@@ -98,8 +97,7 @@ func TestCrashEmbeddedCMS(t *testing.T) {
 	// crashed run and of the replay agree only if counting is
 	// deterministic.
 	cms := []string{"NEWSFLOW_TRENDING_COUNTER=cms", "NEWSFLOW_TRENDING_CMS_WIDTH=512"}
-	n := startNodeEnv(t, data, cms)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, data, cms)
 
 	during, kills := produceUnderKills(t, n, file, len(stream.lines), 5, 2)
 	verifyEstimates(t, n, stream.counts)

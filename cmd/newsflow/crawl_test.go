@@ -14,19 +14,19 @@ import (
 	"github.com/newsflow/newsflow/internal/testutil"
 )
 
+// crawlEnv sets a node to crawl, with no seed list, and lets it fetch from
+// this machine, where the tests serve their feeds.
+var crawlEnv = []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"}
+
 // A running node crawls: a web page added as a source is resolved to the
 // feed it links to, and a manual crawl appends the feed's items.
 //
 // It is one scenario checked step by step (cyclomatic 28): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestNodeCrawls(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test skipped in -short mode")
-	}
 	farm := httptest.NewServer(feedfarm.New(feedfarm.Options{Faults: true, Items: 7}))
 	defer farm.Close()
-	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), crawlEnv)
 
 	body := `{"feed_url":"` + farm.URL + `/fault/html","category":"world"}`
 	var src struct {
@@ -128,13 +128,9 @@ func postSource(t *testing.T, url, body string, src any) int {
 // found only on the article pages finds the articles in search, and the
 // crawl record counts the pages.
 func TestNodeSearchesFullTextOfOneLineFeeds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test skipped in -short mode")
-	}
 	farm := httptest.NewServer(feedfarm.New(feedfarm.Options{Items: 3, OneLine: true}))
 	defer farm.Close()
-	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), crawlEnv)
 
 	var src struct {
 		ID string `json:"id"`

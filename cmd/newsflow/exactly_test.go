@@ -61,8 +61,7 @@ func TestOutOfOrderBatchExact(t *testing.T) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	stream := genMixedShares(100_000, 2000, 20*time.Minute, 0, 71)
-	n := startNode(t, t.TempDir())
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil)
 	produceFile(t, n, stream.writeFile(t), len(stream.lines), "--batch", "100000")
 	n.WaitCaughtUp(2 * time.Minute)
 	verifyCounts(t, n, stream.counts)
@@ -79,8 +78,7 @@ func TestDuplicateEventsExact(t *testing.T) {
 	}
 	stream := genMixedShares(300_000, 3000, 30*time.Minute, 0.3, 72)
 	file := stream.writeFile(t)
-	n := startNode(t, t.TempDir())
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil)
 
 	kills, _ := produceUnderKills(t, n, file, len(stream.lines), 3, 2)
 	verifyCounts(t, n, stream.counts)

@@ -121,7 +121,6 @@ func kcatNode(t *testing.T) (kcat, broker string, n *nodeProc) {
 		t.Skip("kcat not installed (apt-get install -y kcat); .ci/run installs it")
 	}
 	broker = newKfake(t).ListenAddrs()[0]
-	n = startNode(t, t.TempDir(), "--brokers", broker)
-	n.WaitReady(30 * time.Second)
+	n = runNode(t, t.TempDir(), nil, "--brokers", broker)
 	return kcat, broker, n
 }

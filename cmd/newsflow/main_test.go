@@ -76,6 +76,18 @@ func startNodeEnv(t testing.TB, dataDir string, env []string, extra ...string) *
 	return nodeproc.Start(t, nodeproc.Options{DataDir: dataDir, Env: env, Args: extra})
 }
 
+// runNode starts a node as startNodeEnv does and waits until it is ready.
+// A node process makes a test long: runNode skips the test in -short mode.
+func runNode(t testing.TB, dataDir string, env []string, extra ...string) *nodeProc {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("process test skipped in -short mode")
+	}
+	n := startNodeEnv(t, dataDir, env, extra...)
+	n.WaitReady(30 * time.Second)
+	return n
+}
+
 // startNodeAt is startNodeEnv for a node that listens on listen and that
 // the test reaches at addr, started through the command wrap if set.
 func startNodeAt(t testing.TB, dataDir string, env, wrap []string, listen, addr string, extra ...string) *nodeProc {

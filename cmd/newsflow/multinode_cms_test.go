@@ -127,8 +127,7 @@ func TestClusterCMSRestoreIdentical(t *testing.T) {
 
 	// A replay on a fresh node: one process, the embedded log, the same
 	// batches in the same order.
-	n := startNodeEnv(t, t.TempDir(), cms)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), cms)
 	single := &testCluster{t: t, nodes: map[string]*nodeProc{"single": n}, ids: []string{"single"}}
 	postRestoreShares(t, n, first)
 	n.WaitCaughtUp(time.Minute)

@@ -105,8 +105,7 @@ func TestREADMECLIExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := startNodeEnv(t, data, []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, data, []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
 	env := append(os.Environ(), "NEWSFLOW_ADMIN_TOKEN="+testAdminToken)
 	run := func(cmd, extra string) string {
 		t.Helper()

@@ -3,9 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +18,7 @@ import (
 // It is one scenario checked step by step (cyclomatic 25): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestREADMETrendingCMS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed")
-	}
+	curl := needCurl(t)
 	var share, trend []string
 	for _, cmd := range curlCommands(readmeUsingIt(t)) {
 		switch {
@@ -41,18 +32,13 @@ func TestREADMETrendingCMS(t *testing.T) {
 	if len(share) == 0 || len(trend) < 3 {
 		t.Fatalf("README examples: %d sending shares, %d reading trending", len(share), len(trend))
 	}
-	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret", "NEWSFLOW_TRENDING_COUNTER=cms"})
-	n.WaitReady(30 * time.Second)
-	out := filepath.Join(t.TempDir(), "body")
+	n := runNode(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret", "NEWSFLOW_TRENDING_COUNTER=cms"})
+	reader := newREADMEReader(t, curl, n, nil)
 	run := func(cmd string) []byte {
 		t.Helper()
-		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.Addr)
-		cmd = strings.Replace(cmd, "curl ", curl+" -sS -o "+out+" -w '%{http_code}' ", 1)
-		c := exec.Command("bash", "-c", `I="Authorization: Bearer s3cret"; `+cmd)
-		code, err := c.CombinedOutput()
-		body, _ := os.ReadFile(out)
-		if err != nil || len(code) != 3 || code[0] != '2' {
-			t.Fatalf("README example failed: %s\n  status %s (%v): %s", cmd, code, err, body)
+		body, err := reader.run(cmd)
+		if err != nil {
+			t.Fatalf("README example failed: %s\n  %v: %s", cmd, err, body)
 		}
 		return body
 	}

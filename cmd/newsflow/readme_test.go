@@ -22,22 +22,14 @@ import (
 // ARTICLE_ID with a story of the articles the examples sent. Only the
 // source examples are left out: they need a feed on the internet.
 func TestREADMECurlExamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed")
-	}
+	curl := needCurl(t)
 	cmds := curlCommands(readmeUsingIt(t))
 	if len(cmds) < 15 {
 		t.Fatalf("found %d curl commands in the README", len(cmds))
 	}
 
-	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
-	n.WaitReady(30 * time.Second)
-	env := append(os.Environ(), "A=Authorization: Bearer "+testAdminToken)
-	out := filepath.Join(t.TempDir(), "body")
+	n := runNode(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
+	reader := newREADMEReader(t, curl, n, append(os.Environ(), "A=Authorization: Bearer "+testAdminToken))
 	var session string
 	ran := 0
 	for _, cmd := range cmds {
@@ -54,14 +46,9 @@ func TestREADMECurlExamples(t *testing.T) {
 			}
 			cmd = strings.ReplaceAll(cmd, "TOKEN", session)
 		}
-		cmd = strings.ReplaceAll(cmd, "localhost:8080", n.Addr)
-		cmd = strings.Replace(cmd, "curl ", curl+" -sS -o "+out+" -w '%{http_code}' ", 1)
-		c := exec.Command("bash", "-c", `I="Authorization: Bearer s3cret"; `+cmd)
-		c.Env = env
-		code, err := c.CombinedOutput()
-		body, _ := os.ReadFile(out)
-		if err != nil || len(code) != 3 || code[0] != '2' {
-			t.Errorf("README example failed: %s\n  status %s (%v): %s", cmd, code, err, body)
+		body, err := reader.run(cmd)
+		if err != nil {
+			t.Errorf("README example failed: %s\n  %v: %s", cmd, err, body)
 			continue
 		}
 		if strings.Contains(cmd, "/auth/login") {
@@ -76,6 +63,49 @@ func TestREADMECurlExamples(t *testing.T) {
 		ran++
 	}
 	t.Logf("%d README curl examples answered 2xx", ran)
+}
+
+// needCurl skips the test in -short mode (it runs a node) or where curl is
+// not installed, and otherwise returns the curl binary.
+func needCurl(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	return curl
+}
+
+// readmeReader runs the README's curl examples against a node as a reader
+// pastes them: localhost:8080 is the node, and $I holds the ingestion
+// token s3cret.
+type readmeReader struct {
+	curl string
+	n    *nodeProc
+	env  []string // the commands' environment; nil for the test's own
+	out  string   // the file an answer's body is written to
+}
+
+func newREADMEReader(t *testing.T, curl string, n *nodeProc, env []string) *readmeReader {
+	return &readmeReader{curl: curl, n: n, env: env, out: filepath.Join(t.TempDir(), "body")}
+}
+
+// run runs cmd, a curl example of the README, and returns the body of the
+// answer; the error says why when curl fails or the status is not 2xx.
+func (r *readmeReader) run(cmd string) ([]byte, error) {
+	cmd = strings.ReplaceAll(cmd, "localhost:8080", r.n.Addr)
+	cmd = strings.Replace(cmd, "curl ", r.curl+" -sS -o "+r.out+" -w '%{http_code}' ", 1)
+	c := exec.Command("bash", "-c", `I="Authorization: Bearer s3cret"; `+cmd)
+	c.Env = r.env
+	code, err := c.CombinedOutput()
+	body, _ := os.ReadFile(r.out)
+	if err != nil || len(code) != 3 || code[0] != '2' {
+		return body, fmt.Errorf("status %s (%v)", code, err)
+	}
+	return body, nil
 }
 
 // readmeUsingIt returns the README's "Using it" part, up to "A cluster":

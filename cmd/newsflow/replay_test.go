@@ -63,8 +63,7 @@ func TestReplay(t *testing.T) {
 	stream := genShares(200_000, 2000, 45)
 	file := stream.writeFile(t)
 	data := t.TempDir()
-	n := startNode(t, data)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, data, nil)
 	if out, err := exec.Command(binPath, "produce", "shares", file, "--addr", "http://"+n.Addr).CombinedOutput(); err != nil {
 		t.Fatalf("produce: %v\n%s", err, out)
 	}
@@ -155,11 +154,7 @@ func TestReplay(t *testing.T) {
 // `newsflow sources import` and `export` round-trip the default list
 // through a running node.
 func TestSourcesCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test skipped in -short mode")
-	}
-	n := startNode(t, t.TempDir())
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil)
 	out, err := exec.Command(binPath, "sources", "import", "../../configs/sources.opml", "--addr", "http://"+n.Addr, "--token", testAdminToken).CombinedOutput()
 	if err != nil || !bytes.Contains(out, []byte(`"added":50`)) {
 		t.Fatalf("import: %v\n%s", err, out)

@@ -22,12 +22,8 @@ import (
 // It is one scenario checked step by step (cyclomatic 27): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestUserAddAgainstRunningNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a node process")
-	}
 	dir := t.TempDir()
-	n := startNode(t, dir)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, dir, nil)
 	var token string
 	re := regexp.MustCompile(`http://` + regexp.QuoteMeta(n.Addr) + `/setup\?token=([A-Za-z0-9_-]{20,})`)
 	testutil.Eventually(t, 10*time.Second, func() error {

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/nodeproc"
@@ -67,8 +66,7 @@ func TestSourcesAddChecks(t *testing.T) {
 	blocked.Start()
 	defer blocked.Close()
 
-	n := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ENABLED=true", "NEWSFLOW_CRAWL_SEED_OPML=", "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32"})
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), crawlEnv)
 	add := func(args ...string) (string, error) {
 		out, err := exec.Command(binPath, append(append([]string{"sources", "add"}, args...), "--addr", "http://"+n.Addr, "--token", testAdminToken)...).CombinedOutput()
 		return string(out), err

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
 )
 
 // newsflow status works against a node that is no cluster member: it
@@ -14,11 +13,7 @@ import (
 // cluster to leave). Without the admin token it says that one is needed
 // and how to give it.
 func TestStatusSingleNode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test skipped in -short mode")
-	}
-	n := startNode(t, t.TempDir())
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, t.TempDir(), nil)
 	status := func(env []string, args ...string) (string, string, error) {
 		cmd := exec.Command(binPath, append([]string{"status", "--addr", "http://" + n.Addr}, args...)...)
 		cmd.Env = append(os.Environ(), env...)

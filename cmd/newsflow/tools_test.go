@@ -20,12 +20,8 @@ import (
 // runs: the same list, in the same order, as the node's
 // /api/v1/admin/topology, and its table names every one.
 func TestTopologyIsTheNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("process test skipped in -short mode")
-	}
 	data := t.TempDir()
-	n := startNode(t, data)
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, data, nil)
 	var running []engine.Stage
 	if err := getJSON(n.URL("/api/v1/admin/topology"), &running); err != nil {
 		t.Fatal(err)

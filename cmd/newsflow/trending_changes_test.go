@@ -101,20 +101,13 @@ func checkAnnounced(t *testing.T, what string, changes []query.TrendingChange, s
 // new article that enters then. The README's curl example, open
 // meanwhile, shows the same as trending.entered schema.
 func TestTrendingChanges(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed")
-	}
+	curl := needCurl(t)
 	example := regexp.MustCompile("`(curl -sN localhost:8080/api/v1/stream [^`]*)`").FindStringSubmatch(readmeUsingIt(t))
 	if example == nil {
 		t.Fatal("README: no curl -sN example of the stream's trending.entered events")
 	}
 	dir := t.TempDir()
-	n := startNodeEnv(t, dir, []string{"NEWSFLOW_HTTP_STREAM_INTERVAL=200ms"})
-	n.WaitReady(30 * time.Second)
+	n := runNode(t, dir, []string{"NEWSFLOW_HTTP_STREAM_INTERVAL=200ms"})
 
 	// The README's example, for a while: it runs until stopped.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
