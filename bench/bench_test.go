@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -188,15 +187,7 @@ func BenchmarkTrendingLatency(b *testing.B) {
 	n := startNode(b)
 	n.WaitReady(time.Minute)
 	ctx := context.Background()
-	file := writeStream(b, newStream(latencyLoadEvents, 40*time.Minute, 4))
-	var out bytes.Buffer
-	cmd, err := n.produce(ctx, file, &out)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("accepted %d, rejected 0", latencyLoadEvents)) {
-		n.Fatalf("produce: %v\n%s", err, out.String())
-	}
+	n.produceAll(writeStream(b, newStream(latencyLoadEvents, 40*time.Minute, 4)), latencyLoadEvents)
 	n.WaitCaughtUp(5 * time.Minute)
 	top10 := n.URL("/api/v1/trending?window=1h&k=10")
 

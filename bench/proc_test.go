@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,6 +104,19 @@ func (n *nodeProc) produce(ctx context.Context, file string, out *bytes.Buffer) 
 	cmd := n.Command(ctx, "produce", "shares", file, "--addr", "http://"+n.Addr)
 	cmd.Stdout, cmd.Stderr = out, out
 	return cmd, cmd.Start()
+}
+
+// produceAll runs newsflow produce shares on file to the end and fails
+// the benchmark unless the node accepted all want events and rejected none.
+func (n *nodeProc) produceAll(file string, want int) {
+	var out bytes.Buffer
+	cmd, err := n.produce(context.Background(), file, &out)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("accepted %d, rejected 0", want)) {
+		n.Fatalf("produce: %v\n%s", err, out.String())
+	}
 }
 
 // ingestHTTP sends the stream to the node as NDJSON batches of batchSize

@@ -91,14 +91,7 @@ func BenchmarkTrendingVsRedis(b *testing.B) {
 	// newsflow: the real binary, loaded with newsflow produce.
 	n := startNode(b)
 	n.WaitReady(time.Minute)
-	var out bytes.Buffer
-	cmd, err := n.produce(context.Background(), shares.writeNDJSON(b), &out)
-	if err == nil {
-		err = cmd.Wait()
-	}
-	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("accepted %d, rejected 0", nShares)) {
-		n.Fatalf("produce: %v\n%s", err, out.String())
-	}
+	n.produceAll(shares.writeNDJSON(b), nShares)
 	n.WaitCaughtUp(10 * time.Minute)
 	nfURL := n.URL("/api/v1/trending?window=1h&k=100")
 
