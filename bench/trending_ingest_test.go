@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -44,13 +43,7 @@ func BenchmarkTrendingIngest(b *testing.B) {
 	if testing.Short() {
 		b.Skip("loads 10,000,000 shares into six nodes")
 	}
-	shares := trendingRestartShares
-	if v := os.Getenv("NEWSFLOW_BENCH_TRENDING_SHARES"); v != "" {
-		var err error
-		if shares, err = strconv.Atoi(v); err != nil || shares < 2 {
-			b.Fatalf("NEWSFLOW_BENCH_TRENDING_SHARES=%q: want a number of shares >= 2", v)
-		}
-	}
+	shares := trendingShares(b)
 	span := time.Duration(shares) * time.Second / trendingIngestRate
 	for _, distinct := range []int{shares / 2, shares} {
 		m := manyArticles{n: shares, distinct: distinct}

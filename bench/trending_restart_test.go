@@ -121,13 +121,7 @@ func BenchmarkTrendingRestart(b *testing.B) {
 	if testing.Short() {
 		b.Skip("loads 10,000,000 shares into a node")
 	}
-	shares := trendingRestartShares
-	if v := os.Getenv("NEWSFLOW_BENCH_TRENDING_SHARES"); v != "" {
-		var err error
-		if shares, err = strconv.Atoi(v); err != nil || shares < 2 {
-			b.Fatalf("NEWSFLOW_BENCH_TRENDING_SHARES=%q: want a number of shares >= 2", v)
-		}
-	}
+	shares := trendingShares(b)
 	counters := []string{"exact", "cms"}
 	if v := os.Getenv("NEWSFLOW_BENCH_TRENDING_COUNTER"); v != "" {
 		if v != "exact" && v != "cms" {
@@ -145,6 +139,20 @@ func BenchmarkTrendingRestart(b *testing.B) {
 			})
 		}
 	}
+}
+
+// trendingShares returns the size of the trending benchmarks' stream:
+// NEWSFLOW_BENCH_TRENDING_SHARES, or 10,000,000.
+func trendingShares(b *testing.B) int {
+	v := os.Getenv("NEWSFLOW_BENCH_TRENDING_SHARES")
+	if v == "" {
+		return trendingRestartShares
+	}
+	shares, err := strconv.Atoi(v)
+	if err != nil || shares < 2 {
+		b.Fatalf("NEWSFLOW_BENCH_TRENDING_SHARES=%q: want a number of shares >= 2", v)
+	}
+	return shares
 }
 
 // countName writes 10000000 as 10M and 1500000 as 1500k.

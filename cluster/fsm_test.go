@@ -147,22 +147,21 @@ func TestAssignmentBalancedStickyWithEpochs(t *testing.T) {
 // Random membership changes: always balanced, and every replica applying
 // the same commands computes the same owners.
 func TestAssignmentRandomChangesDeterministic(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
+	checkRandomChanges(t, Command{Op: OpInit, Partitions: 12}, 1)
+}
+
+// checkRandomChanges applies init and then 300 random membership changes
+// to two replicas: after each, the assignment must be balanced and the
+// same in both.
+func checkRandomChanges(t *testing.T, init Command, seed uint64) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed+1))
 	a, b := newTestFSM(t), newTestFSM(t)
 	ids := []string{"n1", "n2", "n3", "n4", "n5"}
-	cmds := []Command{{Op: OpInit, Partitions: 12}}
+	cmds := []Command{init}
 	for range 300 {
 		id := ids[rng.IntN(len(ids))]
-		switch rng.IntN(4) {
-		case 0:
-			cmds = append(cmds, join(id))
-		case 1:
-			cmds = append(cmds, Command{Op: OpDown, ID: id})
-		case 2:
-			cmds = append(cmds, Command{Op: OpUp, ID: id})
-		case 3:
-			cmds = append(cmds, Command{Op: OpRemove, ID: id})
-		}
+		cmds = append(cmds, []Command{join(id), {Op: OpDown, ID: id}, {Op: OpUp, ID: id}, {Op: OpRemove, ID: id}}[rng.IntN(4)])
 	}
 	for _, c := range cmds {
 		ea, eb := a.apply(c), b.apply(c)
@@ -220,26 +219,7 @@ func TestAssignmentWeighted(t *testing.T) {
 		}
 	}
 	// Random changes stay balanced by weight and deterministic.
-	rng := rand.New(rand.NewPCG(3, 4))
-	a, b := newTestFSM(t), newTestFSM(t)
-	ids := []string{"n1", "n2", "n3", "n4", "n5"}
-	cmds := []Command{{Op: OpInit, Partitions: 12, Weights: []int{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}}
-	for range 300 {
-		id := ids[rng.IntN(len(ids))]
-		cmds = append(cmds, []Command{join(id), {Op: OpDown, ID: id}, {Op: OpUp, ID: id}, {Op: OpRemove, ID: id}}[rng.IntN(4)])
-	}
-	for _, c := range cmds {
-		ea, eb := a.apply(c), b.apply(c)
-		if (ea == nil) != (eb == nil) {
-			t.Fatalf("%+v: %v vs %v", c, ea, eb)
-		}
-		sa, _ := a.snapshot()
-		sb, _ := b.snapshot()
-		checkBalanced(t, sa)
-		if fmt.Sprint(sa.Owners) != fmt.Sprint(sb.Owners) {
-			t.Fatalf("replicas disagree after %+v:\n%v\n%v", c, sa.Owners, sb.Owners)
-		}
-	}
+	checkRandomChanges(t, Command{Op: OpInit, Partitions: 12, Weights: []int{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}, 3)
 }
 
 func TestMetaCommandsAndSnapshotRestore(t *testing.T) {
