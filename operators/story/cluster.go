@@ -178,11 +178,24 @@ type centroid struct {
 type Clusterer struct {
 	opts ClusterOptions
 
-	vocab   map[string]uint32
-	words   []string // id → word
-	generic []bool   // id → generic(word)
-	df      []uint32 // documents containing each term
-	docs    uint64
+	// The vocabulary and document frequencies cover two generations of
+	// Window each: the current one, which began at gen, and the one
+	// before. When the watermark enters a new generation, the counts
+	// shift back and a term counted in neither generation is forgotten
+	// unless an open story's centroid holds it; its id is free for the
+	// next new term (the lowest free id first). So both stay bounded by
+	// the words of the last two windows, however long the stream.
+	vocab    map[string]uint32
+	words    []string // id → word; "" for a free id
+	generic  []bool   // id → generic(word)
+	df       []uint32 // documents containing each term, current generation
+	dfPrev   []uint32 // the same, previous generation
+	docs     uint64   // documents, current generation
+	docsPrev uint64
+	gen      int64    // start of the current generation (event time, ms); 0 before the first article
+	freeIDs  []uint32 // free ids, ascending
+	// forgotten lists the terms forgotten since the last Persist.
+	forgotten []uint32
 
 	open     openSet
 	postings map[uint32][]uint64 // term → story numbers, ascending
@@ -330,16 +343,81 @@ func (c *Clusterer) termID(b []byte) uint32 {
 		return id
 	}
 	w := string(b)
+	if len(c.freeIDs) > 0 {
+		id := c.freeIDs[0]
+		c.freeIDs = c.freeIDs[1:]
+		c.vocab[w] = id
+		c.words[id], c.generic[id], c.df[id], c.dfPrev[id] = w, generic(w), 0, 0
+		return id
+	}
 	id := uint32(len(c.words))
 	c.vocab[w] = id
 	c.words = append(c.words, w)
 	c.generic = append(c.generic, generic(w))
 	c.df = append(c.df, 0)
+	c.dfPrev = append(c.dfPrev, 0)
 	return id
 }
 
 func (c *Clusterer) idf(id uint32) float64 {
-	return math.Log(float64(c.docs+1)/float64(c.df[id]+1)) + 1
+	return math.Log(float64(c.docs+c.docsPrev+1)/float64(c.df[id]+c.dfPrev[id]+1)) + 1
+}
+
+// Terms reports the number of terms in the vocabulary.
+func (c *Clusterer) Terms() int { return len(c.vocab) }
+
+// rotate moves the document frequencies into the generation that holds
+// the watermark, forgetting the terms that neither generation counts and
+// no open story holds.
+func (c *Clusterer) rotate() {
+	window := c.opts.Window.Milliseconds()
+	if c.gen == 0 {
+		c.gen = c.wm
+		return
+	}
+	if c.wm < c.gen+window {
+		return
+	}
+	passed := (c.wm - c.gen) / window
+	c.gen += passed * window
+	if passed == 1 {
+		c.docsPrev, c.docs = c.docs, 0
+	} else {
+		c.docsPrev, c.docs = 0, 0
+	}
+	held := make([]bool, len(c.words))
+	for _, st := range c.open.items {
+		if st != nil {
+			for _, e := range st.terms {
+				held[e.ID] = true
+			}
+		}
+	}
+	c.freeIDs = c.freeIDs[:0]
+	for id, w := range c.words {
+		if w == "" {
+			c.freeIDs = append(c.freeIDs, uint32(id))
+			continue
+		}
+		prev := c.df[id]
+		if passed > 1 {
+			prev = 0
+		}
+		if prev == c.dfPrev[id] && c.df[id] == 0 {
+			// Unchanged (both zero): nothing to write.
+		} else {
+			c.dirtyTerms[uint32(id)] = struct{}{}
+		}
+		c.dfPrev[id], c.df[id] = prev, 0
+		if prev == 0 && !held[id] {
+			delete(c.vocab, w)
+			delete(c.postings, uint32(id))
+			delete(c.dirtyTerms, uint32(id))
+			c.words[id], c.generic[id] = "", false
+			c.freeIDs = append(c.freeIDs, uint32(id))
+			c.forgotten = append(c.forgotten, uint32(id))
+		}
+	}
 }
 
 // threshold interpolates between a short-text and a long-text value.
@@ -703,6 +781,7 @@ func (c *Clusterer) close(num uint64) {
 // the latest event time seen, never moving back.
 func (c *Clusterer) expire(now int64) {
 	c.wm = max(c.wm, now)
+	defer c.rotate() // after closing: a closed story holds no term
 	limit := c.wm - c.opts.Window.Milliseconds()
 	for len(c.byLast) > 0 && c.byLast[0].last < limit {
 		e := heap.Pop(&c.byLast).(lastEntry)

@@ -14,9 +14,14 @@ import (
 
 // Clusterer state keys, under the prefix the caller gives:
 //
-//	m          → docs, next story number (uvarints), watermark (varint)
-//	t <id:4>   → df (uvarint), word
+//	m          → docs, next story number (uvarints), watermark (varint),
+//	             generation start (varint), previous generation's docs (uvarint)
+//	t <id:4>   → df, previous generation's df (uvarints), word
 //	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs
+//
+// State written before generations has a meta of three fields and terms
+// of one count (df, word): it restores as a current generation starting
+// at the watermark, and the next Persist rewrites every term.
 const (
 	keyMeta  = 'm'
 	keyTerm  = 't'
@@ -27,10 +32,20 @@ const (
 // under prefix.
 func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	var buf []byte
+	// Deletions first: a forgotten term's id may hold a new term already.
+	for _, id := range c.forgotten {
+		k := append(append(slices.Clip(prefix), keyTerm), 0, 0, 0, 0)
+		binary.BigEndian.PutUint32(k[len(k)-4:], id)
+		if err := w.Delete(k); err != nil {
+			return err
+		}
+	}
+	c.forgotten = c.forgotten[:0]
 	for _, id := range slices.Sorted(maps.Keys(c.dirtyTerms)) {
 		k := append(append(slices.Clip(prefix), keyTerm), 0, 0, 0, 0)
 		binary.BigEndian.PutUint32(k[len(k)-4:], id)
 		buf = binary.AppendUvarint(buf[:0], uint64(c.df[id]))
+		buf = binary.AppendUvarint(buf, uint64(c.dfPrev[id]))
 		buf = append(buf, c.words[id]...)
 		if err := w.Set(k, buf); err != nil {
 			return err
@@ -60,6 +75,8 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	buf = binary.AppendUvarint(buf[:0], c.docs)
 	buf = binary.AppendUvarint(buf, c.nextNum)
 	buf = binary.AppendVarint(buf, c.wm)
+	buf = binary.AppendVarint(buf, c.gen)
+	buf = binary.AppendUvarint(buf, c.docsPrev)
 	return w.Set(append(slices.Clip(prefix), keyMeta), buf)
 }
 
@@ -89,8 +106,21 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 	if c.nextNum, n = binary.Uvarint(meta); n <= 0 {
 		return nil, errCorrupt
 	}
-	if c.wm, n = binary.Varint(meta[n:]); n <= 0 {
+	meta = meta[n:]
+	if c.wm, n = binary.Varint(meta); n <= 0 {
 		return nil, errCorrupt
+	}
+	meta = meta[n:]
+	generations := len(meta) > 0
+	if generations {
+		if c.gen, n = binary.Varint(meta); n <= 0 {
+			return nil, errCorrupt
+		}
+		if c.docsPrev, n = binary.Uvarint(meta[n:]); n <= 0 {
+			return nil, errCorrupt
+		}
+	} else {
+		c.gen = c.wm
 	}
 	lo := append(slices.Clip(prefix), keyTerm)
 	err = r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
@@ -99,14 +129,32 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		}
 		id := binary.BigEndian.Uint32(k[len(lo):])
 		df, n := binary.Uvarint(v)
-		if n <= 0 || int(id) != len(c.words) {
+		if n <= 0 || int(id) < len(c.words) {
 			return fmt.Errorf("%w: term %d out of order", errCorrupt, id)
 		}
-		w := string(v[n:])
+		v = v[n:]
+		var prev uint64
+		if generations {
+			if prev, n = binary.Uvarint(v); n <= 0 {
+				return errCorrupt
+			}
+			v = v[n:]
+		} else {
+			c.dirtyTerms[id] = struct{}{} // rewritten in the current format
+		}
+		for uint32(len(c.words)) < id { // a forgotten term's id
+			c.freeIDs = append(c.freeIDs, uint32(len(c.words)))
+			c.words, c.generic = append(c.words, ""), append(c.generic, false)
+			c.df, c.dfPrev = append(c.df, 0), append(c.dfPrev, 0)
+		}
+		w := string(v)
+		if w == "" {
+			return fmt.Errorf("%w: term %d without a word", errCorrupt, id)
+		}
 		c.vocab[w] = id
 		c.words = append(c.words, w)
 		c.generic = append(c.generic, generic(w))
-		c.df = append(c.df, uint32(df))
+		c.df, c.dfPrev = append(c.df, uint32(df)), append(c.dfPrev, uint32(prev))
 		return nil
 	})
 	if err != nil {
