@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
@@ -83,31 +84,9 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	if o.Partitions == 0 {
-		o.Partitions = d.Partitions
-	}
-	if o.MaxBatch == 0 {
-		o.MaxBatch = d.MaxBatch
-	}
-	if o.CommitInterval == 0 {
-		o.CommitInterval = d.CommitInterval
-	}
-	if o.DeadLetterTopic == "" {
-		o.DeadLetterTopic = d.DeadLetterTopic
-	}
-	if o.RestartBackoff == 0 {
-		o.RestartBackoff = d.RestartBackoff
-	}
-	if o.MaxRestartBackoff == 0 {
-		o.MaxRestartBackoff = d.MaxRestartBackoff
-	}
-	if o.GroupCommitInterval == 0 {
-		o.GroupCommitInterval = d.GroupCommitInterval
-	}
-	if o.ChangelogMaxAge == 0 {
-		o.ChangelogMaxAge = d.ChangelogMaxAge
-	}
+	option.Fill(&o, DefaultOptions())
+	// The logger and the registry are made here, not in DefaultOptions:
+	// each engine has a registry of its own.
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

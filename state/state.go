@@ -2,13 +2,13 @@ package state
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // Options configures the state database. The zero value is valid.
@@ -54,9 +54,7 @@ func Open(dir string, opts Options) (*DB, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	d := DefaultOptions()
-	opts.CacheSize = cmp.Or(opts.CacheSize, d.CacheSize)
-	opts.MemTableSize = cmp.Or(opts.MemTableSize, d.MemTableSize)
+	option.Fill(&opts, DefaultOptions())
 	cache := pebble.NewCache(opts.CacheSize)
 	logger := opts.Logger
 	if logger == nil {

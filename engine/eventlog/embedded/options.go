@@ -1,11 +1,12 @@
 package embedded
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // FsyncPolicy says when appended records are fsynced to disk.
@@ -128,20 +129,7 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.Fsync = cmp.Or(o.Fsync, d.Fsync)
-	o.SyncInterval = cmp.Or(o.SyncInterval, d.SyncInterval)
-	o.RetentionAge = cmp.Or(o.RetentionAge, d.RetentionAge)
-	o.RetentionCheckInterval = cmp.Or(o.RetentionCheckInterval, d.RetentionCheckInterval)
-	o.IndexIntervalRecords = cmp.Or(o.IndexIntervalRecords, d.IndexIntervalRecords)
-	o.IndexIntervalBytes = cmp.Or(o.IndexIntervalBytes, d.IndexIntervalBytes)
-	o.MaxBatchRecords = cmp.Or(o.MaxBatchRecords, d.MaxBatchRecords)
-	o.MaxBatchBytes = cmp.Or(o.MaxBatchBytes, d.MaxBatchBytes)
-	o.MemTableSize = cmp.Or(o.MemTableSize, d.MemTableSize)
-	o.Logger = cmp.Or(o.Logger, d.Logger)
-	if o.Now == nil {
-		o.Now = d.Now
-	}
+	option.Fill(&o, DefaultOptions())
 	return o
 }
 

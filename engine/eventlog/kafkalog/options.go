@@ -1,12 +1,12 @@
 package kafkalog
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -50,10 +50,7 @@ func DefaultOptions() Options {
 
 // withDefaults returns o with zero fields replaced by their defaults.
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.ClientID = cmp.Or(o.ClientID, d.ClientID)
-	o.ReplicationFactor = cmp.Or(o.ReplicationFactor, d.ReplicationFactor)
-	o.MaxMessageBytes = cmp.Or(o.MaxMessageBytes, d.MaxMessageBytes)
+	option.Fill(&o, DefaultOptions())
 	return o
 }
 
