@@ -1,13 +1,13 @@
 package auth
 
 import (
-	"cmp"
 	"errors"
 	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/newsflow/newsflow/internal/lru"
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // Defaults of [LimiterOptions].
@@ -64,12 +64,7 @@ func (o LimiterOptions) Validate() error {
 }
 
 func (o LimiterOptions) withDefaults() LimiterOptions {
-	d := DefaultLimiterOptions()
-	o.IPBurst = cmp.Or(o.IPBurst, d.IPBurst)
-	o.IPInterval = cmp.Or(o.IPInterval, d.IPInterval)
-	o.UserBurst = cmp.Or(o.UserBurst, d.UserBurst)
-	o.UserInterval = cmp.Or(o.UserInterval, d.UserInterval)
-	o.MaxKeys = cmp.Or(o.MaxKeys, d.MaxKeys)
+	option.Fill(&o, DefaultLimiterOptions())
 	return o
 }
 

@@ -1,11 +1,11 @@
 package auth
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -65,9 +65,6 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.BcryptCost = cmp.Or(o.BcryptCost, d.BcryptCost)
-	o.SessionTTL = cmp.Or(o.SessionTTL, d.SessionTTL)
-	o.MaxSessionsPerUser = cmp.Or(o.MaxSessionsPerUser, d.MaxSessionsPerUser)
+	option.Fill(&o, DefaultOptions())
 	return o
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/text"
 )
 
@@ -56,6 +57,12 @@ const (
 	DefaultMinCount    = 2
 )
 
+// DefaultTrainOptions returns the options the zero value stands for.
+func DefaultTrainOptions() TrainOptions {
+	return TrainOptions{TitleWeight: DefaultTitleWeight, Alpha: DefaultAlpha, MinCount: DefaultMinCount,
+		MinConfidence: DefaultMinConfidence, MaxLabels: DefaultMaxLabels}
+}
+
 // Validate reports whether o is usable.
 func (o TrainOptions) Validate() error {
 	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) || v < 0 }
@@ -75,11 +82,7 @@ func (o TrainOptions) Validate() error {
 }
 
 func (o TrainOptions) withDefaults() TrainOptions {
-	o.TitleWeight = cmp.Or(o.TitleWeight, DefaultTitleWeight)
-	o.Alpha = cmp.Or(o.Alpha, DefaultAlpha)
-	o.MinCount = cmp.Or(o.MinCount, DefaultMinCount)
-	o.MinConfidence = cmp.Or(o.MinConfidence, DefaultMinConfidence)
-	o.MaxLabels = cmp.Or(o.MaxLabels, DefaultMaxLabels)
+	option.Fill(&o, DefaultTrainOptions())
 	return o
 }
 

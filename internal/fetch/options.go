@@ -1,13 +1,14 @@
 package fetch
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // DefaultUserAgent names the crawler and gives a contact URL, as polite
@@ -62,19 +63,9 @@ func DefaultOptions() Options {
 
 // withDefaults returns o with every zero field replaced by its default.
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.UserAgent = cmp.Or(o.UserAgent, d.UserAgent)
-	o.ConnectTimeout = cmp.Or(o.ConnectTimeout, d.ConnectTimeout)
-	o.Timeout = cmp.Or(o.Timeout, d.Timeout)
-	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, d.MaxBodyBytes)
-	if o.MaxRedirects == 0 {
-		o.MaxRedirects = d.MaxRedirects
-	} else if o.MaxRedirects < 0 {
-		o.MaxRedirects = 0
-	}
-	o.Logger = cmp.Or(o.Logger, d.Logger)
-	if o.Now == nil {
-		o.Now = d.Now
+	option.Fill(&o, DefaultOptions())
+	if o.MaxRedirects < 0 {
+		o.MaxRedirects = 0 // follow none
 	}
 	return o
 }

@@ -1,7 +1,6 @@
 package polite
 
 import (
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/jsontime"
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // CircuitState is the state of a source's circuit breaker. The zero value is
@@ -101,12 +101,10 @@ func (o BreakerOptions) Validate() error {
 
 func (o BreakerOptions) withDefaults() BreakerOptions {
 	d := DefaultBreakerOptions()
-	o.FailureThreshold = cmp.Or(o.FailureThreshold, d.FailureThreshold)
-	o.OpenFor = cmp.Or(o.OpenFor, d.OpenFor)
-	o.MaxOpenFor = cmp.Or(o.MaxOpenFor, max(d.MaxOpenFor, o.OpenFor))
-	o.Jitter = cmp.Or(o.Jitter, d.Jitter)
+	d.MaxOpenFor = max(d.MaxOpenFor, o.OpenFor) // never below OpenFor
+	option.Fill(&o, d)
 	if o.Jitter < 0 {
-		o.Jitter = 0
+		o.Jitter = 0 // no jitter
 	}
 	return o
 }

@@ -1,7 +1,6 @@
 package polite
 
 import (
-	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // LimiterOptions configures a Limiter. The zero value of every field means its
@@ -86,13 +87,7 @@ func optionsError(what string, errs []error) error {
 }
 
 func (o LimiterOptions) withDefaults() LimiterOptions {
-	d := DefaultLimiterOptions()
-	o.GlobalConcurrency = cmp.Or(o.GlobalConcurrency, d.GlobalConcurrency)
-	o.HostConcurrency = cmp.Or(o.HostConcurrency, d.HostConcurrency)
-	o.HostRate = cmp.Or(o.HostRate, d.HostRate)
-	o.HostBurst = cmp.Or(o.HostBurst, d.HostBurst)
-	o.IdleHostTTL = cmp.Or(o.IdleHostTTL, d.IdleHostTTL)
-	o.Clock = cmp.Or(o.Clock, d.Clock)
+	option.Fill(&o, DefaultLimiterOptions())
 	return o
 }
 

@@ -2,7 +2,6 @@ package polite
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/temoto/robotstxt"
 )
 
@@ -96,15 +96,8 @@ func (o RobotsOptions) Validate() error {
 
 func (o RobotsOptions) withDefaults() RobotsOptions {
 	d := DefaultRobotsOptions()
-	o.TTL = cmp.Or(o.TTL, d.TTL)
-	o.ErrorTTL = cmp.Or(o.ErrorTTL, d.ErrorTTL)
-	o.MaxErrorTTL = cmp.Or(o.MaxErrorTTL, max(d.MaxErrorTTL, o.ErrorTTL))
-	o.MaxStale = cmp.Or(o.MaxStale, d.MaxStale)
-	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, d.MaxBodyBytes)
-	o.MaxCrawlDelay = cmp.Or(o.MaxCrawlDelay, d.MaxCrawlDelay)
-	o.FetchTimeout = cmp.Or(o.FetchTimeout, d.FetchTimeout)
-	o.MaxHosts = cmp.Or(o.MaxHosts, d.MaxHosts)
-	o.Clock = cmp.Or(o.Clock, d.Clock)
+	d.MaxErrorTTL = max(d.MaxErrorTTL, o.ErrorTTL) // never below ErrorTTL
+	option.Fill(&o, d)
 	return o
 }
 

@@ -13,6 +13,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // Weights of the signals in a story's score; they sum to 1 by default.
@@ -58,27 +60,7 @@ func DefaultOptions() Options {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	if o.Weights == (Weights{}) {
-		o.Weights = d.Weights
-	}
-	def := func(v *float64, x float64) {
-		if *v == 0 {
-			*v = x
-		}
-	}
-	def(&o.BreakingBoost, d.BreakingBoost)
-	def(&o.PreferredBoost, d.PreferredBoost)
-	def(&o.ReadFactor, d.ReadFactor)
-	def(&o.Lambda, d.Lambda)
-	for _, p := range []struct {
-		v *int
-		x int
-	}{{&o.MaxPerSource, d.MaxPerSource}, {&o.TopN, d.TopN}, {&o.MMRDepth, d.MMRDepth}, {&o.SourceSaturation, d.SourceSaturation}} {
-		if *p.v == 0 {
-			*p.v = p.x
-		}
-	}
+	option.Fill(&o, DefaultOptions()) // Weights only when all are zero
 	return o
 }
 

@@ -1,9 +1,10 @@
 package searchindex
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // Limits of a Request, shared by Search and Merge.
@@ -64,9 +65,6 @@ func (o Options) Validate() error {
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.MaxContentBytes = cmp.Or(o.MaxContentBytes, d.MaxContentBytes)
-	o.MaxQueryBytes = cmp.Or(o.MaxQueryBytes, d.MaxQueryBytes)
-	o.FragmentSize = cmp.Or(o.FragmentSize, d.FragmentSize)
+	option.Fill(&o, DefaultOptions())
 	return o
 }
