@@ -14,7 +14,6 @@
 package articles
 
 import (
-	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -30,6 +29,7 @@ import (
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/feed"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
 	"github.com/newsflow/newsflow/state"
@@ -66,11 +66,7 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.MaxTitleBytes = cmp.Or(o.MaxTitleBytes, d.MaxTitleBytes)
-	o.MaxSummaryBytes = cmp.Or(o.MaxSummaryBytes, d.MaxSummaryBytes)
-	o.MaxContentBytes = cmp.Or(o.MaxContentBytes, d.MaxContentBytes)
-	o.MaxRecordBytes = cmp.Or(o.MaxRecordBytes, d.MaxRecordBytes)
+	option.Fill(&o, DefaultOptions())
 	return o
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/operators/internal/dedup"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,12 +59,7 @@ func (o Options) Validate() error {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.Alpha = cmp.Or(o.Alpha, d.Alpha)
-	o.DailyDecay = cmp.Or(o.DailyDecay, d.DailyDecay)
-	o.History = cmp.Or(o.History, d.History)
-	o.DedupWindow = cmp.Or(o.DedupWindow, d.DedupWindow)
-	o.DedupHorizon = cmp.Or(o.DedupHorizon, d.DedupHorizon)
+	option.Fill(&o, DefaultOptions())
 	return o
 }
 

@@ -5,10 +5,12 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/internal/neardup"
 )
@@ -86,22 +88,11 @@ func DefaultOptions() Options {
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
 	o.Cluster = o.Cluster.withDefaults()
-	o.Breaking.Window = cmp.Or(o.Breaking.Window, d.Breaking.Window)
-	o.Breaking.Rate = cmp.Or(o.Breaking.Rate, d.Breaking.Rate)
-	o.Breaking.Sources = cmp.Or(o.Breaking.Sources, d.Breaking.Sources)
-	if o.EvergreenTopics == nil {
-		o.EvergreenTopics = d.EvergreenTopics
-	}
-	lambda := map[string]float64{}
-	for k, v := range d.Lambda {
-		lambda[k] = v
-	}
-	for k, v := range o.Lambda {
-		lambda[k] = v
-	}
-	o.Lambda = lambda
-	o.MaxTopics = cmp.Or(o.MaxTopics, d.MaxTopics)
-	o.NearDupWindow = cmp.Or(o.NearDupWindow, d.NearDupWindow)
+	option.Fill(&o.Breaking, d.Breaking)
+	// A class o.Lambda leaves out keeps its default rate.
+	maps.Copy(d.Lambda, o.Lambda)
+	o.Lambda = d.Lambda
+	option.Fill(&o, d)
 	return o
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/text"
 )
 
@@ -95,38 +96,7 @@ func DefaultClusterOptions() ClusterOptions {
 }
 
 func (o ClusterOptions) withDefaults() ClusterOptions {
-	d := DefaultClusterOptions()
-	setf := func(v *float64, def float64) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	seti := func(v *int, def int) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	setf(&o.Threshold, d.Threshold)
-	setf(&o.ThresholdLong, d.ThresholdLong)
-	setf(&o.Bridge, d.Bridge)
-	setf(&o.BridgeLong, d.BridgeLong)
-	setf(&o.Merge, d.Merge)
-	setf(&o.MergeLong, d.MergeLong)
-	setf(&o.Decay, d.Decay)
-	setf(&o.SmallBoost, d.SmallBoost)
-	setf(&o.TitleWeight, d.TitleWeight)
-	setf(&o.GenericWeight, d.GenericWeight)
-	seti(&o.MinShared, d.MinShared)
-	seti(&o.SmallStory, d.SmallStory)
-	seti(&o.ShortTerms, d.ShortTerms)
-	seti(&o.LongTerms, d.LongTerms)
-	seti(&o.MaxTerms, d.MaxTerms)
-	seti(&o.StoryTerms, d.StoryTerms)
-	seti(&o.ProbeTerms, d.ProbeTerms)
-	seti(&o.ProbeDepth, d.ProbeDepth)
-	if o.Window == 0 {
-		o.Window = d.Window
-	}
+	option.Fill(&o, DefaultClusterOptions())
 	return o
 }
 

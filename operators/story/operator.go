@@ -14,6 +14,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,10 +50,8 @@ func (o OperatorOptions) Validate() error {
 }
 
 func (o OperatorOptions) withDefaults() OperatorOptions {
-	d := DefaultOperatorOptions()
 	o.Builder = o.Builder.withDefaults()
-	o.ViewWindow = cmp.Or(o.ViewWindow, d.ViewWindow)
-	o.MaxLimit = cmp.Or(o.MaxLimit, d.MaxLimit)
+	option.Fill(&o, DefaultOperatorOptions())
 	return o
 }
 

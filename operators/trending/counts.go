@@ -116,6 +116,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/operators/internal/sketch"
 )
 
@@ -151,13 +152,10 @@ func DefaultOptions() Options {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
 	if len(o.Windows) == 0 {
-		o.Windows = d.Windows
+		o.Windows = nil // empty means the default windows too
 	}
-	if o.CompactAfter == 0 {
-		o.CompactAfter = d.CompactAfter
-	}
+	option.Fill(&o, DefaultOptions())
 	return o
 }
 

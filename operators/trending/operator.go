@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/internal/dedup"
 	"github.com/newsflow/newsflow/operators/internal/sketch"
@@ -102,14 +103,11 @@ func (o OperatorOptions) Validate() error {
 
 func (o OperatorOptions) withDefaults() OperatorOptions {
 	d := DefaultOperatorOptions()
+	// CMS's zero fields are the sketch's to fill, and only in cms mode,
+	// where cmsOptions completes CMS; in exact mode it stays as given.
+	d.CMS = sketch.Options{}
 	o.Counts = o.Counts.withDefaults()
-	o.MaxK = cmp.Or(o.MaxK, d.MaxK)
-	o.SnapshotInterval = cmp.Or(o.SnapshotInterval, d.SnapshotInterval)
-	o.MaxFuture = cmp.Or(o.MaxFuture, d.MaxFuture)
-	o.ParkFor = cmp.Or(o.ParkFor, d.ParkFor)
-	o.MaxParked = cmp.Or(o.MaxParked, d.MaxParked)
-	o.ExactMaxBytes = cmp.Or(o.ExactMaxBytes, d.ExactMaxBytes)
-	o.Counter = cmp.Or(o.Counter, d.Counter)
+	option.Fill(&o, d)
 	if o.Counter == CounterCMS {
 		o.CMS = o.cmsOptions()
 	}

@@ -1,8 +1,11 @@
 package neardup
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // Options configure a Detector. The zero value of every field selects its
@@ -63,18 +66,8 @@ func DefaultOptions() Options {
 // withDefaults returns o with its zero fields set to their defaults.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.K == 0 {
-		o.K = d.K
-	}
-	if o.Borderline == 0 {
-		o.Borderline = max(d.Borderline, o.K)
-	}
-	if o.MinJaccard == 0 {
-		o.MinJaccard = d.MinJaccard
-	}
-	if o.Permutations == 0 {
-		o.Permutations = d.Permutations
-	}
+	d.Borderline = max(d.Borderline, cmp.Or(o.K, d.K)) // never below K
+	option.Fill(&o, d)
 	return o
 }
 

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 	"unsafe"
+
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // WindowSpec describes one sliding window: Buckets buckets of width
@@ -123,34 +125,10 @@ func DefaultOptions() Options {
 }
 
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
 	if len(o.Windows) == 0 {
-		o.Windows = d.Windows
+		o.Windows = nil // empty means the default windows too
 	}
-	if o.Epsilon == 0 {
-		o.Epsilon = d.Epsilon
-	}
-	if o.Delta == 0 {
-		o.Delta = d.Delta
-	}
-	if o.MaxK == 0 {
-		o.MaxK = d.MaxK
-	}
-	if o.CandidatesPerK == 0 {
-		o.CandidatesPerK = d.CandidatesPerK
-	}
-	if o.MaxCategories == 0 {
-		o.MaxCategories = d.MaxCategories
-	}
-	if o.MaxIDLen == 0 {
-		o.MaxIDLen = d.MaxIDLen
-	}
-	if o.Prefix == 0 {
-		o.Prefix = d.Prefix
-	}
-	if o.FreezeAfter == 0 {
-		o.FreezeAfter = d.FreezeAfter
-	}
+	option.Fill(&o, DefaultOptions())
 	return o
 }
 
