@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
@@ -74,18 +74,14 @@ func DefaultOptions() Options {
 	}
 }
 
-// withDefaults fills the crawler's own zero fields; the fetcher, limiter,
-// robots cache and breaker fill theirs.
+// withDefaults fills the crawler's zero fields. Of the fetcher's, limiter's,
+// robots cache's and breaker's options, which those fill themselves, it
+// fills only the ones left zero as a whole.
 func (o Options) withDefaults() Options {
-	d := DefaultOptions()
-	o.MaxSeen = cmp.Or(o.MaxSeen, d.MaxSeen)
-	o.Partitions = cmp.Or(o.Partitions, d.Partitions)
-	o.ErrorBackoff = cmp.Or(o.ErrorBackoff, d.ErrorBackoff)
-	o.MaxErrorBackoff = cmp.Or(o.MaxErrorBackoff, d.MaxErrorBackoff)
-	o.ReloadInterval = cmp.Or(o.ReloadInterval, d.ReloadInterval)
-	o.ManualCrawlInterval = cmp.Or(o.ManualCrawlInterval, d.ManualCrawlInterval)
-	o.SummaryInterval = cmp.Or(o.SummaryInterval, d.SummaryInterval)
 	o.FullText = o.FullText.withDefaults()
+	option.Fill(&o, DefaultOptions())
+	// Made here, not in DefaultOptions: each crawler has a registry of its
+	// own.
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,7 +1,6 @@
 package crawl
 
 import (
-	"cmp"
 	"context"
 	"html"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/fulltext"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/polite"
 )
 
@@ -40,10 +40,7 @@ func DefaultFullTextOptions() FullTextOptions {
 }
 
 func (o FullTextOptions) withDefaults() FullTextOptions {
-	d := DefaultFullTextOptions()
-	o.MinWords = cmp.Or(o.MinWords, d.MinWords)
-	o.MaxPerCrawl = cmp.Or(o.MaxPerCrawl, d.MaxPerCrawl)
-	o.MaxBytes = cmp.Or(o.MaxBytes, d.MaxBytes)
+	option.Fill(&o, DefaultFullTextOptions())
 	return o
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -91,19 +92,14 @@ func (o ImageOptions) Validate() error {
 
 func (o ImageOptions) withDefaults(dataDir string) ImageOptions {
 	d := DefaultImageOptions()
-	o.MaxBytes = cmp.Or(o.MaxBytes, d.MaxBytes)
-	o.Timeout = cmp.Or(o.Timeout, d.Timeout)
-	o.MaxAge = cmp.Or(o.MaxAge, d.MaxAge)
-	o.FailureTTL = cmp.Or(o.FailureTTL, d.FailureTTL)
-	if o.CacheDir == "" && dataDir != "" {
-		o.CacheDir = filepath.Join(dataDir, "image-cache")
+	if dataDir != "" {
+		d.CacheDir = filepath.Join(dataDir, "image-cache")
 	}
-	if o.CacheBytes == 0 {
-		o.CacheBytes = 256 << 20
-		if o.CacheDir == "" {
-			o.CacheBytes = 32 << 20
-		}
+	d.CacheBytes = 32 << 20 // in memory
+	if cmp.Or(o.CacheDir, d.CacheDir) != "" {
+		d.CacheBytes = 256 << 20
 	}
+	option.Fill(&o, d)
 	o.Fetch.MaxBodyBytes, o.Fetch.Timeout = o.MaxBytes, o.Timeout
 	return o
 }

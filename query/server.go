@@ -2,7 +2,6 @@ package query
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +19,7 @@ import (
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/web"
@@ -102,7 +102,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 		TrendingChanges: ChangesOptions{K: defaultChangesK},
@@ -127,19 +127,10 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	o.PeerTimeout = cmp.Or(o.PeerTimeout, peerTimeoutDefault)
-	o.Addr = cmp.Or(o.Addr, d.Addr)
-	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, d.MaxBodyBytes)
-	o.ReadTimeout = cmp.Or(o.ReadTimeout, d.ReadTimeout)
-	o.WriteTimeout = cmp.Or(o.WriteTimeout, d.WriteTimeout)
-	o.IdleTimeout = cmp.Or(o.IdleTimeout, d.IdleTimeout)
-	o.MaxFuture = cmp.Or(o.MaxFuture, d.MaxFuture)
-	o.MaxPast = cmp.Or(o.MaxPast, d.MaxPast)
-	o.IdempotencyTTL = cmp.Or(o.IdempotencyTTL, d.IdempotencyTTL)
-	o.MaxStreams = cmp.Or(o.MaxStreams, d.MaxStreams)
-	o.StreamInterval = cmp.Or(o.StreamInterval, d.StreamInterval)
-	o.StreamHeartbeat = cmp.Or(o.StreamHeartbeat, d.StreamHeartbeat)
-	o.TrendingChanges.K = cmp.Or(o.TrendingChanges.K, d.TrendingChanges.K)
+	option.Fill(&o.TrendingChanges, d.TrendingChanges)
+	option.Fill(&o, d)
+	// Made here, not in DefaultOptions (where a node's configuration
+	// starts): each server has a registry of its own.
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
