@@ -78,7 +78,7 @@ func DefaultOptions() Options {
 // robots cache's and breaker's options, which those fill themselves, it
 // fills only the ones left zero as a whole.
 func (o Options) withDefaults() Options {
-	o.FullText = o.FullText.withDefaults()
+	option.Fill(&o.FullText, DefaultFullTextOptions())
 	option.Fill(&o, DefaultOptions())
 	// Made here, not in DefaultOptions: each crawler has a registry of its
 	// own.

@@ -9,7 +9,6 @@ import (
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/fulltext"
-	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/polite"
 )
 
@@ -37,11 +36,6 @@ type FullTextOptions struct {
 // DefaultFullTextOptions returns the defaults the zero value stands for.
 func DefaultFullTextOptions() FullTextOptions {
 	return FullTextOptions{MinWords: 25, MaxPerCrawl: 10, MaxBytes: 32 << 10}
-}
-
-func (o FullTextOptions) withDefaults() FullTextOptions {
-	option.Fill(&o, DefaultFullTextOptions())
-	return o
 }
 
 // wantsFullText returns the new items of a crawl of source s whose pages

@@ -63,11 +63,6 @@ func (o LimiterOptions) Validate() error {
 	return nil
 }
 
-func (o LimiterOptions) withDefaults() LimiterOptions {
-	option.Fill(&o, DefaultLimiterOptions())
-	return o
-}
-
 // Limiter limits login attempts with token buckets per client address and
 // per username, in memory. An attempt is allowed only if both buckets have
 // a token, and then takes one from each; a refused attempt takes nothing.
@@ -89,7 +84,7 @@ func NewLimiter(opts LimiterOptions, now func() time.Time) (*Limiter, error) {
 	if now == nil {
 		now = time.Now
 	}
-	opts = opts.withDefaults()
+	option.Fill(&opts, DefaultLimiterOptions())
 	l := &Limiter{now: now}
 	l.mu.ips = newBuckets(opts.IPBurst, opts.IPInterval, opts.MaxKeys)
 	l.mu.users = newBuckets(opts.UserBurst, opts.UserInterval, opts.MaxKeys)

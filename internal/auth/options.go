@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/option"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -62,9 +61,4 @@ func (o Options) Validate() error {
 		return errors.New("negative max sessions per user")
 	}
 	return nil
-}
-
-func (o Options) withDefaults() Options {
-	option.Fill(&o, DefaultOptions())
-	return o
 }

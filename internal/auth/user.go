@@ -20,6 +20,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/jsontime"
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/option"
 )
 
 // Role is what a user may do.
@@ -118,7 +119,8 @@ func NewStore(store meta.Store, now func() time.Time, opts Options) (*Store, err
 	if now == nil {
 		now = time.Now
 	}
-	s := &Store{meta: store, now: now, opts: opts.withDefaults()}
+	option.Fill(&opts, DefaultOptions())
+	s := &Store{meta: store, now: now, opts: opts}
 	s.dummyHash = sync.OnceValues(func() ([]byte, error) {
 		var pw [16]byte
 		if _, err := rand.Read(pw[:]); err != nil {

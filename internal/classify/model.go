@@ -81,11 +81,6 @@ func (o TrainOptions) Validate() error {
 	return nil
 }
 
-func (o TrainOptions) withDefaults() TrainOptions {
-	option.Fill(&o, DefaultTrainOptions())
-	return o
-}
-
 // Model is a multinomial Naive Bayes topic classifier. It is immutable and
 // safe for concurrent use.
 //
@@ -139,7 +134,7 @@ func Train(examples []Example, opts TrainOptions) (*Model, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
+	option.Fill(&opts, DefaultTrainOptions())
 	if len(examples) == 0 {
 		return nil, ErrNoExamples
 	}

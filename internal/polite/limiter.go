@@ -86,11 +86,6 @@ func optionsError(what string, errs []error) error {
 	return nil
 }
 
-func (o LimiterOptions) withDefaults() LimiterOptions {
-	option.Fill(&o, DefaultLimiterOptions())
-	return o
-}
-
 // LimiterStats is a snapshot of a Limiter.
 type LimiterStats struct {
 	// Waiting is the number of Acquire calls blocked.
@@ -196,7 +191,7 @@ func NewLimiter(opts LimiterOptions) (*Limiter, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	opts = opts.withDefaults()
+	option.Fill(&opts, DefaultLimiterOptions())
 	l := &Limiter{opts: opts, clock: opts.Clock}
 	if !math.IsInf(opts.HostRate, 1) {
 		l.interval = time.Duration(float64(time.Second) / opts.HostRate)

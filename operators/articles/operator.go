@@ -65,11 +65,6 @@ func (o Options) Validate() error {
 	return nil
 }
 
-func (o Options) withDefaults() Options {
-	option.Fill(&o, DefaultOptions())
-	return o
-}
-
 // SourceInfo returns the display name and authority of a source; ok is
 // false for unknown sources. It must be safe for concurrent use.
 type SourceInfo func(sourceID string) (name string, authority float64, ok bool)
@@ -101,7 +96,8 @@ func New(opts Options, cls classify.Classifier, sources SourceInfo, reg promethe
 	if cls == nil {
 		return nil, errors.New("articles: no classifier")
 	}
-	o := &Operator{opts: opts.withDefaults(), cls: cls, sources: sources}
+	option.Fill(&opts, DefaultOptions())
+	o := &Operator{opts: opts, cls: cls, sources: sources}
 	o.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "newsflow_articles_total",
 		Help: "Raw articles by outcome: new, edited (a new version), unchanged (dropped repeat).",

@@ -58,11 +58,6 @@ func (o Options) Validate() error {
 	return nil
 }
 
-func (o Options) withDefaults() Options {
-	option.Fill(&o, DefaultOptions())
-	return o
-}
-
 // Weight is one topic of an interest vector.
 type Weight struct {
 	Topic  string  `json:"topic"`
@@ -124,7 +119,8 @@ func New(opts Options, partitions int32, reg prometheus.Registerer) (*Operator, 
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	o := &Operator{opts: opts.withDefaults(), partitions: partitions, readers: make([]atomic.Pointer[state.Reader], partitions)}
+	option.Fill(&opts, DefaultOptions())
+	o := &Operator{opts: opts, partitions: partitions, readers: make([]atomic.Pointer[state.Reader], partitions)}
 	o.dropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "newsflow_interest_duplicate_reads_total", Help: "Reads dropped as repeats of (user, article, session).",
 	})

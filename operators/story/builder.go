@@ -87,7 +87,7 @@ func DefaultOptions() Options {
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	o.Cluster = o.Cluster.withDefaults()
+	option.Fill(&o.Cluster, d.Cluster)
 	option.Fill(&o.Breaking, d.Breaking)
 	// A class o.Lambda leaves out keeps its default rate.
 	maps.Copy(d.Lambda, o.Lambda)

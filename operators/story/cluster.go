@@ -95,11 +95,6 @@ func DefaultClusterOptions() ClusterOptions {
 	}
 }
 
-func (o ClusterOptions) withDefaults() ClusterOptions {
-	option.Fill(&o, DefaultClusterOptions())
-	return o
-}
-
 // Validate reports invalid option values.
 func (o ClusterOptions) Validate() error {
 	for _, v := range []float64{o.Threshold, o.ThresholdLong, o.Bridge, o.BridgeLong, o.Merge, o.MergeLong} {
@@ -196,8 +191,9 @@ func NewClusterer(opts ClusterOptions) (*Clusterer, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	option.Fill(&opts, DefaultClusterOptions())
 	return &Clusterer{
-		opts:         opts.withDefaults(),
+		opts:         opts,
 		tok:          text.NewTokenizer(tokenOptions),
 		vocab:        map[string]uint32{},
 		postings:     map[uint32][]uint64{},
