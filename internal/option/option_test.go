@@ -2,6 +2,7 @@ package option
 
 import (
 	"cmp"
+	"errors"
 	"log/slog"
 	"math"
 	"testing"
@@ -148,4 +149,46 @@ func TestFillPanicsOnNonStruct(t *testing.T) {
 	}()
 	i := 0
 	Fill(&i, 1)
+}
+
+func TestNotNegative(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{NotNegative("max keys", 0), ""},
+		{NotNegative("max keys", 3), ""},
+		{NotNegative("max keys", -3), "max keys -3 is negative"},
+		{NotNegative("ttl", -90*time.Second), "ttl -1m30s is negative"},
+		{NotNegative("size", int64(-1)), "size -1 is negative"},
+		{NotNegative("rate", -0.5), "rate -0.5 is negative"},
+		{NotNegative("rate", math.Copysign(0, -1)), ""},
+		{NotNegative("rate", math.NaN()), ""},
+		{NotNegative("partitions", int32(-8)), "partitions -8 is negative"},
+	} {
+		got := ""
+		if c.err != nil {
+			got = c.err.Error()
+		}
+		if got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
+		}
+	}
+}
+
+func TestJoin(t *testing.T) {
+	if err := Join("robots"); err != nil {
+		t.Errorf("Join of nothing = %v", err)
+	}
+	if err := Join("robots", nil, nil); err != nil {
+		t.Errorf("Join of nils = %v", err)
+	}
+	bad := errors.New("ttl -1s is negative")
+	err := Join("robots", nil, bad, NotNegative("max hosts", -2))
+	if want := "robots options: ttl -1s is negative\nmax hosts -2 is negative"; err == nil || err.Error() != want {
+		t.Errorf("Join = %q, want %q", err, want)
+	}
+	if !errors.Is(err, bad) {
+		t.Errorf("Join(%v) does not wrap %v", err, bad)
+	}
 }
