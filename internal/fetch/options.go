@@ -1,7 +1,6 @@
 package fetch
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -77,22 +76,14 @@ func (o Options) Validate() error {
 	if strings.ContainsFunc(o.UserAgent, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		errs = append(errs, fmt.Errorf("user agent %q: contains control characters", o.UserAgent))
 	}
-	if o.ConnectTimeout < 0 {
-		errs = append(errs, fmt.Errorf("connect timeout %v: negative", o.ConnectTimeout))
-	}
-	if o.Timeout < 0 {
-		errs = append(errs, fmt.Errorf("timeout %v: negative", o.Timeout))
-	}
-	if o.MaxBodyBytes < 0 {
-		errs = append(errs, fmt.Errorf("max body bytes %d: negative", o.MaxBodyBytes))
-	}
+	errs = append(errs,
+		option.NotNegative("connect timeout", o.ConnectTimeout),
+		option.NotNegative("timeout", o.Timeout),
+		option.NotNegative("max body bytes", o.MaxBodyBytes))
 	for i, p := range o.AllowCIDRs {
 		if !p.IsValid() {
 			errs = append(errs, fmt.Errorf("allow cidr %d: invalid prefix", i))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("fetch options: %w", err)
-	}
-	return nil
+	return option.Join("fetch", errs...)
 }

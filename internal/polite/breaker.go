@@ -86,9 +86,9 @@ func DefaultBreakerOptions() BreakerOptions {
 // they mean the default.
 func (o BreakerOptions) Validate() error {
 	errs := []error{
-		negative("failure threshold", o.FailureThreshold),
-		negative("open for", o.OpenFor),
-		negative("max open for", o.MaxOpenFor),
+		option.NotNegative("failure threshold", o.FailureThreshold),
+		option.NotNegative("open for", o.OpenFor),
+		option.NotNegative("max open for", o.MaxOpenFor),
 	}
 	if math.IsNaN(o.Jitter) || o.Jitter > 1 {
 		errs = append(errs, fmt.Errorf("jitter %v must be at most 1", o.Jitter))
@@ -96,7 +96,7 @@ func (o BreakerOptions) Validate() error {
 	if d := o.withDefaults(); d.MaxOpenFor < d.OpenFor {
 		errs = append(errs, fmt.Errorf("max open for %v is below open for %v", d.MaxOpenFor, d.OpenFor))
 	}
-	return optionsError("breaker", errs)
+	return option.Join("breaker", errs...)
 }
 
 func (o BreakerOptions) withDefaults() BreakerOptions {

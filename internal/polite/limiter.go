@@ -3,7 +3,6 @@ package polite
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -60,30 +59,13 @@ func (o LimiterOptions) Validate() error {
 	if math.IsNaN(o.HostRate) || o.HostRate < 0 || (o.HostRate > 0 && o.HostRate < minHostRate) {
 		rateErr = fmt.Errorf("host rate %v must be at least one request a day, or +Inf", o.HostRate)
 	}
-	return optionsError("limiter", []error{
-		negative("global concurrency", o.GlobalConcurrency),
-		negative("host concurrency", o.HostConcurrency),
+	return option.Join("limiter",
+		option.NotNegative("global concurrency", o.GlobalConcurrency),
+		option.NotNegative("host concurrency", o.HostConcurrency),
 		rateErr,
-		negative("host burst", o.HostBurst),
-		negative("idle host ttl", o.IdleHostTTL),
-	})
-}
-
-// negative returns an error naming v when it is below zero, else nil.
-func negative[T int | time.Duration](name string, v T) error {
-	if v < 0 {
-		return fmt.Errorf("%s %v is negative", name, v)
-	}
-	return nil
-}
-
-// optionsError joins the errors of errs that are not nil into the error of
-// what's options, or returns nil if all are.
-func optionsError(what string, errs []error) error {
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s options: %w", what, err)
-	}
-	return nil
+		option.NotNegative("host burst", o.HostBurst),
+		option.NotNegative("idle host ttl", o.IdleHostTTL),
+	)
 }
 
 // LimiterStats is a snapshot of a Limiter.

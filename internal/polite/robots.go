@@ -83,15 +83,15 @@ func DefaultRobotsOptions() RobotsOptions {
 // they mean the default.
 func (o RobotsOptions) Validate() error {
 	errs := []error{
-		negative("ttl", o.TTL), negative("error ttl", o.ErrorTTL), negative("max error ttl", o.MaxErrorTTL),
-		negative("max stale", o.MaxStale), negative("fetch timeout", o.FetchTimeout),
-		negative("max body bytes", o.MaxBodyBytes),
-		negative("max hosts", o.MaxHosts),
+		option.NotNegative("ttl", o.TTL), option.NotNegative("error ttl", o.ErrorTTL),
+		option.NotNegative("max error ttl", o.MaxErrorTTL), option.NotNegative("max stale", o.MaxStale),
+		option.NotNegative("fetch timeout", o.FetchTimeout), option.NotNegative("max body bytes", o.MaxBodyBytes),
+		option.NotNegative("max hosts", o.MaxHosts),
 	}
 	if d := o.withDefaults(); d.MaxErrorTTL < d.ErrorTTL {
 		errs = append(errs, fmt.Errorf("max error ttl %v is below error ttl %v", d.MaxErrorTTL, d.ErrorTTL))
 	}
-	return optionsError("robots", errs)
+	return option.Join("robots", errs...)
 }
 
 func (o RobotsOptions) withDefaults() RobotsOptions {

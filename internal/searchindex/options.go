@@ -1,9 +1,6 @@
 package searchindex
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/newsflow/newsflow/internal/option"
 )
 
@@ -50,17 +47,9 @@ func DefaultOptions() Options {
 // Validate reports invalid option values. Zero values are valid and mean the
 // default.
 func (o Options) Validate() error {
-	var errs []error
-	if o.MaxQueryBytes < 0 {
-		errs = append(errs, fmt.Errorf("max query bytes %d is negative", o.MaxQueryBytes))
-	}
-	if o.FragmentSize < 0 {
-		errs = append(errs, fmt.Errorf("fragment size %d is negative", o.FragmentSize))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("search options: %w", err)
-	}
-	return nil
+	return option.Join("search",
+		option.NotNegative("max query bytes", o.MaxQueryBytes),
+		option.NotNegative("fragment size", o.FragmentSize))
 }
 
 // withDefaults returns o with every zero field set to its default.

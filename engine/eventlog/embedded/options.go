@@ -106,25 +106,18 @@ func (o Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("fsync policy %q: want always, interval or never", o.Fsync))
 	}
-	nonNegative := func(name string, v int64) {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
-		}
-	}
-	nonNegative("sync interval", int64(o.SyncInterval))
-	nonNegative("retention bytes", o.RetentionBytes)
-	nonNegative("retention check interval", int64(o.RetentionCheckInterval))
-	nonNegative("index interval records", int64(o.IndexIntervalRecords))
-	nonNegative("index interval bytes", o.IndexIntervalBytes)
-	nonNegative("max batch records", int64(o.MaxBatchRecords))
-	nonNegative("max batch bytes", int64(o.MaxBatchBytes))
+	errs = append(errs,
+		option.NotNegative("sync interval", o.SyncInterval),
+		option.NotNegative("retention bytes", o.RetentionBytes),
+		option.NotNegative("retention check interval", o.RetentionCheckInterval),
+		option.NotNegative("index interval records", o.IndexIntervalRecords),
+		option.NotNegative("index interval bytes", o.IndexIntervalBytes),
+		option.NotNegative("max batch records", o.MaxBatchRecords),
+		option.NotNegative("max batch bytes", o.MaxBatchBytes))
 	if o.MemTableSize < 0 || o.MemTableSize >= 4<<30 {
 		errs = append(errs, fmt.Errorf("memtable size %d: want 0 (the default) to 4 GiB", o.MemTableSize))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("embedded log options: %w", err)
-	}
-	return nil
+	return option.Join("embedded log", errs...)
 }
 
 // withDefaults returns o with every zero field set to its default.
