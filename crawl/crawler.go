@@ -80,17 +80,9 @@ func DefaultOptions() Options {
 func (o Options) withDefaults() Options {
 	option.Fill(&o.FullText, DefaultFullTextOptions())
 	option.Fill(&o, DefaultOptions())
-	// Made here, not in DefaultOptions: each crawler has a registry of its
-	// own.
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Registerer == nil {
-		o.Registerer = prometheus.NewRegistry()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	// Made here, not in DefaultOptions (where a node's configuration
+	// starts): each crawler has a registry of its own.
+	option.Fill(&o, Options{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Now: time.Now})
 	return o
 }
 

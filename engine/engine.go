@@ -85,14 +85,9 @@ func (o Options) Validate() error {
 
 func (o Options) withDefaults() Options {
 	option.Fill(&o, DefaultOptions())
-	// The logger and the registry are made here, not in DefaultOptions:
-	// each engine has a registry of its own.
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Registerer == nil {
-		o.Registerer = prometheus.NewRegistry()
-	}
+	// Made here, not in DefaultOptions (where a node's configuration
+	// starts): each engine has a registry of its own.
+	option.Fill(&o, Options{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry()})
 	return o
 }
 

@@ -131,15 +131,7 @@ func (o Options) withDefaults() Options {
 	option.Fill(&o, d)
 	// Made here, not in DefaultOptions (where a node's configuration
 	// starts): each server has a registry of its own.
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Registerer == nil {
-		o.Registerer = prometheus.NewRegistry()
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	option.Fill(&o, Options{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Now: time.Now})
 	return o
 }
 
