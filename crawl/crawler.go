@@ -131,7 +131,10 @@ type Crawler struct {
 		rnd        *rand.Rand
 		lastManual map[string]time.Time
 		crawling   map[string]bool
-		changed    map[string]bool // sources Notify reported
+		// stopped is closed and replaced whenever a crawling mark is
+		// cleared: CrawlNow waits on it for a crawl under way.
+		stopped chan struct{}
+		changed map[string]bool // sources Notify reported
 	}
 }
 
@@ -155,6 +158,7 @@ func New(sources *Sources, l eventlog.Log, db *state.DB, opts Options) (*Crawler
 	c.mu.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6e6577))
 	c.mu.lastManual = map[string]time.Time{}
 	c.mu.crawling = map[string]bool{}
+	c.mu.stopped = make(chan struct{})
 	c.mu.changed = map[string]bool{}
 	c.robots, err = polite.NewRobots(c.fetchRobots, opts.Robots)
 	if err != nil {
@@ -376,6 +380,8 @@ func (c *Crawler) stopCrawling(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.mu.crawling, id)
+	close(c.mu.stopped)
+	c.mu.stopped = make(chan struct{})
 }
 
 func (c *Crawler) isCrawling(id string) bool {
@@ -388,23 +394,40 @@ func (c *Crawler) isCrawling(id string) bool {
 // than ManualCrawlInterval ago.
 var ErrTooSoon = errors.New("source was crawled manually moments ago")
 
-// ErrBusy is returned by CrawlNow while the source is being crawled.
+// ErrBusy is returned by CrawlNow when a crawl of the source under way
+// did not end within busyWait.
 var ErrBusy = errors.New("source is being crawled now")
 
+// busyWait is how long CrawlNow waits for a crawl of the source under way
+// (the scheduler's, or another manual one) to end before its own.
+const busyWait = 10 * time.Second
+
 // CrawlNow crawls one source at once and returns the record of the crawl.
+// If the source is being crawled, it first waits (up to busyWait) for that
+// crawl to end.
 func (c *Crawler) CrawlNow(ctx context.Context, id string) (CrawlRecord, error) {
 	if _, err := c.sources.Get(ctx, id); err != nil {
 		return CrawlRecord{}, err
 	}
+	wait := time.NewTimer(busyWait)
+	defer wait.Stop()
 	c.mu.Lock()
+	for c.mu.crawling[id] {
+		stopped := c.mu.stopped
+		c.mu.Unlock()
+		select {
+		case <-stopped:
+		case <-wait.C:
+			return CrawlRecord{}, ErrBusy
+		case <-ctx.Done():
+			return CrawlRecord{}, ctx.Err()
+		}
+		c.mu.Lock()
+	}
 	now := c.opts.Now()
 	if last, ok := c.mu.lastManual[id]; ok && now.Sub(last) < c.opts.ManualCrawlInterval {
 		c.mu.Unlock()
 		return CrawlRecord{}, fmt.Errorf("%w; try again in %s", ErrTooSoon, (c.opts.ManualCrawlInterval - now.Sub(last)).Round(time.Second))
-	}
-	if c.mu.crawling[id] {
-		c.mu.Unlock()
-		return CrawlRecord{}, ErrBusy
 	}
 	c.mu.lastManual[id] = now
 	c.mu.crawling[id] = true

@@ -55,6 +55,41 @@ func TestCrawlNowIsRateLimited(t *testing.T) {
 	}
 }
 
+// A manual crawl of a source being crawled waits for that crawl to end,
+// then crawls; given up (its context), it says so.
+func TestCrawlNowWaitsForCrawlUnderWay(t *testing.T) {
+	h := newCrawlHarness(t, feedfarm.Options{Items: 3}, nil)
+	s := h.add("/gen/1.xml")
+	if !h.c.startCrawling(s.ID) { // as the scheduler does
+		t.Fatal("source marked already")
+	}
+	type result struct {
+		rec CrawlRecord
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rec, err := h.c.CrawlNow(context.Background(), s.ID)
+		done <- result{rec, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("manual crawl did not wait for the crawl under way: %+v %v", r.rec, r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	h.c.stopCrawling(s.ID)
+	if r := <-done; r.err != nil || r.rec.Outcome != "ok" || r.rec.ItemsNew != 3 {
+		t.Fatalf("manual crawl after the crawl under way: %+v %v", r.rec, r.err)
+	}
+	s2 := h.add("/gen/2.xml")
+	h.c.startCrawling(s2.ID)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := h.c.CrawlNow(ctx, s2.ID); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("manual crawl given up while waiting: %v", err)
+	}
+}
+
 func histogramCount(t *testing.T, reg *prometheus.Registry, name string) (uint64, float64) {
 	t.Helper()
 	mfs, err := reg.Gather()
