@@ -58,12 +58,6 @@ func (b *Builder) Persist(w state.Writer) error {
 	if err := b.c.Persist(w, prefixCluster); err != nil {
 		return err
 	}
-	for _, e := range b.expired {
-		if err := w.Delete(u64(u64([]byte("w"), uint64(e.last)), e.num)); err != nil {
-			return err
-		}
-	}
-	b.expired = b.expired[:0]
 	for _, ar := range b.dirtyArticles {
 		v, err := json.Marshal(ar)
 		if err != nil {
@@ -88,6 +82,13 @@ func (b *Builder) Persist(w state.Writer) error {
 		}
 	}
 	b.dirtyArticles = b.dirtyArticles[:0]
+	// After the articles: one may have expired since it was applied.
+	for _, e := range b.expired {
+		if err := w.Delete(u64(u64([]byte("w"), uint64(e.last)), e.num)); err != nil {
+			return err
+		}
+	}
+	b.expired = b.expired[:0]
 	for _, num := range slices.Sorted(maps.Keys(b.dirtyStories)) {
 		st := b.dirtyStories[num]
 		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, TopicSum: st.topicSum,

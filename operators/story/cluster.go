@@ -161,6 +161,9 @@ type Clusterer struct {
 	freeIDs  []uint32 // free ids, ascending
 	// forgotten lists the terms forgotten since the last Persist.
 	forgotten []uint32
+	// lastVec is the vector Vectorize returned last, until Assign or
+	// Join takes it: a rotation they make first keeps its terms.
+	lastVec Vector
 
 	open     openSet
 	postings map[uint32][]uint64 // term → story numbers, ascending
@@ -229,6 +232,10 @@ type Vector []term
 // Vectorize computes the article's unit TF-IDF vector and counts it in the
 // document frequencies. Call it once per article, before Assign or Join.
 func (c *Clusterer) Vectorize(t Text) Vector {
+	// Into the generation of t first, so that the article counts there;
+	// rotate also keeps the terms of the vector returned last, until the
+	// next.
+	c.expire(t.Time)
 	clear(c.tf)
 	c.tok.Reset(t.Title)
 	for c.tok.Next() {
@@ -273,6 +280,7 @@ func (c *Clusterer) Vectorize(t Text) Vector {
 			v[i].W = float32(float64(v[i].W) * inv)
 		}
 	}
+	c.lastVec = v
 	return v
 }
 
@@ -352,6 +360,9 @@ func (c *Clusterer) rotate() {
 		c.docsPrev, c.docs = 0, 0
 	}
 	held := make([]bool, len(c.words))
+	for _, e := range c.lastVec {
+		held[e.ID] = true
+	}
 	for _, st := range c.open.items {
 		if st != nil {
 			for _, e := range st.terms {
@@ -409,6 +420,7 @@ func (c *Clusterer) decay(a, b int64) float64 {
 // and merges stories the article bridges. now is the article's event time.
 func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 	c.expire(now)
+	c.lastVec = nil // assigned: its terms count as the story's now
 	cands := c.candidates(v, now)
 	th := c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong)
 	var a Assignment
@@ -470,6 +482,7 @@ func (c *Clusterer) joinThreshold(th float64, size int) float64 {
 // its articles) without searching. It reports false if the story is closed.
 func (c *Clusterer) Join(num uint64, v Vector, now int64) bool {
 	c.expire(now)
+	c.lastVec = nil
 	st := c.open.get(num)
 	if st == nil {
 		return false

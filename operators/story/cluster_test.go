@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // labelled is one article of a labelled clustering corpus.
@@ -159,41 +159,48 @@ func TestClustererQualityECBPlus(t *testing.T) {
 // TestClustererRestoreContinuesIdentically checkpoints the clusterer every
 // few hundred articles through a state DB and restores it, and checks the
 // assignments equal those of one uninterrupted run.
+// A clusterer restored from its state every 337 articles assigns as one
+// that never stopped: with the default window, and with a 2h one, over
+// whose 18 generations terms are forgotten and their ids reused.
 func TestClustererRestoreContinuesIdentically(t *testing.T) {
 	docs := loadLabelled(t, "uci_dev.ndjson")
-	want := clusterAll(t, docs, ClusterOptions{})
-
-	db, err := state.Open(t.TempDir(), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ns := db.Namespace("cluster")
-	prefix := []byte("c")
-	c, err := NewClusterer(ClusterOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRun()
-	for i, d := range docs {
-		r.assign(c, d)
-		if i%337 == 336 {
-			b := ns.NewBatch()
-			if err := c.Persist(b, prefix); err != nil {
+	for _, opts := range []ClusterOptions{{}, {Window: 2 * time.Hour}} {
+		t.Run(fmt.Sprint("window=", opts.Window), func(t *testing.T) {
+			want := clusterAll(t, docs, opts)
+			ns := statetest.Open(t).Namespace("cluster")
+			prefix := []byte("c")
+			c, err := NewClusterer(opts)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := b.Commit(); err != nil {
-				t.Fatal(err)
+			r := newRun()
+			maxTerms := 0
+			for i, d := range docs {
+				r.assign(c, d)
+				maxTerms = max(maxTerms, c.Terms())
+				if i%337 == 336 {
+					b := ns.NewBatch()
+					if err := c.Persist(b, prefix); err != nil {
+						t.Fatal(err)
+					}
+					if err := b.Commit(); err != nil {
+						t.Fatal(err)
+					}
+					if c, err = RestoreClusterer(opts, ns, prefix); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
-			if c, err = RestoreClusterer(ClusterOptions{}, ns, prefix); err != nil {
-				t.Fatal(err)
+			for id, got := range r.stories() {
+				if got != want[id] {
+					t.Fatalf("article %s: story %s after restores, %s without", id, got, want[id])
+				}
 			}
-		}
-	}
-	for id, got := range r.stories() {
-		if got != want[id] {
-			t.Fatalf("article %s: story %s after restores, %s without", id, got, want[id])
-		}
+			if opts.Window != 0 && len(c.words) >= maxTerms+len(c.freeIDs) && len(c.freeIDs) == 0 {
+				t.Fatalf("no term was forgotten: %d ids, %d free", len(c.words), len(c.freeIDs))
+			}
+			t.Logf("%d terms at the end, %d ids, at most %d terms at once", c.Terms(), len(c.words), maxTerms)
+		})
 	}
 }
 
