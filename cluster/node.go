@@ -474,21 +474,29 @@ func (n *Node) leaderDuties() {
 	}
 }
 
+// initPartitions sets the cluster's partitions and their weights. It
+// reports false if they are not set yet (weights not known, or the
+// command failed): a later tick tries again.
+func (n *Node) initPartitions(ctx context.Context) bool {
+	var weights []int
+	if n.cfg.Weights != nil {
+		if weights = n.cfg.Weights(); weights == nil {
+			return false
+		}
+	}
+	if err := n.Apply(ctx, Command{Op: OpInit, Partitions: n.cfg.Partitions, Weights: weights}); err != nil {
+		n.log.Warn("cluster init", "error", err)
+		return false
+	}
+	return true
+}
+
 func (n *Node) leaderTick(failing map[string]time.Time, targets map[string]uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	st, _ := n.fsm.snapshot()
-	if st.Partitions == 0 && n.cfg.Partitions > 0 {
-		var weights []int
-		if n.cfg.Weights != nil {
-			if weights = n.cfg.Weights(); weights == nil {
-				return // not known yet: a later tick initialises
-			}
-		}
-		if err := n.Apply(ctx, Command{Op: OpInit, Partitions: n.cfg.Partitions, Weights: weights}); err != nil {
-			n.log.Warn("cluster init", "error", err)
-			return
-		}
+	if st.Partitions == 0 && n.cfg.Partitions > 0 && !n.initPartitions(ctx) {
+		return
 	}
 	if m, ok := st.Members[n.cfg.ID]; !ok || !m.Up || m.HTTPAddr != n.cfg.HTTPAddr || m.RaftAddr != n.raftAddr {
 		self := n.self()

@@ -18,7 +18,7 @@ import (
 // bound, /api/v1/trending items carry error_bound, and /health/detailed
 // and /metrics show the sketches' memory.
 //
-// It is one scenario checked step by step (cyclomatic 39): the steps
+// It is one scenario checked step by step (cyclomatic 38): the steps
 // depend on each other's state, so they stay in order in one function.
 func TestArticleSharesCMS(t *testing.T) {
 	n := newTestNode(t, withTrending(trending.OperatorOptions{Counter: trending.CounterCMS}))

@@ -80,6 +80,40 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	return w.Set(append(slices.Clip(prefix), keyMeta), buf)
 }
 
+// restoreTerm adds the stored term id with record v (in the format before
+// generations unless generations is set). Terms come in ascending id order;
+// the ids skipped are free.
+func (c *Clusterer) restoreTerm(id uint32, v []byte, generations bool) error {
+	df, n := binary.Uvarint(v)
+	if n <= 0 || int(id) < len(c.words) {
+		return fmt.Errorf("%w: term %d out of order", errCorrupt, id)
+	}
+	v = v[n:]
+	var prev uint64
+	if generations {
+		if prev, n = binary.Uvarint(v); n <= 0 {
+			return errCorrupt
+		}
+		v = v[n:]
+	} else {
+		c.dirtyTerms[id] = struct{}{} // rewritten in the current format
+	}
+	for uint32(len(c.words)) < id { // a forgotten term's id
+		c.freeIDs = append(c.freeIDs, uint32(len(c.words)))
+		c.words, c.generic = append(c.words, ""), append(c.generic, false)
+		c.df, c.dfPrev = append(c.df, 0), append(c.dfPrev, 0)
+	}
+	w := string(v)
+	if w == "" {
+		return fmt.Errorf("%w: term %d without a word", errCorrupt, id)
+	}
+	c.vocab[w] = id
+	c.words = append(c.words, w)
+	c.generic = append(c.generic, generic(w))
+	c.df, c.dfPrev = append(c.df, uint32(df)), append(c.dfPrev, uint32(prev))
+	return nil
+}
+
 func storyKey(prefix []byte, num uint64) []byte {
 	k := append(slices.Clip(prefix), keyStory)
 	return binary.BigEndian.AppendUint64(k, num)
@@ -127,35 +161,7 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		if len(k) != len(lo)+4 {
 			return errCorrupt
 		}
-		id := binary.BigEndian.Uint32(k[len(lo):])
-		df, n := binary.Uvarint(v)
-		if n <= 0 || int(id) < len(c.words) {
-			return fmt.Errorf("%w: term %d out of order", errCorrupt, id)
-		}
-		v = v[n:]
-		var prev uint64
-		if generations {
-			if prev, n = binary.Uvarint(v); n <= 0 {
-				return errCorrupt
-			}
-			v = v[n:]
-		} else {
-			c.dirtyTerms[id] = struct{}{} // rewritten in the current format
-		}
-		for uint32(len(c.words)) < id { // a forgotten term's id
-			c.freeIDs = append(c.freeIDs, uint32(len(c.words)))
-			c.words, c.generic = append(c.words, ""), append(c.generic, false)
-			c.df, c.dfPrev = append(c.df, 0), append(c.dfPrev, 0)
-		}
-		w := string(v)
-		if w == "" {
-			return fmt.Errorf("%w: term %d without a word", errCorrupt, id)
-		}
-		c.vocab[w] = id
-		c.words = append(c.words, w)
-		c.generic = append(c.generic, generic(w))
-		c.df, c.dfPrev = append(c.df, uint32(df)), append(c.dfPrev, uint32(prev))
-		return nil
+		return c.restoreTerm(binary.BigEndian.Uint32(k[len(lo):]), v, generations)
 	})
 	if err != nil {
 		return nil, err
