@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/valyala/fastjson"
 )
@@ -20,6 +21,14 @@ const (
 	// is the Article as on TopicArticles; the story is in headers.
 	TopicArticlesIndexed = "articles.indexed"
 )
+
+// DefaultRetention is how long, in event time behind the newest article,
+// the article pipeline keeps an article: the articles operator its
+// version, the story stage its story (counted from the story's latest
+// article), the search index its document. Each stage takes it as an
+// option (retention.articles in the node configuration); an article
+// already older than it when it arrives is dead-lettered.
+const DefaultRetention = 30 * 24 * time.Hour
 
 // Headers of TopicArticlesIndexed records.
 const (

@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -507,6 +508,41 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		return fmt.Errorf("apply: %w", err)
 	}
 	return nil
+}
+
+// Newest returns the latest published time ever indexed, the zero time
+// if nothing was.
+func (ix *Index) Newest() time.Time {
+	ns := ix.maxPublished.Load()
+	if ns == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// PublishedBefore returns the ids of up to limit documents published
+// before t (as indexed: see Doc.PublishedAt), in no particular order, and
+// whether more are left: the documents a retention age expires, for the
+// deletes of the next Apply.
+func (ix *Index) PublishedBefore(ctx context.Context, t time.Time, limit int) (ids []string, more bool, err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.mu.closed {
+		return nil, false, ErrClosed
+	}
+	if !t.After(minTime) {
+		return nil, false, nil
+	}
+	req := bleve.NewSearchRequestOptions(timeRange(time.Time{}, indexedTime(t)), limit+1, 0, false)
+	req.Score = "none"
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("published before: %w", err)
+	}
+	for _, h := range res.Hits[:min(limit, len(res.Hits))] {
+		ids = append(ids, h.ID)
+	}
+	return ids, len(res.Hits) > limit, nil
 }
 
 // Count returns the number of documents in the index.

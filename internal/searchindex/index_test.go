@@ -436,3 +436,36 @@ func crashChild(dir string, batchSize int) {
 	}
 	os.Exit(3) // never closes the index
 }
+
+// TestPublishedBefore: the ids of exactly the documents published before
+// a time, hours aligned or not, limited, and none before the first.
+func TestPublishedBefore(t *testing.T) {
+	ix, _ := newTestIndex(t, fixture)
+	if got := ix.Newest(); !got.Equal(at(30)) {
+		t.Errorf("newest %s, want %s", got, at(30))
+	}
+	for _, before := range []time.Time{at(1), at(5), at(5).Add(time.Minute), at(28), at(28).Add(time.Nanosecond), at(31)} {
+		var want []string
+		for _, d := range fixture {
+			if d.PublishedAt.Before(before) {
+				want = append(want, d.ID)
+			}
+		}
+		got, more, err := ix.PublishedBefore(context.Background(), before, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) || more {
+			t.Errorf("before %s: %v (more %v), want %v", before, got, more, want)
+		}
+	}
+	got, more, err := ix.PublishedBefore(context.Background(), at(10), 3)
+	if err != nil || len(got) != 3 || !more {
+		t.Errorf("limit 3: %v, more %v, %v", got, more, err)
+	}
+	empty, _ := newTestIndex(t, nil)
+	if !empty.Newest().IsZero() {
+		t.Errorf("newest of an empty index: %s", empty.Newest())
+	}
+}

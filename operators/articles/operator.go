@@ -11,6 +11,12 @@
 // with the reason. An optional image_url (the lead image) must be an
 // absolute http or https URL; it is carried on, and an image that changes
 // makes a new version like edited text.
+//
+// Retention: the task forgets an article (its version and text hash) once
+// it is older than the retention age behind the partition's newest article
+// (Options.Retention, default 30 days of event time), and dead-letters an
+// item already older than that when it arrives, so that an article the
+// later stages have deleted is never made again.
 package articles
 
 import (
@@ -18,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,11 +57,17 @@ type Options struct {
 	// MaxRecordBytes is the largest raw record accepted (default 16 MiB);
 	// larger ones are dead-lettered.
 	MaxRecordBytes int `yaml:"-"`
+	// Retention is how long, in event time behind the partition's newest
+	// article, an article's version is kept (default
+	// schema.DefaultRetention; negative keeps every version). The node
+	// sets it from retention.articles.
+	Retention time.Duration `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
 func DefaultOptions() Options {
-	return Options{MaxTitleBytes: feed.MaxTitleBytes, MaxSummaryBytes: feed.MaxSummaryBytes, MaxContentBytes: 32 << 10, MaxRecordBytes: 16 << 20}
+	return Options{MaxTitleBytes: feed.MaxTitleBytes, MaxSummaryBytes: feed.MaxSummaryBytes, MaxContentBytes: 32 << 10, MaxRecordBytes: 16 << 20,
+		Retention: schema.DefaultRetention}
 }
 
 // Validate reports invalid option values.
@@ -78,6 +91,7 @@ type Operator struct {
 	cls      classify.Classifier
 	sources  SourceInfo
 	outcomes *prometheus.CounterVec
+	expired  prometheus.Counter
 	parsers  fastjson.ParserPool // for route, called concurrently
 }
 
@@ -102,9 +116,15 @@ func New(opts Options, cls classify.Classifier, sources SourceInfo, reg promethe
 		Name: "newsflow_articles_total",
 		Help: "Raw articles by outcome: new, edited (a new version), unchanged (dropped repeat).",
 	}, []string{"outcome"})
+	o.expired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "newsflow_articles_expired_total",
+		Help: "Article versions deleted because the article is older than the retention age.",
+	})
 	if reg != nil {
-		if err := reg.Register(o.outcomes); err != nil {
-			return nil, fmt.Errorf("articles: register metrics: %w", err)
+		for _, c := range []prometheus.Collector{o.outcomes, o.expired} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("articles: register metrics: %w", err)
+			}
 		}
 	}
 	return o, nil
@@ -117,7 +137,7 @@ func (o *Operator) Spec() engine.Spec {
 		Description: "dedup by canonical URL, clean text, label topics",
 		Inputs:      []engine.Input{{Topic: schema.TopicArticlesRaw, Key: "article_id (hash of the canonical URL)", Route: o.route}},
 		Outputs:     []string{schema.TopicArticles},
-		Stores:      []string{"article versions and text hashes"},
+		Stores:      []string{"article versions and text hashes", "articles by publish time, for retention"},
 		Options:     o.opts,
 	}
 }
@@ -149,34 +169,96 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 type version struct {
 	n    uint32
 	hash uint64
+	// published is the article's event time; noTime for a version stored
+	// before retention, which is kept.
+	published int64
+	// stored is the time of the committed t entry, noTime if none.
+	stored int64
 }
+
+// noTime marks a version without a time.
+const noTime = math.MaxInt64
+
+// State keys of a task:
+//
+//	v <article id>         version (4 bytes), text hash (8), publish time (8; absent
+//	                       in versions stored before retention)
+//	t <time:8> <article id> nothing: the articles by publish time (sign bit flipped, so
+//	                       that it sorts), for retention
+//	m                      the partition's newest publish time (8 bytes)
+var keyWatermark = []byte("m")
 
 type task struct {
 	op    *Operator
 	r     state.Reader
 	dirty map[string]version
+	wm    int64 // the newest publish time applied
 }
 
 func (t *task) Restore(r state.Reader) error {
 	t.r = r
 	clear(t.dirty)
+	t.wm = math.MinInt64
+	v, ok, err := r.Get(keyWatermark)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if len(v) != 8 {
+			return errors.New("articles: corrupt watermark")
+		}
+		t.wm = int64(binary.BigEndian.Uint64(v))
+	}
 	return nil
 }
 
 func versionKey(id string) []byte { return append([]byte("v"), id...) }
 
-func (t *task) lookup(id string) (version, error) {
-	if v, ok := t.dirty[id]; ok {
-		return v, nil
+func timeKey(published int64, id string) []byte {
+	return append(binary.BigEndian.AppendUint64([]byte("t"), uint64(published)^1<<63), id...)
+}
+
+// cutoff returns the publish time before which articles are forgotten,
+// and false when retention is off or nothing was applied yet.
+func (t *task) cutoff() (int64, bool) {
+	if t.op.opts.Retention < 0 || t.wm == math.MinInt64 {
+		return 0, false
 	}
+	return t.wm - t.op.opts.Retention.Milliseconds(), true
+}
+
+// lookup returns the version of article id; an article older than the
+// retention age has none, whether or not a commit has deleted it yet.
+func (t *task) lookup(id string) (version, error) {
+	v, ok := t.dirty[id]
+	if !ok {
+		var err error
+		if v, err = t.stored(id); err != nil {
+			return v, err
+		}
+	}
+	if cut, on := t.cutoff(); on && v.published != noTime && v.published < cut {
+		return version{published: noTime, stored: v.stored}, nil
+	}
+	return v, nil
+}
+
+// stored reads the committed version of article id.
+func (t *task) stored(id string) (version, error) {
+	v := version{published: noTime, stored: noTime}
 	b, ok, err := t.r.Get(versionKey(id))
 	if err != nil || !ok {
-		return version{}, err
+		return v, err
 	}
-	if len(b) != 12 {
-		return version{}, fmt.Errorf("articles: corrupt version of %s", id)
+	if len(b) != 12 && len(b) != 20 {
+		return v, fmt.Errorf("articles: corrupt version of %s", id)
 	}
-	return version{n: binary.BigEndian.Uint32(b), hash: binary.BigEndian.Uint64(b[4:])}, nil
+	v.n, v.hash = binary.BigEndian.Uint32(b), binary.BigEndian.Uint64(b[4:])
+	if len(b) == 20 {
+		v.published = int64(binary.BigEndian.Uint64(b[12:]))
+		v.stored = v.published
+	}
+	return v, nil
 }
 
 func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
@@ -184,6 +266,11 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	if err != nil {
 		return engine.Invalid("raw article: %v", err)
 	}
+	if cut, on := t.cutoff(); on && a.PublishedAt < cut {
+		return engine.Invalid("raw article: published at %s, older than the retention age (%s) behind the partition's newest article",
+			time.UnixMilli(a.PublishedAt).UTC().Format(time.RFC3339), t.op.opts.Retention)
+	}
+	t.wm = max(t.wm, a.PublishedAt)
 	h := xxhash.New()
 	for _, s := range []string{a.Title, a.Summary, a.Content} {
 		h.WriteString(s)
@@ -204,7 +291,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		return nil
 	}
 	a.Version = int(prev.n) + 1
-	t.dirty[a.ID] = version{n: prev.n + 1, hash: sum}
+	t.dirty[a.ID] = version{n: prev.n + 1, hash: sum, published: a.PublishedAt, stored: prev.stored}
 	if prev.n > 0 {
 		t.op.outcomes.WithLabelValues("edited").Inc()
 	} else {
@@ -227,17 +314,54 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	return nil
 }
 
+// Flush stages the deletion of the articles older than the retention age
+// first, then the new versions, so that a version made again since keeps
+// its new value. Which articles are kept depends only on the records
+// applied, not on where commits fell.
 func (t *task) Flush(w state.Writer) error {
-	var buf [12]byte
+	cut, on := t.cutoff()
+	if on {
+		n := 0
+		err := t.r.Scan([]byte("t"), timeKey(cut, ""), func(k, _ []byte) error {
+			n++
+			if err := w.Delete(k); err != nil {
+				return err
+			}
+			return w.Delete(versionKey(string(k[9:])))
+		})
+		if err != nil {
+			return err
+		}
+		t.op.expired.Add(float64(n))
+	}
+	var buf [20]byte
 	for id, v := range t.dirty {
+		if v.stored != noTime && v.stored != v.published {
+			if err := w.Delete(timeKey(v.stored, id)); err != nil {
+				return err
+			}
+		}
+		if on && v.published < cut { // expired since it was applied
+			if err := w.Delete(versionKey(id)); err != nil {
+				return err
+			}
+			continue
+		}
 		binary.BigEndian.PutUint32(buf[:], v.n)
 		binary.BigEndian.PutUint64(buf[4:], v.hash)
+		binary.BigEndian.PutUint64(buf[12:], uint64(v.published))
 		if err := w.Set(versionKey(id), buf[:]); err != nil {
+			return err
+		}
+		if err := w.Set(timeKey(v.published, id), nil); err != nil {
 			return err
 		}
 	}
 	clear(t.dirty)
-	return nil
+	if t.wm == math.MinInt64 {
+		return nil
+	}
+	return w.Set(keyWatermark, binary.BigEndian.AppendUint64(nil, uint64(t.wm)))
 }
 
 func (t *task) Committed(engine.CommitInfo) {}

@@ -9,6 +9,14 @@
 // index. The task's Pebble state holds only a marker that the index belongs
 // to the committed offsets; when the marker is missing (a fresh node, or a
 // replay that cleared the state) the index is rebuilt from scratch.
+//
+// Retention: each commit also deletes the documents published more than
+// the retention age (Options.Retention, default 30 days) before the
+// newest document of the partition, in the same Bleve batch, and indexes
+// no document already that old. Which documents are kept depends only on
+// the records applied, not on where commits fell. Searches never show a
+// document older than the retention age behind the newest document of any
+// partition of the node, deleted yet or not.
 package search
 
 import (
@@ -19,6 +27,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +50,11 @@ type Options struct {
 	// Bleve indexes large batches much more cheaply than small ones; new
 	// articles become searchable up to this much later.
 	CommitInterval time.Duration `yaml:"commit_interval"`
+	// Retention is how long, in event time behind the partition's newest
+	// document, a document is kept (default schema.DefaultRetention;
+	// negative keeps every document). The node sets it from
+	// retention.articles.
+	Retention time.Duration `yaml:"-"`
 }
 
 // Validate reports invalid option values.
@@ -61,7 +75,7 @@ type Operator struct {
 
 // DefaultOptions returns the defaults the zero value stands for.
 func DefaultOptions() Options {
-	return Options{Index: searchindex.DefaultOptions(), CommitInterval: time.Second}
+	return Options{Index: searchindex.DefaultOptions(), CommitInterval: time.Second, Retention: schema.DefaultRetention}
 }
 
 // New returns the operator; partition p's index lives in dir/p.
@@ -70,6 +84,7 @@ func New(dir string, opts Options, partitions int32) (*Operator, error) {
 		return nil, err
 	}
 	opts.CommitInterval = cmp.Or(opts.CommitInterval, DefaultOptions().CommitInterval)
+	opts.Retention = cmp.Or(opts.Retention, DefaultOptions().Retention)
 	return &Operator{dir: dir, opts: opts, parts: make([]atomic.Pointer[searchindex.Index], partitions)}, nil
 }
 
@@ -105,7 +120,13 @@ type task struct {
 	marked  bool
 	docs    []searchindex.Doc
 	pending map[string]int // article id → position in docs
+	// expiring is set while expired documents are left to delete.
+	expiring bool
 }
+
+// maxExpire bounds the documents one commit deletes; the rest go with
+// the next ones (and searches hide them meanwhile).
+const maxExpire = 50000
 
 func (t *task) dir() string { return filepath.Join(t.op.dir, strconv.Itoa(int(t.p))) }
 
@@ -158,8 +179,12 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 }
 
 func (t *task) Flush(w state.Writer) error {
-	if len(t.docs) > 0 {
-		if err := t.ix.Apply(t.docs, nil); err != nil {
+	if len(t.docs) > 0 || t.expiring {
+		docs, deletes, err := t.expire()
+		if err != nil {
+			return fmt.Errorf("search: expire in partition %d: %w", t.p, err)
+		}
+		if err := t.ix.Apply(docs, deletes); err != nil {
 			return fmt.Errorf("search: index partition %d: %w", t.p, err)
 		}
 		t.docs = t.docs[:0]
@@ -172,6 +197,31 @@ func (t *task) Flush(w state.Writer) error {
 	return nil
 }
 
+// expire returns the documents of the batch younger than the retention age
+// and the ids of the indexed documents older than it.
+func (t *task) expire() ([]searchindex.Doc, []string, error) {
+	if t.op.opts.Retention < 0 {
+		return t.docs, nil, nil
+	}
+	newest := t.ix.Newest()
+	for _, d := range t.docs {
+		if d.PublishedAt.After(newest) {
+			newest = d.PublishedAt
+		}
+	}
+	cut := newest.Add(-t.op.opts.Retention)
+	docs := t.docs[:0]
+	for _, d := range t.docs {
+		if !d.PublishedAt.Before(cut) {
+			docs = append(docs, d)
+		}
+	}
+	clear(t.docs[len(docs):])
+	deletes, more, err := t.ix.PublishedBefore(context.Background(), cut, maxExpire)
+	t.expiring = more
+	return docs, deletes, err
+}
+
 func (t *task) Committed(engine.CommitInfo) {}
 
 func (t *task) Close() error {
@@ -180,6 +230,22 @@ func (t *task) Close() error {
 	}
 	t.op.parts[t.p].CompareAndSwap(t.ix, nil)
 	return t.ix.Close()
+}
+
+// Cutoff returns the published time before which documents are older
+// than the retention age behind the newest document of this node's open
+// partitions, and false when retention is off or nothing is indexed.
+func (o *Operator) Cutoff() (time.Time, bool) {
+	var newest time.Time
+	for p := range o.parts {
+		if ix := o.parts[p].Load(); ix != nil && ix.Newest().After(newest) {
+			newest = ix.Newest()
+		}
+	}
+	if o.opts.Retention < 0 || newest.IsZero() {
+		return time.Time{}, false
+	}
+	return newest.Add(-o.opts.Retention), true
 }
 
 // Result is a merged search over every partition.
@@ -198,6 +264,17 @@ var ErrUnavailable = errors.New("search: no partition index is open")
 // Partitions whose index is not open (restoring) or that fail are listed
 // in Missing.
 func (o *Operator) Search(ctx context.Context, r searchindex.Request) (*Result, error) {
+	if cut, ok := o.Cutoff(); ok && r.From.Before(cut) {
+		// Hide documents older than the retention age, deleted or not yet.
+		if !r.To.IsZero() && !cut.Before(r.To) {
+			order := searchindex.OrderNewest
+			if strings.TrimSpace(r.Query) != "" {
+				order = searchindex.OrderRelevance
+			}
+			return &Result{Result: &searchindex.Result{Hits: []searchindex.Hit{}, Order: order}}, nil
+		}
+		r.From = cut
+	}
 	results := make([]*searchindex.Result, len(o.parts))
 	errs := make([]error, len(o.parts))
 	var wg sync.WaitGroup

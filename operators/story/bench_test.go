@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // Shape of the synthetic headlines of BenchmarkAssign.
@@ -296,6 +298,7 @@ func BenchmarkBuilderApply(b *testing.B) {
 				b.Fatal(err)
 			}
 			var w discardWriter
+			empty := statetest.Open(b).Namespace("stories")
 			n, created := 0, 0
 			for b.Loop() {
 				rep := n / len(uci)
@@ -311,7 +314,7 @@ func BenchmarkBuilderApply(b *testing.B) {
 				}
 				n++
 				if persist && n%1000 == 0 {
-					if err := bl.Persist(&w); err != nil {
+					if err := bl.Persist(&w, empty); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -70,6 +70,13 @@ type Options struct {
 	// 6h). Syndicated copies appear within hours; a later re-run goes
 	// through the story clusterer like any other article.
 	NearDupWindow time.Duration `yaml:"near_dup_window"`
+	// Retention is how long, in event time behind the watermark, a story
+	// is kept after its latest article (default schema.DefaultRetention,
+	// 30 days; negative keeps every story). A closed story older than it
+	// is deleted with everything of it (see Persist), and an article
+	// older than it is refused (ErrTooOld). The node sets it from
+	// retention.articles. It must not be shorter than the story window.
+	Retention time.Duration `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -82,6 +89,7 @@ func DefaultOptions() Options {
 		Lambda:          map[string]float64{ClassBreaking: 0.5, ClassRegular: 0.1, ClassEvergreen: 0.02},
 		MaxTopics:       3,
 		NearDupWindow:   6 * time.Hour,
+		Retention:       schema.DefaultRetention,
 	}
 }
 
@@ -111,6 +119,10 @@ func (o Options) Validate() error {
 		return errors.New("story: near-duplicate window must not be negative")
 	case o.MaxTopics < 0:
 		return errors.New("story: max topics must not be negative")
+	}
+	d := DefaultOptions()
+	if r, w := cmp.Or(o.Retention, d.Retention), cmp.Or(o.Cluster.Window, d.Cluster.Window); r > 0 && r < w {
+		return fmt.Errorf("story: retention %s is shorter than the story window %s", r, w)
 	}
 	for k, v := range o.Lambda {
 		if k != ClassBreaking && k != ClassRegular && k != ClassEvergreen {
@@ -212,6 +224,10 @@ type ArticleRecord struct {
 	DuplicateOf string `json:"duplicate_of,omitempty"`
 	// Image is the proxy path of the article's image (ImagePath), or "".
 	Image string `json:"image,omitempty"`
+
+	// fresh is set when the article got its number now: new, or applied
+	// again after it left the window, whatever its version.
+	fresh bool
 }
 
 // Builder turns a sequence of articles into stories. It is deterministic
@@ -235,8 +251,26 @@ type Builder struct {
 	// Changes since the last Persist.
 	dirtyStories  map[uint64]*Story
 	dirtyArticles []ArticleRecord
-	expired       []lastEntry // window index entries to delete
+	expired       []lastEntry   // window index entries to delete
+	closed        []closedStory // stories that left memory
+	// deleted lists the stories the last Persist deleted (retention).
+	deleted []uint64
+	// backfill is set when the state was written before retention: the
+	// next Persist indexes the closed stories it holds (see Persist).
+	backfill bool
 }
+
+// closedStory is a story that left memory: its latest article is final.
+type closedStory struct {
+	last int64
+	num  uint64
+	st   *Story // until its index entry is written
+}
+
+// ErrTooOld is returned by Apply for an article older than the retention
+// age behind the watermark: its story may have been deleted already, and
+// it would found a story only to be deleted.
+var ErrTooOld = errors.New("older than the retention age")
 
 // NewBuilder returns an empty builder.
 func NewBuilder(opts Options) (*Builder, error) {
@@ -268,6 +302,10 @@ func NewBuilder(opts Options) (*Builder, error) {
 func (b *Builder) Apply(a Article) (Result, error) {
 	if a.ID == "" {
 		return Result{}, errors.New("story: article without id")
+	}
+	if cut, ok := b.cutoff(); ok && a.Published < cut {
+		return Result{}, fmt.Errorf("story: article %s published at %s: %w (%s) behind the newest article",
+			a.ID, time.UnixMilli(a.Published).UTC().Format(time.RFC3339), ErrTooOld, b.opts.Retention)
 	}
 	// Expire by the watermark, in the builder and the clusterer alike, so
 	// that both close the same stories whatever order event times come in.
@@ -334,7 +372,7 @@ func (b *Builder) Apply(a Article) (Result, error) {
 	b.byNum[an] = a.ID
 	b.nd.Add(an, doc.FP)
 	heap.Push(&b.expiry, lastEntry{last: a.Published, num: an})
-	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf, Image: ImagePath(a.ImageURL)})
+	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf, Image: ImagePath(a.ImageURL), fresh: true})
 	return res, nil
 }
 
@@ -527,8 +565,18 @@ func (b *Builder) expire(now int64) {
 		num := b.resolve(as.story)
 		if st := b.stories[num]; st != nil && st.LastSeen < limit {
 			delete(b.stories, num)
+			b.closed = append(b.closed, closedStory{last: st.LastSeen, num: num, st: st})
 		}
 	}
+}
+
+// cutoff returns the event time before which stories and articles are
+// deleted, and false when retention is off.
+func (b *Builder) cutoff() (int64, bool) {
+	if b.opts.Retention < 0 {
+		return 0, false
+	}
+	return b.wm - b.opts.Retention.Milliseconds(), true
 }
 
 // Current returns the id of the story that story id is part of now: id

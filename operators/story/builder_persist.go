@@ -1,11 +1,13 @@
 package story
 
 import (
+	"bytes"
 	"container/heap"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/newsflow/newsflow/state"
@@ -20,7 +22,13 @@ import (
 //	s <story num:8>             storyRecord (JSON)
 //	i <story id>                story num (8 bytes)
 //	k <story num:8> <num:8>     article id: a story's articles, in arrival order
-//	g <image id>                image URL: every image of an article (ImageID), for the proxy
+//	g <image id>                image URL, then NUL and the latest publish time (8 bytes) of
+//	                            the articles with it: every image of an article (ImageID), for the proxy
+//	x <last:8> <story num:8>    nothing: the closed stories by their latest article (time with
+//	                            its sign bit flipped, so that it sorts), for retention
+//
+// The meta value has a third field, 1, once the closed stories are indexed
+// under x; state written before has none, and the next Persist indexes them.
 var (
 	prefixCluster  = []byte("c")
 	keyBuilderMeta = []byte("m")
@@ -53,12 +61,61 @@ func storyNumKey(num uint64) []byte {
 func storyIDKey(id string) []byte { return append([]byte("i"), id...) }
 func imageKey(id string) []byte   { return append([]byte("g"), id...) }
 
-// Persist stages every change since the last Persist into w.
-func (b *Builder) Persist(w state.Writer) error {
+// closedKey is the x key of a closed story.
+func closedKey(last int64, num uint64) []byte {
+	return u64(u64([]byte("x"), uint64(last)^1<<63), num)
+}
+
+// imageValue is the g value of an image: its URL, and the latest publish
+// time of the articles that have it.
+func imageValue(url string, latest int64) []byte {
+	return u64(append([]byte(url), 0), uint64(latest))
+}
+
+// parseImage splits a g value; a value stored before the time was added
+// is a URL alone, as old as can be.
+func parseImage(v []byte) (url string, latest int64) {
+	u, t, ok := bytes.Cut(v, []byte{0})
+	if !ok || len(t) != 8 {
+		return string(v), math.MinInt64
+	}
+	return string(u), int64(binary.BigEndian.Uint64(t))
+}
+
+// Persist stages every change since the last Persist into w; r reads the
+// committed state w's batch goes on top of.
+//
+// Retention: a story that leaves memory (its latest article left the
+// story window, so it is final) is indexed under x by that time. Persist
+// deletes every closed story whose latest article is older than the
+// retention age behind the watermark, with the stories merged into it:
+// their records (s), id mappings (i), member lists (k), their articles'
+// records (a) and, when no article younger than the retention age has
+// it, their articles' images (g), and the merge redirects to them in
+// memory. Which stories go depends only on the articles applied, never on
+// where commits fell: a story closed since the last Persist is deleted
+// from what was committed and its changes since are not written.
+// Deletions are staged first, so a key the batch writes again (an article
+// applied again into a new story) keeps its new value.
+func (b *Builder) Persist(w state.Writer, r state.Reader) error {
+	gone, err := b.retire(w, r)
+	if err != nil {
+		return err
+	}
+	if b.backfill {
+		if err := b.indexClosed(w, r); err != nil {
+			return err
+		}
+		b.backfill = false
+	}
 	if err := b.c.Persist(w, prefixCluster); err != nil {
 		return err
 	}
+	images := map[string]int64{} // image id → latest publish time staged
 	for _, ar := range b.dirtyArticles {
+		if gone[ar.Story] {
+			continue // its story is deleted in this batch
+		}
 		v, err := json.Marshal(ar)
 		if err != nil {
 			return err
@@ -67,11 +124,11 @@ func (b *Builder) Persist(w state.Writer) error {
 			return err
 		}
 		if ar.ImageURL != "" {
-			if err := w.Set(imageKey(ImageID(ar.ImageURL)), []byte(ar.ImageURL)); err != nil {
+			if err := b.stageImage(w, r, images, ar); err != nil {
 				return err
 			}
 		}
-		if ar.Version > 1 {
+		if !ar.fresh {
 			continue // an edit: indexes are unchanged
 		}
 		if err := w.Set(u64(u64([]byte("w"), uint64(ar.Published)), ar.Num), []byte(ar.ID)); err != nil {
@@ -91,6 +148,9 @@ func (b *Builder) Persist(w state.Writer) error {
 	b.expired = b.expired[:0]
 	for _, num := range slices.Sorted(maps.Keys(b.dirtyStories)) {
 		st := b.dirtyStories[num]
+		if gone[num] {
+			continue
+		}
 		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, TopicSum: st.topicSum,
 			RepImage: st.repImage, FirstImage: st.firstImage, FirstImageNum: st.firstImageNum}
 		for _, r := range st.recent {
@@ -108,7 +168,215 @@ func (b *Builder) Persist(w state.Writer) error {
 		}
 	}
 	clear(b.dirtyStories)
-	return w.Set(keyBuilderMeta, binary.AppendVarint(binary.AppendUvarint(nil, b.nextArt), b.wm))
+	for _, e := range b.closed {
+		if !gone[e.num] {
+			if err := w.Set(closedKey(e.last, e.num), nil); err != nil {
+				return err
+			}
+		}
+	}
+	b.closed = b.closed[:0]
+	meta := binary.AppendVarint(binary.AppendUvarint(nil, b.nextArt), b.wm)
+	return w.Set(keyBuilderMeta, binary.AppendUvarint(meta, 1))
+}
+
+// stageImage writes the g entry of an article's image with the latest
+// publish time of the articles that have it: committed, staged by this
+// Persist, and this one.
+func (b *Builder) stageImage(w state.Writer, r state.Reader, staged map[string]int64, ar ArticleRecord) error {
+	id := ImageID(ar.ImageURL)
+	latest, ok := staged[id]
+	if !ok {
+		latest = math.MinInt64
+		v, found, err := r.Get(imageKey(id))
+		if err != nil {
+			return err
+		}
+		if found {
+			_, latest = parseImage(v)
+		}
+	}
+	latest = max(latest, ar.Published)
+	staged[id] = latest
+	return w.Set(imageKey(id), imageValue(ar.ImageURL, latest))
+}
+
+// retire stages the deletion of the closed stories older than the
+// retention age (see Persist) and returns the numbers of the stories it
+// deletes, merged ones included.
+func (b *Builder) retire(w state.Writer, r state.Reader) (map[uint64]bool, error) {
+	gone := map[uint64]bool{}
+	b.deleted = b.deleted[:0]
+	cut, ok := b.cutoff()
+	if !ok {
+		return gone, nil
+	}
+	var due []closedStory
+	err := r.Scan([]byte("x"), closedKey(cut, 0), func(k, _ []byte) error {
+		if len(k) != 17 {
+			return fmt.Errorf("%w: closed story key %x", errCorrupt, k)
+		}
+		due = append(due, closedStory{last: int64(binary.BigEndian.Uint64(k[1:]) ^ 1<<63), num: binary.BigEndian.Uint64(k[9:])})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range b.closed {
+		if e.last < cut {
+			due = append(due, e)
+		}
+	}
+	if len(due) == 0 {
+		return gone, nil
+	}
+	// Stories made since the last Persist have no committed id mapping.
+	staged := make(map[string]uint64, len(b.dirtyStories))
+	for num, st := range b.dirtyStories {
+		staged[st.ID] = num
+	}
+	for _, e := range due {
+		if err := b.retireStory(w, r, e, cut, staged, gone); err != nil {
+			return nil, err
+		}
+	}
+	return gone, nil
+}
+
+// retireStory deletes closed story e and the stories merged into it.
+func (b *Builder) retireStory(w state.Writer, r state.Reader, e closedStory, cut int64, staged map[string]uint64, gone map[uint64]bool) error {
+	st := e.st
+	if st == nil { // committed: its index entry goes too
+		if err := w.Delete(closedKey(e.last, e.num)); err != nil {
+			return err
+		}
+		raw, ok, err := r.Get(storyNumKey(e.num))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil // deleted before its index entry: nothing left
+		}
+		var rec storyRecord
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("%w: story %d: %v", errCorrupt, e.num, err)
+		}
+		st = &rec.Story
+	}
+	type member struct {
+		id  string
+		num uint64
+	}
+	stories := []member{{st.ID, e.num}}
+	for _, id := range st.MergedFrom {
+		num, ok := staged[id]
+		if !ok {
+			v, found, err := r.Get(storyIDKey(id))
+			if err != nil {
+				return err
+			}
+			if !found || len(v) != 8 {
+				continue
+			}
+			num = binary.BigEndian.Uint64(v)
+		}
+		stories = append(stories, member{id, num})
+		delete(b.redirect, num)
+		delete(b.mergedID, id)
+	}
+	for _, s := range stories {
+		gone[s.num] = true
+		b.deleted = append(b.deleted, s.num)
+		if err := b.deleteMembers(w, r, s.num, cut); err != nil {
+			return err
+		}
+		if err := w.Delete(storyNumKey(s.num)); err != nil {
+			return err
+		}
+		// The id may name a newer story since (its founding article
+		// applied again after it left the window).
+		v, ok, err := r.Get(storyIDKey(s.id))
+		if err != nil {
+			return err
+		}
+		if ok && len(v) == 8 && binary.BigEndian.Uint64(v) == s.num {
+			if err := w.Delete(storyIDKey(s.id)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deleteMembers deletes the committed member list of story num, its
+// articles that still belong to it, and their images that no article
+// younger than cut has.
+func (b *Builder) deleteMembers(w state.Writer, r state.Reader, num uint64, cut int64) error {
+	return scanMembers(r, num, func(k []byte, ar *ArticleRecord) error {
+		if err := w.Delete(k); err != nil {
+			return err
+		}
+		if ar == nil || ar.Story != num {
+			return nil // gone, or applied again since into another story
+		}
+		if err := w.Delete(articleKey(ar.ID)); err != nil {
+			return err
+		}
+		if ar.ImageURL == "" {
+			return nil
+		}
+		ik := imageKey(ImageID(ar.ImageURL))
+		v, ok, err := r.Get(ik)
+		if err != nil || !ok {
+			return err
+		}
+		if _, latest := parseImage(v); latest < cut {
+			return w.Delete(ik)
+		}
+		return nil
+	})
+}
+
+// scanMembers calls fn with each member key of story num, in arrival
+// order, and the record of the article it names (nil if there is none).
+func scanMembers(r state.Reader, num uint64, fn func(key []byte, ar *ArticleRecord) error) error {
+	return r.Scan(u64([]byte("k"), num), u64([]byte("k"), num+1), func(k, id []byte) error {
+		raw, ok, err := r.Get(articleKey(string(id)))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fn(k, nil)
+		}
+		var ar ArticleRecord
+		if err := json.Unmarshal(raw, &ar); err != nil {
+			return fmt.Errorf("%w: article %s: %v", errCorrupt, id, err)
+		}
+		return fn(k, &ar)
+	})
+}
+
+// indexClosed writes the x entries of the closed stories of state written
+// before retention: the committed stories not merged, not in memory and
+// not changed since the last Persist (those closed since are in b.closed).
+func (b *Builder) indexClosed(w state.Writer, r state.Reader) error {
+	return r.Scan([]byte("s"), []byte("t"), func(k, v []byte) error {
+		if len(k) != 9 {
+			return fmt.Errorf("%w: story key %x", errCorrupt, k)
+		}
+		num := binary.BigEndian.Uint64(k[1:])
+		if _, open := b.stories[num]; open || b.dirtyStories[num] != nil {
+			return nil
+		}
+		var rec storyRecord
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return fmt.Errorf("%w: story %d: %v", errCorrupt, num, err)
+		}
+		if rec.MergedInto != "" {
+			return nil
+		}
+		return w.Set(closedKey(rec.LastSeen, num), nil)
+	})
 }
 
 // RestoreBuilder rebuilds a builder from the state Persist wrote. It
@@ -130,9 +398,11 @@ func RestoreBuilder(opts Options, r state.Reader) (*Builder, error) {
 		return nil, errCorrupt
 	}
 	b.nextArt = n
-	if b.wm, k = binary.Varint(meta[k:]); k <= 0 {
+	rest := meta[k:]
+	if b.wm, k = binary.Varint(rest); k <= 0 {
 		return nil, errCorrupt
 	}
+	b.backfill = len(rest) == k // no retention index yet
 	// The articles in the window, in time order as the live builder added
 	// them to its near-duplicate index and expiry heap.
 	err = r.Scan([]byte("w"), []byte("x"), func(key, value []byte) error {

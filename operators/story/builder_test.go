@@ -189,7 +189,7 @@ func testBuilderRestore(t *testing.T, docs []labelled) {
 			}
 			if restoreEvery > 0 && i%restoreEvery == restoreEvery-1 {
 				batch := ns.NewBatch()
-				if err := b.Persist(batch); err != nil {
+				if err := b.Persist(batch, ns); err != nil {
 					t.Fatal(err)
 				}
 				if err := batch.Commit(); err != nil {

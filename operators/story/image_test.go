@@ -56,7 +56,7 @@ func TestBuilderImages(t *testing.T) {
 	defer db.Close()
 	ns := db.Namespace("stories")
 	batch := ns.NewBatch()
-	if err := b.Persist(batch); err != nil {
+	if err := b.Persist(batch, ns); err != nil {
 		t.Fatal(err)
 	}
 	if err := batch.Commit(); err != nil {
@@ -71,7 +71,7 @@ func TestBuilderImages(t *testing.T) {
 	}
 	for _, u := range []string{imgBlog, imgPaper, imgWire} {
 		v, ok, err := ns.Get(imageKey(ImageID(u)))
-		if err != nil || !ok || string(v) != u {
+		if url, _ := parseImage(v); err != nil || !ok || url != u {
 			t.Errorf("image %s: stored %q %v %v", u, v, ok, err)
 		}
 	}

@@ -9,10 +9,14 @@ import (
 	"github.com/newsflow/newsflow/state/statetest"
 )
 
-// builderFlusher commits a builder's changes with statetest.Commit.
-type builderFlusher struct{ *Builder }
+// builderFlusher commits a builder's changes with statetest.Commit; r
+// reads the namespace they are committed to.
+type builderFlusher struct {
+	*Builder
+	r state.Reader
+}
 
-func (f builderFlusher) Flush(w state.Writer) error { return f.Persist(w) }
+func (f builderFlusher) Flush(w state.Writer) error { return f.Persist(w, f.r) }
 
 // TestLongRunStateFlat feeds a steady stream over seven days of event time
 // through a builder whose stories stay open for 2h without a new article
@@ -92,10 +96,10 @@ func TestLongRunStateFlat(t *testing.T) {
 			}
 			pred[x.ID] = r.Story
 			if i%500 == 499 {
-				statetest.Commit(t, builderFlusher{b}, ns)
+				statetest.Commit(t, builderFlusher{b, ns}, ns)
 			}
 		}
-		statetest.Commit(t, builderFlusher{b}, ns)
+		statetest.Commit(t, builderFlusher{b, ns}, ns)
 		for id, s := range pred {
 			pred[id] = b.Current(s)
 		}

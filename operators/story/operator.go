@@ -69,6 +69,7 @@ type Operator struct {
 
 	assigned *prometheus.CounterVec
 	openGa   prometheus.Gauge
+	expired  prometheus.Counter
 }
 
 // New returns the operator for a topology of the given partition count.
@@ -84,8 +85,12 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 	o.openGa = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "newsflow_stories_open", Help: "Stories open for new articles.",
 	})
+	o.expired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "newsflow_stories_expired_total",
+		Help: "Stories deleted with their articles because their latest article is older than the retention age (merged stories included).",
+	})
 	if reg != nil {
-		for _, c := range []prometheus.Collector{o.assigned, o.openGa} {
+		for _, c := range []prometheus.Collector{o.assigned, o.openGa, o.expired} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("stories: register metrics: %w", err)
 			}
@@ -119,8 +124,9 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 type task struct {
 	op      *Operator
 	b       *Builder
+	r       state.Reader        // committed state
 	changed map[uint64]struct{} // stories changed since the last publish
-	removed []uint64
+	removed []uint64            // stories merged or deleted since the last publish
 }
 
 func (t *task) Restore(r state.Reader) error {
@@ -128,7 +134,7 @@ func (t *task) Restore(r state.Reader) error {
 	if err != nil {
 		return err
 	}
-	t.b = b
+	t.b, t.r = b, r
 	t.op.reader.Store(&r)
 	// Publish every story in memory.
 	v := &view{stories: make(map[uint64]*Story, len(b.stories))}
@@ -195,7 +201,14 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	return nil
 }
 
-func (t *task) Flush(w state.Writer) error { return t.b.Persist(w) }
+func (t *task) Flush(w state.Writer) error {
+	if err := t.b.Persist(w, t.r); err != nil {
+		return err
+	}
+	t.removed = append(t.removed, t.b.deleted...)
+	t.op.expired.Add(float64(len(t.b.deleted)))
+	return nil
+}
 
 // Committed publishes the changed stories to the query view.
 func (t *task) Committed(engine.CommitInfo) {
@@ -469,20 +482,13 @@ func (o *Operator) Get(id string) (*Detail, error) {
 		}
 	}
 	for _, num := range nums {
-		lo := u64([]byte("k"), num)
-		err := r.Scan(lo, u64([]byte("k"), num+1), func(_, v []byte) error {
+		err := scanMembers(r, num, func(_ []byte, ar *ArticleRecord) error {
 			if len(d.Articles) >= MaxDetailArticles {
 				return errStop
 			}
-			raw, ok, err := r.Get(articleKey(string(v)))
-			if err != nil || !ok {
-				return err
+			if ar != nil {
+				d.Articles = append(d.Articles, *ar)
 			}
-			var ar ArticleRecord
-			if err := json.Unmarshal(raw, &ar); err != nil {
-				return err
-			}
-			d.Articles = append(d.Articles, ar)
 			return nil
 		})
 		if err != nil && !errors.Is(err, errStop) {
@@ -586,7 +592,8 @@ func (o *Operator) ImageURL(id string) (string, bool) {
 	if err != nil || !ok {
 		return "", false
 	}
-	return string(v), true
+	url, _ := parseImage(v)
+	return url, true
 }
 
 // Resolve returns the id of the story that story id is part of now: id
