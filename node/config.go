@@ -20,6 +20,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/classify"
+	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
@@ -39,20 +40,21 @@ import (
 // e.g. a test's clock): Default takes each package's DefaultOptions, so a
 // default lives in one place, the package.
 type Config struct {
-	DataDir  string                `yaml:"data_dir"`
-	HTTP     query.Options         `yaml:"http"`
-	Log      LogConfig             `yaml:"log"`
-	State    state.Options         `yaml:"state"`
-	Engine   engine.Options        `yaml:"engine"`
-	Trending TrendingConfig        `yaml:"trending"`
-	Crawl    CrawlConfig           `yaml:"crawl"`
-	Articles ArticlesConfig        `yaml:"articles"`
-	Stories  story.OperatorOptions `yaml:"stories"`
-	Search   search.Options        `yaml:"search"`
-	Interest InterestConfig        `yaml:"interest"`
-	Auth     AuthConfig            `yaml:"auth"`
-	Logging  LoggingConfig         `yaml:"logging"`
-	Cluster  ClusterConfig         `yaml:"cluster"`
+	DataDir   string                `yaml:"data_dir"`
+	HTTP      query.Options         `yaml:"http"`
+	Log       LogConfig             `yaml:"log"`
+	State     state.Options         `yaml:"state"`
+	Engine    engine.Options        `yaml:"engine"`
+	Trending  TrendingConfig        `yaml:"trending"`
+	Crawl     CrawlConfig           `yaml:"crawl"`
+	Articles  ArticlesConfig        `yaml:"articles"`
+	Stories   story.OperatorOptions `yaml:"stories"`
+	Search    search.Options        `yaml:"search"`
+	Interest  InterestConfig        `yaml:"interest"`
+	Retention RetentionConfig       `yaml:"retention"`
+	Auth      AuthConfig            `yaml:"auth"`
+	Logging   LoggingConfig         `yaml:"logging"`
+	Cluster   ClusterConfig         `yaml:"cluster"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
 	// reported as warnings (another tool may own them).
@@ -97,6 +99,20 @@ type ArticlesConfig struct {
 type InterestConfig struct {
 	interest.Options `yaml:",inline"`
 	Enrich           interest.EnrichOptions `yaml:",inline"`
+}
+
+// RetentionConfig is how long, in event time, the node keeps what it
+// derives from the streams; each operator takes its part as an option.
+type RetentionConfig struct {
+	// Articles: an article's version (articles operator), its story,
+	// counted from the story's latest article (stories operator), and its
+	// search document, behind the newest article. Negative keeps them
+	// forever.
+	Articles time.Duration `yaml:"articles"`
+	// History: a reader's reading history (interest operator), behind the
+	// reader's newest read. Negative keeps it (up to interest.history
+	// reads).
+	History time.Duration `yaml:"history"`
 }
 
 // AuthConfig is the accounts' options, the login limiter's, and the
@@ -185,13 +201,14 @@ func Default() Config {
 			Changes: TrendingChangesConfig{Enabled: !query.DefaultOptions().TrendingChanges.Disabled, K: query.DefaultOptions().TrendingChanges.K}},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", Options: crawl.DefaultOptions(),
 			MinIntervalFloor: crawl.MinIntervalFloor},
-		Articles: ArticlesConfig{Classify: classify.DefaultOptions(), Options: articles.DefaultOptions()},
-		Stories:  story.DefaultOperatorOptions(),
-		Search:   search.DefaultOptions(),
-		Interest: InterestConfig{Options: interest.DefaultOptions(), Enrich: interest.DefaultEnrichOptions()},
-		Auth:     AuthConfig{Limiter: auth.DefaultLimiterOptions(), Options: auth.DefaultOptions()},
-		Logging:  LoggingConfig{Level: "info", Format: "text"},
-		Cluster:  ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
+		Articles:  ArticlesConfig{Classify: classify.DefaultOptions(), Options: articles.DefaultOptions()},
+		Stories:   story.DefaultOperatorOptions(),
+		Search:    search.DefaultOptions(),
+		Interest:  InterestConfig{Options: interest.DefaultOptions(), Enrich: interest.DefaultEnrichOptions()},
+		Retention: RetentionConfig{Articles: schema.DefaultRetention, History: interest.DefaultOptions().HistoryAge},
+		Auth:      AuthConfig{Limiter: auth.DefaultLimiterOptions(), Options: auth.DefaultOptions()},
+		Logging:   LoggingConfig{Level: "info", Format: "text"},
+		Cluster:   ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
 	}
 	// The server alone limits nothing; a node limits each client and user.
 	c.HTTP.RateLimits = query.DefaultRateLimits()

@@ -399,13 +399,17 @@ func (n *Node) registerOperators(cfg Config) error {
 		ops = append(ops, n.articles)
 	}
 	if want(story.Name) {
-		if n.stories, err = story.New(cfg.Stories, n.engine.Partitions(), n.reg); err != nil {
+		so := cfg.Stories
+		so.Builder.Retention = cfg.Retention.Articles
+		if n.stories, err = story.New(so, n.engine.Partitions(), n.reg); err != nil {
 			return err
 		}
 		ops = append(ops, n.stories)
 	}
 	if want(search.Name) {
-		if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), cfg.Search, n.engine.Partitions()); err != nil {
+		so := cfg.Search
+		so.Retention = cfg.Retention.Articles
+		if n.search, err = search.New(filepath.Join(cfg.DataDir, "search"), so, n.engine.Partitions()); err != nil {
 			return err
 		}
 		ops = append(ops, n.search)
@@ -420,6 +424,7 @@ func (n *Node) registerOperators(cfg Config) error {
 	if want(interest.Name) {
 		io := cfg.Interest.Options
 		io.DedupHorizon = cfg.Trending.DedupHorizon()
+		io.HistoryAge = cfg.Retention.History
 		if n.interest, err = interest.New(io, n.engine.Partitions(), n.reg); err != nil {
 			return err
 		}
@@ -500,7 +505,9 @@ func (n *Node) newArticles(cfg Config) (*articles.Operator, error) {
 		}
 		return src.Name, src.Authority, true
 	}
-	return articles.New(cfg.Articles.Options, cls, info, n.reg)
+	ao := cfg.Articles.Options
+	ao.Retention = cfg.Retention.Articles
+	return articles.New(ao, cls, info, n.reg)
 }
 
 // sweepSessions deletes expired sessions every hour until ctx is done.

@@ -29,6 +29,11 @@ type Options struct {
 	DailyDecay float64 `yaml:"daily_decay"`
 	// History is how many of the latest reads are kept (default 100).
 	History int `yaml:"history"`
+	// HistoryAge is how long, in event time behind the reader's newest
+	// read, a read stays in the history (default 90 days; negative: as
+	// long as it is among the History latest). The node sets it from
+	// retention.history.
+	HistoryAge time.Duration `yaml:"-"`
 	// DedupWindow is how many of the latest distinct (article, session)
 	// pairs are remembered to drop repeated reads (default 1000).
 	DedupWindow int `yaml:"dedup_window"`
@@ -42,7 +47,7 @@ type Options struct {
 
 // DefaultOptions returns the defaults the zero value stands for.
 func DefaultOptions() Options {
-	return Options{Alpha: 0.1, DailyDecay: 0.95, History: 100, DedupWindow: 1000, DedupHorizon: 24*time.Hour + 5*time.Minute}
+	return Options{Alpha: 0.1, DailyDecay: 0.95, History: 100, HistoryAge: 90 * 24 * time.Hour, DedupWindow: 1000, DedupHorizon: 24*time.Hour + 5*time.Minute}
 }
 
 // Validate reports invalid option values.
@@ -253,6 +258,12 @@ func (o *Operator) apply(p *Profile, e Enriched) bool {
 	p.History = slices.Insert(p.History, i, h)
 	if len(p.History) > o.opts.History {
 		p.History = p.History[:o.opts.History]
+	}
+	if o.opts.HistoryAge >= 0 {
+		cut := p.History[0].Timestamp - o.opts.HistoryAge.Milliseconds()
+		if i := slices.IndexFunc(p.History, func(h HistoryEntry) bool { return h.Timestamp < cut }); i >= 0 {
+			p.History = p.History[:i]
+		}
 	}
 	if len(e.Topics) == 0 {
 		return true

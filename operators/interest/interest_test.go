@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
@@ -160,5 +162,31 @@ func TestTaskDropsRepeatedEventIDs(t *testing.T) {
 	err = process("r6", "a6", "s3", t0-25*3600_000)
 	if reason, ok := engine.IsInvalid(err); !ok || !strings.Contains(reason, "older than the dedup horizon") {
 		t.Fatalf("a read 25h older than the newest: %v", err)
+	}
+}
+
+// TestHistoryAge: a read leaves the history once it is HistoryAge older
+// than the reader's newest read, in any arrival order; a negative age
+// keeps the latest History reads.
+func TestHistoryAge(t *testing.T) {
+	for _, c := range []struct {
+		age  time.Duration
+		want []string
+	}{{10 * 24 * time.Hour, []string{"d20", "d15", "d10"}}, {-1, []string{"d20", "d15", "d10", "d5", "d0"}}} {
+		o, err := New(Options{HistoryAge: c.age}, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Profile{UserID: "u"}
+		for _, d := range []int64{5, 0, 15, 20, 10} {
+			o.apply(p, enriched(fmt.Sprint("d", d), "s", d*day))
+		}
+		var got []string
+		for _, h := range p.History {
+			got = append(got, h.ArticleID)
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("age %s: history %v, want %v", c.age, got, c.want)
+		}
 	}
 }
