@@ -559,3 +559,64 @@ func TestAnonymousFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionDeletesOldStories: once an article 40 days younger than the
+// fixture arrives, the fixture's stories (older than the 30-day retention)
+// answer 404, leave the story lists, and search no longer finds their
+// articles; an article as old as them is not taken again.
+func TestRetentionDeletesOldStories(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	old := baseTime.Add(-40 * 24 * time.Hour)
+	r := n.post(t, "/api/v1/articles", fixtureBody(old, articleFixture), "Content-Type", "application/x-ndjson")
+	if r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ingest: %s", r)
+	}
+	waitArticles(t, n, len(articleFixture))
+	quake := ""
+	for _, st := range allStories(t, n) {
+		if strings.Contains(st.Title, "arthquake") {
+			quake = st.ID
+		}
+	}
+	if quake == "" || n.get(t, "/api/v1/stories/"+quake).status != fasthttp.StatusOK {
+		t.Fatalf("no earthquake story before retention: %q", quake)
+	}
+	fresh := fixtureArticle{url: "https://local.example/new-library", source: "local", title: "City opens a new public library", summary: "The library has a rooftop garden."}
+	// The fixture's stories are deleted at the story stage's next commit.
+	late := fixtureArticle{url: "https://late.example/lisbon-quake", source: "late", title: "Lisbon earthquake: a late report", summary: "Buildings were damaged."}
+	if r := n.post(t, "/api/v1/articles", fresh.line(baseTime), "Content-Type", "application/x-ndjson"); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ingest: %s", r)
+	}
+	waitArticles(t, n, 1)
+	if r := n.post(t, "/api/v1/articles", late.line(old), "Content-Type", "application/x-ndjson"); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ingest: %s", r)
+	}
+	// The late article is dead-lettered, by the articles task of its
+	// partition or by the story stage.
+	testutil.Eventually(t, 20*time.Second, func() error {
+		var dead float64
+		for k, v := range n.metrics(t) {
+			if strings.HasPrefix(k, "newsflow_dead_letters_total") {
+				dead += v
+			}
+		}
+		if dead != 1 {
+			return fmt.Errorf("%v dead letters, want 1", dead)
+		}
+		return nil
+	})
+	if r := n.get(t, "/api/v1/stories/"+quake); r.status != fasthttp.StatusNotFound || !strings.Contains(string(r.body), `"error"`) {
+		t.Errorf("deleted story: %s, want 404 with an error", r)
+	}
+	if sts := allStories(t, n); len(sts) != 1 || !strings.Contains(sts[0].Title, "library") {
+		t.Errorf("stories after retention: %+v", sts)
+	}
+	for _, q := range []string{"earthquake", "Lisbon", "ECB"} {
+		var page struct {
+			Total int `json:"total"`
+		}
+		if r := n.get(t, "/api/v1/search?q="+q); json.Unmarshal(r.body, &page) != nil || page.Total != 0 {
+			t.Errorf("search %s after retention: %s", q, r)
+		}
+	}
+}

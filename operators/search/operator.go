@@ -248,6 +248,22 @@ func (o *Operator) Cutoff() (time.Time, bool) {
 	return newest.Add(-o.opts.Retention), true
 }
 
+// Count returns the documents in the indexes of this node's open
+// partitions, deleted by retention or not.
+func (o *Operator) Count() (uint64, error) {
+	var n uint64
+	for p := range o.parts {
+		if ix := o.parts[p].Load(); ix != nil {
+			c, err := ix.Count()
+			if err != nil {
+				return 0, err
+			}
+			n += c
+		}
+	}
+	return n, nil
+}
+
 // Result is a merged search over every partition.
 type Result struct {
 	*searchindex.Result

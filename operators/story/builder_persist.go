@@ -26,6 +26,8 @@ import (
 //	                            the articles with it: every image of an article (ImageID), for the proxy
 //	x <last:8> <story num:8>    nothing: the closed stories by their latest article (time with
 //	                            its sign bit flipped, so that it sorts), for retention
+//	y <time:8> <article num:8>  story num (8 bytes), article id: every article by its publish
+//	                            time (sign bit flipped), for retention
 //
 // The meta value has a third field, 1, once the closed stories are indexed
 // under x; state written before has none, and the next Persist indexes them.
@@ -60,6 +62,11 @@ func storyNumKey(num uint64) []byte {
 }
 func storyIDKey(id string) []byte { return append([]byte("i"), id...) }
 func imageKey(id string) []byte   { return append([]byte("g"), id...) }
+
+// agedKey is the y key of article num.
+func agedKey(published int64, num uint64) []byte {
+	return u64(u64([]byte("y"), uint64(published)^1<<63), num)
+}
 
 // closedKey is the x key of a closed story.
 func closedKey(last int64, num uint64) []byte {
@@ -112,9 +119,10 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		return err
 	}
 	images := map[string]int64{} // image id → latest publish time staged
+	cut, retain := b.cutoff()
 	for _, ar := range b.dirtyArticles {
-		if gone[ar.Story] {
-			continue // its story is deleted in this batch
+		if gone[ar.Story] || (retain && ar.Published < cut) {
+			continue // deleted in this batch, with its story or by its age
 		}
 		v, err := json.Marshal(ar)
 		if err != nil {
@@ -135,6 +143,9 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 			return err
 		}
 		if err := w.Set(u64(u64([]byte("k"), ar.Story), ar.Num), []byte(ar.ID)); err != nil {
+			return err
+		}
+		if err := w.Set(agedKey(ar.Published, ar.Num), append(u64(nil, ar.Story), ar.ID...)); err != nil {
 			return err
 		}
 	}
@@ -227,6 +238,9 @@ func (b *Builder) retire(w state.Writer, r state.Reader) (map[uint64]bool, error
 			due = append(due, e)
 		}
 	}
+	if err := b.retireArticles(w, r, cut); err != nil {
+		return nil, err
+	}
 	if len(due) == 0 {
 		return gone, nil
 	}
@@ -241,6 +255,57 @@ func (b *Builder) retire(w state.Writer, r state.Reader) (map[uint64]bool, error
 		}
 	}
 	return gone, nil
+}
+
+// retireArticles deletes the committed articles published before cut, in
+// whatever story, with their member entries and their images no younger
+// article has: a story whose latest article is recent keeps only its
+// articles within the retention age (its aggregates still count all).
+func (b *Builder) retireArticles(w state.Writer, r state.Reader, cut int64) error {
+	return r.Scan([]byte("y"), agedKey(cut, 0), func(k, v []byte) error {
+		if len(k) != 17 || len(v) < 8 {
+			return fmt.Errorf("%w: aged article key %x", errCorrupt, k)
+		}
+		if err := w.Delete(k); err != nil {
+			return err
+		}
+		num, story, id := binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(v), string(v[8:])
+		if err := w.Delete(u64(u64([]byte("k"), story), num)); err != nil {
+			return err
+		}
+		raw, ok, err := r.Get(articleKey(id))
+		if err != nil || !ok {
+			return err
+		}
+		var ar ArticleRecord
+		if err := json.Unmarshal(raw, &ar); err != nil {
+			return fmt.Errorf("%w: article %s: %v", errCorrupt, id, err)
+		}
+		if ar.Num != num || ar.Published >= cut {
+			return nil // applied again since, or edited to a later time
+		}
+		return b.deleteArticle(w, r, &ar, cut)
+	})
+}
+
+// deleteArticle deletes an article's record, and its image when no
+// article younger than cut has it.
+func (b *Builder) deleteArticle(w state.Writer, r state.Reader, ar *ArticleRecord, cut int64) error {
+	if err := w.Delete(articleKey(ar.ID)); err != nil {
+		return err
+	}
+	if ar.ImageURL == "" {
+		return nil
+	}
+	ik := imageKey(ImageID(ar.ImageURL))
+	v, ok, err := r.Get(ik)
+	if err != nil || !ok {
+		return err
+	}
+	if _, latest := parseImage(v); latest < cut {
+		return w.Delete(ik)
+	}
+	return nil
 }
 
 // retireStory deletes closed story e and the stories merged into it.
@@ -319,21 +384,7 @@ func (b *Builder) deleteMembers(w state.Writer, r state.Reader, num uint64, cut 
 		if ar == nil || ar.Story != num {
 			return nil // gone, or applied again since into another story
 		}
-		if err := w.Delete(articleKey(ar.ID)); err != nil {
-			return err
-		}
-		if ar.ImageURL == "" {
-			return nil
-		}
-		ik := imageKey(ImageID(ar.ImageURL))
-		v, ok, err := r.Get(ik)
-		if err != nil || !ok {
-			return err
-		}
-		if _, latest := parseImage(v); latest < cut {
-			return w.Delete(ik)
-		}
-		return nil
+		return b.deleteArticle(w, r, ar, cut)
 	})
 }
 

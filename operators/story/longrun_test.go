@@ -35,11 +35,6 @@ func TestLongRunStateFlat(t *testing.T) {
 	docs := loadLabelled(t, "uci_dev.ndjson")
 	extra := loadDistractors(t)
 	const days = 7
-	day := (24 * time.Hour).Milliseconds()
-	lo, hi := docs[0].Time, docs[0].Time
-	for _, d := range docs {
-		lo, hi = min(lo, d.Time), max(hi, d.Time)
-	}
 	opts := Options{Cluster: ClusterOptions{Window: 2 * time.Hour}}
 	b, err := NewBuilder(opts)
 	if err != nil {
@@ -72,22 +67,8 @@ func TestLongRunStateFlat(t *testing.T) {
 	}
 	var sizes, terms []int
 	var f1 []float64
-	perDay := len(extra) / days
 	for d := range days {
-		t0 := lo + int64(d)*day
-		var stream []labelled
-		truth := map[string]string{}
-		for _, x := range docs {
-			x.ID, x.Story = fmt.Sprint(d, ":", x.ID), fmt.Sprint(d, ":", x.Story)
-			x.Time = t0 + (x.Time-lo)*(day-1)/max(hi-lo, 1)
-			truth[x.ID] = x.Story
-			stream = append(stream, x)
-		}
-		for i, x := range extra[d*perDay : (d+1)*perDay] {
-			x.ID = fmt.Sprint(d, ":", x.ID)
-			x.Time = t0 + day*int64(i)/int64(perDay)
-			stream = append(stream, x)
-		}
+		stream, truth := dayStream(docs, extra, d, days)
 		pred := map[string]string{}
 		for i, x := range byTime(stream) {
 			r, err := b.Apply(Article{ID: x.ID, Title: x.Title, Summary: x.Body, Published: x.Time, SourceID: "s"})
@@ -128,4 +109,32 @@ func TestLongRunStateFlat(t *testing.T) {
 	if r.c.Terms() != b.c.Terms() || r.c.Open() != b.c.Open() {
 		t.Fatalf("restored: %d terms, %d open stories; want %d, %d", r.c.Terms(), r.c.Open(), b.c.Terms(), b.c.Open())
 	}
+}
+
+// dayStream is day d of a run of days: the UCI headlines docs squeezed into
+// the day (ids and stories prefixed with the day) among the day's share of
+// the orx365 items extra, in time order, and the true story of each
+// headline.
+func dayStream(docs, extra []labelled, d, days int) ([]labelled, map[string]string) {
+	day := (24 * time.Hour).Milliseconds()
+	lo, hi := docs[0].Time, docs[0].Time
+	for _, x := range docs {
+		lo, hi = min(lo, x.Time), max(hi, x.Time)
+	}
+	t0 := lo + int64(d)*day
+	var stream []labelled
+	truth := map[string]string{}
+	for _, x := range docs {
+		x.ID, x.Story = fmt.Sprint(d, ":", x.ID), fmt.Sprint(d, ":", x.Story)
+		x.Time = t0 + (x.Time-lo)*(day-1)/max(hi-lo, 1)
+		truth[x.ID] = x.Story
+		stream = append(stream, x)
+	}
+	perDay := len(extra) / days
+	for i, x := range extra[d*perDay : (d+1)*perDay] {
+		x.ID = fmt.Sprint(d, ":", x.ID)
+		x.Time = t0 + day*int64(i)/int64(perDay)
+		stream = append(stream, x)
+	}
+	return byTime(stream), truth
 }

@@ -107,7 +107,7 @@ func (o *Operator) Spec() engine.Spec {
 		Description: "near-duplicates (SimHash/LSH, MinHash) and story clustering (TF-IDF), story aggregates and breaking news",
 		Inputs:      []engine.Input{{Topic: schema.TopicArticles, Key: "all articles, in partition 0"}},
 		Outputs:     []string{schema.TopicArticlesIndexed},
-		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members"},
+		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members", "closed stories and articles by time, for retention"},
 		Options:     o.opts,
 		Singleton:   true,
 	}
