@@ -17,66 +17,78 @@ func (s *Server) handleInternal(ctx *fasthttp.RequestCtx) {
 	writeRaw(ctx, status, body)
 }
 
-// handleCluster answers GET /api/v1/admin/cluster: this node, the leader,
-// the members and every partition's owner and epoch.
+// ClusterView is the answer of GET /api/v1/admin/cluster: this node, the
+// leader, the members and every partition's owner and epoch, with the lag
+// and state size its owner reports.
+type ClusterView struct {
+	Node       string             `json:"node"`
+	Leader     string             `json:"leader"`
+	Members    []ClusterMember    `json:"members"`
+	Partitions []ClusterPartition `json:"partitions"`
+	// Unreachable lists the members that did not report their partitions.
+	Unreachable []string `json:"unreachable"`
+}
+
+// ClusterMember is a member in a ClusterView.
+type ClusterMember struct {
+	ID         string `json:"id"`
+	RaftAddr   string `json:"raft_addr"`
+	HTTPAddr   string `json:"http_addr"`
+	Up         bool   `json:"up"`
+	Leaving    bool   `json:"leaving,omitempty"`
+	Leader     bool   `json:"leader"`
+	Partitions int    `json:"partitions"` // owned
+}
+
+// ClusterPartition is a partition in a ClusterView.
+type ClusterPartition struct {
+	LocalPartition
+	Owner string `json:"owner"`
+	Epoch uint64 `json:"epoch"`
+}
+
+// handleCluster answers GET /api/v1/admin/cluster with a ClusterView.
 func (s *Server) handleCluster(ctx *fasthttp.RequestCtx) {
 	st, _ := s.deps.Cluster.State()
-	type partition struct {
-		localPartition
-		Owner string `json:"owner"`
-		Epoch uint64 `json:"epoch"`
-	}
 	// Lag and state size come from each partition's owner.
-	reports := map[string]map[int32]localPartition{}
-	add := func(node string, lps []localPartition) {
-		reports[node] = map[int32]localPartition{}
+	reports := map[string]map[int32]LocalPartition{}
+	add := func(node string, lps []LocalPartition) {
+		reports[node] = map[int32]LocalPartition{}
 		for _, lp := range lps {
 			reports[node][lp.Partition] = lp
 		}
 	}
-	add(s.deps.Cluster.ID(), s.localPartitions())
-	var unreachable []string
+	add(s.deps.Cluster.ID(), s.LocalPartitions())
+	v := ClusterView{Node: s.deps.Cluster.ID(), Leader: s.deps.Cluster.Leader()}
 	for _, a := range s.fanOut("/api/v1/admin/cluster/local", ctx) {
 		var lr struct {
-			Partitions []localPartition `json:"partitions"`
+			Partitions []LocalPartition `json:"partitions"`
 		}
 		if a.err == nil && a.status == fasthttp.StatusOK && json.Unmarshal(a.body, &lr) == nil {
 			add(a.node, lr.Partitions)
 		} else {
-			unreachable = append(unreachable, a.node)
+			v.Unreachable = append(v.Unreachable, a.node)
 		}
 	}
-	parts := make([]partition, len(st.Owners))
+	v.Partitions = make([]ClusterPartition, len(st.Owners))
 	owned := map[string]int{}
 	for p, o := range st.Owners {
 		lp := reports[o.Node][int32(p)] // zero (not running) if the owner did not report it
 		lp.Partition = int32(p)
-		parts[p] = partition{lp, o.Node, o.Epoch}
+		v.Partitions[p] = ClusterPartition{lp, o.Node, o.Epoch}
 		owned[o.Node]++
 	}
-	type member struct {
-		ID         string `json:"id"`
-		RaftAddr   string `json:"raft_addr"`
-		HTTPAddr   string `json:"http_addr"`
-		Up         bool   `json:"up"`
-		Leaving    bool   `json:"leaving,omitempty"`
-		Leader     bool   `json:"leader"`
-		Partitions int    `json:"partitions"`
-	}
-	leader := s.deps.Cluster.Leader()
-	members := make([]member, 0, len(st.Members))
+	v.Members = make([]ClusterMember, 0, len(st.Members))
 	for _, m := range st.Members {
-		members = append(members, member{m.ID, m.RaftAddr, m.HTTPAddr, m.Up, m.Leaving, m.ID == leader, owned[m.ID]})
+		v.Members = append(v.Members, ClusterMember{m.ID, m.RaftAddr, m.HTTPAddr, m.Up, m.Leaving, m.ID == v.Leader, owned[m.ID]})
 	}
-	slices.SortFunc(members, func(a, b member) int { return cmp.Compare(a.ID, b.ID) })
-	slices.Sort(unreachable)
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{
-		"node": s.deps.Cluster.ID(), "leader": leader, "members": members, "partitions": parts, "unreachable": unreachable,
-	})
+	slices.SortFunc(v.Members, func(a, b ClusterMember) int { return cmp.Compare(a.ID, b.ID) })
+	slices.Sort(v.Unreachable)
+	writeJSON(ctx, fasthttp.StatusOK, v)
 }
 
-// localPartition is what a node reports of a partition it runs.
-type localPartition struct {
+// LocalPartition is what a node reports of a partition it runs.
+type LocalPartition struct {
 	Partition int32 `json:"partition"`
 	// Running is true when the owner reported the partition as running
 	// on it (false: the owner did not answer, or has not started it yet).
@@ -85,25 +97,25 @@ type localPartition struct {
 	StateBytes uint64 `json:"state_bytes"`
 }
 
-func (s *Server) localPartitions() []localPartition {
+func (s *Server) LocalPartitions() []LocalPartition {
 	n := s.deps.Engine.Partitions()
 	lags := map[int32]int64{}
 	for _, p := range s.deps.Engine.Progress() {
 		lags[p.Partition%n] += p.Lag()
 	}
-	var out []localPartition
+	var out []LocalPartition
 	for p := range s.deps.Engine.Assigned() {
 		size, _ := s.deps.Engine.PartitionStateBytes(p)
-		out = append(out, localPartition{Partition: p, Running: true, Lag: lags[p], StateBytes: size})
+		out = append(out, LocalPartition{Partition: p, Running: true, Lag: lags[p], StateBytes: size})
 	}
-	slices.SortFunc(out, func(a, b localPartition) int { return cmp.Compare(a.Partition, b.Partition) })
+	slices.SortFunc(out, func(a, b LocalPartition) int { return cmp.Compare(a.Partition, b.Partition) })
 	return out
 }
 
 // handleClusterLocal answers GET /api/v1/admin/cluster/local: the
 // partitions this node runs, with lag and state size.
 func (s *Server) handleClusterLocal(ctx *fasthttp.RequestCtx) {
-	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"node": s.deps.Cluster.ID(), "partitions": s.localPartitions()})
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"node": s.deps.Cluster.ID(), "partitions": s.LocalPartitions()})
 }
 
 // handleLeave answers POST /api/v1/admin/cluster/leave: the node gives up

@@ -50,21 +50,7 @@ func TestClusterAdminAndInternalRoutes(t *testing.T) {
 	fc := testCluster()
 	n := newTestNode(t, withCluster(fc))
 	r := n.get(t, "/api/v1/admin/cluster")
-	var res struct {
-		Node, Leader string
-		Members      []struct {
-			ID         string `json:"id"`
-			Up         bool   `json:"up"`
-			Leader     bool   `json:"leader"`
-			Partitions int    `json:"partitions"`
-		} `json:"members"`
-		Partitions []struct {
-			Partition int32  `json:"partition"`
-			Owner     string `json:"owner"`
-			Epoch     uint64 `json:"epoch"`
-		} `json:"partitions"`
-		Unreachable []string `json:"unreachable"`
-	}
+	var res query.ClusterView
 	if err := json.Unmarshal(r.body, &res); err != nil || r.status != fasthttp.StatusOK {
 		t.Fatalf("cluster: %s", r)
 	}

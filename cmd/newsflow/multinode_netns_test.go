@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -214,7 +213,7 @@ func TestClusterPartitionedNode(t *testing.T) {
 			stopped = time.Since(cut)
 		}
 		v, err := tc.view("a")
-		if err == nil && down == 0 && slices.ContainsFunc(v.Members, func(m viewMember) bool { return m.ID == "c" && !m.Up }) {
+		if err == nil && down == 0 && v.down("c") {
 			down = time.Since(cut)
 		}
 		if err == nil && reassigned == 0 && v.owns("c") == 0 {

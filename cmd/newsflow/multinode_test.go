@@ -21,6 +21,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
+	"github.com/newsflow/newsflow/query"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -78,25 +79,8 @@ func (tc *testCluster) waitFormed() {
 	})
 }
 
-type clusterView struct {
-	Node       string       `json:"node"`
-	Leader     string       `json:"leader"`
-	Members    []viewMember `json:"members"`
-	Partitions []struct {
-		Partition int32  `json:"partition"`
-		Owner     string `json:"owner"`
-		Epoch     uint64 `json:"epoch"`
-		Running   bool   `json:"running"`
-		Lag       int64  `json:"lag"`
-	} `json:"partitions"`
-	Unreachable []string `json:"unreachable"`
-}
-
-type viewMember struct {
-	ID         string `json:"id"`
-	Up         bool   `json:"up"`
-	Partitions int    `json:"partitions"`
-}
+// clusterView is a node's answer to GET /api/v1/admin/cluster.
+type clusterView struct{ query.ClusterView }
 
 func (v clusterView) allRunning() bool {
 	if len(v.Partitions) == 0 {
@@ -108,6 +92,11 @@ func (v clusterView) allRunning() bool {
 		}
 	}
 	return true
+}
+
+// down reports whether the view lists member id as down.
+func (v clusterView) down(id string) bool {
+	return slices.ContainsFunc(v.Members, func(m query.ClusterMember) bool { return m.ID == id && !m.Up })
 }
 
 func (v clusterView) owns(id string) int {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/newsflow/newsflow/query"
 )
 
 func adminFlags(name string, args []string, stderr io.Writer) (c *nodeClient, asJSON bool, err error) {
@@ -49,26 +51,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err := stdout.Write(b)
 		return err
 	}
-	var v struct {
-		Node, Leader string
-		Members      []struct {
-			ID         string `json:"id"`
-			HTTPAddr   string `json:"http_addr"`
-			Up         bool   `json:"up"`
-			Leaving    bool   `json:"leaving"`
-			Leader     bool   `json:"leader"`
-			Partitions int    `json:"partitions"`
-		} `json:"members"`
-		Partitions []struct {
-			Partition  int32  `json:"partition"`
-			Owner      string `json:"owner"`
-			Epoch      uint64 `json:"epoch"`
-			Running    bool   `json:"running"`
-			Lag        int64  `json:"lag"`
-			StateBytes uint64 `json:"state_bytes"`
-		} `json:"partitions"`
-		Unreachable []string `json:"unreachable"`
-	}
+	var v query.ClusterView
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("status: %w", err)
 	}
