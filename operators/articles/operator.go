@@ -414,6 +414,14 @@ func (o *Operator) Clean(value []byte, recordTime int64) (schema.Article, error)
 	if a.FetchedAt == 0 {
 		a.FetchedAt = recordTime
 	}
+	// A time far ahead of the record's is a wrong clock or a typo, and
+	// would move every stage's watermark (and with it the story window and
+	// retention) past everything else: it becomes the latest time a feed
+	// item may have (feed.MaxFutureSkew after the record's).
+	if recordTime > 0 {
+		limit := recordTime + feed.MaxFutureSkew.Milliseconds()
+		a.PublishedAt, a.FetchedAt = min(a.PublishedAt, limit), min(a.FetchedAt, limit)
+	}
 	return a, nil
 }
 

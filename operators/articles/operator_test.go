@@ -34,7 +34,8 @@ func TestClean(t *testing.T) {
 		"content":      strings.Repeat("word ", 1000),
 		"published_at": "2026-03-01T10:00:00Z",
 	})
-	a, err := o.Clean(raw, 42)
+	const recordTime = 1772445600000 // 2026-03-02T10:00:00Z
+	a, err := o.Clean(raw, recordTime)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +47,27 @@ func TestClean(t *testing.T) {
 		t.Errorf("title %q summary %q", a.Title, a.Summary)
 	case len(a.Content) > 100 || a.Content == "":
 		t.Errorf("content of %d bytes, want 1..100", len(a.Content))
-	case a.PublishedAt != 1772359200000 || a.FetchedAt != 42 || a.Authority != DefaultAuthority:
+	case a.PublishedAt != 1772359200000 || a.FetchedAt != recordTime || a.Authority != DefaultAuthority:
 		t.Errorf("times %d %d authority %v", a.PublishedAt, a.FetchedAt, a.Authority)
 	}
 	// Missing publish time falls back to the fetch time, then the record's.
-	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t","fetched_at":"2026-03-01T10:00:00Z"}`), 42)
+	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t","fetched_at":"2026-03-01T10:00:00Z"}`), recordTime)
 	if a.PublishedAt != 1772359200000 {
 		t.Errorf("published_at fallback %d", a.PublishedAt)
 	}
-	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t"}`), 42)
-	if a.PublishedAt != 42 {
+	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t"}`), recordTime)
+	if a.PublishedAt != recordTime {
 		t.Errorf("published_at fallback %d", a.PublishedAt)
+	}
+	// Times more than a day after the record's are taken as a day after
+	// it: a year 2099 would move every stage's watermark past the rest.
+	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t","published_at":"2099-01-01T00:00:00Z","fetched_at":"2026-03-05T00:00:00Z"}`), recordTime)
+	if day := int64(24 * 60 * 60 * 1000); a.PublishedAt != recordTime+day || a.FetchedAt != recordTime+day {
+		t.Errorf("future times: published %d fetched %d, want both %d", a.PublishedAt, a.FetchedAt, recordTime+day)
+	}
+	a, _ = o.Clean([]byte(`{"url":"https://x.example/b","title":"t","published_at":"2026-03-02T20:00:00Z"}`), recordTime)
+	if a.PublishedAt != 1772481600000 {
+		t.Errorf("published_at 10h after the record's changed to %d", a.PublishedAt)
 	}
 	for in, want := range map[string]string{
 		`{"title":"t"}`:                                                 "missing url",
