@@ -25,6 +25,23 @@ type nodeClient struct {
 	http        *http.Client // default: a client with a 2 minute timeout
 }
 
+// adminFlags parses the flags of an admin command without arguments
+// (status, leave): the node's address and token, and --json.
+func adminFlags(name string, args []string, stderr io.Writer) (c *nodeClient, asJSON bool, err error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c = &nodeClient{}
+	c.register(fs)
+	j := fs.Bool("json", false, "print the node's JSON answer")
+	if err := fs.Parse(args); err != nil {
+		return c, false, err
+	}
+	if fs.NArg() > 0 {
+		return c, false, fmt.Errorf("usage: newsflow %s [--addr URL] [--token TOKEN]", name)
+	}
+	return c, *j, nil
+}
+
 // register adds the --addr and --token flags.
 func (c *nodeClient) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.base, "addr", "http://127.0.0.1:8080", "base URL of a running node")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -16,21 +15,6 @@ import (
 
 	"github.com/newsflow/newsflow/query"
 )
-
-func adminFlags(name string, args []string, stderr io.Writer) (c *nodeClient, asJSON bool, err error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c = &nodeClient{}
-	c.register(fs)
-	j := fs.Bool("json", false, "print the node's JSON answer")
-	if err := fs.Parse(args); err != nil {
-		return c, false, err
-	}
-	if fs.NArg() > 0 {
-		return c, false, fmt.Errorf("usage: newsflow %s [--addr URL] [--token TOKEN]", name)
-	}
-	return c, *j, nil
-}
 
 // cmdStatus prints a node's view of its cluster: members, the leader and
 // every partition with its owner, epoch, lag and state size. A node that
