@@ -157,7 +157,7 @@ func (h *crawlHarness) eachRaw(fn func(*eventlog.Record)) {
 // depend on each other's state, so they stay in order in one function.
 func TestCrawlRealFeedsExactlyOnce(t *testing.T) {
 	if _, err := os.Stat(realFeeds); err != nil {
-		t.Skipf("shared feed data not found at %s: %v", realFeeds, err)
+		testutil.NoSharedData(t, "shared feed data not found at %s: %v", realFeeds, err)
 	}
 	h := newCrawlHarness(t, feedfarm.Options{Dir: realFeeds, Items: 20}, nil)
 	want := map[string]map[string]bool{} // source id -> article ids

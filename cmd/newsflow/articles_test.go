@@ -83,7 +83,7 @@ func TestProduceArticlesLive(t *testing.T) {
 	}
 	input := filepath.Join(clusteringData, "uci_dev.ndjson")
 	if _, err := os.Stat(input); err != nil {
-		t.Skipf("shared corpus not available (%v); skipping", err)
+		testutil.NoSharedData(t, "shared corpus not available (%v); skipping", err)
 	}
 	labels := map[string]string{} // canonical URL → story label
 	f, err := os.Open(input)

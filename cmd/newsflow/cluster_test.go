@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/story"
 )
 
@@ -86,7 +87,7 @@ func scoreCluster(t *testing.T, name string) story.Scores {
 	t.Helper()
 	input := filepath.Join(clusteringData, name)
 	if _, err := os.Stat(input); err != nil {
-		t.Skipf("shared corpus %s not available (%v); skipping", name, err)
+		testutil.NoSharedData(t, "shared corpus %s not available (%v); skipping", name, err)
 	}
 	labels := labelsOf(t, input)
 	out := runCluster(t, input)

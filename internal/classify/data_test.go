@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // Real data from /work/shared/data (see its README.md), read in place: it
@@ -49,13 +51,13 @@ var (
 func loadBBC(t testing.TB) []datasetExample {
 	t.Helper()
 	if _, err := os.Stat(bbcArchive); err != nil {
-		t.Skipf("BBC News data not available (%v); see /work/shared/data/README.md", err)
+		testutil.NoSharedData(t, "BBC News data not available (%v); see ../shared/data/README.md", err)
 	}
 	if _, err := exec.LookPath("tar"); err != nil {
-		t.Skip("tar not installed: cannot read the BBC News archive")
+		testutil.NoSharedData(t, "tar not installed: cannot read the BBC News archive")
 	}
 	if _, err := exec.LookPath("xz"); err != nil {
-		t.Skip("xz not installed: cannot read the BBC News archive")
+		testutil.NoSharedData(t, "xz not installed: cannot read the BBC News archive")
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("tar", "-xJf", bbcArchive, "-C", dir).CombinedOutput(); err != nil {
@@ -95,7 +97,7 @@ func loadUCI(t testing.TB) []datasetExample {
 	t.Helper()
 	b, err := os.ReadFile(uciHeadline)
 	if err != nil {
-		t.Skipf("UCI headline data not available (%v); see /work/shared/data/README.md", err)
+		testutil.NoSharedData(t, "UCI headline data not available (%v); see ../shared/data/README.md", err)
 	}
 	var out []datasetExample
 	sc := bufio.NewScanner(bytes.NewReader(b))

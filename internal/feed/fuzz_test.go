@@ -13,6 +13,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // fuzzSeeds are small feeds of each kind, plus hostile bits.
@@ -142,7 +143,7 @@ func BenchmarkParse(b *testing.B) {
 		b.Run(filepath.Base(p), func(b *testing.B) {
 			body, err := os.ReadFile(filepath.Join(sharedData, p))
 			if err != nil {
-				b.Skipf("shared data not available: %v", err)
+				testutil.NoSharedData(b, "shared data not available: %v", err)
 			}
 			run(b, body, "")
 		})

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/internal/text"
 )
 
@@ -31,7 +32,7 @@ func sharedDir(tb testing.TB, sub string) string {
 	dir := filepath.Join(sharedData, sub)
 	if _, err := os.Stat(dir); err != nil {
 		abs, _ := filepath.Abs(dir)
-		tb.Skipf("shared test data not found at %s (%v); skipping", abs, err)
+		testutil.NoSharedData(tb, "shared test data not found at %s (%v); skipping", abs, err)
 	}
 	return dir
 }
@@ -157,7 +158,7 @@ func TestSharedCorpusExpectations(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			body, err := os.ReadFile(filepath.Join(dir, tt.file))
 			if err != nil {
-				t.Skipf("missing: %v", err)
+				testutil.NoSharedData(t, "missing: %v", err)
 			}
 			f, err := Parse(body, tt.contentType, testFeedURL, testFetched)
 			if tt.err != nil {

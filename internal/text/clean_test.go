@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mmcdole/gofeed"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // sharedData is the shared data folder seen from this package's directory.
@@ -68,7 +69,7 @@ func TestCollapse(t *testing.T) {
 // item gofeed reads from the shared feed corpora.
 func corpusFragments(t testing.TB) []string {
 	if _, err := os.Stat(sharedData); err != nil {
-		t.Skipf("shared feed data not found at %s: %v", sharedData, err)
+		testutil.NoSharedData(t, "shared feed data not found at %s: %v", sharedData, err)
 	}
 	var out []string
 	p := gofeed.NewParser()

@@ -29,6 +29,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // sharedData is the shared data folder seen from this package's directory.
@@ -40,7 +41,7 @@ func sharedPath(tb testing.TB, rel string) string {
 	p := filepath.Join(sharedData, rel)
 	if _, err := os.Stat(p); err != nil {
 		abs, _ := filepath.Abs(p)
-		tb.Skipf("shared test data not found at %s (%v); skipping", abs, err)
+		testutil.NoSharedData(tb, "shared test data not found at %s (%v); skipping", abs, err)
 	}
 	return p
 }
