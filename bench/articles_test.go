@@ -401,6 +401,7 @@ type articleResult struct {
 	cpu       time.Duration            // process CPU time (user + system) over elapsed
 	finished  map[string]time.Duration // stage → when it had committed everything
 	commit    map[string]float64       // stage → seconds its tasks spent committing
+	busy      map[string]float64       // stage → seconds its tasks spent applying and committing
 	stories   float64                  // stories founded
 	open      float64                  // stories open at the end
 	peakRSSMB float64
@@ -433,7 +434,10 @@ type articleResult struct {
 // sets the rate); stories-commit-s and search-commit-s, the time the
 // stage's tasks spent committing, summed over tasks (the single stories
 // task processes nothing meanwhile; a search commit is mostly Bleve
-// indexing the batch).
+// indexing the batch); stories-utilisation, the share of the time until
+// the stories stage had committed everything that its one task spent
+// applying and committing (newsflow_task_busy_seconds_total): below 1,
+// the task waited for articles.
 func BenchmarkArticlePipeline(b *testing.B) {
 	n := testutil.EnvInt(b, "NEWSFLOW_BENCH_ARTICLES", pipelineArticles)
 	b.Run(fmt.Sprintf("articles=%d", n), func(b *testing.B) {
@@ -460,6 +464,9 @@ func BenchmarkArticlePipeline(b *testing.B) {
 		for _, s := range []string{story.Name, search.Name} {
 			b.ReportMetric(last.commit[s], s+"-commit-s")
 		}
+		// The single story task's share of its time busy until it had
+		// committed every article.
+		b.ReportMetric(last.busy[story.Name]/last.finished[story.Name].Seconds(), "stories-utilisation")
 	})
 }
 
@@ -503,9 +510,10 @@ func runArticlePipeline(b *testing.B, n int, batches [][]*eventlog.Record) artic
 	}
 	res.stories = p.counter("newsflow_story_assignments_total", "kind", "new")
 	res.open = p.gauge("newsflow_stories_open")
-	res.commit = map[string]float64{}
+	res.commit, res.busy = map[string]float64{}, map[string]float64{}
 	for _, s := range articleStages {
 		res.commit[s] = p.commitSeconds(s)
+		res.busy[s] = p.counter("newsflow_task_busy_seconds_total", "stage", s)
 	}
 	if err = errors.Join(err, p.stop()); err != nil {
 		b.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
 
@@ -298,7 +299,13 @@ func TestSingleton(t *testing.T) {
 	const parts = 4
 	want := h.produce("in", parts, 20000, func(string, int) int32 { return engine.SingletonPartition })
 	op := &countOp{name: "count", topic: "in", singleton: true, failProb: 0.0005}
-	e := h.runUntilCaughtUp(h.log, engine.Options{Partitions: parts, MaxBatch: 97}, op)
+	reg := prometheus.NewRegistry()
+	start := time.Now()
+	e := h.runUntilCaughtUp(h.log, engine.Options{Partitions: parts, MaxBatch: 97, Registerer: reg}, op)
+	// The one task's busy time: some, and at most the run's.
+	if busy := counterValue(t, reg, "newsflow_task_busy_seconds_total", "count"); busy <= 0 || busy > time.Since(start).Seconds() {
+		t.Fatalf("busy %.3fs in a run of %v", busy, time.Since(start))
+	}
 	if op.failures.Load() == 0 {
 		t.Fatal("no failure was injected; the test proves nothing")
 	}
@@ -507,4 +514,27 @@ func TestCommitIntervalWithoutCatchUpSignal(t *testing.T) {
 	h.runUntilCaughtUp(blindLog{h.log}, engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond, MaxBatch: 1 << 20}, op)
 	got, _ := h.stateCounts("count", parts)
 	equalCounts(t, got, want)
+}
+
+// counterValue returns the value of counter name with label stage in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, stage string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "stage" && l.GetValue() == stage {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{stage=%q}", name, stage)
+	return 0
 }

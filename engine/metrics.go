@@ -4,6 +4,7 @@ import "github.com/prometheus/client_golang/prometheus"
 
 type metrics struct {
 	recordsIn      *prometheus.CounterVec
+	busySeconds    *prometheus.CounterVec
 	recordsOut     *prometheus.CounterVec
 	deadLetters    *prometheus.CounterVec
 	duplicates     *prometheus.CounterVec
@@ -17,6 +18,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_records_in_total", Help: "Input records applied by a stage's tasks.",
+		}, []string{"stage"}),
+		busySeconds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_task_busy_seconds_total",
+			Help: "Time a stage's tasks spent applying records and committing them, summed over the stage's tasks: its rate is the stage's utilisation (1: one task busy all the time).",
 		}, []string{"stage"}),
 		recordsOut: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_records_out_total", Help: "Records a stage appended to output topics.",
@@ -42,6 +47,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 		}, []string{"stage"}),
 	}
-	reg.MustRegister(m.recordsIn, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds)
+	reg.MustRegister(m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds)
 	return m
 }

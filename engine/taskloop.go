@@ -58,6 +58,7 @@ type taskLoop struct {
 	lastCommit       time.Time
 	interval         time.Duration // max(CommitInterval, Spec.MinCommitInterval)
 	recordsIn        prometheus.Counter
+	busy             prometheus.Counter // seconds applying and committing
 
 	// gc copies committed offsets to the consumer group (Kafka); nil when
 	// the log has no groups. groupDirty: committed offsets not copied yet.
@@ -118,6 +119,7 @@ func (l *taskLoop) open(ctx context.Context) error {
 	tr.restored.Store(true)
 
 	l.recordsIn = e.m.recordsIn.WithLabelValues(tr.st.name)
+	l.busy = e.m.busySeconds.WithLabelValues(tr.st.name)
 	l.interval = max(e.opts.CommitInterval, tr.st.minCommit)
 	l.lastCommit = time.Now()
 	l.dirtySrc = map[int32]bool{}
@@ -236,6 +238,7 @@ func (l *taskLoop) poll(ctx context.Context) ([]*eventlog.Record, error) {
 // applies and those forwarded again, and turning invalid ones into dead
 // letters.
 func (l *taskLoop) apply(recs []*eventlog.Record) error {
+	defer l.busyFrom(time.Now())
 	e, st := l.e, l.tr.st
 	for _, rec := range recs {
 		tp := eventlog.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
@@ -277,6 +280,10 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 	return nil
 }
 
+// busyFrom counts the time since start as busy: the task's utilisation is
+// the rate of newsflow_task_busy_seconds_total.
+func (l *taskLoop) busyFrom(start time.Time) { l.busy.Add(time.Since(start).Seconds()) }
+
 // commitDue is the commit policy after a batch: commit once caught up
 // with every input and at least Spec.MinCommitInterval after the last
 // commit, after MaxBatch records, or CommitInterval after the last commit.
@@ -296,6 +303,7 @@ func (l *taskLoop) commitDue() (caughtUp, due bool) {
 // then tells the task, publishes progress and lag, and copies the offsets
 // to the consumer group when that is due.
 func (l *taskLoop) commit(caughtUp bool) error {
+	defer l.busyFrom(time.Now())
 	e, name := l.e, l.tr.st.name
 	if err := l.commitBatch(); err != nil {
 		return err
