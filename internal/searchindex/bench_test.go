@@ -142,7 +142,10 @@ func BenchmarkApply(b *testing.B) {
 
 // BenchmarkSearch measures search latency over an index of
 // NEWSFLOW_BENCH_SEARCH_DOCS documents (default 100,000) and reports the
-// 50th and 99th percentiles. NEWSFLOW_BENCH_INDEX_DIR keeps the index in
+// 50th and 99th percentiles; text-common and text-rare run only the
+// queries that match at least 5% and at most 0.1% of the documents.
+// Benchmarks read the corpus relative to this directory, so run a compiled
+// test binary from here too. NEWSFLOW_BENCH_INDEX_DIR keeps the index in
 // that directory and reuses it when it already holds the right number of
 // documents (building a million takes minutes).
 func BenchmarkSearch(b *testing.B) {
@@ -192,18 +195,39 @@ func BenchmarkSearch(b *testing.B) {
 	queries := benchQueries(200)
 	last := t0.Add(time.Duration(n) * 10 * time.Second)
 	page2 := make([]*Cursor, len(queries))
+	totals := make([]uint64, len(queries))
 	for i, q := range queries {
 		res, err := ix.Search(context.Background(), Request{Query: q})
 		if err != nil {
 			b.Fatal(err)
 		}
-		page2[i] = res.Next
+		page2[i], totals[i] = res.Next, res.Total
 	}
+	// Common queries match at least 5% of the documents, rare ones at
+	// most 0.1% (and at least one).
+	var common, rare []string
+	for i, q := range queries {
+		switch {
+		case totals[i] >= uint64(n)/20:
+			common = append(common, q)
+		case totals[i] > 0 && totals[i] <= uint64(n)/1000:
+			rare = append(rare, q)
+		}
+	}
+	b.Logf("%d common queries (≥ 5%% of the documents), %d rare (≤ 0.1%%)", len(common), len(rare))
 	for _, tc := range []struct {
 		name string
 		req  func(i int) Request
 	}{
 		{"text", func(i int) Request { return Request{Query: queries[i]} }},
+		{"text-common", func(i int) Request { return Request{Query: common[i%len(common)]} }},
+		{"text-common+topic", func(i int) Request {
+			return Request{Query: common[i%len(common)], Topic: benchTopics[i%len(benchTopics)]}
+		}},
+		{"text-rare", func(i int) Request { return Request{Query: rare[i%len(rare)]} }},
+		{"text-rare+topic", func(i int) Request {
+			return Request{Query: rare[i%len(rare)], Topic: benchTopics[i%len(benchTopics)]}
+		}},
 		{"text+topic", func(i int) Request { return Request{Query: queries[i], Topic: benchTopics[i%len(benchTopics)]} }},
 		{"text+page2", func(i int) Request { return Request{Query: queries[i], After: page2[i]} }},
 		{"text+week", func(i int) Request { return Request{Query: queries[i], From: last.Add(-7 * 24 * time.Hour)} }},
