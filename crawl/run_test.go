@@ -105,27 +105,6 @@ func histogramCount(t *testing.T, reg *prometheus.Registry, name string) (uint64
 	return 0, 0
 }
 
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetValue() == label {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // Run crawls every due source; misbehaving sources (slow, endless,
 // rate-limited) do not hold up healthy ones, and a restarted crawler picks
 // up each source's schedule where it was.
@@ -181,7 +160,7 @@ func TestRunCrawlsOnScheduleDespiteFaults(t *testing.T) {
 	took := time.Since(start)
 	close(kicking)
 	n, sum := histogramCount(t, reg, "newsflow_crawl_schedule_lag_seconds")
-	if dup := counterValue(t, reg, "newsflow_crawl_fetches_total", "not_modified"); dup != 0 {
+	if dup := testutil.Counter(t, reg, "newsflow_crawl_fetches_total", "outcome", "not_modified"); dup != 0 {
 		t.Errorf("%v sources were crawled twice (answered 304)", dup)
 	}
 	cancel()

@@ -303,7 +303,7 @@ func TestSingleton(t *testing.T) {
 	start := time.Now()
 	e := h.runUntilCaughtUp(h.log, engine.Options{Partitions: parts, MaxBatch: 97, Registerer: reg}, op)
 	// The one task's busy time: some, and at most the run's.
-	if busy := counterValue(t, reg, "newsflow_task_busy_seconds_total", "count"); busy <= 0 || busy > time.Since(start).Seconds() {
+	if busy := testutil.Counter(t, reg, "newsflow_task_busy_seconds_total", "stage", "count"); busy <= 0 || busy > time.Since(start).Seconds() {
 		t.Fatalf("busy %.3fs in a run of %v", busy, time.Since(start))
 	}
 	if op.failures.Load() == 0 {
@@ -514,27 +514,4 @@ func TestCommitIntervalWithoutCatchUpSignal(t *testing.T) {
 	h.runUntilCaughtUp(blindLog{h.log}, engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond, MaxBatch: 1 << 20}, op)
 	got, _ := h.stateCounts("count", parts)
 	equalCounts(t, got, want)
-}
-
-// counterValue returns the value of counter name with label stage in reg.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, stage string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "stage" && l.GetValue() == stage {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{stage=%q}", name, stage)
-	return 0
 }
