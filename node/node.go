@@ -415,7 +415,9 @@ func (n *Node) registerOperators(cfg Config) error {
 		ops = append(ops, n.search)
 	}
 	if want(interest.EnrichName) {
-		enrich, err := interest.NewEnrich(cfg.Interest.Enrich, n.engine.Partitions())
+		eo := cfg.Interest.Enrich
+		eo.Retention = cfg.Retention.Articles
+		enrich, err := interest.NewEnrich(eo, n.engine.Partitions())
 		if err != nil {
 			return err
 		}

@@ -23,6 +23,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -53,6 +55,12 @@ type EnrichOptions struct {
 	// ParkFor is how long (event time) a read of an unknown article waits
 	// for the article before it goes on without topics (default 10m).
 	ParkFor time.Duration `yaml:"park_for"`
+	// Retention is how long, in event time behind the newest article the
+	// task has seen, an article's topics are kept (default
+	// schema.DefaultRetention; negative keeps them all). The node sets it
+	// from retention.articles. A read of an article older than that goes
+	// on without topics, as one of an article never seen.
+	Retention time.Duration `yaml:"-"`
 }
 
 // EnrichOperator joins reads with article topics.
@@ -63,7 +71,9 @@ type EnrichOperator struct {
 }
 
 // DefaultEnrichOptions returns the defaults the zero value stands for.
-func DefaultEnrichOptions() EnrichOptions { return EnrichOptions{ParkFor: 10 * time.Minute} }
+func DefaultEnrichOptions() EnrichOptions {
+	return EnrichOptions{ParkFor: 10 * time.Minute, Retention: schema.DefaultRetention}
+}
 
 // NewEnrich returns the enrich operator for a topology of the given
 // partition count.
@@ -72,6 +82,7 @@ func NewEnrich(opts EnrichOptions, partitions int32) (*EnrichOperator, error) {
 		return nil, errors.New("reads-enrich: park time must not be negative")
 	}
 	opts.ParkFor = cmp.Or(opts.ParkFor, DefaultEnrichOptions().ParkFor)
+	opts.Retention = cmp.Or(opts.Retention, DefaultEnrichOptions().Retention)
 	return &EnrichOperator{opts: opts, partitions: partitions}, nil
 }
 
@@ -99,8 +110,19 @@ func (o *EnrichOperator) route(rec *eventlog.Record) ([]byte, bool) {
 
 // NewTask implements engine.Operator.
 func (o *EnrichOperator) NewTask(engine.TaskContext) (engine.Task, error) {
-	return &enrichTask{op: o, topics: map[string][]schema.Label{}, parked: map[string][]parked{}}, nil
+	return &enrichTask{op: o, topics: map[string]articleTopics{}, parked: map[string][]parked{}, newest: noTime}, nil
 }
+
+// articleTopics is what the task keeps of an article: its topics and its
+// publish time (noTime in state written before it was kept).
+type articleTopics struct {
+	T      int64          `json:"t"`
+	Topics []schema.Label `json:"topics"`
+}
+
+// noTime marks an unknown time: of an article stored without one (never
+// forgotten), or the newest before any article.
+const noTime = math.MinInt64
 
 type parked struct {
 	read schema.Read
@@ -112,12 +134,13 @@ type enrichTask struct {
 	r      state.Reader
 	parser fastjson.Parser
 
-	topics map[string][]schema.Label // changed since the last Flush
-	parked map[string][]parked       // by article id; in memory and in state
-	fresh  []parkKey                 // parked since the last Flush
-	done   []parkKey                 // released since the last Flush
+	topics map[string]articleTopics // changed since the last Flush
+	parked map[string][]parked      // by article id; in memory and in state
+	fresh  []parkKey                // parked since the last Flush
+	done   []parkKey                // released since the last Flush
 	seq    uint64
-	wm     int64
+	wm     int64 // of reads
+	newest int64 // the newest article's publish time, for retention
 }
 
 type parkKey struct {
@@ -125,9 +148,25 @@ type parkKey struct {
 	seq     uint64
 }
 
-// State keys: "t" + article id → topics (JSON); "p" + article id + 0 +
-// seq (8 bytes) → parked read (JSON); "m" → seq, watermark.
+// State keys: "t" + article id → articleTopics (JSON; a JSON array of
+// topics alone in state written before); "x" + publish time (8 bytes,
+// sign bit flipped so that it sorts) + article id → nothing, the articles
+// by time for retention; "p" + article id + 0 + seq (8 bytes) → parked
+// read (JSON); "m" → seq, watermark, newest article (8 bytes each; the
+// last is missing in state written before).
 func topicKey(id string) []byte { return append([]byte("t"), id...) }
+func timeKey(t int64, id string) []byte {
+	return append(binary.BigEndian.AppendUint64([]byte("x"), uint64(t)^1<<63), id...)
+}
+
+// cutoff returns the publish time before which articles' topics are
+// forgotten, and false when retention is off or no article was seen.
+func (t *enrichTask) cutoff() (int64, bool) {
+	if t.op.opts.Retention < 0 || t.newest == noTime {
+		return 0, false
+	}
+	return t.newest - t.op.opts.Retention.Milliseconds(), true
+}
 func parkKeyBytes(k parkKey) []byte {
 	b := append(append([]byte("p"), k.article...), 0)
 	return binary.BigEndian.AppendUint64(b, k.seq)
@@ -137,8 +176,11 @@ func (t *enrichTask) Restore(r state.Reader) error {
 	t.r = r
 	if m, ok, err := r.Get([]byte("m")); err != nil {
 		return err
-	} else if ok && len(m) == 16 {
+	} else if ok && (len(m) == 16 || len(m) == 24) {
 		t.seq, t.wm = binary.BigEndian.Uint64(m), int64(binary.BigEndian.Uint64(m[8:]))
+		if len(m) == 24 {
+			t.newest = int64(binary.BigEndian.Uint64(m[16:]))
+		}
 	}
 	return r.Scan([]byte("p"), []byte("q"), func(k, v []byte) error {
 		if len(k) < 10 {
@@ -154,26 +196,51 @@ func (t *enrichTask) Restore(r state.Reader) error {
 	})
 }
 
-func (t *enrichTask) lookup(id string) ([]schema.Label, bool, error) {
-	if l, ok := t.topics[id]; ok {
-		return l, true, nil
-	}
+// storedTime returns the publish time of the committed topics of article
+// id (noTime if none, or stored without one).
+func (t *enrichTask) storedTime(id string) (int64, error) {
 	v, ok, err := t.r.Get(topicKey(id))
-	if err != nil || !ok {
-		return nil, false, err
+	if err != nil || !ok || len(v) == 0 || v[0] == '[' {
+		return noTime, err
 	}
-	var l []schema.Label
-	if err := json.Unmarshal(v, &l); err != nil {
-		return nil, false, fmt.Errorf("reads-enrich: corrupt topics of %s: %w", id, err)
+	var at articleTopics
+	if err := json.Unmarshal(v, &at); err != nil {
+		return noTime, fmt.Errorf("reads-enrich: corrupt topics of %s: %w", id, err)
 	}
-	return l, true, nil
+	return at.T, nil
+}
+
+// lookup returns the topics of article id; an article older than the
+// retention age has none, whether or not a commit has deleted them yet.
+func (t *enrichTask) lookup(id string) ([]schema.Label, bool, error) {
+	at, ok := t.topics[id]
+	if !ok {
+		v, found, err := t.r.Get(topicKey(id))
+		if err != nil || !found {
+			return nil, false, err
+		}
+		at.T = noTime
+		if len(v) > 0 && v[0] == '[' { // written before publish times were kept
+			err = json.Unmarshal(v, &at.Topics)
+		} else {
+			err = json.Unmarshal(v, &at)
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("reads-enrich: corrupt topics of %s: %w", id, err)
+		}
+	}
+	if cut, on := t.cutoff(); on && at.T != noTime && at.T < cut {
+		return nil, false, nil
+	}
+	return at.Topics, true, nil
 }
 
 func (t *enrichTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	if rec.Topic == schema.TopicArticlesIndexed {
 		var a struct {
-			ID     string         `json:"id"`
-			Topics []schema.Label `json:"topics"`
+			ID          string         `json:"id"`
+			Topics      []schema.Label `json:"topics"`
+			PublishedAt int64          `json:"published_at"`
 		}
 		if err := json.Unmarshal(rec.Value, &a); err != nil || a.ID == "" {
 			return engine.Invalid("indexed article: no id")
@@ -181,7 +248,8 @@ func (t *enrichTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) er
 		if a.Topics == nil {
 			a.Topics = []schema.Label{}
 		}
-		t.topics[a.ID] = a.Topics
+		t.topics[a.ID] = articleTopics{T: a.PublishedAt, Topics: a.Topics}
+		t.newest = max(t.newest, a.PublishedAt)
 		for _, p := range t.parked[a.ID] {
 			t.emit(pc, p.read, a.Topics, true)
 			t.done = append(t.done, parkKey{a.ID, p.seq})
@@ -248,12 +316,38 @@ func (t *enrichTask) emit(pc *engine.ProcessContext, rd schema.Read, topics []sc
 }
 
 func (t *enrichTask) Flush(w state.Writer) error {
-	for id, l := range t.topics {
-		v, err := json.Marshal(l)
+	cut, on := t.cutoff()
+	if on {
+		// Deletions first: an article applied again is written after. An
+		// index entry older than its article's topics (applied again with
+		// a later time) goes alone.
+		err := t.r.Scan([]byte("x"), timeKey(cut, ""), func(k, _ []byte) error {
+			if err := w.Delete(k); err != nil {
+				return err
+			}
+			id, at := string(k[9:]), int64(binary.BigEndian.Uint64(k[1:])^1<<63)
+			if cur, err := t.storedTime(id); err != nil || cur > at {
+				return err
+			}
+			return w.Delete(topicKey(id))
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.topics)) {
+		at := t.topics[id]
+		if on && at.T < cut {
+			continue // expired since it was applied
+		}
+		v, err := json.Marshal(at)
 		if err != nil {
 			return err
 		}
 		if err := w.Set(topicKey(id), v); err != nil {
+			return err
+		}
+		if err := w.Set(timeKey(at.T, id), nil); err != nil {
 			return err
 		}
 	}
@@ -280,7 +374,8 @@ func (t *enrichTask) Flush(w state.Writer) error {
 	}
 	t.fresh, t.done = t.fresh[:0], t.done[:0]
 	m := binary.BigEndian.AppendUint64(nil, t.seq)
-	return w.Set([]byte("m"), binary.BigEndian.AppendUint64(m, uint64(t.wm)))
+	m = binary.BigEndian.AppendUint64(m, uint64(t.wm))
+	return w.Set([]byte("m"), binary.BigEndian.AppendUint64(m, uint64(t.newest)))
 }
 
 func (t *enrichTask) Committed(engine.CommitInfo) {}

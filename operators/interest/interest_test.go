@@ -3,6 +3,7 @@ package interest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/state"
+	"github.com/newsflow/newsflow/state/statetest"
 )
 
 const day = 24 * 60 * 60 * 1000
@@ -188,5 +190,129 @@ func TestHistoryAge(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("age %s: history %v, want %v", c.age, got, c.want)
 		}
+	}
+}
+
+// enrichRun feeds indexed articles to an enrich task, committing every
+// `every` articles and restoring the task from what it committed after
+// each commit.
+type enrichRun struct {
+	t    *testing.T
+	op   *EnrichOperator
+	ns   state.Namespace
+	task *enrichTask
+}
+
+func newEnrichRun(t *testing.T, ns state.Namespace, retention time.Duration) *enrichRun {
+	op, err := NewEnrich(EnrichOptions{Retention: retention}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &enrichRun{t: t, op: op, ns: ns}
+	r.restore()
+	return r
+}
+
+func (r *enrichRun) restore() {
+	tk, err := r.op.NewTask(engine.TaskContext{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.task = tk.(*enrichTask)
+	if err := r.task.Restore(r.ns); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *enrichRun) article(id string, published int64, topic string) {
+	v, _ := json.Marshal(map[string]any{"id": id, "published_at": published, "topics": []schema.Label{{Topic: topic, Confidence: 1}}})
+	var pc engine.ProcessContext
+	if err := r.task.Process(&pc, &eventlog.Record{Topic: schema.TopicArticlesIndexed, Value: v}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func (r *enrichRun) commit() {
+	statetest.Commit(r.t, r.task, r.ns)
+	r.restore()
+}
+
+// known reports whether the task gives article id topics.
+func (r *enrichRun) known(id string) bool {
+	_, ok, err := r.task.lookup(id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return ok
+}
+
+func dumpState(t *testing.T, ns state.Namespace) map[string]string {
+	out := map[string]string{}
+	if err := ns.Scan(nil, nil, func(k, v []byte) error { out[string(k)] = string(v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// The topics of an article older than the retention age behind the newest
+// article are forgotten: at once for lookups, from the state at the next
+// commit, whatever the commit points; an article applied again with a
+// later time keeps its topics past its first time.
+func TestEnrichRetention(t *testing.T) {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	t0 := int64(1_780_000_000_000)
+	db := statetest.Open(t)
+	var states []map[string]string
+	for _, every := range []int{1, 3, 1000} {
+		r := newEnrichRun(t, db.Namespace(fmt.Sprint("enrich/", every)), 5*24*time.Hour)
+		for i := range 20 { // one article a day
+			r.article(fmt.Sprint("a", i), t0+int64(i)*day, "science")
+			if i == 2 {
+				r.article("a0", t0+2*day, "science") // a0 again, later
+			}
+			if i%every == every-1 {
+				r.commit()
+			}
+		}
+		// The newest is day 19: days 14 and later are kept, and a0's
+		// second time (day 2) is gone too.
+		for i := range 20 {
+			if want := i >= 14; r.known(fmt.Sprint("a", i)) != want {
+				t.Errorf("commit every %d: article of day %d known %v, want %v", every, i, !want, want)
+			}
+		}
+		r.commit()
+		st := dumpState(t, r.ns)
+		for i := range 20 {
+			if _, ok := st[string(topicKey(fmt.Sprint("a", i)))]; ok != (i >= 14) {
+				t.Errorf("commit every %d: topics of day %d stored %v", every, i, ok)
+			}
+		}
+		states = append(states, st)
+	}
+	for i := 1; i < len(states); i++ {
+		if !maps.Equal(states[i], states[0]) {
+			t.Errorf("state differs with the commit points: %d keys vs %d", len(states[i]), len(states[0]))
+		}
+	}
+
+	// Applied again later, an article outlives its first time.
+	r := newEnrichRun(t, db.Namespace("enrich/again"), 5*24*time.Hour)
+	r.article("x", t0, "sport")
+	r.commit()
+	r.article("x", t0+4*day, "sport")
+	r.article("y", t0+8*day, "sport")
+	r.commit()
+	r.commit()
+	if !r.known("x") {
+		t.Error("article applied again on day 4 forgotten on day 8 with 5 days of retention")
+	}
+	// Negative retention keeps everything.
+	r = newEnrichRun(t, db.Namespace("enrich/all"), -1)
+	r.article("old", t0, "sport")
+	r.article("new", t0+400*day, "sport")
+	r.commit()
+	if !r.known("old") {
+		t.Error("negative retention forgot an article")
 	}
 }
