@@ -387,7 +387,9 @@ func (n *Node) registerOperators(cfg Config) error {
 	var ops []engine.Operator
 	var err error
 	if want(trending.Name) {
-		if n.trending, err = trending.New(cfg.Trending.OperatorOptions, n.engine.Partitions(), n.reg); err != nil {
+		to := cfg.Trending.OperatorOptions
+		to.Retention = cfg.Retention.Articles
+		if n.trending, err = trending.New(to, n.engine.Partitions(), n.reg); err != nil {
 			return err
 		}
 		ops = append(ops, n.trending)

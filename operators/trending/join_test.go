@@ -3,6 +3,7 @@ package trending
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -258,5 +259,77 @@ func TestMaxParked(t *testing.T) {
 		if got := h.categoryCount("1h", "science", a); got != want {
 			t.Errorf("science %s: %d, want %d", a, got, want)
 		}
+	}
+}
+
+// An article's topics are forgotten once it is older than the retention
+// age behind the newest article: a lookup at once, the state at the next
+// commit, whatever the commit points and crashes; an article indexed again
+// with a later time keeps its topics past its first time.
+func TestArticleTopicsRetention(t *testing.T) {
+	const day = int64(24 * time.Hour / time.Millisecond)
+	t0 := int64(1_780_000_000_000)
+	var states []map[string]string
+	for _, every := range []int{1, 3, 1000} {
+		h := newJoinHarness(t, OperatorOptions{Retention: 5 * 24 * time.Hour})
+		for i := range 20 { // one article a day
+			h.deliver(articleRec(fmt.Sprint("a", i), t0+int64(i)*day, "science"))
+			if i == 2 {
+				h.deliver(articleRec("a0", t0+2*day, "science")) // indexed again, later
+			}
+			if i%every == every-1 {
+				h.commit()
+				h.crash() // nothing to deliver again: a restore from the commit
+			}
+		}
+		j := h.task.(*task).join
+		for i := range 20 {
+			_, known, err := j.lookup(fmt.Sprint("a", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := i >= 14; known != want {
+				t.Errorf("commit every %d: article of day %d known %v, want %v", every, i, known, want)
+			}
+		}
+		h.commit()
+		st := map[string]string{}
+		if err := h.ns.Scan([]byte{topicsPrefix}, []byte{topicsPrefix + 1}, func(k, v []byte) error { st[string(k)] = string(v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.ns.Scan([]byte{timesPrefix}, []byte{timesPrefix + 1}, func(k, v []byte) error { st[string(k)] = string(v); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			if _, ok := st[string(topicsKey(fmt.Sprint("a", i)))]; ok != (i >= 14) {
+				t.Errorf("commit every %d: topics of day %d stored %v", every, i, ok)
+			}
+		}
+		if len(st) != 2*6 {
+			t.Errorf("commit every %d: %d topic and index keys, want 12", every, len(st))
+		}
+		states = append(states, st)
+	}
+	for i := 1; i < len(states); i++ {
+		if !maps.Equal(states[i], states[0]) {
+			t.Errorf("state differs with the commit points")
+		}
+	}
+	h := newJoinHarness(t, OperatorOptions{Retention: 5 * 24 * time.Hour})
+	h.deliver(articleRec("x", t0, "sport"))
+	h.commit()
+	h.deliver(articleRec("x", t0+4*day, "sport"))
+	h.deliver(articleRec("y", t0+8*day, "sport"))
+	h.commit()
+	h.commit()
+	if _, known, _ := h.task.(*task).join.lookup("x"); !known {
+		t.Error("article indexed again on day 4 forgotten on day 8 with 5 days of retention")
+	}
+	// A share of a forgotten article counts without its topics.
+	h.deliver(shareRec("s1", "a-old", "", t0+8*day))
+	h.deliver(articleRec("a-old", t0, "sport")) // too old to be remembered
+	h.commit()
+	if _, known, _ := h.task.(*task).join.lookup("a-old"); known {
+		t.Error("an article older than the retention age was remembered")
 	}
 }

@@ -48,6 +48,12 @@ type OperatorOptions struct {
 	// their article per task (default 100000); beyond it a share of an
 	// unknown article counts without topics.
 	MaxParked int `json:"max_parked" yaml:"max_parked"`
+	// Retention is how long, in event time behind the newest article the
+	// task has seen, an article's topics are kept (default
+	// schema.DefaultRetention; negative keeps them all). The node sets it
+	// from retention.articles. A share of an older article counts without
+	// topics, as one of an article never seen.
+	Retention time.Duration `json:"retention" yaml:"-"`
 	// ExactMaxBytes is the memory budget of each partition's exact counts
 	// (Counts.MemoryBytes; default DefaultExactMaxBytes). A partition over
 	// it is reported (log, metrics, ExactMemory) and keeps counting
@@ -76,7 +82,7 @@ const minCommitInterval = 100 * time.Millisecond
 // DefaultOperatorOptions returns the defaults the zero value stands for.
 func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
-		ParkFor: 10 * time.Minute, MaxParked: 100_000, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact,
+		ParkFor: 10 * time.Minute, MaxParked: 100_000, Retention: schema.DefaultRetention, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact,
 		CMS: sketch.Options{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta, CandidatesPerK: sketch.DefaultCandidatesPerK,
 			MaxCategories: sketch.DefaultMaxCategories, FreezeAfter: sketch.DefaultFreezeAfter}}
 }
@@ -356,7 +362,7 @@ func (t *task) Restore(r state.Reader) error {
 		releaseCounter(c)
 		return err
 	}
-	t.join = newArticleTopics(r)
+	t.join = newArticleTopics(r, t.op.opts.Retention)
 	if err := t.join.load(); err != nil {
 		releaseCounter(c)
 		return err
@@ -449,7 +455,7 @@ func (t *task) processArticle(rec *eventlog.Record) error {
 	if err != nil {
 		return engine.Invalid("indexed article: %v", err)
 	}
-	t.join.set(id, topics)
+	t.join.set(id, topics, rec.Timestamp) // the article's publish time
 	ws := t.join.unpark(id)
 	if len(ws) == 0 {
 		return nil

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/newsflow/newsflow/state"
 )
@@ -41,20 +43,42 @@ import (
 // count the share under its topics), or the other way round; the topics
 // are those of the article when the share is applied (an edit that changes
 // them does not move the shares counted before); an article's topics are
-// kept for good (about 50 bytes per article in the task's store), and a
-// replay from a time or offset after an article was indexed does not see
-// it again, so shares of older articles then count without topics (replay
-// trending from the start of articles.indexed); at most MaxParked distinct
+// kept for the retention age (about 70 bytes per article in the task's
+// store), and a replay from a time or offset after an article was indexed
+// does not see it again, so shares of older articles then count without
+// topics (replay trending from the start of articles.indexed); at most MaxParked distinct
 // (article, time) pairs wait per task, later ones count without topics.
 
 // State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e'):
 //
-//	'a' | article id → topic names (JSON array; [] for an article without topics)
+//	'a' | article id → the article's publish time (8 bytes) and topic names
+//	      (JSON array; [] for an article without topics); a JSON array
+//	      alone in state written before times were kept
+//	'x' | publish time (8 bytes, sign bit flipped so that it sorts) | article id
+//	      → nothing: the articles by time, for retention
+//	'j' → the newest publish time seen (8 bytes)
 //	'p' | article id → waiting shares: (uvarint ts, uvarint count)...
+//
+// Retention (OperatorOptions.Retention): an article's topics are forgotten
+// once it is older than the retention age behind the newest article: a
+// lookup treats it as unknown at once, and the next flush deletes it.
 const (
 	topicsPrefix = 'a'
 	parkedPrefix = 'p'
+	timesPrefix  = 'x'
 )
+
+var newestKey = []byte{'j'}
+
+// noTime is the time of an article stored without one (never forgotten),
+// and the newest before any article.
+const noTime = math.MinInt64
+
+// topicsEntry is an article's topics and publish time.
+type topicsEntry struct {
+	t      int64
+	topics []string
+}
 
 // topicCacheSize bounds the article topics a task keeps in memory besides
 // the store; shares concentrate on few articles.
@@ -68,9 +92,11 @@ type waiting struct {
 
 // articleTopics is a task's join state. It belongs to the task goroutine.
 type articleTopics struct {
-	r       state.Reader
-	pending map[string][]string // set since the last Flush
-	cache   map[string][]string // looked up or set; cleared when full
+	r         state.Reader
+	retention int64                  // ms; negative: keep every article
+	newest    int64                  // the newest publish time seen
+	pending   map[string]topicsEntry // set since the last Flush
+	cache     map[string]topicsEntry // looked up or set; cleared when full
 
 	parked  map[string][]waiting // by article
 	entries int                  // total entries in parked
@@ -78,16 +104,54 @@ type articleTopics struct {
 	changed map[string]bool      // parked lists changed since the last Flush
 }
 
-func newArticleTopics(r state.Reader) *articleTopics {
-	return &articleTopics{r: r, pending: map[string][]string{}, cache: map[string][]string{},
+func newArticleTopics(r state.Reader, retention time.Duration) *articleTopics {
+	return &articleTopics{r: r, retention: retention.Milliseconds(), newest: noTime,
+		pending: map[string]topicsEntry{}, cache: map[string]topicsEntry{},
 		parked: map[string][]waiting{}, changed: map[string]bool{}}
 }
 
 func topicsKey(id string) []byte { return append([]byte{topicsPrefix}, id...) }
+func timeKey(t int64, id string) []byte {
+	return append(binary.BigEndian.AppendUint64([]byte{timesPrefix}, uint64(t)^1<<63), id...)
+}
+
+// cutoff returns the publish time before which articles are forgotten,
+// and false when retention is off or no article was seen.
+func (j *articleTopics) cutoff() (int64, bool) {
+	if j.retention < 0 || j.newest == noTime {
+		return 0, false
+	}
+	return j.newest - j.retention, true
+}
+
+// stored reads an article's committed topics entry.
+func (j *articleTopics) stored(id string) (topicsEntry, bool, error) {
+	v, ok, err := j.r.Get(topicsKey(id))
+	if err != nil || !ok {
+		return topicsEntry{}, false, err
+	}
+	e := topicsEntry{t: noTime}
+	if len(v) > 0 && v[0] != '[' {
+		if len(v) < 8 {
+			return e, false, fmt.Errorf("trending: corrupt topics of %q", id)
+		}
+		e.t, v = int64(binary.BigEndian.Uint64(v)), v[8:]
+	}
+	if err := json.Unmarshal(v, &e.topics); err != nil {
+		return e, false, fmt.Errorf("trending: corrupt topics of %q: %w", id, err)
+	}
+	return e, true, nil
+}
 func parkedKey(id string) []byte { return append([]byte{parkedPrefix}, id...) }
 
-// load reads the waiting shares from committed state.
+// load reads the newest publish time and the waiting shares from
+// committed state.
 func (j *articleTopics) load() error {
+	if v, ok, err := j.r.Get(newestKey); err != nil {
+		return err
+	} else if ok && len(v) == 8 {
+		j.newest = int64(binary.BigEndian.Uint64(v))
+	}
 	err := j.r.Scan([]byte{parkedPrefix}, []byte{parkedPrefix + 1}, func(k, v []byte) error {
 		id := string(k[1:])
 		var ws []waiting
@@ -112,43 +176,44 @@ func (j *articleTopics) load() error {
 	return err
 }
 
-// set records an article's topics.
-func (j *articleTopics) set(id string, topics []string) {
+// set records an article's topics and publish time.
+func (j *articleTopics) set(id string, topics []string, published int64) {
 	if topics == nil {
 		topics = []string{}
 	}
-	j.pending[id] = topics
-	j.remember(id, topics)
+	e := topicsEntry{published, topics}
+	j.pending[id] = e
+	j.remember(id, e)
+	j.newest = max(j.newest, published)
 }
 
-func (j *articleTopics) remember(id string, topics []string) {
+func (j *articleTopics) remember(id string, e topicsEntry) {
 	if len(j.cache) >= topicCacheSize {
 		clear(j.cache)
 	}
-	j.cache[id] = topics
+	j.cache[id] = e
 }
 
 // lookup returns an article's topics; ok is false for an article the task
-// has not seen.
+// has not seen, or has forgotten (see Retention).
 func (j *articleTopics) lookup(id string) (topics []string, ok bool, err error) {
-	if t, ok := j.pending[id]; ok {
-		return t, true, nil
+	e, ok := j.pending[id]
+	if !ok {
+		e, ok = j.cache[id]
 	}
-	if t, ok := j.cache[id]; ok {
-		return t, true, nil
+	if !ok {
+		if _, waits := j.parked[id]; waits {
+			return nil, false, nil
+		}
+		if e, ok, err = j.stored(id); err != nil || !ok {
+			return nil, false, err
+		}
+		j.remember(id, e)
 	}
-	if _, waits := j.parked[id]; waits {
+	if cut, on := j.cutoff(); on && e.t != noTime && e.t < cut {
 		return nil, false, nil
 	}
-	v, ok, err := j.r.Get(topicsKey(id))
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if err := json.Unmarshal(v, &topics); err != nil {
-		return nil, false, fmt.Errorf("trending: corrupt topics of %q: %w", id, err)
-	}
-	j.remember(id, topics)
-	return topics, true, nil
+	return e.topics, true, nil
 }
 
 // park records a share of an unknown article at ts. It returns false, and
@@ -213,16 +278,47 @@ func (j *articleTopics) expire(limit int64) int {
 // flush stages the topics set and the waiting shares changed since the
 // last flush.
 func (j *articleTopics) flush(w state.Writer) error {
-	for id, t := range j.pending {
-		v, err := json.Marshal(t)
+	cut, on := j.cutoff()
+	if on {
+		// Deletions first: an article applied again is written after. An
+		// index entry older than its article's topics (applied again with
+		// a later time) goes alone.
+		err := j.r.Scan([]byte{timesPrefix}, timeKey(cut, ""), func(k, _ []byte) error {
+			if err := w.Delete(k); err != nil {
+				return err
+			}
+			id, at := string(k[9:]), int64(binary.BigEndian.Uint64(k[1:])^1<<63)
+			if e, ok, err := j.stored(id); err != nil || (ok && e.t > at) {
+				return err
+			}
+			return w.Delete(topicsKey(id))
+		})
+		if err != nil {
+			return fmt.Errorf("trending: flush topics: %w", err)
+		}
+	}
+	var tb [8]byte
+	for id, e := range j.pending {
+		if on && e.t < cut {
+			continue // forgotten since it was set
+		}
+		v, err := json.Marshal(e.topics)
 		if err != nil {
 			return err
 		}
-		if err := w.Set(topicsKey(id), v); err != nil {
+		binary.BigEndian.PutUint64(tb[:], uint64(e.t))
+		if err := w.Set(topicsKey(id), append(tb[:], v...)); err != nil {
+			return fmt.Errorf("trending: flush topics: %w", err)
+		}
+		if err := w.Set(timeKey(e.t, id), nil); err != nil {
 			return fmt.Errorf("trending: flush topics: %w", err)
 		}
 	}
 	clear(j.pending)
+	binary.BigEndian.PutUint64(tb[:], uint64(j.newest))
+	if err := w.Set(newestKey, tb[:]); err != nil {
+		return fmt.Errorf("trending: flush topics: %w", err)
+	}
 	var buf []byte
 	for id := range j.changed {
 		ws, ok := j.parked[id]
