@@ -25,6 +25,7 @@ import (
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/opml"
+	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
@@ -514,7 +515,8 @@ func (n *Node) newArticles(cfg Config) (*articles.Operator, error) {
 	return articles.New(ao, cls, info, n.reg)
 }
 
-// sweepSessions deletes expired sessions every hour until ctx is done.
+// sweepSessions deletes expired sessions, and the read marks retention no
+// longer needs (forgetReads), every hour until ctx is done.
 func (n *Node) sweepSessions(ctx context.Context) error {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -528,6 +530,38 @@ func (n *Node) sweepSessions(ctx context.Context) error {
 			} else if deleted > 0 {
 				n.logger.Info("expired sessions deleted", "count", deleted)
 			}
+			if deleted, err := n.forgetReads(ctx, time.Now()); err != nil {
+				n.logger.Warn("forget old read marks", "err", err)
+			} else if deleted > 0 {
+				n.logger.Info("old read marks deleted", "count", deleted)
+			}
 		}
 	}
+}
+
+// forgetReads deletes every reader's marks on articles published longer
+// ago than both retention.articles and retention.history (the stages no
+// longer list them), and returns how many it deleted. Negative retention
+// keeps them. In a cluster only the leader sweeps: the marks are
+// replicated metadata.
+func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
+	r := n.cfg.Retention
+	if r.Articles < 0 || r.History < 0 || (n.cluster != nil && !n.cluster.IsLeader()) {
+		return 0, nil
+	}
+	users, err := n.auth.ListUsers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	reads := readstate.New(n.auth.Meta(), nil)
+	before := now.Add(-max(r.Articles, r.History)).UnixMilli()
+	total := 0
+	for _, u := range users {
+		d, err := reads.Forget(ctx, u.ID, before)
+		if err != nil {
+			return total, err
+		}
+		total += d
+	}
+	return total, nil
 }

@@ -263,6 +263,37 @@ func (s *Store) DeleteUser(ctx context.Context, user string) error {
 	return nil
 }
 
+// Forget deletes user's marks on articles published before before (ms):
+// what the stages no longer keep (see retention in the node's
+// configuration) cannot be listed, so its marks only take space. Marks
+// without a publish time, watermarks and stars stay. It returns how many
+// marks it deleted.
+func (s *Store) Forget(ctx context.Context, user string, before int64) (int, error) {
+	var old []string
+	err := s.meta.Scan(ctx, readsOf(user), func(k string, v []byte) error {
+		if !strings.HasPrefix(k, "a:") {
+			return nil
+		}
+		var m mark
+		if err := json.Unmarshal(v, &m); err != nil {
+			return fmt.Errorf("readstate: mark %s of %s: %w", k, user, err)
+		}
+		if m.Published != 0 && m.Published < before {
+			old = append(old, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range old {
+		if err := s.meta.Delete(ctx, readsOf(user), k); err != nil {
+			return 0, err
+		}
+	}
+	return len(old), nil
+}
+
 // Load reads user's state for answering one request.
 func (s *Store) Load(ctx context.Context, user string) (*State, error) {
 	st := &State{marks: map[string]mark{}, byStory: map[string][]string{}, scopes: map[string]watermark{}, starred: map[string]bool{}}

@@ -179,6 +179,38 @@ func TestStars(t *testing.T) {
 	}
 }
 
+// Forget drops the marks on articles published before the cut, and
+// nothing else: not newer marks, watermarks, stars or another reader's.
+func TestForget(t *testing.T) {
+	ctx := context.Background()
+	st, d := fixture()
+	s := newStore(t)
+	must(t, s.MarkArticles(ctx, "u", true, art(d, "a1"), art(d, "a3")))
+	must(t, s.MarkArticles(ctx, "u", false, art(d, "a2")))
+	must(t, s.MarkArticles(ctx, "v", true, art(d, "a1")))
+	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeSource, Value: "B"}, 150))
+	if _, err := s.SetStar(ctx, "u", art(d, "a1"), true); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Forget(ctx, "u", 250) // a1 (100) and a2 (200) go, a3 (300) stays
+	if err != nil || n != 2 {
+		t.Fatalf("Forget = %d, %v; want 2 marks", n, err)
+	}
+	state, err := s.Load(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !state.Read(st, "a3", "A", 300) || state.Read(st, "a1", "A", 100) || !state.Starred("a1") {
+		t.Fatalf("after Forget: a3 read %v, a1 read %v, a1 starred %v", state.Read(st, "a3", "A", 300), state.Read(st, "a1", "A", 100), state.Starred("a1"))
+	}
+	if _, ok := state.scopes["source:B"]; !ok {
+		t.Fatal("Forget dropped a watermark")
+	}
+	if other, _ := s.Load(ctx, "v"); !other.Read(st, "a1", "A", 100) {
+		t.Fatal("Forget of u changed v's marks")
+	}
+}
+
 func TestBadScope(t *testing.T) {
 	s := newStore(t)
 	for _, sc := range []Scope{{Kind: "everything"}, {Kind: ScopeTopic}, {}} {
