@@ -74,19 +74,28 @@ func TestMemoryBytesHonest(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			grown, c := heapGrowth(func() *Counts {
-				c := NewCounts(Options{})
-				tc.build(c)
-				return c
-			})
-			est := int64(c.MemoryBytes())
-			ratio := float64(est) / float64(grown)
-			t.Logf("MemoryBytes %d, heap growth %d (ratio %.3f), %d articles, %.0f bytes per article",
-				est, grown, ratio, c.Articles(), float64(est)/float64(c.Articles()))
-			if ratio < 0.9 || ratio > 1.1 {
-				t.Errorf("MemoryBytes %d is %.2f× the heap growth %d", est, ratio, grown)
+			// The heap growth also counts what other goroutines of the
+			// test process allocate or free meanwhile (a test before this
+			// one still winding down): a wrong estimate is off in every
+			// try, such noise in one.
+			var est, grown int64
+			for try := range 3 {
+				var c *Counts
+				grown, c = heapGrowth(func() *Counts {
+					c := NewCounts(Options{})
+					tc.build(c)
+					return c
+				})
+				est = int64(c.MemoryBytes())
+				ratio := float64(est) / float64(grown)
+				t.Logf("try %d: MemoryBytes %d, heap growth %d (ratio %.3f), %d articles, %.0f bytes per article",
+					try+1, est, grown, ratio, c.Articles(), float64(est)/float64(c.Articles()))
+				runtime.KeepAlive(c)
+				if ratio >= 0.9 && ratio <= 1.1 {
+					return
+				}
 			}
-			runtime.KeepAlive(c)
+			t.Errorf("MemoryBytes %d is %.2f× the heap growth %d in three tries", est, float64(est)/float64(grown), grown)
 		})
 	}
 }
