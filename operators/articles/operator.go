@@ -39,6 +39,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
+	"github.com/newsflow/newsflow/operators/internal/timeindex"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fastjson"
@@ -214,9 +215,7 @@ func (t *task) Restore(r state.Reader) error {
 
 func versionKey(id string) []byte { return append([]byte("v"), id...) }
 
-func timeKey(published int64, id string) []byte {
-	return append(binary.BigEndian.AppendUint64([]byte("t"), uint64(published)^1<<63), id...)
-}
+func timeKey(published int64, id string) []byte { return timeindex.Key('t', published, id) }
 
 // cutoff returns the publish time before which articles are forgotten,
 // and false when retention is off or nothing was applied yet.
@@ -322,12 +321,12 @@ func (t *task) Flush(w state.Writer) error {
 	cut, on := t.cutoff()
 	if on {
 		n := 0
-		err := t.r.Scan([]byte("t"), timeKey(cut, ""), func(k, _ []byte) error {
+		err := timeindex.Expired(t.r, 't', cut, func(k []byte, _ int64, id string) error {
 			n++
 			if err := w.Delete(k); err != nil {
 				return err
 			}
-			return w.Delete(versionKey(string(k[9:])))
+			return w.Delete(versionKey(id))
 		})
 		if err != nil {
 			return err

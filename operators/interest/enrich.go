@@ -31,6 +31,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/operators/internal/timeindex"
 	"github.com/newsflow/newsflow/state"
 	"github.com/valyala/fastjson"
 )
@@ -154,10 +155,8 @@ type parkKey struct {
 // by time for retention; "p" + article id + 0 + seq (8 bytes) → parked
 // read (JSON); "m" → seq, watermark, newest article (8 bytes each; the
 // last is missing in state written before).
-func topicKey(id string) []byte { return append([]byte("t"), id...) }
-func timeKey(t int64, id string) []byte {
-	return append(binary.BigEndian.AppendUint64([]byte("x"), uint64(t)^1<<63), id...)
-}
+func topicKey(id string) []byte         { return append([]byte("t"), id...) }
+func timeKey(t int64, id string) []byte { return timeindex.Key('x', t, id) }
 
 // cutoff returns the publish time before which articles' topics are
 // forgotten, and false when retention is off or no article was seen.
@@ -321,11 +320,10 @@ func (t *enrichTask) Flush(w state.Writer) error {
 		// Deletions first: an article applied again is written after. An
 		// index entry older than its article's topics (applied again with
 		// a later time) goes alone.
-		err := t.r.Scan([]byte("x"), timeKey(cut, ""), func(k, _ []byte) error {
+		err := timeindex.Expired(t.r, 'x', cut, func(k []byte, at int64, id string) error {
 			if err := w.Delete(k); err != nil {
 				return err
 			}
-			id, at := string(k[9:]), int64(binary.BigEndian.Uint64(k[1:])^1<<63)
 			if cur, err := t.storedTime(id); err != nil || cur > at {
 				return err
 			}

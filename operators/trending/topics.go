@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/internal/timeindex"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -110,10 +111,8 @@ func newArticleTopics(r state.Reader, retention time.Duration) *articleTopics {
 		parked: map[string][]waiting{}, changed: map[string]bool{}}
 }
 
-func topicsKey(id string) []byte { return append([]byte{topicsPrefix}, id...) }
-func timeKey(t int64, id string) []byte {
-	return append(binary.BigEndian.AppendUint64([]byte{timesPrefix}, uint64(t)^1<<63), id...)
-}
+func topicsKey(id string) []byte        { return append([]byte{topicsPrefix}, id...) }
+func timeKey(t int64, id string) []byte { return timeindex.Key(timesPrefix, t, id) }
 
 // cutoff returns the publish time before which articles are forgotten,
 // and false when retention is off or no article was seen.
@@ -283,11 +282,10 @@ func (j *articleTopics) flush(w state.Writer) error {
 		// Deletions first: an article applied again is written after. An
 		// index entry older than its article's topics (applied again with
 		// a later time) goes alone.
-		err := j.r.Scan([]byte{timesPrefix}, timeKey(cut, ""), func(k, _ []byte) error {
+		err := timeindex.Expired(j.r, timesPrefix, cut, func(k []byte, at int64, id string) error {
 			if err := w.Delete(k); err != nil {
 				return err
 			}
-			id, at := string(k[9:]), int64(binary.BigEndian.Uint64(k[1:])^1<<63)
 			if e, ok, err := j.stored(id); err != nil || (ok && e.t > at) {
 				return err
 			}
