@@ -1,7 +1,9 @@
 package kafkalog
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -22,6 +24,29 @@ const ChangelogDeleteRetention = 24 * time.Hour
 // fenceKey is the key of the record a writer appends when it claims a
 // changelog partition. Task state keys never start with 0xff 0xfe.
 var fenceKey = []byte("\xff\xfenewsflow-claim")
+
+// markKey is the key of the record that ends every commit; its value is
+// the commit's wall time (ms since the epoch, 8 bytes big-endian). A
+// follower applies what it read when it reaches one: records of a
+// transaction may come in separate fetches, and Kafka's own commit markers
+// never reach consumers. Compaction keeps only the last mark, which is the
+// end of the last commit.
+var markKey = []byte("\xff\xfdnewsflow-commit")
+
+// boundary reports whether r ends a commit (a mark) or is a claim (a
+// transaction of its own), and the commit's wall time for a mark.
+func boundary(r *kgo.Record) (time.Time, bool) {
+	switch {
+	case bytes.Equal(r.Key, markKey):
+		if len(r.Value) == 8 {
+			return time.UnixMilli(int64(binary.BigEndian.Uint64(r.Value))), true
+		}
+		return time.Time{}, true
+	case bytes.Equal(r.Key, fenceKey):
+		return time.Time{}, true
+	}
+	return time.Time{}, false
+}
 
 // changelogTxnTimeout bounds how long a transaction may stay open. A writer
 // that dies mid-commit blocks readers of the partition (read_committed)
@@ -96,7 +121,7 @@ func (c *changelog) Commit(ctx context.Context, changes []eventlog.Change) (int6
 	if err := c.cl.BeginTransaction(); err != nil {
 		return 0, c.mapErr(err)
 	}
-	recs := make([]*kgo.Record, len(changes))
+	recs := make([]*kgo.Record, len(changes), len(changes)+1)
 	for i, ch := range changes {
 		r := &kgo.Record{Topic: c.tp.Topic, Partition: c.tp.Partition, Key: ch.Key}
 		if !ch.Delete {
@@ -107,6 +132,10 @@ func (c *changelog) Commit(ctx context.Context, changes []eventlog.Change) (int6
 			}
 		}
 		recs[i] = r
+	}
+	if !bytes.Equal(changes[0].Key, fenceKey) {
+		recs = append(recs, &kgo.Record{Topic: c.tp.Topic, Partition: c.tp.Partition, Key: markKey,
+			Value: binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixMilli()))})
 	}
 	if err := c.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		c.abort()
@@ -185,7 +214,7 @@ func (c *changelog) Restore(ctx context.Context, from int64, apply func(eventlog
 				done = true
 				return
 			}
-			if string(r.Key) == string(fenceKey) {
+			if _, ok := boundary(r); ok {
 				return
 			}
 			aerr = apply(eventlog.Change{Key: r.Key, Value: r.Value, Delete: r.Value == nil})
@@ -204,3 +233,86 @@ func (c *changelog) Close() error {
 	c.cl.Close()
 	return nil
 }
+
+// FollowChangelog implements [eventlog.Changelogs]. It reads committed
+// records only (read_committed) and hands them on at commit boundaries.
+func (l *Log) FollowChangelog(ctx context.Context, tp eventlog.TopicPartition, from int64, apply func(eventlog.ChangelogBatch) error) error {
+	if err := l.check(ctx); err != nil {
+		return err
+	}
+	from = max(from, 0)
+	starts, err := l.adm.ListStartOffsets(ctx, tp.Topic)
+	start, err := offsetIn(starts, err, tp)
+	if err != nil {
+		return fmt.Errorf("changelog %s: start offset: %w", tp, err)
+	}
+	if from > 0 && from < start {
+		return fmt.Errorf("changelog %s: position %d, start %d: %w", tp, from, start, eventlog.ErrChangelogTruncated)
+	}
+	stables, err := l.adm.ListCommittedOffsets(ctx, tp.Topic)
+	stable, err := offsetIn(stables, err, tp)
+	if err != nil {
+		return fmt.Errorf("changelog %s: stable offset: %w", tp, err)
+	}
+	if caughtUp(from, stable) {
+		if err := apply(eventlog.ChangelogBatch{Next: from, CaughtUp: true}); err != nil {
+			return err
+		}
+	}
+	rcl, err := kgo.NewClient(l.opts.clientOpts(
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{tp.Topic: {tp.Partition: kgo.NewOffset().At(from)}}),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(100*time.Millisecond),
+	)...)
+	if err != nil {
+		return fmt.Errorf("changelog %s: %w", tp, err)
+	}
+	defer rcl.Close()
+	var pending []eventlog.Change // read since the last boundary
+	for {
+		fs := rcl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, fe := range fs.Errors() {
+			if !kerr.IsRetriable(fe.Err) {
+				return fmt.Errorf("changelog %s: follow: %w", tp, mapErr(fe.Err, l.closed.Load()))
+			}
+		}
+		var ferr error
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if ferr != nil || len(p.Records) == 0 {
+				return
+			}
+			var batch eventlog.ChangelogBatch
+			for _, r := range p.Records {
+				at, ok := boundary(r)
+				if !ok {
+					pending = append(pending, eventlog.Change{Key: r.Key, Value: r.Value, Delete: r.Value == nil})
+					continue
+				}
+				batch.Changes = append(batch.Changes, pending...)
+				pending = pending[:0]
+				batch.Next = r.Offset + 1
+				if !at.IsZero() {
+					batch.Committed = at
+				}
+			}
+			if batch.Next == 0 {
+				return // no boundary yet: the rest of a commit comes in a later fetch
+			}
+			batch.CaughtUp = caughtUp(batch.Next, p.LastStableOffset)
+			ferr = apply(batch)
+		})
+		if ferr != nil {
+			return ferr
+		}
+	}
+}
+
+// caughtUp reports whether a follower at position next has read every
+// committed record below the partition's last stable offset: Kafka puts
+// the marker that ends a transaction after its last record, so the marker
+// of the commit that ends at next-1 is at next.
+func caughtUp(next, stable int64) bool { return next+1 >= stable }
