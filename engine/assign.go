@@ -139,6 +139,7 @@ func (e *Engine) runAssigned(ctx context.Context) error {
 	}
 	running := map[int32]*partitionGroup{}
 	defer func() {
+		e.stopStandbys()
 		for _, g := range running {
 			g.cancel()
 		}
@@ -161,6 +162,13 @@ func (e *Engine) runAssigned(ctx context.Context) error {
 		for _, g := range stopping {
 			<-g.done
 		}
+		// A standby copy stops before its partition's task starts (they
+		// share the local store), and starts once the task has stopped.
+		run := map[int32]bool{}
+		for p := range want {
+			run[p] = true
+		}
+		e.syncStandbys(ctx, run)
 		for p, epoch := range want {
 			if _, ok := running[p]; ok || p < 0 || p >= e.opts.Partitions {
 				continue
@@ -238,7 +246,7 @@ func (tr *taskRunner) restoreChangelog(ctx context.Context, ns state.Namespace) 
 	if err != nil {
 		return nil, err
 	}
-	from, fresh, err := readChangelogPos(ns, e.opts.ChangelogMaxAge)
+	from, _, fresh, err := readChangelogPos(ns, e.opts.ChangelogMaxAge)
 	if err == nil && !fresh {
 		err = ns.Clear()
 		from = 0
@@ -260,6 +268,7 @@ func (tr *taskRunner) restoreChangelog(ctx context.Context, ns state.Namespace) 
 		return nil, fmt.Errorf("restore from changelog %s: %w", tp, err)
 	}
 	e.m.restoreSeconds.WithLabelValues(tr.st.name).Observe(time.Since(start).Seconds())
+	e.m.restoreChanges.WithLabelValues(tr.st.name).Add(float64(applied))
 	if applied > 0 {
 		e.opts.Logger.Info("restored from changelog", "stage", tr.st.name, "partition", tr.p, "from", from, "changes", applied, "took", time.Since(start).Round(time.Millisecond))
 	}
@@ -311,20 +320,20 @@ func applyChangelog(ctx context.Context, ns state.Namespace, cl eventlog.Changel
 	return pos, applied, b.Commit()
 }
 
-// readChangelogPos returns the local store's changelog position, and
-// whether the local store may be brought up to date from it: it exists and
-// is younger than maxAge (older ones may have missed deletes that
-// compaction has since dropped from the changelog).
-func readChangelogPos(r state.Reader, maxAge time.Duration) (int64, bool, error) {
+// readChangelogPos returns the local store's changelog position, when it
+// was written, and whether the local store may be brought up to date from
+// it: it exists and is younger than maxAge (older ones may have missed
+// deletes that compaction has since dropped from the changelog).
+func readChangelogPos(r state.Reader, maxAge time.Duration) (pos int64, written time.Time, fresh bool, err error) {
 	v, ok, err := r.Get(keyChangelogPos)
 	if err != nil || !ok {
-		return 0, false, err
+		return 0, time.Time{}, false, err
 	}
 	if len(v) != 16 {
-		return 0, false, fmt.Errorf("corrupt changelog position %x", v)
+		return 0, time.Time{}, false, fmt.Errorf("corrupt changelog position %x", v)
 	}
-	written := time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:])))
-	return int64(binary.BigEndian.Uint64(v[:8])), time.Since(written) < maxAge, nil
+	written = time.UnixMilli(int64(binary.BigEndian.Uint64(v[8:])))
+	return int64(binary.BigEndian.Uint64(v[:8])), written, time.Since(written) < maxAge, nil
 }
 
 func setChangelogPos(w state.Writer, pos int64) error {

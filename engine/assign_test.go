@@ -12,6 +12,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -22,6 +23,7 @@ type clusterNode struct {
 	log    *kafkalog.Log
 	db     *state.DB
 	e      *engine.Engine
+	reg    *prometheus.Registry
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -48,8 +50,9 @@ func startClusterNode(t *testing.T, brokers []string, dir string, op engine.Oper
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := prometheus.NewRegistry()
 	e, err := engine.New(l, db, engine.Options{Partitions: parts, Cluster: true, RestartBackoff: 5 * time.Millisecond, MaxRestartBackoff: 50 * time.Millisecond,
-		CommitInterval: 20 * time.Millisecond})
+		CommitInterval: 20 * time.Millisecond, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +60,7 @@ func startClusterNode(t *testing.T, brokers []string, dir string, op engine.Oper
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &clusterNode{t: t, log: l, db: db, e: e, cancel: cancel, done: make(chan error, 1)}
+	n := &clusterNode{t: t, log: l, db: db, e: e, reg: reg, cancel: cancel, done: make(chan error, 1)}
 	go func() { n.done <- e.Run(ctx) }()
 	return n
 }

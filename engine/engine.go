@@ -115,6 +115,7 @@ type Engine struct {
 		progress map[progressKey]*Progress
 		runners  []*taskRunner // the tasks running now
 		applied  uint64        // cluster mode: the assignment version they run
+		standbys map[standbyKey]*standby
 	}
 }
 
@@ -126,6 +127,7 @@ func New(l eventlog.Log, db *state.DB, opts Options) (*Engine, error) {
 	opts = opts.withDefaults()
 	e := &Engine{log: l, db: db, opts: opts, m: newMetrics(opts.Registerer)}
 	e.mu.progress = map[progressKey]*Progress{}
+	e.mu.standbys = map[standbyKey]*standby{}
 	e.assign.changed = make(chan struct{}, 1)
 	return e, nil
 }
@@ -149,6 +151,9 @@ func (e *Engine) Register(op Operator) error {
 	}
 	if s.MinCommitInterval < 0 {
 		return fmt.Errorf("engine: operator %q has a negative commit interval", s.Name)
+	}
+	if s.Standby && s.LocalState {
+		return fmt.Errorf("engine: operator %q keeps local state, which has no changelog to keep a standby copy of", s.Name)
 	}
 	e.ops = append(e.ops, op)
 	return nil
@@ -290,9 +295,12 @@ func (e *Engine) build(ctx context.Context) error {
 				return err
 			}
 		}
-		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}, minCommit: s.MinCommitInterval, localState: s.LocalState}
+		main := &stage{name: s.Name, partitions: n, newTask: op.NewTask, inputs: map[int32][]stageInput{}, minCommit: s.MinCommitInterval, localState: s.LocalState, standby: s.Standby}
 		if s.Singleton {
 			main.partitions = 1
+		}
+		if f, ok := op.(Follower); ok && s.Standby {
+			main.follower = f
 		}
 		for _, in := range s.Inputs {
 			srcParts, err := ensure(in.Topic)
@@ -338,12 +346,19 @@ func (e *Engine) build(ctx context.Context) error {
 		}
 		e.stages = append(e.stages, main)
 	}
+	for _, st := range e.stages {
+		st.fresh = make([]*freshness, st.partitions)
+		for i := range st.fresh {
+			st.fresh[i] = new(freshness)
+		}
+	}
 	return nil
 }
 
 // Ready reports whether every task has restored its state and is
-// processing. In a cluster: every task of the last assignment; a node
-// assigned no partitions is ready once it runs.
+// processing. In a cluster: every task of the last assignment, and every
+// standby copy has caught up with its changelog once; a node assigned no
+// partitions and keeping no copies is ready once it runs.
 func (e *Engine) Ready() bool {
 	if !e.started.Load() {
 		return false
@@ -358,6 +373,11 @@ func (e *Engine) Ready() bool {
 	}
 	for _, tr := range e.mu.runners {
 		if !tr.restored.Load() {
+			return false
+		}
+	}
+	for _, sb := range e.mu.standbys {
+		if !sb.loaded.Load() {
 			return false
 		}
 	}

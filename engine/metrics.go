@@ -12,6 +12,8 @@ type metrics struct {
 	commitSeconds  *prometheus.HistogramVec
 	lag            *prometheus.GaugeVec
 	restoreSeconds *prometheus.HistogramVec
+	restoreChanges *prometheus.CounterVec
+	standbyChanges *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -46,7 +48,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "newsflow_changelog_restore_seconds", Help: "Time a task took to claim its changelog partition and bring its local state up to date (cluster mode).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 		}, []string{"stage"}),
+		restoreChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_changelog_restore_changes_total", Help: "State changes a task read from its changelog when it claimed it (cluster mode): the tail after the local copy, or all of it.",
+		}, []string{"stage"}),
+		standbyChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_standby_changes_total", Help: "State changes applied to standby copies of partitions this node does not run (cluster mode).",
+		}, []string{"stage"}),
 	}
-	reg.MustRegister(m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds)
+	reg.MustRegister(m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds,
+		m.restoreChanges, m.standbyChanges)
 	return m
 }

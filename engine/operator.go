@@ -44,6 +44,13 @@ type Spec struct {
 	// the assignment weighs it ([Engine.PartitionWeights]). A singleton's
 	// inputs may not declare a Route.
 	Singleton bool
+	// Standby asks for a standby copy of the state on every node of a
+	// cluster that does not run a partition's task, applied from the
+	// changelog commit by commit (see standby.go): a node that gains the
+	// partition restores only the changelog's tail, and an operator that
+	// is a [Follower] answers queries from the copy on every node. Not
+	// with LocalState.
+	Standby bool
 }
 
 // SingletonPartition is the partition whose owner runs the task of every

@@ -22,6 +22,9 @@ type stage struct {
 	inputs     map[int32][]stageInput
 	minCommit  time.Duration // Spec.MinCommitInterval
 	localState bool          // Spec.LocalState
+	standby    bool          // Spec.Standby
+	follower   Follower      // the operator, when standby and a Follower
+	fresh      []*freshness  // per partition: how current this node's state is
 }
 
 type inputMode uint8

@@ -59,6 +59,7 @@ type taskLoop struct {
 	interval         time.Duration // max(CommitInterval, Spec.MinCommitInterval)
 	recordsIn        prometheus.Counter
 	busy             prometheus.Counter // seconds applying and committing
+	fresh            *freshness         // set once restored
 
 	// gc copies committed offsets to the consumer group (Kafka); nil when
 	// the log has no groups. groupDirty: committed offsets not copied yet.
@@ -117,6 +118,8 @@ func (l *taskLoop) open(ctx context.Context) error {
 		return fmt.Errorf("open reader: %w", err)
 	}
 	tr.restored.Store(true)
+	l.fresh = tr.st.fresh[p]
+	l.fresh.set(&sourceTask, time.Now(), false)
 
 	l.recordsIn = e.m.recordsIn.WithLabelValues(tr.st.name)
 	l.busy = e.m.busySeconds.WithLabelValues(tr.st.name)
@@ -162,6 +165,9 @@ func (l *taskLoop) readPositions() error {
 // close closes what open opened: the reader, the changelog, the task. It
 // returns the task's Close error.
 func (l *taskLoop) close() error {
+	if l.fresh != nil {
+		l.fresh.source.Store(nil)
+	}
 	if l.reader != nil {
 		l.reader.Close()
 	}
@@ -239,6 +245,7 @@ func (l *taskLoop) poll(ctx context.Context) ([]*eventlog.Record, error) {
 // letters.
 func (l *taskLoop) apply(recs []*eventlog.Record) error {
 	defer l.busyFrom(time.Now())
+	l.fresh.current.Store(false)
 	e, st := l.e, l.tr.st
 	for _, rec := range recs {
 		tp := eventlog.TopicPartition{Topic: rec.Topic, Partition: rec.Partition}
@@ -310,11 +317,13 @@ func (l *taskLoop) commit(caughtUp bool) error {
 	}
 	l.task.Committed(CommitInfo{Records: l.applied, CaughtUp: caughtUp})
 	hws := l.reader.HighWatermarks()
+	current := true
 	for tp, o := range l.next {
 		hw, ok := hws[tp]
 		if !ok {
 			hw = -1
 		}
+		current = current && o >= hw
 		e.setProgress(name, tp, o, hw)
 		if ok {
 			e.m.lag.WithLabelValues(name, tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(0, hw-o)))
@@ -323,6 +332,7 @@ func (l *taskLoop) commit(caughtUp bool) error {
 	l.pc.out, l.dlq = l.pc.out[:0], l.dlq[:0]
 	clear(l.dirtySrc)
 	l.pending, l.applied, l.lastCommit = 0, 0, time.Now()
+	l.fresh.set(&sourceTask, l.lastCommit, current)
 	l.groupDirty = l.gc != nil
 	if l.groupDirty && time.Since(l.lastGroupCommit) >= e.opts.GroupCommitInterval {
 		l.groupCommit()
