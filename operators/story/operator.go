@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"sync"
@@ -110,6 +111,7 @@ func (o *Operator) Spec() engine.Spec {
 		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members", "closed stories and articles by time, for retention"},
 		Options:     o.opts,
 		Singleton:   true,
+		Standby:     true,
 	}
 }
 
@@ -118,11 +120,16 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 	if tc.Partition != engine.SingletonPartition {
 		return nil, fmt.Errorf("stories: a singleton has no task for partition %d", tc.Partition)
 	}
-	return &task{op: o, changed: map[uint64]struct{}{}}, nil
+	log := tc.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &task{op: o, log: log, changed: map[uint64]struct{}{}}, nil
 }
 
 type task struct {
 	op      *Operator
+	log     *slog.Logger
 	b       *Builder
 	r       state.Reader        // committed state
 	changed map[uint64]struct{} // stories changed since the last publish
@@ -226,6 +233,18 @@ func (t *task) Committed(engine.CommitInfo) {
 	for num := range t.changed {
 		if st := t.b.stories[num]; st != nil {
 			v.add(num, st)
+			continue
+		}
+		// Closed since it changed: its final record is committed (or it
+		// is gone, deleted by retention).
+		raw, ok, err := t.r.Get(storyNumKey(num))
+		if err == nil && !ok {
+			delete(v.stories, num)
+		} else if err == nil {
+			err = v.apply(num, eventlog.Change{Key: storyNumKey(num), Value: raw})
+		}
+		if err != nil {
+			t.log.Error("publish a closed story", "story", num, "err", err)
 		}
 	}
 	t.publish(v)
