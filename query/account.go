@@ -217,11 +217,11 @@ func (s *Server) handlePutPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 // handleHistory answers the logged-in user's latest reads, newest first,
-// with each article's title and story. In a cluster it is routed to the
-// story owner, which reads the profile from the owner of the user's
-// partition (userProfile).
+// with each article's title and story (from this node's story state, how
+// stale in staleness_ms). In a cluster the profile comes from the owner of
+// the user's partition (userProfile).
 func (s *Server) handleHistory(ctx *fasthttp.RequestCtx, u auth.User) {
-	body := map[string]any{"history": []interest.HistoryEntry{}}
+	body := map[string]any{"history": []interest.HistoryEntry{}, "staleness_ms": s.storyStaleness()}
 	if s.deps.Interest != nil {
 		p, gap := s.userProfile(ctx, u, s.opts.Now().UnixMilli())
 		if gap != nil {

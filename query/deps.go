@@ -31,6 +31,9 @@ type Engine interface {
 	// HomePartition returns the partition whose owner runs the singleton
 	// operator op (engine.Spec.Singleton).
 	HomePartition(op string) (int32, bool)
+	// Freshness says how current this node's copy of a stage partition's
+	// state is (the task's own or a standby copy), false when it has none.
+	Freshness(stage string, p int32) (engine.Freshness, bool)
 }
 
 // Trending is what the server reads of the trending counts. Safe for

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
@@ -20,6 +21,10 @@ type fakeEngine struct{ Engine }
 func (fakeEngine) Ready() bool                            { return true }
 func (fakeEngine) CaughtUp(context.Context) (bool, error) { return true, nil }
 func (fakeEngine) Partitions() int32                      { return 1 }
+func (fakeEngine) HomePartition(string) (int32, bool)     { return 0, true }
+func (fakeEngine) Freshness(string, int32) (engine.Freshness, bool) {
+	return engine.Freshness{Source: "task"}, true
+}
 
 // fakeStories serves fixed stories.
 type fakeStories struct {

@@ -138,7 +138,8 @@ const (
 )
 
 // refreshClusterTrend keeps the cluster's top of the 1h window for the
-// feed while this node owns the story partition, until ctx is done.
+// feed while this node answers feeds itself (storiesHere), until ctx is
+// done.
 func (s *Server) refreshClusterTrend(ctx context.Context) {
 	t := time.NewTicker(clusterTrendEvery)
 	defer t.Stop()
@@ -148,8 +149,7 @@ func (s *Server) refreshClusterTrend(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		st, _ := s.deps.Cluster.State()
-		if m, ok := st.Owner(s.storyPartition()); !ok || m.ID != s.deps.Cluster.ID() {
+		if !s.storiesHere() {
 			continue // feeds are ranked on another node
 		}
 		local, err := s.deps.Trending.Top("1h", "", trendTopK)
@@ -226,6 +226,8 @@ type feedPage struct {
 	// read (interest "unavailable"): the feed is ranked with their
 	// preferences alone.
 	Partial bool `json:"partial"`
+	// StalenessMS: see storiesPage.
+	StalenessMS int64 `json:"staleness_ms"`
 	feedInterest
 }
 
@@ -282,7 +284,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	hide := rs != nil && hideRead(ctx)
-	page := feedPage{Stories: []feedItem{}, Partial: fi.interestGap != nil, feedInterest: fi}
+	page := feedPage{Stories: []feedItem{}, Partial: fi.interestGap != nil, StalenessMS: s.storyStaleness(), feedInterest: fi}
 	end := start
 	// With hide_read, read stories are skipped (at most maxHiddenScan
 	// looked at for one page).

@@ -329,9 +329,9 @@ type imageResolved struct {
 }
 
 // imageURL looks up the URL of image id in the story state: here, or at
-// the owner of the story partition in a cluster.
+// the story writer's node while this node has no copy of it.
 func (s *Server) imageURL(id string) (string, bool, error) {
-	if s.deps.Cluster == nil {
+	if s.storiesHere() {
 		u, ok := s.deps.Stories.ImageURL(id)
 		return u, ok, nil
 	}

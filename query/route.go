@@ -21,8 +21,11 @@ import (
 // In a cluster any node answers any query. A query about one key (an
 // article's shares, a user's interests) goes to the node that owns the
 // key's partition; queries over the stories (the feed and history among
-// them) go to the owner of the story operator's single partition, which
-// reads the user's interest profile from its owner (userProfile);
+// them) are answered from the node's own copy of the story state (the
+// writer's, or the standby copy every other node keeps: storiesHere), and
+// at the story writer's node only while a node has no copy yet; the feed
+// and history read the user's interest profile from its owner
+// (userProfile);
 // trending and search fan out to every node and merge, listing the
 // partitions no node answered for and the nodes that failed. A request
 // routed to an owner carries HeaderRouted and is not routed again; a
@@ -157,11 +160,54 @@ func (s *Server) userPartition(ctx *fasthttp.RequestCtx) (int32, bool) {
 
 func (s *Server) storyOwner(*fasthttp.RequestCtx) (int32, bool) { return s.storyPartition(), true }
 
+// storiesHere reports whether this node reads the story state itself: on a
+// single node always; in a cluster when it runs the story task or keeps a
+// standby copy that has caught up (engine.Freshness).
+func (s *Server) storiesHere() bool {
+	if s.deps.Cluster == nil {
+		return true
+	}
+	if s.deps.Engine == nil {
+		return false
+	}
+	_, ok := s.deps.Engine.Freshness(story.Name, s.storyPartition())
+	return ok
+}
+
+// storyStaleness is how stale the story state this node answers from is,
+// in ms: 0 when it reflects every article the log holds (as last checked),
+// otherwise the age of the writer's commit it reflects, which grows while
+// the writer fails over.
+func (s *Server) storyStaleness() int64 {
+	if s.deps.Engine == nil {
+		return 0
+	}
+	f, ok := s.deps.Engine.Freshness(story.Name, s.storyPartition())
+	if !ok {
+		return 0
+	}
+	return f.Staleness.Milliseconds()
+}
+
+// atStories answers a story query here when storiesHere, otherwise at the
+// story writer's node.
+func (s *Server) atStories(h fasthttp.RequestHandler) fasthttp.RequestHandler {
+	routed := s.toOwner(s.storyOwner, h)
+	return func(ctx *fasthttp.RequestCtx) {
+		if s.storiesHere() {
+			h(ctx)
+			return
+		}
+		routed(ctx)
+	}
+}
+
 // expandOwner routes trending queries that read the story view (expand=
-// and by=story) to the story owner, which then fans out.
+// and by=story) to the story owner, which then fans out, unless this node
+// has its own copy of the story state.
 func (s *Server) expandOwner(ctx *fasthttp.RequestCtx) (int32, bool) {
 	args := ctx.QueryArgs()
-	return s.storyPartition(), len(args.Peek("expand")) > 0 || string(args.Peek("by")) == "story"
+	return s.storyPartition(), !s.storiesHere() && (len(args.Peek("expand")) > 0 || string(args.Peek("by")) == "story")
 }
 
 func (s *Server) enginePartitions() int32 {

@@ -264,11 +264,11 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.handleArticles)))
 	}
 	if deps.Stories != nil {
-		r.GET("/api/v1/stories", s.instrument("stories", s.toOwner(s.storyOwner, s.handleStories)))
-		r.GET("/api/v1/stories/{id}", s.instrument("story", s.toOwner(s.storyOwner, s.handleStory)))
-		r.GET("/api/v1/breaking", s.instrument("breaking", s.toOwner(s.storyOwner, s.handleBreaking)))
-		r.GET("/api/v1/topics", s.instrument("topics", s.toOwner(s.storyOwner, s.handleTopics)))
-		r.GET("/api/v1/feed", s.instrument("feed", s.toOwner(s.storyOwner, s.handleFeed)))
+		r.GET("/api/v1/stories", s.instrument("stories", s.atStories(s.handleStories)))
+		r.GET("/api/v1/stories/{id}", s.instrument("story", s.atStories(s.handleStory)))
+		r.GET("/api/v1/breaking", s.instrument("breaking", s.atStories(s.handleBreaking)))
+		r.GET("/api/v1/topics", s.instrument("topics", s.atStories(s.handleTopics)))
+		r.GET("/api/v1/feed", s.instrument("feed", s.atStories(s.handleFeed)))
 		s.stream = newStreamHub(streamSource{trending: s.streamTrending, breaking: s.streamBreaking}, opts, s.m.streams)
 		r.GET("/api/v1/stream", s.instrument("stream", s.handleStream))
 		if s.images, err = newImageProxy(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
@@ -301,13 +301,13 @@ func New(deps Deps, opts Options) (*Server, error) {
 		if deps.Stories != nil {
 			// Titles come from the story view; the reads from the user's
 			// partition (userProfile).
-			history = s.toOwner(s.storyOwner, history)
+			history = s.atStories(history)
 		}
 		r.GET("/api/v1/history", s.instrument("history", history))
 		if deps.Stories != nil {
 			// Read state needs the story view: at the story owner.
 			me := func(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.RequestHandler {
-				return s.toOwner(s.storyOwner, s.requireUser(h))
+				return s.atStories(s.requireUser(h))
 			}
 			r.GET("/api/v1/me/unread", s.instrument("unread", me(s.handleUnread)))
 			r.POST("/api/v1/me/read", s.instrument("mark_read", me(s.handleMark)))

@@ -80,6 +80,9 @@ type storiesPage struct {
 	// epoch (absent before the first article).
 	AsOf int64  `json:"as_of,omitempty"`
 	Next string `json:"next_cursor,omitempty"`
+	// StalenessMS is how stale the story state the answer comes from is
+	// (storyStaleness): 0 when current.
+	StalenessMS int64 `json:"staleness_ms"`
 }
 
 // handleStories lists recent stories ranked by the non-personal score.
@@ -111,7 +114,7 @@ func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	hide := rs != nil && hideRead(ctx)
-	page := storiesPage{Stories: []rankedItem{}}
+	page := storiesPage{Stories: []rankedItem{}, StalenessMS: s.storyStaleness()}
 	// With hide_read, read stories are left out: list on until the page
 	// is full or a bounded number of stories has been looked at.
 	want := q.Limit
@@ -185,13 +188,15 @@ func (s *Server) handleStory(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, withReadState(d, rs))
+	out := withReadState(d, rs)
+	out.StalenessMS = s.storyStaleness()
+	writeJSON(ctx, fasthttp.StatusOK, out)
 }
 
 // handleBreaking lists the stories breaking now.
 func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
 	res := s.deps.Stories.Breaking()
-	page := storiesPage{Stories: make([]rankedItem, len(res.Stories)), AsOf: res.AsOf}
+	page := storiesPage{Stories: make([]rankedItem, len(res.Stories)), AsOf: res.AsOf, StalenessMS: s.storyStaleness()}
 	for i, r := range res.Stories {
 		page.Stories[i].Ranked = r
 	}
@@ -201,7 +206,7 @@ func (s *Server) handleBreaking(ctx *fasthttp.RequestCtx) {
 // handleTopics lists the topics of recent stories with counts, and every
 // topic the classifier can label (for choosing preferred topics).
 func (s *Server) handleTopics(ctx *fasthttp.RequestCtx) {
-	body := map[string]any{"topics": s.deps.Stories.Topics()}
+	body := map[string]any{"topics": s.deps.Stories.Topics(), "staleness_ms": s.storyStaleness()}
 	if s.deps.Articles != nil {
 		body["labels"] = s.deps.Articles.Topics()
 	}

@@ -562,11 +562,11 @@ func (s *Server) streamBreaking() (breakingPage, error) {
 	})
 }
 
-// fromStoryOwner returns local's answer, computed here or, in a cluster, on
-// the owner of the story partition: local when this node owns it, else the
-// owner's answer to GET uri (routed to it, so it answers for the cluster).
+// fromStoryOwner returns local's answer, computed here when this node has
+// the story state (storiesHere), else the story writer's answer to GET
+// uri (routed to it, so it answers for the cluster).
 func fromStoryOwner[T any](s *Server, uri string, local func() (T, error)) (T, error) {
-	if s.deps.Cluster == nil {
+	if s.storiesHere() {
 		return local()
 	}
 	var v T

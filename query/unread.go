@@ -319,6 +319,8 @@ type storyDetail struct {
 	story.Story
 	Articles []readArticle `json:"articles"`
 	Unread   *int          `json:"unread,omitempty"`
+	// StalenessMS: see storiesPage.
+	StalenessMS int64 `json:"staleness_ms"`
 }
 
 // withReadState adds the reader's state to a story's detail (nothing for
