@@ -212,6 +212,11 @@ func (e *Engine) followOnce(ctx context.Context, sb *standby) (err error) {
 			return fmt.Errorf("load standby copy: %w", err)
 		}
 	}
+	if written.IsZero() {
+		// No copy yet: until a commit comes, it is as stale as the time
+		// since now.
+		written = time.Now()
+	}
 	c := &copyInputs{e: e, fr: st.fresh[p], committed: written, next: map[eventlog.TopicPartition]int64{}}
 	for _, in := range st.inputs[p] {
 		if c.next[in.tp], err = readInt64(ns, offsetKey(in.tp), 0); err != nil {
