@@ -125,6 +125,10 @@ type Index struct {
 	hl      *highlighter
 	writeMu sync.Mutex // serializes Apply
 
+	// bleveOnly makes relevance searches take Bleve's path, which scores
+	// every match, instead of the top-k path (tests compare the two).
+	bleveOnly bool
+
 	// maxPublished is the latest published time (Unix ns) ever indexed,
 	// math.MinInt64 for none; newest-first searches start there. Apply keeps
 	// it in the index (internal key maxPublishedKey) in the same batch.

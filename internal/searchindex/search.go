@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -163,14 +164,18 @@ func (ix *Index) Search(ctx context.Context, r Request) (*Result, error) {
 
 // plan is a validated request.
 type plan struct {
-	order    Order
-	limit    int
-	text     query.Query     // OrderRelevance; nil if the text has no term
-	terms    map[string]bool // the analyzed query terms, for highlighting
-	keywords []query.Query   // topic and source
-	keyword  [2]string       // field and term of the only keyword filter
-	from, to time.Time
-	after    *Cursor
+	order Order
+	limit int
+	text  query.Query     // OrderRelevance; nil if the text has no term
+	terms map[string]bool // the analyzed query terms, for highlighting
+	// tokens are the analyzed text's terms in order, with their positions.
+	tokens    []string
+	positions []int
+	keywords  []query.Query // topic and source
+	// keywordTerms are the field and term of each of keywords.
+	keywordTerms [][2]string
+	from, to     time.Time
+	after        *Cursor
 }
 
 // plan validates r.
@@ -210,22 +215,16 @@ func (ix *Index) plan(r Request) (plan, error) {
 	text := strings.TrimSpace(r.Query)
 	if text != "" {
 		p.order = OrderRelevance
-		p.text, p.terms = ix.textQuery(text)
+		p.text, p.terms, p.tokens, p.positions = ix.textQuery(text)
 	}
 	if r.After != nil && r.After.order != p.order {
 		return bad("cursor is for %s order, request is in %s order", r.After.order, p.order)
 	}
 	// Filters have boost 0 (see relevant).
-	if r.Topic != "" {
-		p.keywords = append(p.keywords, termQuery(fieldTopics, r.Topic, 0))
-	}
-	if r.Source != "" {
-		p.keywords = append(p.keywords, termQuery(fieldSourceID, r.Source, 0))
-	}
-	if len(p.keywords) == 1 {
-		p.keyword = [2]string{fieldTopics, r.Topic}
-		if r.Source != "" {
-			p.keyword = [2]string{fieldSourceID, r.Source}
+	for _, kw := range [][2]string{{fieldTopics, r.Topic}, {fieldSourceID, r.Source}} {
+		if kw[1] != "" {
+			p.keywords = append(p.keywords, termQuery(kw[0], kw[1], 0))
+			p.keywordTerms = append(p.keywordTerms, kw)
 		}
 	}
 	return p, nil
@@ -249,6 +248,24 @@ func (p plan) windowFilter(from, to time.Time) query.Query {
 // relevant returns the next page (one hit more than the limit, if there
 // is one) of a request with text, and the number of matching documents.
 func (ix *Index) relevant(ctx context.Context, p plan) ([]*bsearch.DocumentMatch, uint64, error) {
+	if !ix.bleveOnly {
+		dms, total, err := ix.relevantTopK(ctx, p)
+		if !errors.Is(err, errNotTopK) {
+			if err != nil {
+				if cerr := ctx.Err(); cerr != nil {
+					return nil, 0, cerr
+				}
+				return nil, 0, fmt.Errorf("search: %w", err)
+			}
+			return dms, total, nil
+		}
+	}
+	return ix.relevantBleve(ctx, p)
+}
+
+// relevantBleve is relevant with Bleve's searchers and collector, which
+// score every matching document.
+func (ix *Index) relevantBleve(ctx context.Context, p plan) ([]*bsearch.DocumentMatch, uint64, error) {
 	// Filters never change a score. A time range joins the text in a
 	// conjunction (its queries have boost 0, so they add 0 to the score and
 	// to the query norm); advancing through the text's matches to the
@@ -361,7 +378,7 @@ func (ix *Index) count(ctx context.Context, p plan) (uint64, error) {
 	}
 	if len(p.keywords) == 1 && p.from.IsZero() && p.to.IsZero() {
 		// One term: its document frequency, without visiting a posting.
-		n, err := ix.termCount(ctx, p.keyword[0], p.keyword[1])
+		n, err := ix.termCount(ctx, p.keywordTerms[0][0], p.keywordTerms[0][1])
 		if err != nil {
 			return 0, fmt.Errorf("count: %w", err)
 		}
@@ -497,15 +514,17 @@ func conjunction(qs []query.Query) query.Query {
 // Bleve skip through the rarest term's matches instead of scoring every
 // document with any of the terms (on a million documents, a query with a
 // common word and a rare one costs a few milliseconds instead of a hundred).
-func (ix *Index) textQuery(text string) (query.Query, map[string]bool) {
+func (ix *Index) textQuery(text string) (q query.Query, terms map[string]bool, tokenTerms []string, positions []int) {
 	tokens := ix.en.Analyze([]byte(text))
 	if len(tokens) == 0 {
-		return nil, nil
+		return nil, nil, nil, nil
 	}
-	terms := make(map[string]bool, len(tokens))
+	terms = make(map[string]bool, len(tokens))
 	var perTerm []query.Query
 	for _, t := range tokens {
 		term := string(t.Term)
+		tokenTerms = append(tokenTerms, term)
+		positions = append(positions, t.Position)
 		if terms[term] {
 			continue
 		}
@@ -519,7 +538,6 @@ func (ix *Index) textQuery(text string) (query.Query, map[string]bool) {
 		}
 		perTerm = append(perTerm, query.NewDisjunctionQuery(fields))
 	}
-	var q query.Query
 	switch {
 	case len(perTerm) == 1:
 		q = perTerm[0]
@@ -536,7 +554,7 @@ func (ix *Index) textQuery(text string) (query.Query, map[string]bool) {
 		// those score (q + phrase) and the others q/2.
 		q = query.NewDisjunctionQuery([]query.Query{q, phrase})
 	}
-	return q, terms
+	return q, terms, tokenTerms, positions
 }
 
 // hit converts a Bleve hit.

@@ -1,0 +1,1056 @@
+package searchindex
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/numeric"
+	bsearch "github.com/blevesearch/bleve/v2/search"
+	bleveindex "github.com/blevesearch/bleve_index_api"
+	segment "github.com/blevesearch/scorch_segment_api/v2"
+)
+
+// The top-k path of relevance searches.
+//
+// Bleve scores every document a query matches: on a million documents a
+// common word matches hundreds of thousands, and walking them through
+// Bleve's searchers took tens of milliseconds. relevantTopK finds the same
+// page, with the same scores and total, reading the segments' postings
+// directly:
+//
+//   - The matching documents and their number (the total) come from the
+//     postings' bitmaps, combined segment by segment (a term's fields are
+//     OR'ed, terms AND'ed — OR'ed with Options.AnyTerm — and the filters
+//     AND'ed), without visiting a document.
+//   - Scores are Bleve's TF-IDF computed the way Bleve computes them for
+//     the query textQuery builds, operation for operation, so that they are
+//     equal to the last bit (TestTopKSameAsBleve compares every page).
+//   - Only documents that can enter the page are scored. A document's score
+//     is bounded from which fields each term matched (the bitmaps tell) and
+//     sqrt(tf)·norm ≤ 1 for the fields not read yet (Bleve's norm is
+//     1/sqrt(field length) and tf ≤ field length). Documents with a query
+//     term in their title are visited first; those without one are visited
+//     only if their bound reaches the page's current lowest score, which for
+//     a common word it seldom does: the title counts three times.
+//
+// Queries it does not handle (more than maxTopKTerms terms, or an index
+// reader that is not a scorch snapshot of segments with bitmap postings)
+// take Bleve's path.
+
+// maxTopKTerms bounds the distinct terms (and the phrase's tokens) of a
+// query on the top-k path. Bleve sorts the clauses of a conjunction or
+// disjunction with sort.Sort, which is stable up to 12 elements; beyond
+// 10 clauses a disjunction switches to a heap searcher that sums scores in
+// another order.
+const maxTopKTerms = 8
+
+// errNotTopK makes relevant take Bleve's path.
+var errNotTopK = errors.New("not on the top-k path")
+
+// textField is one of the fields a query term is matched in.
+type textField struct {
+	name  string
+	boost float64
+}
+
+var textFields = [3]textField{{fieldTitle, titleBoost}, {fieldSummary, summaryBoost}, {fieldContent, contentBoost}}
+
+const titleField = 0 // index of the title in textFields
+
+// xMax bounds sqrt(tf)·norm of a posting: norm is 1/sqrt(field length)
+// rounded to float32, and tf ≤ field length.
+const xMax = 1 + 1e-6
+
+// fieldTerm is a term in one field: its statistics and query weight, as
+// Bleve's TermQueryScorer has them.
+type fieldTerm struct {
+	field int // index in textFields
+	count uint64
+	idf   float64
+	qw    float64 // query weight: boost · idf · query norm
+	ub    float64 // the score of a posting with sqrt(tf)·norm = xMax
+}
+
+func (f *fieldTerm) weight() float64 {
+	w := textFields[f.field].boost * f.idf
+	return w * w
+}
+
+// score is Bleve's TermQueryScorer.Score for a posting (TF-IDF).
+func (f *fieldTerm) score(freq uint64, norm float64) float64 {
+	tf := math.Sqrt(float64(freq))
+	s := float64(float64(tf*norm) * f.idf)
+	if f.qw != 1.0 {
+		s = float64(s * f.qw)
+	}
+	return s
+}
+
+// queryTerm is one distinct term of the text, matched in each text field.
+type queryTerm struct {
+	term string
+	// fields in the order Bleve's disjunction sums them: by count
+	// ascending, stable.
+	fields [3]fieldTerm
+	count  uint64
+}
+
+// topkQuery is the scoring of textQuery's query for one index snapshot.
+type topkQuery struct {
+	terms   []queryTerm // in the order Bleve sums them
+	anyTerm bool
+	// phrase, for texts of more than one token: the term (index in terms)
+	// at each position of the phrase, -1 for a gap (a stop word).
+	phrase []int
+	// phraseSum lists the phrase's tokens (indexes in terms) in the order
+	// Bleve sums their title scores.
+	phraseSum []int
+	// titleOf[i] is the index in terms[i].fields of the title.
+	titleOf []int
+}
+
+// newTopkQuery computes the query's statistics on r as Bleve's searchers
+// do: idf from the live document counts, the query norm from the sum of
+// squared weights over the query tree.
+func newTopkQuery(ctx context.Context, r bleveindex.IndexReader, tokens []string, positions []int, anyTerm bool) (*topkQuery, error) {
+	if len(tokens) > maxTopKTerms {
+		return nil, errNotTopK
+	}
+	q := &topkQuery{anyTerm: anyTerm}
+	docTotal, err := r.DocCount()
+	if err != nil {
+		return nil, err
+	}
+	index := map[string]int{}
+	for _, t := range tokens {
+		if _, ok := index[t]; ok {
+			continue
+		}
+		index[t] = len(q.terms)
+		qt := queryTerm{term: t}
+		for fi, f := range textFields {
+			tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
+			if err != nil {
+				return nil, err
+			}
+			n := tfr.Count()
+			if err := tfr.Close(); err != nil {
+				return nil, err
+			}
+			qt.fields[fi] = fieldTerm{field: fi, count: n, idf: 1.0 + math.Log(float64(docTotal)/float64(n+1.0))}
+			qt.count += n
+		}
+		// Bleve's OrderedSearcherList, sorted by sort.Sort: insertion sort
+		// (stable) for so few elements.
+		stableByCount(qt.fields[:], func(f fieldTerm) uint64 { return f.count })
+		q.terms = append(q.terms, qt)
+	}
+	// The terms' clauses, sorted by their counts (sums of their fields').
+	order := make([]int, len(q.terms))
+	for i := range order {
+		order[i] = i
+	}
+	stableByCount(order, func(i int) uint64 { return q.terms[i].count })
+	terms := make([]queryTerm, len(order))
+	for i, o := range order {
+		terms[i] = q.terms[o]
+	}
+	q.terms = terms
+	for i, t := range q.terms {
+		index[t.term] = i
+	}
+	q.titleOf = make([]int, len(q.terms))
+	for i := range q.terms {
+		for j, f := range q.terms[i].fields {
+			if f.field == titleField {
+				q.titleOf[i] = j
+			}
+		}
+	}
+
+	// Sum of squared weights, in the order of Bleve's searcher tree.
+	var text float64
+	for _, t := range q.terms {
+		var w float64
+		for i := range t.fields {
+			w += t.fields[i].weight()
+		}
+		if len(q.terms) == 1 {
+			text = w
+		} else {
+			text += w
+		}
+	}
+	total := text
+	if len(tokens) > 1 {
+		first := positions[0]
+		for _, p := range positions {
+			first = min(first, p)
+		}
+		last := first
+		for _, p := range positions {
+			last = max(last, p)
+		}
+		q.phrase = make([]int, last-first+1)
+		for i := range q.phrase {
+			q.phrase[i] = -1
+		}
+		for i, t := range tokens {
+			if q.phrase[positions[i]-first] != -1 {
+				return nil, errNotTopK // two tokens at one position
+			}
+			q.phrase[positions[i]-first] = index[t]
+		}
+		for _, ti := range q.phrase {
+			if ti >= 0 {
+				q.phraseSum = append(q.phraseSum, ti)
+			}
+		}
+		stableByCount(q.phraseSum, func(ti int) uint64 { return q.terms[ti].fields[q.titleOf[ti]].count })
+		var phrase float64
+		for _, ti := range q.phraseSum {
+			phrase += q.terms[ti].fields[q.titleOf[ti]].weight()
+		}
+		// A disjunction of two: the order of two addends does not matter.
+		total = text + phrase
+	}
+	norm := 1.0 / math.Sqrt(total)
+	for i := range q.terms {
+		for j := range q.terms[i].fields {
+			f := &q.terms[i].fields[j]
+			f.qw = float64(textFields[f.field].boost*f.idf) * norm
+			f.ub = f.score(1, xMax)
+		}
+	}
+	return q, nil
+}
+
+// stableByCount sorts s by key ascending, keeping the order of equal keys.
+func stableByCount[T any](s []T, key func(T) uint64) {
+	slices.SortStableFunc(s, func(a, b T) int {
+		ka, kb := key(a), key(b)
+		switch {
+		case ka < kb:
+			return -1
+		case ka > kb:
+			return 1
+		}
+		return 0
+	})
+}
+
+// termScore is Bleve's disjunction score of one term over its fields: the
+// sum of the matched fields' scores times the fraction matched. s[i] is
+// the score of fields[i], matched[i] whether it matched.
+func termScore(s *[3]float64, matched *[3]bool) (float64, bool) {
+	var sum float64
+	n := 0
+	for i := range s {
+		if matched[i] {
+			sum += s[i]
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	return float64(sum * (float64(n) / float64(3))), true
+}
+
+// docScore combines the terms' scores as Bleve's query does: a conjunction
+// (or, anyTerm, a disjunction) of the terms; with a phrase, a disjunction
+// with the phrase's score. ok is false if the document does not match.
+func (q *topkQuery) docScore(ts []float64, tm []bool, phrase float64, phraseMatched bool) (float64, bool) {
+	var text float64
+	if len(q.terms) == 1 {
+		if !tm[0] {
+			return 0, false
+		}
+		text = ts[0]
+	} else {
+		n := 0
+		for i := range ts {
+			if tm[i] {
+				text += ts[i]
+				n++
+			} else if !q.anyTerm {
+				return 0, false
+			}
+		}
+		if n == 0 {
+			return 0, false
+		}
+		if q.anyTerm {
+			text = float64(text * (float64(n) / float64(len(ts))))
+		}
+	}
+	if q.phrase == nil {
+		return text, true
+	}
+	if phraseMatched {
+		return float64(text+phrase) * (float64(2) / float64(2)), true
+	}
+	return float64(text * (float64(1) / float64(2))), true
+}
+
+// candidate is a document that may make the page.
+type candidate struct {
+	score float64
+	seg   int
+	num   uint64
+	id    string // loaded when needed
+}
+
+func (a *candidate) better(b *candidate) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.id < b.id
+}
+
+// candHeap is a heap of candidates whose root is the worst.
+type candHeap []candidate
+
+func (h candHeap) Len() int           { return len(h) }
+func (h candHeap) Less(i, j int) bool { return h[j].better(&h[i]) }
+func (h candHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(x any)        { *h = append(*h, x.(candidate)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// topkCollector keeps the first k documents in (score descending, ID
+// ascending) order after the cursor, loading IDs only to break ties.
+type topkCollector struct {
+	k     int
+	after *Cursor
+	segs  []*scorch.SegmentSnapshot
+	top   candHeap
+}
+
+// threshold is the score a document must reach to enter the page:
+// -Inf until the page is full.
+func (c *topkCollector) threshold() float64 {
+	if len(c.top) < c.k {
+		return math.Inf(-1)
+	}
+	return c.top[0].score
+}
+
+func (c *topkCollector) loadID(e *candidate) error {
+	if e.id != "" {
+		return nil
+	}
+	b, err := c.segs[e.seg].DocID(e.num)
+	if err != nil {
+		return err
+	}
+	if len(b) == 0 {
+		return errDocMissing
+	}
+	e.id = string(b)
+	return nil
+}
+
+func (c *topkCollector) offer(score float64, seg int, num uint64) error {
+	e := candidate{score: score, seg: seg, num: num}
+	if c.after != nil && score >= c.after.score {
+		if score > c.after.score {
+			return nil // before the cursor
+		}
+		if err := c.loadID(&e); err != nil {
+			return err
+		}
+		if e.id <= c.after.id {
+			return nil
+		}
+	}
+	if len(c.top) == c.k && score <= c.top[0].score {
+		if score < c.top[0].score {
+			return nil
+		}
+		if err := c.loadID(&e); err != nil {
+			return err
+		}
+		if err := c.loadID(&c.top[0]); err != nil {
+			return err
+		}
+		if e.id > c.top[0].id {
+			return nil
+		}
+	}
+	// Entries in the heap are compared by ID only on equal scores; load
+	// the IDs of ties now.
+	if err := c.loadID(&e); err != nil {
+		return err
+	}
+	heap.Push(&c.top, e)
+	if len(c.top) > c.k {
+		heap.Pop(&c.top)
+	}
+	return nil
+}
+
+// page returns the collected documents, best first, with their stored
+// fields.
+func (c *topkCollector) page() ([]*bsearch.DocumentMatch, error) {
+	page := slices.Clone(c.top)
+	slices.SortFunc(page, func(a, b candidate) int {
+		switch {
+		case a.better(&b):
+			return -1
+		case b.better(&a):
+			return 1
+		}
+		return 0
+	})
+	dms := make([]*bsearch.DocumentMatch, len(page))
+	for i, e := range page {
+		fields, err := storedFieldsAt(c.segs[e.seg], e.num)
+		if err != nil {
+			return nil, err
+		}
+		dms[i] = &bsearch.DocumentMatch{ID: e.id, Score: e.score, Fields: fields}
+	}
+	return dms, nil
+}
+
+// storedFieldsAt returns the stored text fields of a document the way
+// Bleve fills DocumentMatch.Fields (see storedFieldsOf).
+func storedFieldsAt(ss *scorch.SegmentSnapshot, num uint64) (map[string]any, error) {
+	fields := make(map[string]any, len(storedFields))
+	err := ss.VisitDocument(num, func(name string, typ byte, value []byte, _ []uint64) bool {
+		if name == "_id" || typ != 't' {
+			return true
+		}
+		v := string(value)
+		switch old := fields[name].(type) {
+		case nil:
+			fields[name] = v
+		case string:
+			fields[name] = []any{old, v}
+		case []any:
+			fields[name] = append(old, v)
+		}
+		return true
+	})
+	return fields, err
+}
+
+// livePostings returns the live documents of term in field of a segment
+// (nil for none), and its postings list. The bitmap may be shared with the
+// segment: do not modify it.
+func livePostings(ss *scorch.SegmentSnapshot, field, term string) (*roaring.Bitmap, segment.PostingsList, error) {
+	dict, err := ss.Segment().Dictionary(field)
+	if err != nil {
+		return nil, nil, err
+	}
+	pl, err := dict.PostingsList([]byte(term), ss.Deleted(), nil)
+	if err != nil || pl == nil {
+		return nil, nil, err
+	}
+	bm, err := postingsBitmap(pl)
+	return bm, pl, err
+}
+
+func postingsBitmap(pl segment.PostingsList) (*roaring.Bitmap, error) {
+	o, ok := pl.Iterator(false, false, false, nil).(segment.OptimizablePostingsIterator)
+	if !ok {
+		return nil, errNotTopK
+	}
+	if doc, one := o.DocNum1Hit(); one {
+		return roaring.BitmapOf(uint32(doc)), nil
+	}
+	bm := o.ActualBitmap()
+	if bm != nil && bm.IsEmpty() {
+		return nil, nil
+	}
+	return bm, nil
+}
+
+// or returns the union of bitmaps (nil ones are empty), nil if empty.
+func or(bms ...*roaring.Bitmap) *roaring.Bitmap {
+	var live []*roaring.Bitmap
+	for _, b := range bms {
+		if b != nil {
+			live = append(live, b)
+		}
+	}
+	switch len(live) {
+	case 0:
+		return nil
+	case 1:
+		return live[0]
+	}
+	return roaring.FastOr(live...)
+}
+
+// and returns the intersection of a and b; nil is empty.
+func and(a, b *roaring.Bitmap) *roaring.Bitmap {
+	if a == nil || b == nil {
+		return nil
+	}
+	r := roaring.And(a, b)
+	if r.IsEmpty() {
+		return nil
+	}
+	return r
+}
+
+// cursorState is a postings iterator with its current posting copied out.
+type postingCursor struct {
+	it      segment.PostingsIterator
+	started bool
+	done    bool
+	num     uint64
+	freq    uint64
+	norm    float64
+	locs    []uint64 // positions, for phrase iterators
+}
+
+// seek moves to the first posting at or after d and reports whether it is
+// d. Calls must not go backwards.
+func (c *postingCursor) seek(d uint64) (bool, error) {
+	if c.done {
+		return false, nil
+	}
+	if c.started && c.num >= d {
+		return c.num == d, nil
+	}
+	p, err := c.it.Advance(d)
+	if err != nil {
+		return false, err
+	}
+	c.started = true
+	if p == nil {
+		c.done = true
+		return false, nil
+	}
+	c.num, c.freq, c.norm = p.Number(), p.Frequency(), p.Norm()
+	if c.locs != nil {
+		c.locs = c.locs[:0]
+		for _, l := range p.Locations() {
+			c.locs = append(c.locs, l.Pos())
+		}
+	}
+	return c.num == d, nil
+}
+
+// segmentSearch is one segment's part of a top-k search.
+type segmentSearch struct {
+	q    *topkQuery
+	seg  int
+	ss   *scorch.SegmentSnapshot
+	bm   [][3]*roaring.Bitmap // per term and field (in q's order), live documents
+	pl   [][3]segment.PostingsList
+	m    *roaring.Bitmap // matching documents, filters applied
+	cur  [][3]*postingCursor
+	locs []*postingCursor // per term, title positions (phrase only)
+}
+
+// matches fills s.bm and s.m: the documents matching the text and the
+// filter (nil: no filter).
+func (s *segmentSearch) matches(filter *roaring.Bitmap, filtered bool) error {
+	q := s.q
+	s.bm = make([][3]*roaring.Bitmap, len(q.terms))
+	s.pl = make([][3]segment.PostingsList, len(q.terms))
+	var m *roaring.Bitmap
+	for i, t := range q.terms {
+		for j, f := range t.fields {
+			if f.count == 0 {
+				continue
+			}
+			bm, pl, err := livePostings(s.ss, textFields[f.field].name, t.term)
+			if err != nil {
+				return err
+			}
+			s.bm[i][j], s.pl[i][j] = bm, pl
+		}
+		u := or(s.bm[i][:]...)
+		switch {
+		case i == 0:
+			m = u
+		case q.anyTerm:
+			m = or(m, u)
+		default:
+			m = and(m, u)
+		}
+		if m == nil && !q.anyTerm {
+			return nil
+		}
+	}
+	if filtered {
+		m = and(m, filter)
+	}
+	if m != nil && !m.IsEmpty() {
+		s.m = m
+	}
+	return nil
+}
+
+// visit scores the documents of docs that can enter the page and offers
+// them to c.
+func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, c *topkCollector) error {
+	q := s.q
+	n := len(q.terms)
+	// Fresh cursors: visits go forward only.
+	s.cur = make([][3]*postingCursor, n)
+	for i := range q.terms {
+		for j := range q.terms[i].fields {
+			if pl := s.pl[i][j]; pl != nil {
+				s.cur[i][j] = &postingCursor{it: pl.Iterator(true, true, false, nil)}
+			}
+		}
+	}
+	s.locs = make([]*postingCursor, n)
+	if q.phrase != nil {
+		for i := range q.terms {
+			if pl := s.pl[i][q.titleOf[i]]; pl != nil {
+				s.locs[i] = &postingCursor{it: pl.Iterator(true, true, true, nil), locs: []uint64{}}
+			}
+		}
+	}
+	var (
+		matched = make([][3]bool, n)
+		known   = make([][3]bool, n)
+		fs      = make([][3]float64, n)
+		ts      = make([]float64, n)
+		tm      = make([]bool, n)
+	)
+	it := docs.Iterator()
+	for visited := 0; it.HasNext(); visited++ {
+		if visited&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		d := uint64(it.Next())
+		theta := c.threshold()
+		// The fields each term matched, and the title's exact score.
+		allTitles := true
+		for i := range q.terms {
+			for j := range q.terms[i].fields {
+				known[i][j] = false
+				bm := s.bm[i][j]
+				matched[i][j] = bm != nil && bm.Contains(uint32(d))
+				if matched[i][j] {
+					fs[i][j] = q.terms[i].fields[j].ub
+				}
+			}
+			tj := q.titleOf[i]
+			if matched[i][tj] {
+				if _, err := s.cur[i][tj].seek(d); err != nil {
+					return err
+				}
+				cu := s.cur[i][tj]
+				fs[i][tj] = q.terms[i].fields[tj].score(cu.freq, cu.norm)
+				known[i][tj] = true
+			} else {
+				allTitles = false
+			}
+		}
+		phraseSum := func() float64 {
+			var p float64
+			for _, ti := range q.phraseSum {
+				p += fs[ti][q.titleOf[ti]]
+			}
+			return p
+		}
+		// The bound: unread fields at their maximum.
+		for i := range q.terms {
+			ts[i], tm[i] = termScore(&fs[i], &matched[i])
+		}
+		phrasePossible := q.phrase != nil && allTitles
+		var phrase float64
+		if phrasePossible {
+			phrase = phraseSum()
+		}
+		ub, ok := q.docScore(ts, tm, phrase, phrasePossible)
+		if !ok || ub < theta {
+			continue
+		}
+		// Read the other fields.
+		for i := range q.terms {
+			for j := range q.terms[i].fields {
+				if !matched[i][j] || known[i][j] {
+					continue
+				}
+				if _, err := s.cur[i][j].seek(d); err != nil {
+					return err
+				}
+				cu := s.cur[i][j]
+				fs[i][j] = q.terms[i].fields[j].score(cu.freq, cu.norm)
+			}
+			ts[i], tm[i] = termScore(&fs[i], &matched[i])
+		}
+		phraseMatched := false
+		if phrasePossible {
+			if with, _ := q.docScore(ts, tm, phrase, true); with >= theta {
+				var err error
+				if phraseMatched, err = s.phraseAt(d); err != nil {
+					return err
+				}
+			}
+		}
+		score, _ := q.docScore(ts, tm, phrase, phraseMatched)
+		if score < theta {
+			continue
+		}
+		if err := c.offer(score, s.seg, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// phraseAt reports whether the title of document d has the phrase: its
+// tokens at consecutive positions (gaps for stop words kept), as Bleve's
+// phrase searcher matches with slop 0.
+func (s *segmentSearch) phraseAt(d uint64) (bool, error) {
+	q := s.q
+	for _, ti := range q.phrase {
+		if ti < 0 {
+			continue
+		}
+		lc := s.locs[ti]
+		if lc == nil {
+			return false, nil
+		}
+		if ok, err := lc.seek(d); err != nil || !ok {
+			return false, err
+		}
+	}
+	first := s.locs[q.phrase[0]].locs
+	for _, p0 := range first {
+		ok := true
+		for off, ti := range q.phrase[1:] {
+			if ti >= 0 && !slices.Contains(s.locs[ti].locs, p0+uint64(off)+1) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// nonTitleBound bounds the score of a document without any query term in
+// its title.
+func (q *topkQuery) nonTitleBound() float64 {
+	n := len(q.terms)
+	ts := make([]float64, n)
+	tm := make([]bool, n)
+	for i, t := range q.terms {
+		var fs [3]float64
+		var matched [3]bool
+		for j, f := range t.fields {
+			if f.field != titleField && f.count > 0 {
+				fs[j], matched[j] = f.ub, true
+			}
+		}
+		ts[i], tm[i] = termScore(&fs, &matched)
+	}
+	ub, ok := q.docScore(ts, tm, 0, false)
+	if !ok {
+		return math.Inf(-1)
+	}
+	return ub
+}
+
+// relevantTopK is relevant's top-k path; errNotTopK when it does not apply.
+func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentMatch, uint64, error) {
+	if len(p.tokens) == 0 {
+		return nil, 0, errNotTopK
+	}
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := adv.Reader()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer func() { _ = r.Close() }()
+	snap, ok := r.(*scorch.IndexSnapshot)
+	if !ok {
+		return nil, 0, errNotTopK
+	}
+	q, err := newTopkQuery(ctx, r, p.tokens, p.positions, ix.opts.AnyTerm)
+	if err != nil {
+		return nil, 0, err
+	}
+	segs := snap.Segments()
+	c := &topkCollector{k: p.limit + 1, after: p.after, segs: segs}
+	var total uint64
+	searches := make([]*segmentSearch, 0, len(segs))
+	for si, ss := range segs {
+		filter, filtered, err := p.segmentFilter(ss)
+		if err != nil {
+			return nil, 0, err
+		}
+		s := &segmentSearch{q: q, seg: si, ss: ss}
+		if filtered && filter == nil {
+			continue
+		}
+		if err := s.matches(filter, filtered); err != nil {
+			return nil, 0, err
+		}
+		if s.m == nil {
+			continue
+		}
+		total += s.m.GetCardinality()
+		searches = append(searches, s)
+	}
+	// Documents with a query term in the title first.
+	rest := make([]*roaring.Bitmap, len(searches))
+	for i, s := range searches {
+		var titles []*roaring.Bitmap
+		for ti := range q.terms {
+			titles = append(titles, s.bm[ti][q.titleOf[ti]])
+		}
+		t := and(s.m, or(titles...))
+		if t != nil {
+			if err := s.visit(ctx, t, c); err != nil {
+				return nil, 0, err
+			}
+			rest[i] = roaring.AndNot(s.m, t)
+		} else {
+			rest[i] = s.m
+		}
+	}
+	if bound := q.nonTitleBound(); bound >= c.threshold() {
+		for i, s := range searches {
+			if rest[i] == nil || rest[i].IsEmpty() {
+				continue
+			}
+			if err := s.visit(ctx, rest[i], c); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	dms, err := c.page()
+	if err != nil {
+		return nil, 0, err
+	}
+	return dms, total, nil
+}
+
+// segmentFilter returns the documents of a segment that pass p's filters;
+// filtered is false if p has none.
+func (p plan) segmentFilter(ss *scorch.SegmentSnapshot) (bm *roaring.Bitmap, filtered bool, err error) {
+	first := true
+	add := func(b *roaring.Bitmap) {
+		if first {
+			bm, first = b, false
+			return
+		}
+		bm = and(bm, b)
+	}
+	for _, kw := range p.keywordTerms {
+		b, _, err := livePostings(ss, kw[0], kw[1])
+		if err != nil {
+			return nil, true, err
+		}
+		add(b)
+		if bm == nil {
+			return nil, true, nil
+		}
+	}
+	if !p.from.IsZero() || !p.to.IsZero() {
+		b, err := timeBitmap(ss, p.from, p.to)
+		if err != nil {
+			return nil, true, err
+		}
+		add(b)
+	}
+	return bm, !first, nil
+}
+
+// timeBitmap returns the live documents of a segment published in
+// [from, to) (a zero bound is open): those in the whole hours of the range
+// by their hour's terms, those in the partial hours at unaligned bounds by
+// their exact time (see timeRange, its query).
+func timeBitmap(ss *scorch.SegmentSnapshot, from, to time.Time) (*roaring.Bitmap, error) {
+	aligned := func(t time.Time) bool { return t.IsZero() || t.Truncate(time.Hour).Equal(t) }
+	coreFrom, coreTo := from, to
+	var edges []time.Time // hours checked exactly
+	if !aligned(from) {
+		h := from.Truncate(time.Hour)
+		coreFrom = h.Add(time.Hour)
+		edges = append(edges, h)
+	}
+	if !aligned(to) {
+		h := to.Truncate(time.Hour)
+		coreTo = h
+		if aligned(from) || !h.Equal(from.Truncate(time.Hour)) {
+			edges = append(edges, h)
+		}
+	}
+	var core *roaring.Bitmap
+	if coreTo.IsZero() || coreFrom.Before(coreTo) {
+		var err error
+		if core, err = hourBitmap(ss, coreFrom, coreTo); err != nil {
+			return nil, err
+		}
+	}
+	if len(edges) == 0 {
+		return core, nil
+	}
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !from.IsZero() {
+		lo = from.UnixNano()
+	}
+	if !to.IsZero() {
+		hi = to.UnixNano()
+	}
+	dv, ok := ss.Segment().(segment.DocValueVisitable)
+	if !ok {
+		return nil, errNotTopK
+	}
+	out := roaring.New()
+	if core != nil {
+		out.Or(core)
+	}
+	var state segment.DocVisitState
+	for _, h := range edges {
+		bm, err := hourBitmap(ss, h, h.Add(time.Hour))
+		if err != nil || bm == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		it := bm.Iterator()
+		for it.HasNext() {
+			d := it.Next()
+			var ns int64
+			var found bool
+			state, err = dv.VisitDocValues(uint64(d), []string{fieldPublished}, func(_ string, term []byte) {
+				ns, found = parsePublishedKey(string(term))
+			}, state)
+			if err != nil {
+				return nil, err
+			}
+			if found && lo <= ns && ns < hi {
+				out.Add(d)
+			}
+		}
+	}
+	if out.IsEmpty() {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// hourBitmap returns the live documents of a segment whose published hour
+// is in [from, to), both on the hour (zero: open), from the date field's
+// terms: the fewest prefix-coded terms that cover the range, as Bleve's
+// numeric range search chooses them.
+func hourBitmap(ss *scorch.SegmentSnapshot, from, to time.Time) (*roaring.Bitmap, error) {
+	lo, hi := minTime.UnixNano(), maxTime.UnixNano() // every indexed time is within
+	if !from.IsZero() {
+		lo = max(lo, from.UnixNano())
+	}
+	if !to.IsZero() {
+		hi = min(hi, to.UnixNano()-1)
+	}
+	if lo > hi {
+		return nil, nil
+	}
+	dict, err := ss.Segment().Dictionary(fieldPublishedHour)
+	if err != nil {
+		return nil, err
+	}
+	var parts []*roaring.Bitmap
+	for _, tr := range splitInt64Range(lo, hi, 4) {
+		end := append(slices.Clip(tr.end), 0) // the key right after tr.end
+		it := dict.AutomatonIterator(matchAll{}, tr.start, end)
+		for {
+			e, err := it.Next()
+			if err != nil {
+				return nil, err
+			}
+			if e == nil {
+				break
+			}
+			pl, err := dict.PostingsList([]byte(e.Term), ss.Deleted(), nil)
+			if err != nil {
+				return nil, err
+			}
+			bm, err := postingsBitmap(pl)
+			if err != nil {
+				return nil, err
+			}
+			if bm != nil {
+				parts = append(parts, bm)
+			}
+		}
+	}
+	return or(parts...), nil
+}
+
+// termRange is the prefix-coded terms from start to end, both included, at
+// one shift.
+type termRange struct{ start, end []byte }
+
+// splitInt64Range covers [lo, hi] with ranges of prefix-coded terms at
+// increasing shifts (precision step bits each), coarser ranges in the
+// middle: Lucene's splitRange, as Bleve's numeric range search uses it.
+func splitInt64Range(lo, hi int64, precisionStep uint) []termRange {
+	var rv []termRange
+	add := func(lo, hi int64, shift uint) {
+		hi |= int64(1)<<shift - 1
+		rv = append(rv, termRange{numeric.MustNewPrefixCodedInt64(lo, shift), numeric.MustNewPrefixCodedInt64(hi, shift)})
+	}
+	if lo > hi {
+		return nil
+	}
+	for shift := uint(0); ; shift += precisionStep {
+		diff := int64(1) << (shift + precisionStep)
+		mask := (int64(1)<<precisionStep - 1) << shift
+		hasLower := lo&mask != 0
+		hasUpper := hi&mask != mask
+		nextLo := lo &^ mask
+		if hasLower {
+			nextLo = (lo + diff) &^ mask
+		}
+		nextHi := hi &^ mask
+		if hasUpper {
+			nextHi = (hi - diff) &^ mask
+		}
+		if shift+precisionStep >= 64 || nextLo > nextHi || nextLo < lo || nextHi > hi {
+			add(lo, hi, shift)
+			return rv
+		}
+		if hasLower {
+			add(lo, lo|mask, shift)
+		}
+		if hasUpper {
+			add(hi&^mask, hi, shift)
+		}
+		lo, hi = nextLo, nextHi
+	}
+}
+
+// matchAll is the automaton that accepts every key.
+type matchAll struct{}
+
+func (matchAll) Start() int               { return 0 }
+func (matchAll) IsMatch(int) bool         { return true }
+func (matchAll) CanMatch(int) bool        { return true }
+func (matchAll) WillAlwaysMatch(int) bool { return true }
+func (matchAll) Accept(int, byte) int     { return 0 }
