@@ -43,6 +43,15 @@ import (
 // reader that is not a scorch snapshot of segments with bitmap postings)
 // take Bleve's path.
 
+var statsOn bool
+
+type stats struct {
+	t, visited, pruned, scored, offered int
+	rest                                bool
+}
+
+var st stats
+
 // maxTopKTerms bounds the distinct terms (and the phrase's tokens) of a
 // query on the top-k path. Bleve sorts the clauses of a conjunction or
 // disjunction with sort.Sort, which is stable up to 12 elements; beyond
@@ -599,7 +608,12 @@ func (s *segmentSearch) matches(filter *roaring.Bitmap, filtered bool) error {
 
 // visit scores the documents of docs that can enter the page and offers
 // them to c.
-func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, c *topkCollector) error {
+//
+// pattern, if not nil, is what every document of docs matched: bit j of
+// pattern[i] is set if it has term i in field j (of q.terms[i].fields);
+// classBound bounds their scores. Without a pattern, visit tests each
+// document's postings bitmaps.
+func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern []uint8, classBound float64, c *topkCollector) error {
 	q := s.q
 	n := len(q.terms)
 	// Fresh cursors: visits go forward only.
@@ -634,14 +648,22 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, c *topk
 			}
 		}
 		d := uint64(it.Next())
+		st.visited++
 		theta := c.threshold()
+		if pattern != nil && classBound < theta {
+			return nil // no document left can make the page
+		}
 		// The fields each term matched, and the title's exact score.
 		allTitles := true
 		for i := range q.terms {
 			for j := range q.terms[i].fields {
 				known[i][j] = false
-				bm := s.bm[i][j]
-				matched[i][j] = bm != nil && bm.Contains(uint32(d))
+				if pattern != nil {
+					matched[i][j] = pattern[i]&(1<<j) != 0
+				} else {
+					bm := s.bm[i][j]
+					matched[i][j] = bm != nil && bm.Contains(uint32(d))
+				}
 				if matched[i][j] {
 					fs[i][j] = q.terms[i].fields[j].ub
 				}
@@ -676,8 +698,10 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, c *topk
 		}
 		ub, ok := q.docScore(ts, tm, phrase, phrasePossible)
 		if !ok || ub < theta {
+			st.pruned++
 			continue
 		}
+		st.scored++
 		// Read the other fields.
 		for i := range q.terms {
 			for j := range q.terms[i].fields {
@@ -705,6 +729,7 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, c *topk
 		if score < theta {
 			continue
 		}
+		st.offered++
 		if err := c.offer(score, s.seg, d); err != nil {
 			return err
 		}
@@ -743,6 +768,157 @@ func (s *segmentSearch) phraseAt(d uint64) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// maxClasses bounds the classes of documents a segment's search is split
+// into; with more, visit tests each document's bitmaps instead.
+const maxClasses = 64
+
+// docClass is the documents of one segment that match the query's terms in
+// the same fields.
+type docClass struct {
+	search  int     // index in the searches
+	pattern []uint8 // per term, bit j: matched in fields[j]
+	bound   float64
+}
+
+// classes returns the classes of documents of every search by the fields
+// their terms matched, best bound first; false if a segment has more than
+// maxClasses.
+func (q *topkQuery) classes(searches []*segmentSearch) ([]docClass, bool) {
+	var out []docClass
+	n := len(q.terms)
+	for si, s := range searches {
+		var present []uint8 // per term, the fields with postings in the segment
+		combos := 1
+		for i := range q.terms {
+			var m uint8
+			for j := range 3 {
+				if s.bm[i][j] != nil {
+					m |= 1 << j
+				}
+			}
+			present = append(present, m)
+			combos *= 1 << bitsSet(m)
+		}
+		if combos > maxClasses {
+			return nil, false
+		}
+		pattern := make([]uint8, n)
+		var rec func(i int)
+		rec = func(i int) {
+			if i == n {
+				if b, ok := q.patternBound(pattern); ok {
+					out = append(out, docClass{search: si, pattern: slices.Clone(pattern), bound: b})
+				}
+				return
+			}
+			// Every subset of the present fields, the empty one included
+			// (a term may be missing with AnyTerm).
+			for m := present[i]; ; m = (m - 1) & present[i] {
+				pattern[i] = m
+				rec(i + 1)
+				if m == 0 {
+					break
+				}
+			}
+		}
+		rec(0)
+	}
+	slices.SortStableFunc(out, func(a, b docClass) int {
+		switch {
+		case a.bound > b.bound:
+			return -1
+		case a.bound < b.bound:
+			return 1
+		}
+		return 0
+	})
+	return out, true
+}
+
+func bitsSet(m uint8) int {
+	n := 0
+	for ; m != 0; m &= m - 1 {
+		n++
+	}
+	return n
+}
+
+// patternBound bounds the score of a document that matched the fields of
+// pattern; false if such a document does not match the query.
+func (q *topkQuery) patternBound(pattern []uint8) (float64, bool) {
+	n := len(q.terms)
+	ts := make([]float64, n)
+	tm := make([]bool, n)
+	allTitles := true
+	var fs [][3]float64 = make([][3]float64, n)
+	for i, t := range q.terms {
+		var matched [3]bool
+		for j, f := range t.fields {
+			if pattern[i]&(1<<j) != 0 {
+				fs[i][j], matched[j] = f.ub, true
+			}
+		}
+		if !matched[q.titleOf[i]] {
+			allTitles = false
+		}
+		ts[i], tm[i] = termScore(&fs[i], &matched)
+	}
+	var phrase float64
+	if q.phrase != nil && allTitles {
+		for _, ti := range q.phraseSum {
+			phrase += fs[ti][q.titleOf[ti]]
+		}
+	}
+	return q.docScore(ts, tm, phrase, q.phrase != nil && allTitles)
+}
+
+// classDocs returns the matching documents of the segment with exactly
+// the fields of pattern, nil if none.
+func (s *segmentSearch) classDocs(pattern []uint8) *roaring.Bitmap {
+	docs := s.m
+	for i := range s.q.terms {
+		var in, out []*roaring.Bitmap
+		for j := range 3 {
+			if bm := s.bm[i][j]; bm != nil {
+				if pattern[i]&(1<<j) != 0 {
+					in = append(in, bm)
+				} else {
+					out = append(out, bm)
+				}
+			}
+		}
+		for _, bm := range in {
+			if docs = and(docs, bm); docs == nil {
+				return nil
+			}
+		}
+		if u := or(out...); u != nil {
+			if docs == s.m || sharedBitmap(s, docs) {
+				docs = roaring.AndNot(docs, u)
+			} else {
+				docs.AndNot(u)
+			}
+			if docs.IsEmpty() {
+				return nil
+			}
+		}
+	}
+	return docs
+}
+
+// sharedBitmap reports whether bm is one of the segment's postings
+// bitmaps, which must not be modified.
+func sharedBitmap(s *segmentSearch, bm *roaring.Bitmap) bool {
+	for i := range s.bm {
+		for _, b := range s.bm[i] {
+			if b == bm {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nonTitleBound bounds the score of a document without any query term in
@@ -812,7 +988,33 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 		total += s.m.GetCardinality()
 		searches = append(searches, s)
 	}
-	// Documents with a query term in the title first.
+	if classes, ok := q.classes(searches); ok {
+		// Classes of documents by the fields each term matched, in
+		// decreasing order of their bound, until the bound falls short of
+		// the page.
+		for _, cl := range classes {
+			if cl.bound < c.threshold() {
+				break
+			}
+			s := searches[cl.search]
+			docs := s.classDocs(cl.pattern)
+			if docs == nil {
+				continue
+			}
+			if err := s.visit(ctx, docs, cl.pattern, cl.bound, c); err != nil {
+				return nil, 0, err
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		dms, err := c.page()
+		if err != nil {
+			return nil, 0, err
+		}
+		return dms, total, nil
+	}
+	// Too many classes: documents with a query term in the title first.
 	rest := make([]*roaring.Bitmap, len(searches))
 	for i, s := range searches {
 		var titles []*roaring.Bitmap
@@ -821,7 +1023,10 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 		}
 		t := and(s.m, or(titles...))
 		if t != nil {
-			if err := s.visit(ctx, t, c); err != nil {
+			st.t += int(t.GetCardinality())
+		}
+		if t != nil {
+			if err := s.visit(ctx, t, nil, 0, c); err != nil {
 				return nil, 0, err
 			}
 			rest[i] = roaring.AndNot(s.m, t)
@@ -830,11 +1035,12 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 		}
 	}
 	if bound := q.nonTitleBound(); bound >= c.threshold() {
+		st.rest = true
 		for i, s := range searches {
 			if rest[i] == nil || rest[i].IsEmpty() {
 				continue
 			}
-			if err := s.visit(ctx, rest[i], c); err != nil {
+			if err := s.visit(ctx, rest[i], nil, 0, c); err != nil {
 				return nil, 0, err
 			}
 		}
