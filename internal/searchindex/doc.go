@@ -35,10 +35,22 @@
 // ascending). Both are total orders, so cursor pagination ([Result.Next],
 // [Request.After]) neither repeats nor skips a document while the index does
 // not change. Newest-first pages continue with Bleve's SearchAfter;
-// relevance pages with a collector of our own (see relevanceTop), which
-// compares the cursor's exact float64 score and loads document IDs only for
-// hits that can make the page. A query fans out to every partition with the same cursor; [Merge]
-// combines the partitions' pages into the global page and its cursor.
+// relevance pages compare the cursor's exact float64 score and load
+// document IDs only for hits that can make the page. A query fans out to
+// every partition with the same cursor; [Merge] combines the partitions'
+// pages into the global page and its cursor.
+//
+// Relevance pages are found without scoring every match (see topk.go):
+// the matching documents and the exact total come from the segments'
+// postings bitmaps (terms' fields OR'ed, terms AND'ed, filters AND'ed:
+// topic and source by their terms, the time range by the hour field's
+// prefix terms and, in partial hours, the exact time), and the documents
+// are visited in classes by the fields each term matched, best score bound
+// first, until a class's bound falls short of the page. Scores are Bleve's
+// TF-IDF computed operation for operation as Bleve's searchers compute
+// them, so pages, scores and cursors are those Bleve's own search returns
+// (which remains the path for queries of more than eight terms); a common
+// word on a million documents costs a few milliseconds instead of tens.
 //
 // Newest-first requests search a window of recent hours first and widen it
 // until it holds a page, so their cost follows the page, not the index size.

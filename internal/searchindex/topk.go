@@ -12,7 +12,6 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/numeric"
 	bsearch "github.com/blevesearch/bleve/v2/search"
-	bleveindex "github.com/blevesearch/bleve_index_api"
 	segment "github.com/blevesearch/scorch_segment_api/v2"
 )
 
@@ -34,10 +33,18 @@ import (
 //   - Only documents that can enter the page are scored. A document's score
 //     is bounded from which fields each term matched (the bitmaps tell) and
 //     sqrt(tf)·norm ≤ 1 for the fields not read yet (Bleve's norm is
-//     1/sqrt(field length) and tf ≤ field length). Documents with a query
-//     term in their title are visited first; those without one are visited
-//     only if their bound reaches the page's current lowest score, which for
-//     a common word it seldom does: the title counts three times.
+//     1/sqrt(field length) and tf ≤ field length). The matches are split
+//     into classes by the fields each term matched (bitmap operations),
+//     visited best bound first until a class's bound falls short of the
+//     page's lowest score; within a class, a document's title postings are
+//     read first and its other fields only if the bound with the title's
+//     exact score still reaches the page. For a common word most classes
+//     are never visited: the title counts three times, and Bleve multiplies
+//     a term's score by the fraction of fields it matched.
+//   - When a segment would have more than maxClasses classes (three or
+//     more terms each in all three fields), the documents with a query term
+//     in their title are visited first, testing each one's bitmaps, and the
+//     others only if their bound reaches the page.
 //
 // Queries it does not handle (more than maxTopKTerms terms, or an index
 // reader that is not a scorch snapshot of segments with bitmap postings)
@@ -104,6 +111,7 @@ func (f *fieldTerm) score(freq uint64, norm float64) float64 {
 // queryTerm is one distinct term of the text, matched in each text field.
 type queryTerm struct {
 	term string
+	src  int // index in the distinct terms in order of appearance
 	// fields in the order Bleve's disjunction sums them: by count
 	// ascending, stable.
 	fields [3]fieldTerm
@@ -124,34 +132,18 @@ type topkQuery struct {
 	titleOf []int
 }
 
-// newTopkQuery computes the query's statistics on r as Bleve's searchers
-// do: idf from the live document counts, the query norm from the sum of
-// squared weights over the query tree.
-func newTopkQuery(ctx context.Context, r bleveindex.IndexReader, tokens []string, positions []int, anyTerm bool) (*topkQuery, error) {
-	if len(tokens) > maxTopKTerms {
-		return nil, errNotTopK
-	}
+// newTopkQuery computes the query's statistics as Bleve's searchers do:
+// idf from the live documents (docTotal) and the live documents with each
+// term in each field (counts, per distinct term of uniq and per textFields),
+// the query norm from the sum of squared weights over the query tree.
+func newTopkQuery(docTotal uint64, tokens []string, positions []int, uniq []string, counts [][3]uint64, anyTerm bool) (*topkQuery, error) {
 	q := &topkQuery{anyTerm: anyTerm}
-	docTotal, err := r.DocCount()
-	if err != nil {
-		return nil, err
-	}
 	index := map[string]int{}
-	for _, t := range tokens {
-		if _, ok := index[t]; ok {
-			continue
-		}
+	for u, t := range uniq {
 		index[t] = len(q.terms)
-		qt := queryTerm{term: t}
-		for fi, f := range textFields {
-			tfr, err := r.TermFieldReader(ctx, []byte(t), f.name, false, false, false)
-			if err != nil {
-				return nil, err
-			}
-			n := tfr.Count()
-			if err := tfr.Close(); err != nil {
-				return nil, err
-			}
+		qt := queryTerm{term: t, src: u}
+		for fi := range textFields {
+			n := counts[u][fi]
 			qt.fields[fi] = fieldTerm{field: fi, count: n, idf: 1.0 + math.Log(float64(docTotal)/float64(n+1.0))}
 			qt.count += n
 		}
@@ -561,28 +553,23 @@ type segmentSearch struct {
 	ss   *scorch.SegmentSnapshot
 	bm   [][3]*roaring.Bitmap // per term and field (in q's order), live documents
 	pl   [][3]segment.PostingsList
-	m    *roaring.Bitmap // matching documents, filters applied
+	m    *roaring.Bitmap      // matching documents, filters applied
+	mbm  [][3]*roaring.Bitmap // bm ∩ m, once classes need them
 	cur  [][3]*postingCursor
 	locs []*postingCursor // per term, title positions (phrase only)
 }
 
 // matches fills s.bm and s.m: the documents matching the text and the
 // filter (nil: no filter).
-func (s *segmentSearch) matches(filter *roaring.Bitmap, filtered bool) error {
+func (s *segmentSearch) matches(postings [][3]livePosting, filter *roaring.Bitmap, filtered bool) {
 	q := s.q
 	s.bm = make([][3]*roaring.Bitmap, len(q.terms))
 	s.pl = make([][3]segment.PostingsList, len(q.terms))
 	var m *roaring.Bitmap
 	for i, t := range q.terms {
 		for j, f := range t.fields {
-			if f.count == 0 {
-				continue
-			}
-			bm, pl, err := livePostings(s.ss, textFields[f.field].name, t.term)
-			if err != nil {
-				return err
-			}
-			s.bm[i][j], s.pl[i][j] = bm, pl
+			lp := postings[t.src][f.field]
+			s.bm[i][j], s.pl[i][j] = lp.bm, lp.pl
 		}
 		u := or(s.bm[i][:]...)
 		switch {
@@ -594,7 +581,7 @@ func (s *segmentSearch) matches(filter *roaring.Bitmap, filtered bool) error {
 			m = and(m, u)
 		}
 		if m == nil && !q.anyTerm {
-			return nil
+			return
 		}
 	}
 	if filtered {
@@ -603,7 +590,13 @@ func (s *segmentSearch) matches(filter *roaring.Bitmap, filtered bool) error {
 	if m != nil && !m.IsEmpty() {
 		s.m = m
 	}
-	return nil
+}
+
+// livePosting is a term's postings in a field of a segment: the list and
+// its live documents (nil if none).
+type livePosting struct {
+	bm *roaring.Bitmap
+	pl segment.PostingsList
 }
 
 // visit scores the documents of docs that can enter the page and offers
@@ -701,6 +694,21 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 			st.pruned++
 			continue
 		}
+		// The phrase (title positions) before the other fields: it seldom
+		// matches, and without it the bound halves.
+		phraseMatched := false
+		if phrasePossible {
+			var err error
+			if phraseMatched, err = s.phraseAt(d); err != nil {
+				return err
+			}
+			if !phraseMatched {
+				if ub, _ = q.docScore(ts, tm, phrase, false); ub < theta {
+					st.pruned++
+					continue
+				}
+			}
+		}
 		st.scored++
 		// Read the other fields.
 		for i := range q.terms {
@@ -715,15 +723,6 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 				fs[i][j] = q.terms[i].fields[j].score(cu.freq, cu.norm)
 			}
 			ts[i], tm[i] = termScore(&fs[i], &matched[i])
-		}
-		phraseMatched := false
-		if phrasePossible {
-			if with, _ := q.docScore(ts, tm, phrase, true); with >= theta {
-				var err error
-				if phraseMatched, err = s.phraseAt(d); err != nil {
-					return err
-				}
-			}
 		}
 		score, _ := q.docScore(ts, tm, phrase, phraseMatched)
 		if score < theta {
@@ -771,8 +770,9 @@ func (s *segmentSearch) phraseAt(d uint64) (bool, error) {
 }
 
 // maxClasses bounds the classes of documents a segment's search is split
-// into; with more, visit tests each document's bitmaps instead.
-const maxClasses = 64
+// into; with more, visit tests each document's bitmaps instead. (A
+// variable for tests.)
+var maxClasses = 64
 
 // docClass is the documents of one segment that match the query's terms in
 // the same fields.
@@ -877,28 +877,28 @@ func (q *topkQuery) patternBound(pattern []uint8) (float64, bool) {
 // classDocs returns the matching documents of the segment with exactly
 // the fields of pattern, nil if none.
 func (s *segmentSearch) classDocs(pattern []uint8) *roaring.Bitmap {
-	docs := s.m
+	if s.mbm == nil {
+		// The postings restricted to the matches, once: the classes'
+		// operations then cost what the matches, not the postings, weigh.
+		s.mbm = make([][3]*roaring.Bitmap, len(s.bm))
+		for i := range s.bm {
+			for j, bm := range s.bm[i] {
+				s.mbm[i][j] = and(s.m, bm)
+			}
+		}
+	}
+	docs := s.m.Clone()
 	for i := range s.q.terms {
-		var in, out []*roaring.Bitmap
 		for j := range 3 {
-			if bm := s.bm[i][j]; bm != nil {
-				if pattern[i]&(1<<j) != 0 {
-					in = append(in, bm)
-				} else {
-					out = append(out, bm)
+			bm := s.mbm[i][j]
+			switch {
+			case pattern[i]&(1<<j) != 0:
+				if bm == nil {
+					return nil
 				}
-			}
-		}
-		for _, bm := range in {
-			if docs = and(docs, bm); docs == nil {
-				return nil
-			}
-		}
-		if u := or(out...); u != nil {
-			if docs == s.m || sharedBitmap(s, docs) {
-				docs = roaring.AndNot(docs, u)
-			} else {
-				docs.AndNot(u)
+				docs.And(bm)
+			case bm != nil:
+				docs.AndNot(bm)
 			}
 			if docs.IsEmpty() {
 				return nil
@@ -906,19 +906,6 @@ func (s *segmentSearch) classDocs(pattern []uint8) *roaring.Bitmap {
 		}
 	}
 	return docs
-}
-
-// sharedBitmap reports whether bm is one of the segment's postings
-// bitmaps, which must not be modified.
-func sharedBitmap(s *segmentSearch, bm *roaring.Bitmap) bool {
-	for i := range s.bm {
-		for _, b := range s.bm[i] {
-			if b == bm {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // nonTitleBound bounds the score of a document without any query term in
@@ -962,16 +949,48 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 	if !ok {
 		return nil, 0, errNotTopK
 	}
-	q, err := newTopkQuery(ctx, r, p.tokens, p.positions, ix.opts.AnyTerm)
+	if len(p.tokens) > maxTopKTerms {
+		return nil, 0, errNotTopK
+	}
+	var uniq []string
+	for _, t := range p.tokens {
+		if !slices.Contains(uniq, t) {
+			uniq = append(uniq, t)
+		}
+	}
+	segs := snap.Segments()
+	// Every segment's postings of the terms: their live documents are also
+	// the counts Bleve's term searchers take the idf from.
+	postings := make([][][3]livePosting, len(segs))
+	counts := make([][3]uint64, len(uniq))
+	for si, ss := range segs {
+		postings[si] = make([][3]livePosting, len(uniq))
+		for u, t := range uniq {
+			for fi, f := range textFields {
+				bm, pl, err := livePostings(ss, f.name, t)
+				if err != nil {
+					return nil, 0, err
+				}
+				postings[si][u][fi] = livePosting{bm, pl}
+				if bm != nil {
+					counts[u][fi] += bm.GetCardinality()
+				}
+			}
+		}
+	}
+	docTotal, err := r.DocCount()
 	if err != nil {
 		return nil, 0, err
 	}
-	segs := snap.Segments()
+	q, err := newTopkQuery(docTotal, p.tokens, p.positions, uniq, counts, ix.opts.AnyTerm)
+	if err != nil {
+		return nil, 0, err
+	}
 	c := &topkCollector{k: p.limit + 1, after: p.after, segs: segs}
 	var total uint64
 	searches := make([]*segmentSearch, 0, len(segs))
 	for si, ss := range segs {
-		filter, filtered, err := p.segmentFilter(ss)
+		filter, edge, filtered, err := p.segmentFilter(ss)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -979,11 +998,20 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 		if filtered && filter == nil {
 			continue
 		}
-		if err := s.matches(filter, filtered); err != nil {
-			return nil, 0, err
-		}
+		s.matches(postings[si], filter, filtered)
 		if s.m == nil {
 			continue
+		}
+		if e := and(s.m, edge); e != nil {
+			// s.m is the filter's intersection with the text's: its own.
+			lo, hi := p.bounds()
+			out, err := exactTime(ss, e, lo, hi)
+			if err != nil {
+				return nil, 0, err
+			}
+			if s.m.AndNot(out); s.m.IsEmpty() {
+				continue
+			}
 		}
 		total += s.m.GetCardinality()
 		searches = append(searches, s)
@@ -1055,9 +1083,11 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 	return dms, total, nil
 }
 
-// segmentFilter returns the documents of a segment that pass p's filters;
-// filtered is false if p has none.
-func (p plan) segmentFilter(ss *scorch.SegmentSnapshot) (bm *roaring.Bitmap, filtered bool, err error) {
+// segmentFilter returns the documents of a segment that pass p's filters
+// (filtered is false if p has none), save those of edge: documents in the
+// partial hours at unaligned bounds of p's time range, which pass or not
+// by their exact time (see exactTime).
+func (p plan) segmentFilter(ss *scorch.SegmentSnapshot) (bm, edge *roaring.Bitmap, filtered bool, err error) {
 	first := true
 	add := func(b *roaring.Bitmap) {
 		if first {
@@ -1069,31 +1099,32 @@ func (p plan) segmentFilter(ss *scorch.SegmentSnapshot) (bm *roaring.Bitmap, fil
 	for _, kw := range p.keywordTerms {
 		b, _, err := livePostings(ss, kw[0], kw[1])
 		if err != nil {
-			return nil, true, err
+			return nil, nil, true, err
 		}
 		add(b)
 		if bm == nil {
-			return nil, true, nil
+			return nil, nil, true, nil
 		}
 	}
 	if !p.from.IsZero() || !p.to.IsZero() {
-		b, err := timeBitmap(ss, p.from, p.to)
+		b, e, err := timeBitmap(ss, p.from, p.to)
 		if err != nil {
-			return nil, true, err
+			return nil, nil, true, err
 		}
 		add(b)
+		edge = e
 	}
-	return bm, !first, nil
+	return bm, edge, !first, nil
 }
 
-// timeBitmap returns the live documents of a segment published in
-// [from, to) (a zero bound is open): those in the whole hours of the range
-// by their hour's terms, those in the partial hours at unaligned bounds by
-// their exact time (see timeRange, its query).
-func timeBitmap(ss *scorch.SegmentSnapshot, from, to time.Time) (*roaring.Bitmap, error) {
+// timeBitmap returns the live documents of a segment published in the
+// hours of [from, to) (a zero bound is open), found by their hour's terms,
+// and, of those, the ones in the partial hours at unaligned bounds, whose
+// exact time decides (see timeRange, its query).
+func timeBitmap(ss *scorch.SegmentSnapshot, from, to time.Time) (all, edge *roaring.Bitmap, err error) {
 	aligned := func(t time.Time) bool { return t.IsZero() || t.Truncate(time.Hour).Equal(t) }
 	coreFrom, coreTo := from, to
-	var edges []time.Time // hours checked exactly
+	var edges []time.Time
 	if !aligned(from) {
 		h := from.Truncate(time.Hour)
 		coreFrom = h.Add(time.Hour)
@@ -1108,58 +1139,61 @@ func timeBitmap(ss *scorch.SegmentSnapshot, from, to time.Time) (*roaring.Bitmap
 	}
 	var core *roaring.Bitmap
 	if coreTo.IsZero() || coreFrom.Before(coreTo) {
-		var err error
 		if core, err = hourBitmap(ss, coreFrom, coreTo); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if len(edges) == 0 {
-		return core, nil
+	var parts []*roaring.Bitmap
+	for _, h := range edges {
+		bm, err := hourBitmap(ss, h, h.Add(time.Hour))
+		if err != nil {
+			return nil, nil, err
+		}
+		parts = append(parts, bm)
 	}
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
-	if !from.IsZero() {
-		lo = from.UnixNano()
-	}
-	if !to.IsZero() {
-		hi = to.UnixNano()
-	}
+	edge = or(parts...)
+	return or(core, edge), edge, nil
+}
+
+// exactTime returns the documents of docs (of segment ss) not published
+// in [lo, hi) (Unix ns), by their published key's doc values.
+func exactTime(ss *scorch.SegmentSnapshot, docs *roaring.Bitmap, lo, hi int64) (*roaring.Bitmap, error) {
 	dv, ok := ss.Segment().(segment.DocValueVisitable)
 	if !ok {
 		return nil, errNotTopK
 	}
 	out := roaring.New()
-	if core != nil {
-		out.Or(core)
-	}
 	var state segment.DocVisitState
-	for _, h := range edges {
-		bm, err := hourBitmap(ss, h, h.Add(time.Hour))
-		if err != nil || bm == nil {
-			if err != nil {
-				return nil, err
-			}
-			continue
+	fields := []string{fieldPublished}
+	it := docs.Iterator()
+	for it.HasNext() {
+		d := it.Next()
+		var ns int64
+		var found bool
+		var err error
+		state, err = dv.VisitDocValues(uint64(d), fields, func(_ string, term []byte) {
+			ns, found = parsePublishedKey(string(term))
+		}, state)
+		if err != nil {
+			return nil, err
 		}
-		it := bm.Iterator()
-		for it.HasNext() {
-			d := it.Next()
-			var ns int64
-			var found bool
-			state, err = dv.VisitDocValues(uint64(d), []string{fieldPublished}, func(_ string, term []byte) {
-				ns, found = parsePublishedKey(string(term))
-			}, state)
-			if err != nil {
-				return nil, err
-			}
-			if found && lo <= ns && ns < hi {
-				out.Add(d)
-			}
+		if !found || ns < lo || ns >= hi {
+			out.Add(d)
 		}
-	}
-	if out.IsEmpty() {
-		return nil, nil
 	}
 	return out, nil
+}
+
+// bounds returns p's time range in Unix ns, [lo, hi).
+func (p plan) bounds() (lo, hi int64) {
+	lo, hi = math.MinInt64, math.MaxInt64
+	if !p.from.IsZero() {
+		lo = p.from.UnixNano()
+	}
+	if !p.to.IsZero() {
+		hi = p.to.UnixNano()
+	}
+	return lo, hi
 }
 
 // hourBitmap returns the live documents of a segment whose published hour

@@ -79,51 +79,61 @@ func TestTopKSameAsBleve(t *testing.T) {
 		queries := append(benchQueries(40), "zebra", "quiet zebra", "zebra zebra", "the state of the market",
 			"market state", "market", "epoch market", "report", "china", "trade deal talks", "the market",
 			"investors", "nonexistentword", "market nonexistentword")
-		checked, onPath := 0, 0
-		for qi, q := range queries {
-			for _, r := range []Request{
-				{Query: q},
-				{Query: q, Limit: 3},
-				{Query: q, Limit: MaxLimit},
-				{Query: q, Topic: benchTopics[qi%len(benchTopics)]},
-				{Query: q, Source: benchCorpus()[qi].source, Topic: benchTopics[qi%len(benchTopics)]},
-				{Query: q, From: t0.Add(12 * time.Hour)},
-				{Query: q, From: t0.Add(5*time.Hour + 17*time.Minute), To: t0.Add(20*time.Hour + 3*time.Second)},
-				{Query: q, From: t0.Add(5*time.Hour + 17*time.Minute), To: t0.Add(5*time.Hour + 50*time.Minute)},
-				{Query: q, To: t0.Add(3 * time.Hour)},
-				{Query: q, From: time.Unix(0, 0).Add(-time.Hour), To: time.Unix(0, 0).Add(40 * time.Minute)},
-				{Query: q, To: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)},
-			} {
-				p, err := ix.plan(r)
-				if err != nil {
+		for _, classes := range []int{64, 0} {
+			maxClasses = classes
+			checkTopK(t, ix, one, o, queries)
+		}
+		maxClasses = 64
+	}
+}
+
+// checkTopK compares the pages of queries with Bleve's.
+func checkTopK(t *testing.T, ix, one *Index, o Options, queries []string) {
+	t.Helper()
+	checked, onPath := 0, 0
+	for qi, q := range queries {
+		for _, r := range []Request{
+			{Query: q},
+			{Query: q, Limit: 3},
+			{Query: q, Limit: MaxLimit},
+			{Query: q, Topic: benchTopics[qi%len(benchTopics)]},
+			{Query: q, Source: benchCorpus()[qi].source, Topic: benchTopics[qi%len(benchTopics)]},
+			{Query: q, From: t0.Add(12 * time.Hour)},
+			{Query: q, From: t0.Add(5*time.Hour + 17*time.Minute), To: t0.Add(20*time.Hour + 3*time.Second)},
+			{Query: q, From: t0.Add(5*time.Hour + 17*time.Minute), To: t0.Add(5*time.Hour + 50*time.Minute)},
+			{Query: q, To: t0.Add(3 * time.Hour)},
+			{Query: q, From: time.Unix(0, 0).Add(-time.Hour), To: time.Unix(0, 0).Add(40 * time.Minute)},
+			{Query: q, To: time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC)},
+		} {
+			p, err := ix.plan(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.text != nil {
+				if _, _, err := ix.relevantTopK(context.Background(), p); err == nil {
+					onPath++
+				} else if !errors.Is(err, errNotTopK) {
 					t.Fatal(err)
 				}
-				if p.text != nil {
-					if _, _, err := ix.relevantTopK(context.Background(), p); err == nil {
-						onPath++
-					} else if !errors.Is(err, errNotTopK) {
-						t.Fatal(err)
-					}
+			}
+			for page := 0; page < 3; page++ {
+				got, want := mustSearch(t, ix, r), mustSearch(t, one, r)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("options %+v, %+v page %d:\ntop-k %v %v (total %d, next %v)\nBleve %v %v (total %d, next %v)",
+						o, r, page, ids(got.Hits), scores(got.Hits), got.Total, got.Next, ids(want.Hits), scores(want.Hits), want.Total, want.Next)
 				}
-				for page := 0; page < 3; page++ {
-					got, want := mustSearch(t, ix, r), mustSearch(t, one, r)
-					if !reflect.DeepEqual(got, want) {
-						t.Fatalf("options %+v, %+v page %d:\ntop-k %v %v (total %d, next %v)\nBleve %v %v (total %d, next %v)",
-							o, r, page, ids(got.Hits), scores(got.Hits), got.Total, got.Next, ids(want.Hits), scores(want.Hits), want.Total, want.Next)
-					}
-					checked++
-					if want.Next == nil {
-						break
-					}
-					r.After = want.Next
+				checked++
+				if want.Next == nil {
+					break
 				}
+				r.After = want.Next
 			}
 		}
-		if onPath < checked/4 {
-			t.Errorf("options %+v: %d requests on the top-k path, of %d pages", o, onPath, checked)
-		}
-		t.Logf("options %+v: %d pages equal, %d requests on the top-k path", o, checked, onPath)
 	}
+	if onPath < checked/4 {
+		t.Errorf("options %+v: %d requests on the top-k path, of %d pages", o, onPath, checked)
+	}
+	t.Logf("options %+v, classes %d: %d pages equal, %d requests on the top-k path", o, maxClasses, checked, onPath)
 }
 
 func scores(hits []Hit) []float64 {
