@@ -1,6 +1,7 @@
 package searchindex
 
 import (
+	"cmp"
 	"container/heap"
 	"context"
 	"errors"
@@ -49,15 +50,6 @@ import (
 // Queries it does not handle (more than maxTopKTerms terms, or an index
 // reader that is not a scorch snapshot of segments with bitmap postings)
 // take Bleve's path.
-
-var statsOn bool
-
-type stats struct {
-	t, visited, pruned, scored, offered int
-	rest                                bool
-}
-
-var st stats
 
 // maxTopKTerms bounds the distinct terms (and the phrase's tokens) of a
 // query on the top-k path. Bleve sorts the clauses of a conjunction or
@@ -632,6 +624,7 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 		fs      = make([][3]float64, n)
 		ts      = make([]float64, n)
 		tm      = make([]bool, n)
+		bounds  = map[uint32]float64{} // by pattern, see below
 	)
 	it := docs.Iterator()
 	for visited := 0; it.HasNext(); visited++ {
@@ -641,7 +634,6 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 			}
 		}
 		d := uint64(it.Next())
-		st.visited++
 		theta := c.threshold()
 		if pattern != nil && classBound < theta {
 			return nil // no document left can make the page
@@ -655,12 +647,46 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 					matched[i][j] = pattern[i]&(1<<j) != 0
 				} else {
 					bm := s.bm[i][j]
+					if s.mbm != nil {
+						bm = s.mbm[i][j]
+					}
 					matched[i][j] = bm != nil && bm.Contains(uint32(d))
 				}
 				if matched[i][j] {
 					fs[i][j] = q.terms[i].fields[j].ub
 				}
 			}
+		}
+		if pattern == nil {
+			// The document's class bound, before any postings are read.
+			key := uint32(0)
+			for i := range q.terms {
+				for j := range 3 {
+					if matched[i][j] {
+						key |= 1 << (3*i + j)
+					}
+				}
+			}
+			b, ok := bounds[key]
+			if !ok {
+				pat := make([]uint8, n)
+				for i := range q.terms {
+					for j := range 3 {
+						if matched[i][j] {
+							pat[i] |= 1 << j
+						}
+					}
+				}
+				if b, ok = q.patternBound(pat); !ok {
+					b = math.Inf(-1)
+				}
+				bounds[key] = b
+			}
+			if b < theta {
+				continue
+			}
+		}
+		for i := range q.terms {
 			tj := q.titleOf[i]
 			if matched[i][tj] {
 				if _, err := s.cur[i][tj].seek(d); err != nil {
@@ -691,7 +717,6 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 		}
 		ub, ok := q.docScore(ts, tm, phrase, phrasePossible)
 		if !ok || ub < theta {
-			st.pruned++
 			continue
 		}
 		// The phrase (title positions) before the other fields: it seldom
@@ -704,12 +729,10 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 			}
 			if !phraseMatched {
 				if ub, _ = q.docScore(ts, tm, phrase, false); ub < theta {
-					st.pruned++
 					continue
 				}
 			}
 		}
-		st.scored++
 		// Read the other fields.
 		for i := range q.terms {
 			for j := range q.terms[i].fields {
@@ -728,7 +751,6 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 		if score < theta {
 			continue
 		}
-		st.offered++
 		if err := c.offer(score, s.seg, d); err != nil {
 			return err
 		}
@@ -1019,11 +1041,19 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 	if classes, ok := q.classes(searches); ok {
 		// Classes of documents by the fields each term matched, in
 		// decreasing order of their bound, until the bound falls short of
-		// the page.
-		for _, cl := range classes {
+		// the page; but only each segment's first, as reading a postings
+		// list from its start again for each class of a segment would cost
+		// more than the documents read.
+		done := make([]bool, len(classes))
+		started := make([]bool, len(searches))
+		for ci, cl := range classes {
 			if cl.bound < c.threshold() {
 				break
 			}
+			if started[cl.search] {
+				continue
+			}
+			started[cl.search], done[ci] = true, true
 			s := searches[cl.search]
 			docs := s.classDocs(cl.pattern)
 			if docs == nil {
@@ -1031,6 +1061,42 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 			}
 			if err := s.visit(ctx, docs, cl.pattern, cl.bound, c); err != nil {
 				return nil, 0, err
+			}
+		}
+		// Then, segment by segment (best first), the other classes whose
+		// bound reaches the page, in one pass in document order.
+		best := make([]float64, len(searches))
+		for i := range best {
+			best[i] = math.Inf(-1)
+		}
+		for ci, cl := range classes {
+			if !done[ci] {
+				best[cl.search] = max(best[cl.search], cl.bound)
+			}
+		}
+		order := make([]int, len(searches))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(best[b], best[a]) })
+		for _, si := range order {
+			theta := c.threshold()
+			if best[si] < theta {
+				continue
+			}
+			var parts []*roaring.Bitmap
+			for ci, cl := range classes {
+				if cl.search != si || done[ci] || cl.bound < theta {
+					continue
+				}
+				if docs := searches[si].classDocs(cl.pattern); docs != nil {
+					parts = append(parts, docs)
+				}
+			}
+			if u := or(parts...); u != nil {
+				if err := searches[si].visit(ctx, u, nil, 0, c); err != nil {
+					return nil, 0, err
+				}
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -1051,9 +1117,6 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 		}
 		t := and(s.m, or(titles...))
 		if t != nil {
-			st.t += int(t.GetCardinality())
-		}
-		if t != nil {
 			if err := s.visit(ctx, t, nil, 0, c); err != nil {
 				return nil, 0, err
 			}
@@ -1063,7 +1126,6 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 		}
 	}
 	if bound := q.nonTitleBound(); bound >= c.threshold() {
-		st.rest = true
 		for i, s := range searches {
 			if rest[i] == nil || rest[i].IsEmpty() {
 				continue
