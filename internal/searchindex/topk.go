@@ -35,11 +35,15 @@ import (
 //     is bounded from which fields each term matched (the bitmaps tell) and
 //     sqrt(tf)·norm ≤ 1 for the fields not read yet (Bleve's norm is
 //     1/sqrt(field length) and tf ≤ field length). The matches are split
-//     into classes by the fields each term matched (bitmap operations),
-//     visited best bound first until a class's bound falls short of the
-//     page's lowest score; within a class, a document's title postings are
-//     read first and its other fields only if the bound with the title's
-//     exact score still reaches the page. For a common word most classes
+//     into classes by the fields each term matched (bitmap operations).
+//     Each segment's best class is visited in order of the classes' bounds
+//     until a bound falls short of the page's lowest score; then, segment
+//     by segment, the other classes whose bound still reaches the page, in
+//     one pass in document order (zap's Advance walks a postings list from
+//     where it stands, so each restart from the list's start costs a walk).
+//     Within a class, a document's title postings are read first, then the
+//     phrase's positions, and its other fields only if the bound with what
+//     is known exactly still reaches the page. For a common word most classes
 //     are never visited: the title counts three times, and Bleve multiplies
 //     a term's score by the fraction of fields it matched.
 //   - When a segment would have more than maxClasses classes (three or
