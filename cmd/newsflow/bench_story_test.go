@@ -88,14 +88,15 @@ type storyRound struct {
 	leader             bool
 	fresh, staleMax    time.Duration
 	answers, good      int
+	tail               float64 // changes the new writer read from the changelog (all its claims)
 	availability       float64
 	firstFailureReason string
 }
 
 func (r storyRound) String() string {
-	s := fmt.Sprintf("%s%s fresh after %s, %d/%d answered (%.2f%%), stale up to %s", r.writer,
+	s := fmt.Sprintf("%s%s fresh after %s, %d/%d answered (%.2f%%), stale up to %s, the new writer's claims read %.0f changes in all", r.writer,
 		map[bool]string{true: " (leader)", false: ""}[r.leader], r.fresh.Round(10*time.Millisecond), r.good, r.answers, r.availability,
-		r.staleMax.Round(10*time.Millisecond))
+		r.staleMax.Round(10*time.Millisecond), r.tail)
 	if r.firstFailureReason != "" {
 		s += ", first failure: " + r.firstFailureReason
 	}
@@ -182,6 +183,13 @@ func (bc *benchCluster) storyFailover() storyRound {
 		bc.fatalf("no fresh story answer within 2 minutes of killing the writer %s", r.writer)
 	}
 	r.fresh = freshAt.Sub(killed)
+	if err := getJSON(survivors[0].URL("/api/v1/admin/cluster"), &v); err == nil {
+		for _, n := range survivors {
+			if n.id == v.Partitions[0].Owner {
+				r.tail = metricSum(bc.b, n.nodeProc, `newsflow_changelog_restore_changes_total{stage="stories"}`)
+			}
+		}
+	}
 	r.availability = 100 * float64(r.good) / float64(max(r.answers, 1))
 	// Articles keep arriving, so the cluster is never caught up: the
 	// restarted node is ready (its copies caught up once) and has its

@@ -102,7 +102,7 @@ func TestDuplicateEventsExact(t *testing.T) {
 
 // metricSum sums the samples of n's /metrics whose name and labels start
 // with prefix.
-func metricSum(t *testing.T, n *nodeProc, prefix string) float64 {
+func metricSum(t testing.TB, n *nodeProc, prefix string) float64 {
 	t.Helper()
 	resp, err := http.Get(n.URL("/metrics"))
 	if err != nil {

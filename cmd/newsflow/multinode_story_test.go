@@ -218,6 +218,17 @@ func TestClusterStoryWriterFailover(t *testing.T) {
 		}
 		return nil
 	})
+	// The new writer restored a claim and a tail: what its standby copy
+	// had not applied yet.
+	v, _ = tc.waitView(10*time.Second, "with the story partition running", func(v clusterView) bool { return v.Partitions[0].Running })
+	newWriter := tc.nodes[v.Partitions[0].Owner]
+	tail := metricSum(t, newWriter, `newsflow_changelog_restore_changes_total{stage="stories"}`)
+	copied := metricSum(t, newWriter, `newsflow_standby_changes_total{stage="stories"}`)
+	t.Logf("new writer %s: %.0f changes restored from the changelog at the claim, %.0f applied to its standby copy before", v.Partitions[0].Owner, tail, copied)
+	if copied == 0 || tail > copied/5 {
+		t.Errorf("the new writer restored %.0f changes at its claim and had applied %.0f to its copy: want a short tail after a copy", tail, copied)
+	}
+
 	// The killed node comes back with a copy of its own, caught up.
 	tc.nodes[writer].Start()
 	tc.nodes[writer].WaitReady(90 * time.Second)
