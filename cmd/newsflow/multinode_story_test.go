@@ -34,23 +34,13 @@ import (
 // largest staleness, and when the first answer after the fresh mark came
 // back fresh.
 type storyLoad struct {
-	total, failed, unmarked atomic.Int64
-	maxStale                atomic.Int64
-	killed                  atomic.Pointer[string] // the node not asked any more
-	mu                      sync.Mutex
-	reasons                 map[string]int
-	staleSeen               bool      // an answer was stale (after markStale)
-	freshAt                 time.Time // the first fresh answer after a stale one
-}
-
-func (q *storyLoad) fail(reason string) {
-	q.failed.Add(1)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.reasons == nil {
-		q.reasons = map[string]int{}
-	}
-	q.reasons[reason[:min(len(reason), 80)]]++
+	total, unmarked atomic.Int64
+	maxStale        atomic.Int64
+	killed          atomic.Pointer[string] // the node not asked any more
+	failures
+	freshMu   sync.Mutex
+	staleSeen bool      // an answer was stale (since the kill)
+	freshAt   time.Time // the first fresh answer after a stale one
 }
 
 // freshMS is the staleness under which an answer counts as fresh: about
@@ -105,14 +95,14 @@ func (q *storyLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 				break
 			}
 		}
-		q.mu.Lock()
+		q.freshMu.Lock()
 		switch {
 		case *page.Stale > freshMS:
 			q.staleSeen = true
 		case q.staleSeen && q.freshAt.IsZero():
 			q.freshAt = time.Now()
 		}
-		q.mu.Unlock()
+		q.freshMu.Unlock()
 	}
 }
 
@@ -195,9 +185,9 @@ func TestClusterStoryWriterFailover(t *testing.T) {
 	load.killed.Store(&writer)
 	tc.nodes[writer].Kill()
 	killed := time.Now()
-	load.mu.Lock()
+	load.freshMu.Lock()
 	load.staleSeen, load.freshAt = false, time.Time{}
-	load.mu.Unlock()
+	load.freshMu.Unlock()
 	_, moved := tc.waitView(30*time.Second, "with the story partition on a survivor", func(v clusterView) bool {
 		return v.Partitions[0].Owner != writer && v.Partitions[0].Owner != "" && v.Partitions[0].Running
 	})
@@ -236,8 +226,10 @@ func TestClusterStoryWriterFailover(t *testing.T) {
 	wg.Wait()
 
 	total, failed := load.total.Load(), load.failed.Load()
-	load.mu.Lock()
+	load.freshMu.Lock()
 	freshAt := load.freshAt
+	load.freshMu.Unlock()
+	load.mu.Lock()
 	t.Logf("story queries: %d, failed %d, without staleness %d; largest staleness %d ms; first fresh answer %s after the kill; failures %v",
 		total, failed, load.unmarked.Load(), load.maxStale.Load(), freshAt.Sub(killed).Round(time.Millisecond), load.reasons)
 	load.mu.Unlock()
@@ -290,29 +282,11 @@ type storiesAnswer struct {
 // each; the channel gets the outcome.
 func produceRaw(t *testing.T, brokers []string, lines [][]byte, chunk int, pause time.Duration) <-chan error {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
-		t.Fatal(err)
+	recs := make([]*kgo.Record, len(lines))
+	for i, l := range lines {
+		recs[i] = &kgo.Record{Topic: schema.TopicArticlesRaw, Value: l}
 	}
-	done := make(chan error, 1)
-	go func() {
-		defer cl.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		for i := 0; i < len(lines); i += chunk {
-			var recs []*kgo.Record
-			for _, l := range lines[i:min(i+chunk, len(lines))] {
-				recs = append(recs, &kgo.Record{Topic: schema.TopicArticlesRaw, Value: l})
-			}
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-				done <- err
-				return
-			}
-			time.Sleep(pause)
-		}
-		done <- nil
-	}()
-	return done
+	return produceChunks(t, brokers, recs, chunk, pause)
 }
 
 // referenceStories runs a stories task of the node's default configuration

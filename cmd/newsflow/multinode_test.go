@@ -159,19 +159,26 @@ func (tc *testCluster) WaitCaughtUp(timeout time.Duration) {
 // running nodes until stop is closed, counting answers that are errors
 // (no answer or not 200) and answers that are partial.
 type queryLoad struct {
-	total, failed, partial atomic.Int64
-	mu                     sync.Mutex
-	reasons                map[string]int // failures by status and the start of their error
+	total, partial atomic.Int64
+	failures
 }
 
-func (q *queryLoad) fail(reason string) {
-	q.failed.Add(1)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.reasons == nil {
-		q.reasons = map[string]int{}
+// failures counts failed queries by their status and the start of their
+// error.
+type failures struct {
+	failed  atomic.Int64
+	mu      sync.Mutex
+	reasons map[string]int
+}
+
+func (f *failures) fail(reason string) {
+	f.failed.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reasons == nil {
+		f.reasons = map[string]int{}
 	}
-	q.reasons[reason[:min(len(reason), 60)]]++
+	f.reasons[reason[:min(len(reason), 80)]]++
 }
 
 func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGroup) {
@@ -218,6 +225,18 @@ func (q *queryLoad) run(tc *testCluster, stop <-chan struct{}, wg *sync.WaitGrou
 // repartition stage does real work); the channel gets the outcome.
 func produceShares(t *testing.T, brokers []string, lines [][]byte, chunk int, pause time.Duration) <-chan error {
 	t.Helper()
+	recs := make([]*kgo.Record, len(lines))
+	for i, l := range lines {
+		recs[i] = &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l}
+	}
+	return produceChunks(t, brokers, recs, chunk, pause)
+}
+
+// produceChunks writes recs round robin over their topic's partitions in
+// chunks of chunk with a pause after each, in the background; the channel
+// gets the outcome.
+func produceChunks(t *testing.T, brokers []string, recs []*kgo.Record, chunk int, pause time.Duration) <-chan error {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
 		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(50_000))
 	if err != nil {
@@ -228,12 +247,8 @@ func produceShares(t *testing.T, brokers []string, lines [][]byte, chunk int, pa
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		for i := 0; i < len(lines); i += chunk {
-			var recs []*kgo.Record
-			for _, l := range lines[i:min(i+chunk, len(lines))] {
-				recs = append(recs, &kgo.Record{Topic: "shares", Key: articleIDOf(l), Value: l})
-			}
-			if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		for i := 0; i < len(recs); i += chunk {
+			if err := cl.ProduceSync(ctx, recs[i:min(i+chunk, len(recs))]...).FirstErr(); err != nil {
 				done <- err
 				return
 			}

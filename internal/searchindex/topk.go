@@ -311,7 +311,8 @@ func (a *candidate) better(b *candidate) bool {
 	return a.id < b.id
 }
 
-// candHeap is a heap of candidates whose root is the worst.
+// candHeap is a heap of candidates whose root is the worst (the shape of
+// collect.go's topHeap, kept apart so that both heaps call better directly).
 type candHeap []candidate
 
 func (h candHeap) Len() int           { return len(h) }
@@ -1103,14 +1104,7 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 				}
 			}
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		dms, err := c.page()
-		if err != nil {
-			return nil, 0, err
-		}
-		return dms, total, nil
+		return finishPage(ctx, c, total)
 	}
 	// Too many classes: documents with a query term in the title first.
 	rest := make([]*roaring.Bitmap, len(searches))
@@ -1139,14 +1133,7 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	dms, err := c.page()
-	if err != nil {
-		return nil, 0, err
-	}
-	return dms, total, nil
+	return finishPage(ctx, c, total)
 }
 
 // segmentFilter returns the documents of a segment that pass p's filters
@@ -1360,3 +1347,16 @@ func (matchAll) IsMatch(int) bool         { return true }
 func (matchAll) CanMatch(int) bool        { return true }
 func (matchAll) WillAlwaysMatch(int) bool { return true }
 func (matchAll) Accept(int, byte) int     { return 0 }
+
+// finishPage returns the collector's page and the total, unless ctx was
+// cancelled meanwhile.
+func finishPage(ctx context.Context, c *topkCollector, total uint64) ([]*bsearch.DocumentMatch, uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	dms, err := c.page()
+	if err != nil {
+		return nil, 0, err
+	}
+	return dms, total, nil
+}
