@@ -216,7 +216,9 @@ func TestHealthDetailed(t *testing.T) {
 				Ready bool `json:"ready"`
 			}
 			Stories struct {
-				Recent int `json:"recent"`
+				Recent    int    `json:"recent"`
+				Source    string `json:"source"`
+				Staleness *int64 `json:"staleness_ms"`
 			}
 			Search struct {
 				Articles int `json:"articles"`
@@ -224,7 +226,7 @@ func TestHealthDetailed(t *testing.T) {
 		}
 	}
 	if err := json.Unmarshal(r.body, &h); err != nil || r.status != fasthttp.StatusOK || h.Status != "ok" || !h.Checks.Engine.Ready ||
-		h.Checks.Stories.Recent == 0 || h.Checks.Search.Articles != 3 {
+		h.Checks.Stories.Recent == 0 || h.Checks.Stories.Source != "task" || h.Checks.Stories.Staleness == nil || *h.Checks.Stories.Staleness != 0 || h.Checks.Search.Articles != 3 {
 		t.Errorf("health: %s", r)
 	}
 }

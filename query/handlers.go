@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/valyala/fasthttp"
 )
@@ -321,7 +322,15 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 	checks["trending"] = s.deps.Trending.ExactMemory()
 	if s.deps.Stories != nil {
 		recent, wm := s.deps.Stories.Recent()
-		checks["stories"] = map[string]any{"recent": len(recent), "latest_event": wm}
+		st := map[string]any{"recent": len(recent), "latest_event": wm}
+		// Where this node's story state comes from (the writer task, or a
+		// standby copy of it) and how stale it is.
+		if f, ok := s.deps.Engine.Freshness(story.Name, s.storyPartition()); ok {
+			st["source"], st["staleness_ms"] = f.Source, f.Staleness.Milliseconds()
+		} else {
+			st["source"] = "none"
+		}
+		checks["stories"] = st
 	}
 	if s.deps.Search != nil {
 		res, err := s.deps.Search.Search(context.Background(), searchindex.Request{Limit: 1})

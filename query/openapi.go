@@ -31,7 +31,7 @@ type apiOp struct {
 var apiOps = []apiOp{
 	{method: "GET", path: "/health/live", tag: "health", summary: "Liveness", ok: 200, okSchema: "Status"},
 	{method: "GET", path: "/health/ready", tag: "health", summary: "Readiness: every task has restored its state", ok: 200, okSchema: "Status", errs: []int{503}},
-	{method: "GET", path: "/health/detailed", tag: "health", summary: "Readiness, lag per stage, story and search views, trending memory (mode, bytes per partition, budget)", ok: 200, okSchema: "Object", errs: []int{503}},
+	{method: "GET", path: "/health/detailed", tag: "health", summary: "Readiness, lag per stage, story and search views (the story state's source, task or standby, and staleness_ms), trending memory (mode, bytes per partition, budget)", ok: 200, okSchema: "Object", errs: []int{503}},
 	{method: "GET", path: "/metrics", tag: "health", summary: "Prometheus metrics (text format)", ok: 200},
 	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
 	{method: "GET", path: "/api/v1/setup", tag: "meta", summary: "First-run status for the web page: whether an admin exists, sources and why they fail, whether articles arrived, and what to do next. No secrets",
