@@ -70,6 +70,36 @@ type Article struct {
 	Version int `json:"version"`
 }
 
+// ProcessedArticle is a record of TopicArticles as the articles operator
+// writes it: the Article and its Features. Readers that do not need the
+// features decode the record as an Article.
+type ProcessedArticle struct {
+	Article
+	// Features are absent from records written before they existed.
+	Features *Features `json:"features,omitempty"`
+}
+
+// Features are what the story stage derives from an article's own title
+// and summary, whatever the other articles (operators/internal/features
+// computes them): the articles operator, partitioned, computes them so that
+// the single stories task need not. The stories task computes them itself
+// for a record without them or with another Version.
+type Features struct {
+	// Version is the version of the computation (features.Version).
+	Version int `json:"v"`
+	// SimHash is the near-duplicate fingerprint of the title and summary,
+	// 16 lower-case hex digits.
+	SimHash string `json:"simhash"`
+	// MinHash is the MinHash signature of the 3-word shingles of the title
+	// and summary: 128 little-endian uint32s (512 bytes; base64 in JSON).
+	MinHash []byte `json:"minhash"`
+	// Terms are the story clusterer's index terms of the title and summary
+	// (before IDF weighting, which depends on the stream) in order of first
+	// occurrence, each as "term:<count in the title>:<count in the
+	// summary>", separated by spaces: "rate:1:2 hike:0:1".
+	Terms string `json:"terms"`
+}
+
 // MaxArticleTopics bounds the topics ArticleTopics returns: the classifier
 // keeps fewer (max_labels in configs/topics.yaml).
 const MaxArticleTopics = 8
