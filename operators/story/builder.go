@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/operators/internal/features"
 	"github.com/newsflow/newsflow/operators/internal/neardup"
 )
 
@@ -237,6 +238,9 @@ type Builder struct {
 	c    *Clusterer
 	det  *neardup.Detector
 	nd   *neardup.Index
+	// featureSigs is set when det's signatures are those of features
+	// (features.Permutations and features.Seed).
+	featureSigs bool
 
 	articles map[string]*articleState
 	byNum    map[uint64]string // article num → id, for near-duplicate matches
@@ -286,6 +290,7 @@ func NewBuilder(opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, err
 	}
+	do := det.Options()
 	return &Builder{
 		opts: opts, c: c, det: det, nd: neardup.NewIndex(),
 		articles: map[string]*articleState{},
@@ -295,11 +300,19 @@ func NewBuilder(opts Options) (*Builder, error) {
 		mergedID: map[string]string{},
 
 		dirtyStories: map[uint64]*Story{},
+		featureSigs:  do.Permutations == features.Permutations && do.Seed == features.Seed,
 	}, nil
 }
 
 // Apply adds an article (or a new version of one) to the stories.
-func (b *Builder) Apply(a Article) (Result, error) {
+func (b *Builder) Apply(a Article) (Result, error) { return b.ApplyFeatures(a, nil) }
+
+// ApplyFeatures is Apply with the features of the article's title and
+// summary, as the articles operator computed them for its record (see
+// operators/internal/features); nil, the builder computes them. The result
+// and the builder's state are the same either way. The builder keeps
+// f.Near.Sig, not f.Terms.
+func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 	if a.ID == "" {
 		return Result{}, errors.New("story: article without id")
 	}
@@ -332,17 +345,22 @@ func (b *Builder) Apply(a Article) (Result, error) {
 			b.dirtyStories[num] = st
 		}
 		// Near-copies are compared with the latest text.
-		doc := b.det.Doc(a.Title, a.Summary)
+		doc := b.nearDoc(a, f)
 		b.nd.Remove(as.num, as.doc.FP)
 		b.nd.Add(as.num, doc.FP)
 		as.doc = doc
 		b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: as.num, Story: as.story, Image: ImagePath(a.ImageURL)})
 		return Result{Story: st.ID, StoryNum: num, Update: true}, nil
 	}
-	doc := b.det.Doc(a.Title, a.Summary)
+	doc := b.nearDoc(a, f)
 	var res Result
 	num, dup, ok := b.nearDuplicate(doc, a.Published)
-	v := b.c.Vectorize(Text{Title: a.Title, Body: a.Summary, Time: a.Published})
+	var v Vector
+	if f != nil {
+		v = b.c.VectorizeTerms(f.Terms, a.Published)
+	} else {
+		v = b.c.Vectorize(Text{Title: a.Title, Body: a.Summary, Time: a.Published})
+	}
 	if ok && b.c.Join(num, v, a.Published) {
 		res.DuplicateOf = dup
 	} else {
@@ -374,6 +392,15 @@ func (b *Builder) Apply(a Article) (Result, error) {
 	heap.Push(&b.expiry, lastEntry{last: a.Published, num: an})
 	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf, Image: ImagePath(a.ImageURL), fresh: true})
 	return res, nil
+}
+
+// nearDoc returns the fingerprint and signature of article a: those of its
+// features f when they are comparable with the detector's, else computed.
+func (b *Builder) nearDoc(a Article, f *features.Doc) neardup.Doc {
+	if f != nil && b.featureSigs {
+		return f.Near
+	}
+	return b.det.Doc(a.Title, a.Summary)
 }
 
 // nearDuplicate finds the closest open article that a document nearly

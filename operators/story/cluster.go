@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/option"
-	"github.com/newsflow/newsflow/internal/text"
+	"github.com/newsflow/newsflow/operators/internal/features"
 )
 
 // ClusterOptions tune the story-level clustering.
@@ -179,8 +179,7 @@ type Clusterer struct {
 	closed       []uint64
 
 	// scratch
-	tok   text.Tokenizer
-	tf    map[uint32]float64
+	terms features.TermCounter
 	cands []candidate
 }
 
@@ -197,12 +196,10 @@ func NewClusterer(opts ClusterOptions) (*Clusterer, error) {
 	option.Fill(&opts, DefaultClusterOptions())
 	return &Clusterer{
 		opts:         opts,
-		tok:          text.NewTokenizer(tokenOptions),
 		vocab:        map[string]uint32{},
 		postings:     map[uint32][]uint64{},
 		dirtyTerms:   map[uint32]struct{}{},
 		dirtyStories: map[uint64]struct{}{},
-		tf:           map[uint32]float64{},
 	}, nil
 }
 
@@ -232,30 +229,46 @@ type Vector []term
 // Vectorize computes the article's unit TF-IDF vector and counts it in the
 // document frequencies. Call it once per article, before Assign or Join.
 func (c *Clusterer) Vectorize(t Text) Vector {
-	// Into the generation of t first, so that the article counts there;
+	return c.VectorizeTerms(c.terms.Terms(t.Title, t.Body), t.Time)
+}
+
+// VectorizeTerms is Vectorize for the index terms of an article's title and
+// body with their counts, in order of first occurrence (features.Term, as
+// features.TermCounter counts them: the articles operator computes them
+// for the record), and its event time. Given the terms of a text, it
+// returns what Vectorize returns for the text, and changes the clusterer
+// alike.
+func (c *Clusterer) VectorizeTerms(terms []features.Term, now int64) Vector {
+	// Into the generation of the article first, so that it counts there;
 	// rotate also keeps the terms of the vector returned last, until the
 	// next.
-	c.expire(t.Time)
-	clear(c.tf)
-	c.tok.Reset(t.Title)
-	for c.tok.Next() {
-		id := c.termID(c.tok.Token())
-		c.tf[id] += c.opts.TitleWeight * c.wordWeight(id)
-	}
-	c.tok.Reset(t.Body)
-	for c.tok.Next() {
-		id := c.termID(c.tok.Token())
-		c.tf[id] += c.wordWeight(id)
-	}
-	c.docs++
-	v := make(Vector, 0, len(c.tf))
-	for id, n := range c.tf {
-		c.df[id]++
-		c.dirtyTerms[id] = struct{}{}
+	c.expire(now)
+	v := make(Vector, 0, len(terms))
+	for _, t := range terms {
+		// New terms get ids in order of first occurrence.
+		id := c.termID(t.Word)
+		// The frequency adds the word's weight once per occurrence, the
+		// title's first: the float64 sum of the text's tokens in order.
+		w := c.wordWeight(id)
+		tw := c.opts.TitleWeight * w
+		var n float64
+		for range t.Title {
+			n += tw
+		}
+		for range t.Summary {
+			n += w
+		}
 		v = append(v, term{ID: id, W: float32(n)})
 	}
-	// Weight in a fixed order so the result does not depend on map order.
+	// Weight in a fixed order. A word listed twice (terms are distinct
+	// unless a record's producer erred) counts once in the frequencies.
 	slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+	v = slices.CompactFunc(v, func(a, b term) bool { return a.ID == b.ID })
+	c.docs++
+	for _, e := range v {
+		c.df[e.ID]++
+		c.dirtyTerms[e.ID] = struct{}{}
+	}
 	for i := range v {
 		// Sublinear in the frequency above 1, linear below (a generic word
 		// seen once weighs GenericWeight).

@@ -3,23 +3,17 @@ package story
 import (
 	"strings"
 
-	"github.com/newsflow/newsflow/internal/text"
+	"github.com/newsflow/newsflow/operators/internal/features"
 )
 
-// tokenOptions make the index terms of a text: the tokens of internal/text
-// with accents and English plurals folded, without stop words.
-var tokenOptions = text.Options{FoldAccents: true, FoldPlurals: true, Stop: stopWords}
+// tokenOptions make the index terms of a text (features.TermOptions: the
+// tokens of internal/text with accents and English plurals folded, without
+// stop words). The articles operator counts them for the record
+// (features.TermCounter) and the clusterer for records without them.
+var tokenOptions = features.TermOptions
 
-// stopWords are function words, headline boilerplate that says nothing
-// about the event, and every single letter (initials, the "s" of "U.S.").
-var stopWords = text.NewStopWords(`a about above after again against all am an and any are as at be because been
-before being below between both but by can could did do does doing down during each few for from further had has
-have having he her here hers herself him himself his how i if in into is it its itself just me more most my
-myself no nor not now of off on once only or other our ours ourselves out over own same she should so some such
-than that the their theirs them themselves then there these they this those through to too under until up very
-was we were what when where which while who whom why will with would you your yours yourself yourselves
-says say said new news update updated video watch report reports via amp vs
-b c d e f g h j k l m n o p q r s t u v w x y z`)
+// stopWords are the stop words of tokenOptions.
+var stopWords = features.StopWords
 
 // genericWords are words that say little about which event a text is
 // about: headline boilerplate ("live updates", "what we know", "explainer",
