@@ -11,14 +11,16 @@ import (
 
 // Topics of the article pipeline.
 const (
-	// TopicArticles carries deduplicated, classified articles from the
-	// articles operator to the stories operator. Story clustering needs
+	// TopicArticles carries deduplicated, classified articles, with the
+	// features of their text (ProcessedArticle), from the articles
+	// operator to the stories operator. Story clustering needs
 	// one total order of all articles, so every record goes to partition
 	// 0; the key is the article id.
 	TopicArticles = "articles"
 	// TopicArticlesIndexed carries articles with their story, keyed and
 	// partitioned by article id, to the search index operator. The value
-	// is the Article as on TopicArticles; the story is in headers.
+	// is the Article as on TopicArticles, without its Features; the story
+	// is in headers.
 	TopicArticlesIndexed = "articles.indexed"
 )
 

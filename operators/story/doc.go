@@ -12,6 +12,13 @@
 // also close to a second story whose centroid is close to the first, the
 // two stories merge and the older one survives.
 //
+// What is derived from an article's own text (its SimHash and MinHash
+// signature, its index terms with their counts) comes with its record,
+// computed by the articles operator (operators/internal/features); the
+// stories task decodes it, or computes it for a record without it, with the
+// same result either way. The IDF weights depend on the stream and are the
+// Clusterer's.
+//
 // Everything is deterministic: the same articles in the same order give
 // the same stories, whatever the map iteration order, and a Clusterer
 // restored from its persisted state continues exactly as the original.

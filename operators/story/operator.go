@@ -152,34 +152,14 @@ func (t *task) Restore(r state.Reader) error {
 	return nil
 }
 
-// storyInput is what the stories task reads of an article record; the
-// content, which it does not need, is skipped.
-type storyInput struct {
-	ID          string         `json:"id"`
-	URL         string         `json:"url"`
-	SourceID    string         `json:"source_id"`
-	Source      string         `json:"source"`
-	Authority   float64        `json:"authority"`
-	Title       string         `json:"title"`
-	Summary     string         `json:"summary"`
-	ImageURL    string         `json:"image_url"`
-	Topics      []schema.Label `json:"topics"`
-	PublishedAt int64          `json:"published_at"`
-	Version     int            `json:"version"`
-}
-
 func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
-	var a storyInput
-	if err := json.Unmarshal(rec.Value, &a); err != nil {
-		return engine.Invalid("article: malformed JSON: %v", err)
+	d := inputDecoders.Get().(*inputDecoder)
+	defer inputDecoders.Put(d)
+	a, err := d.decode(rec.Value)
+	if err != nil {
+		return engine.Invalid("article: %v", err)
 	}
-	if a.ID == "" || a.Title == "" {
-		return engine.Invalid("article: missing id or title")
-	}
-	sa := Article{ID: a.ID, URL: a.URL, SourceID: a.SourceID, Source: a.Source, Authority: a.Authority,
-		Title: a.Title, Summary: a.Summary, ImageURL: a.ImageURL, Published: a.PublishedAt, Version: a.Version}
-	sa.Topics = a.Topics
-	res, err := t.b.Apply(sa)
+	res, err := t.b.ApplyFeatures(a.Article, a.features)
 	if err != nil {
 		return engine.Invalid("article: %v", err)
 	}
@@ -196,10 +176,11 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	t.changed[res.StoryNum] = struct{}{}
 	t.removed = append(t.removed, res.MergedNums...)
 
-	// The article goes on as it came, with its story in headers.
+	// The article goes on as it came, without the features only this task
+	// reads, with its story in headers.
 	key := []byte(a.ID)
 	out := &eventlog.Record{Topic: schema.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
-		Key: key, Value: rec.Value, Timestamp: a.PublishedAt}
+		Key: key, Value: a.forward, Timestamp: a.Published}
 	out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderStoryID, Value: []byte(res.Story)})
 	if res.DuplicateOf != "" {
 		out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderDuplicateOf, Value: []byte(res.DuplicateOf)})
