@@ -12,6 +12,12 @@
 // absolute http or https URL; it is carried on, and an image that changes
 // makes a new version like edited text.
 //
+// Each article goes out with the features of its title and summary that
+// the story stage uses and that do not depend on other articles (SimHash,
+// MinHash signature, index terms with their counts; see
+// operators/internal/features), so that the single stories task need not
+// compute them: the articles tasks share the work, one per partition.
+//
 // Retention: the task forgets an article (its version and text hash) once
 // it is older than the retention age behind the partition's newest article
 // (Options.Retention, default 30 days of event time), and dead-letters an
@@ -39,6 +45,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/text"
+	"github.com/newsflow/newsflow/operators/internal/features"
 	"github.com/newsflow/newsflow/operators/internal/timeindex"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
@@ -163,7 +170,7 @@ func (o *Operator) route(rec *eventlog.Record) ([]byte, bool) {
 
 // NewTask implements engine.Operator.
 func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
-	return &task{op: o, dirty: map[string]version{}}, nil
+	return &task{op: o, dirty: map[string]version{}, ext: features.NewExtractor()}, nil
 }
 
 // version is what the task keeps per article.
@@ -194,6 +201,7 @@ type task struct {
 	r     state.Reader
 	dirty map[string]version
 	wm    int64 // the newest publish time applied
+	ext   *features.Extractor
 }
 
 func (t *task) Restore(r state.Reader) error {
@@ -305,7 +313,9 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 			a.Source, a.Authority = name, auth
 		}
 	}
-	val, err := json.Marshal(a)
+	// The story stage's features of the text travel with the record: this
+	// task is one of many, the stories task is one.
+	val, err := json.Marshal(schema.ProcessedArticle{Article: a, Features: t.ext.Compute(a.Title, a.Summary)})
 	if err != nil {
 		return err
 	}
