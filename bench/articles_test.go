@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
+	"golang.org/x/sync/errgroup"
 )
 
 // Shape of BenchmarkArticlePipeline's stream.
@@ -395,6 +397,32 @@ func (p *articlePipeline) verifyArticles(ctx context.Context, n int) error {
 	return errors.Join(errs...)
 }
 
+// articleRecordBytes reads the first records of the articles topic, checks
+// that each carries the features of its text (the stories task's work the
+// articles operator does), and returns their mean size.
+func (p *articlePipeline) articleRecordBytes(ctx context.Context) (float64, error) {
+	r, err := p.log.NewReader(map[eventlog.TopicPartition]int64{{Topic: schema.TopicArticles, Partition: 0}: 0})
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	recs, err := r.Poll(ctx, 1000)
+	if err != nil {
+		return 0, fmt.Errorf("read %s: %w", schema.TopicArticles, err)
+	}
+	size := 0
+	for _, rec := range recs {
+		var pa schema.ProcessedArticle
+		if err := json.Unmarshal(rec.Value, &pa); err != nil || pa.Features == nil || pa.Features.Version < 1 {
+			return 0, fmt.Errorf("%s record without features (%v): %.300s", schema.TopicArticles, err, rec.Value)
+		}
+		size += len(rec.Value)
+	}
+	return float64(size) / float64(len(recs)), nil
+}
+
 // articleResult is what one pipeline run measured.
 type articleResult struct {
 	elapsed   time.Duration
@@ -405,6 +433,9 @@ type articleResult struct {
 	stories   float64                  // stories founded
 	open      float64                  // stories open at the end
 	peakRSSMB float64
+	// recordBytes is the mean size of the first records of the articles
+	// topic.
+	recordBytes float64
 }
 
 // BenchmarkArticlePipeline measures articles per second through the whole
@@ -420,14 +451,19 @@ type articleResult struct {
 //
 // The articles are real headlines (see articleCorpus), cycled with
 // distinct URLs: 50,000 by default, NEWSFLOW_BENCH_ARTICLES=N for another
-// size. Event times are articleStep apart (12,500 articles a day), so
+// size. They are appended as fast as the log takes them, or, with
+// NEWSFLOW_BENCH_RATE=R, at R articles a second: then articles/s is at
+// most R, and stories-utilisation says how busy the story task is at
+// that rate. Event times are articleStep apart (12,500 articles a day), so
 // stories form and close in the 72h window.
 //
 // Metrics: articles/s (first append to the search stage caught up; the
 // target is >= 5,000 on two cores); cpu-us/article, the process's CPU time
 // over the run per article (two busy cores give 400 at 5,000/s; it varies
 // less than articles/s on a shared machine); peak-rss-MB (VmHWM of the
-// process, reset after the stream was generated); stories (founded) and
+// process, reset after the stream was generated); article-record-bytes,
+// the mean size of a record of the articles topic, which carries the
+// features of its text (checked); stories (founded) and
 // open-stories (at the end); and articles-done-s, stories-done-s and
 // search-done-s, when each stage had committed every article, in seconds
 // from the first append (the stages run concurrently, so the slowest one
@@ -437,16 +473,24 @@ type articleResult struct {
 // indexing the batch); stories-utilisation, the share of the time until
 // the stories stage had committed everything that its one task spent
 // applying and committing (newsflow_task_busy_seconds_total): below 1,
-// the task waited for articles.
+// the task waited for articles; stories-busy-us/article, that busy time
+// per article (wall time: on two busy cores it includes time waiting for
+// a core; BenchmarkStoryTask in operators/story measures the task's CPU
+// time per article alone).
 func BenchmarkArticlePipeline(b *testing.B) {
 	n := testutil.EnvInt(b, "NEWSFLOW_BENCH_ARTICLES", pipelineArticles)
-	b.Run(fmt.Sprintf("articles=%d", n), func(b *testing.B) {
+	rate := testutil.EnvInt(b, "NEWSFLOW_BENCH_RATE", 0)
+	name := fmt.Sprintf("articles=%d", n)
+	if rate > 0 {
+		name += fmt.Sprintf("/rate=%d", rate)
+	}
+	b.Run(name, func(b *testing.B) {
 		_, from := articleCorpus()
 		b.Logf("stream of %d articles from %s", n, from)
 		batches := articleRecords(b, n, benchPartitions)
 		var runs []articleResult
 		for b.Loop() {
-			runs = append(runs, runArticlePipeline(b, n, batches))
+			runs = append(runs, runArticlePipeline(b, n, rate, batches))
 		}
 		var total time.Duration
 		for _, r := range runs {
@@ -456,6 +500,7 @@ func BenchmarkArticlePipeline(b *testing.B) {
 		b.ReportMetric(float64(n*len(runs))/total.Seconds(), "articles/s")
 		b.ReportMetric(float64(last.cpu.Microseconds())/float64(n), "cpu-us/article")
 		b.ReportMetric(last.peakRSSMB, "peak-rss-MB")
+		b.ReportMetric(last.recordBytes, "article-record-bytes")
 		b.ReportMetric(last.stories, "stories")
 		b.ReportMetric(last.open, "open-stories")
 		for _, s := range articleStages {
@@ -465,14 +510,49 @@ func BenchmarkArticlePipeline(b *testing.B) {
 			b.ReportMetric(last.commit[s], s+"-commit-s")
 		}
 		// The single story task's share of its time busy until it had
-		// committed every article.
+		// committed every article, and its busy time per article.
 		b.ReportMetric(last.busy[story.Name]/last.finished[story.Name].Seconds(), "stories-utilisation")
+		b.ReportMetric(last.busy[story.Name]*1e6/float64(n), "stories-busy-us/article")
 	})
+}
+
+// appendPaced appends the batches as appendBatches does, but no faster
+// than rate articles a second: a batch is appended once the articles before
+// it are due.
+func appendPaced(ctx context.Context, l eventlog.Log, batches [][]*eventlog.Record, rate int) error {
+	start := time.Now()
+	due := make([]time.Time, len(batches))
+	sent := 0
+	for i, batch := range batches {
+		due[i] = start.Add(time.Duration(sent) * time.Second / time.Duration(rate))
+		sent += len(batch)
+	}
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range appendWorkers {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(batches) {
+					return nil
+				}
+				select {
+				case <-gctx.Done():
+					return gctx.Err()
+				case <-time.After(time.Until(due[i])):
+				}
+				if err := l.Append(gctx, batches[i]); err != nil {
+					return fmt.Errorf("append batch %d: %w", i, err)
+				}
+			}
+		})
+	}
+	return g.Wait()
 }
 
 // runArticlePipeline is one run: set up with the timer stopped, append and
 // wait with it running, then verify and tear down with it stopped.
-func runArticlePipeline(b *testing.B, n int, batches [][]*eventlog.Record) articleResult {
+func runArticlePipeline(b *testing.B, n, rate int, batches [][]*eventlog.Record) articleResult {
 	b.Helper()
 	b.StopTimer()
 	ctx := context.Background()
@@ -492,7 +572,11 @@ func runArticlePipeline(b *testing.B, n int, batches [][]*eventlog.Record) artic
 	var ingestErr error
 	go func() {
 		defer close(ingested)
-		ingestErr = appendBatches(ictx, p.log, batches)
+		if rate > 0 {
+			ingestErr = appendPaced(ictx, p.log, batches, rate)
+		} else {
+			ingestErr = appendBatches(ictx, p.log, batches)
+		}
 	}()
 	// Generous: a tenth of the target rate.
 	finished, err := p.waitStages(ctx, start, ingested, catchUpTimeout+time.Duration(n)*2*time.Millisecond)
@@ -507,6 +591,9 @@ func runArticlePipeline(b *testing.B, n int, batches [][]*eventlog.Record) artic
 	res := articleResult{elapsed: elapsed, cpu: cpu, finished: finished, peakRSSMB: selfPeakRSSMB(b)}
 	if err == nil {
 		err = p.verifyArticles(ctx, n)
+	}
+	if err == nil {
+		res.recordBytes, err = p.articleRecordBytes(ctx)
 	}
 	res.stories = p.counter("newsflow_story_assignments_total", "kind", "new")
 	res.open = p.gauge("newsflow_stories_open")
