@@ -146,21 +146,19 @@ func (d *inputDecoder) decode(data []byte) (storyInput, error) {
 // featuresKey starts the features member of a record as encoding/json
 // writes schema.ProcessedArticle: last, after the article's fields. The
 // bytes cannot occur inside a JSON string, where quotes are escaped.
-var featuresKey = []byte(`,"features":{`)
+var featuresKey = []byte(`,"features":`)
 
 // withoutFeatures returns a copy of the article record data without its
 // features, which only the stories task reads, when they are the last
 // member of the record and an object without nested objects or braces in
 // strings (as the articles operator writes them); else data itself.
 func withoutFeatures(data []byte) []byte {
-	i := bytes.LastIndex(data, featuresKey)
-	if i < 0 || !bytes.HasSuffix(data, []byte("}}")) {
-		return data
-	}
-	// The features object opens at j and closes at the end, before the
-	// record's closing brace.
-	j := i + len(featuresKey) - 1
-	if inner := data[j+1 : len(data)-2]; bytes.ContainsAny(inner, "{}") {
+	// The features object opens at the last '{' and closes before the
+	// record's closing brace, at the end.
+	j := bytes.LastIndexByte(data, '{')
+	i := j - len(featuresKey)
+	if i < 0 || !bytes.Equal(data[i:j], featuresKey) || !bytes.HasSuffix(data, []byte("}}")) ||
+		bytes.IndexByte(data[j+1:len(data)-2], '}') >= 0 {
 		return data
 	}
 	out := make([]byte, 0, i+1)
