@@ -9,11 +9,12 @@
 // The articles operator, which runs one task per partition, computes them
 // (Extractor.Compute) and writes them into the processed article record
 // (schema.Features), so that the single stories task need not; the stories
-// task decodes them (Decode) and computes them itself (Extractor.Doc and
-// Extractor.Terms) for a record without them or with features of another
-// Version: records written before features existed, by older versions or by
-// other producers (newsflow replay). Both ways give the same values, so the
-// stories are the same whichever way the features came.
+// task decodes them (Decoder) and computes them itself with the same code
+// (neardup.Detector.Doc, TermCounter.Terms) for a record without them, with
+// features of another Version or with malformed ones: records written
+// before features existed, by older versions or by other producers
+// (newsflow replay). Both ways give the same values, so the stories are the
+// same whichever way the features came.
 //
 // Version names how features are computed. Any change to what they are
 // computed from or how (the tokens of internal/text, the stop words or
@@ -23,9 +24,9 @@
 // TestGoldenFeatures pins the features of a few texts to catch such a
 // change.
 //
-// Concurrency: an Extractor holds scratch space and is not safe for
-// concurrent use; give each task its own. Decode and the encoding functions
-// are safe for concurrent use.
+// Concurrency: an Extractor, a TermCounter and a Decoder hold scratch space
+// and are not safe for concurrent use; give each task its own. The encoding
+// functions are safe for concurrent use.
 package features
 
 import (
@@ -332,13 +333,13 @@ func (d *Decoder) Decode(version int, simhash, minhash, terms []byte, title, sum
 	if err != nil {
 		return Doc{}, false
 	}
-	if base64.StdEncoding.DecodedLen(len(minhash)) < 4*Permutations || len(minhash) != base64.StdEncoding.EncodedLen(4*Permutations) {
+	if len(minhash) != base64.StdEncoding.EncodedLen(4*Permutations) {
 		return Doc{}, false
 	}
-	if cap(d.raw) < 4*Permutations+3 {
-		d.raw = make([]byte, 4*Permutations+3)
+	if d.raw == nil {
+		d.raw = make([]byte, base64.StdEncoding.DecodedLen(len(minhash)))
 	}
-	n, err := base64.StdEncoding.Decode(d.raw[:cap(d.raw)], minhash)
+	n, err := base64.StdEncoding.Decode(d.raw, minhash)
 	if err != nil || n != 4*Permutations {
 		return Doc{}, false
 	}
