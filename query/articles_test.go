@@ -620,3 +620,37 @@ func TestRetentionDeletesOldStories(t *testing.T) {
 		}
 	}
 }
+
+// TestFeedFirstPageSeesNewStories: a reader's feed is ranked once and its
+// pages follow that list, but a first page asked after new stories came is
+// ranked again: the reader who opened the feed before the articles
+// arrived sees them on the next load, not a minute later.
+func TestFeedFirstPageSeesNewStories(t *testing.T) {
+	n := newTestNode(t, withArticles())
+	tok := login(t, n, "/api/v1/auth/register", "erin", "correct horse battery")
+	type feedJSON struct {
+		Stories []struct {
+			ID string `json:"id"`
+		} `json:"stories"`
+		Next string `json:"next_cursor"`
+	}
+	feed := func(uri string) feedJSON {
+		t.Helper()
+		r := n.do(t, fasthttp.MethodGet, uri, nil, bearer(tok)...)
+		var f feedJSON
+		if r.status != fasthttp.StatusOK || json.Unmarshal(r.body, &f) != nil {
+			t.Fatalf("feed: %s", r)
+		}
+		return f
+	}
+	ingestFixture(t, n, articleFixture[:4]) // one story: the earthquake
+	first := feed("/api/v1/feed?limit=1")
+	if len(first.Stories) != 1 {
+		t.Fatalf("feed before: %+v", first)
+	}
+	ingestFixture(t, n, articleFixture)
+	all := len(allStories(t, n))
+	if got := feed("/api/v1/feed?limit=100"); len(got.Stories) != all {
+		t.Fatalf("first page after new stories: %d stories, want all %d", len(got.Stories), all)
+	}
+}

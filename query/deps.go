@@ -73,6 +73,9 @@ type Stories interface {
 	ImageURL(id string) (string, bool)
 	// Resolve follows merges: the id a story has now.
 	Resolve(id string) string
+	// ViewVersion changes whenever the view List, Preselect and Topics
+	// read changes.
+	ViewVersion() uint64
 }
 
 // Search is the search operator's query side. Safe for concurrent use.

@@ -38,6 +38,9 @@ type feedList struct {
 	// version is what the list was computed from (the reader's profile
 	// and preferences); a different version recomputes it.
 	version string
+	// view is the story view it ranked (Stories.ViewVersion): a first
+	// page asked after the view changed is ranked again.
+	view uint64
 }
 
 // feedCache keeps the latest feed of each reader: at most feedCacheSize
@@ -165,10 +168,13 @@ func (s *Server) refreshClusterTrend(ctx context.Context) {
 }
 
 // feedFor computes (or reuses) the ranked feed of a reader; reader (nil
-// for anonymous) is called only to compute.
-func (s *Server) feedFor(key string, reader func() *rank.Reader, version string) *feedList {
+// for anonymous) is called only to compute. A first page (first) reuses a
+// list only while the story view is the one it ranked; the pages after it
+// keep to their list.
+func (s *Server) feedFor(key string, reader func() *rank.Reader, version string, first bool) *feedList {
 	now := s.opts.Now()
-	if l := s.feeds.get(key, version, now); l != nil {
+	view := s.deps.Stories.ViewVersion()
+	if l := s.feeds.get(key, version, now); l != nil && (!first || l.view == view) {
 		return l
 	}
 	var r *rank.Reader
@@ -203,7 +209,7 @@ func (s *Server) feedFor(key string, reader func() *rank.Reader, version string)
 		}
 		cands = append(cands, c)
 	}
-	l := &feedList{items: rank.Rank(cands, r, wm, s.opts.Rank), stories: byID, at: now, version: version}
+	l := &feedList{items: rank.Rank(cands, r, wm, s.opts.Rank), stories: byID, at: now, version: version, view: view}
 	s.feeds.put(key, l)
 	return l
 }
@@ -234,8 +240,9 @@ type feedPage struct {
 // handleFeed answers a page of the reader's feed (personal for a logged-in
 // user, the non-personal ranking otherwise): ?limit= (1-100, default
 // 20), ?cursor= (from next_cursor), ?explain=1 (each story's signals).
-// The first page computes the ranking, which serves the following pages
-// for a minute unless the reader's profile changes; a cursor into a list
+// The first page computes the ranking (again when the stories changed),
+// which serves the following pages for a minute unless the reader's
+// profile changes; a cursor into a list
 // that is gone continues after its last story in the new list. For a
 // logged-in reader the page says how their interest profile entered the
 // ranking (interest: applied, none or unavailable); when the profile's
@@ -263,7 +270,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 		version, reader, fi = s.readerOf(ctx, u)
 		key = u.ID
 	}
-	l := s.feedFor(key, reader, version)
+	l := s.feedFor(key, reader, version, cur == nil)
 	start := 0
 	if cur != nil {
 		start = cur.offset

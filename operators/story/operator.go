@@ -66,6 +66,7 @@ type Operator struct {
 
 	// view is the published query view; reader reads committed state.
 	view   atomic.Pointer[view]
+	views  atomic.Uint64 // views published
 	reader atomic.Pointer[state.Reader]
 
 	assigned *prometheus.CounterVec
@@ -97,7 +98,7 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 			}
 		}
 	}
-	o.view.Store(&view{stories: map[uint64]*Story{}})
+	o.storeView(&view{stories: map[uint64]*Story{}})
 	return o, nil
 }
 
@@ -246,7 +247,7 @@ func (t *task) Committed(engine.CommitInfo) {
 // publish prunes v to the view window and makes it the view queries read.
 func (t *task) publish(v *view) {
 	v.prune(t.op.opts.ViewWindow)
-	t.op.view.Store(v)
+	t.op.storeView(v)
 	t.op.openGa.Set(float64(t.b.c.Open()))
 }
 
@@ -265,10 +266,21 @@ func (st *Story) public() Story {
 	return c
 }
 
+// storeView publishes v, numbered after the views before it.
+func (o *Operator) storeView(v *view) {
+	v.seq = o.views.Add(1)
+	o.view.Store(v)
+}
+
+// ViewVersion numbers the published views: it changes whenever the stories
+// that lists, the feed and topics read change.
+func (o *Operator) ViewVersion() uint64 { return o.view.Load().seq }
+
 // view is an immutable snapshot of the recent stories.
 type view struct {
 	stories   map[uint64]*Story
-	watermark int64 // latest event time seen
+	watermark int64  // latest event time seen
+	seq       uint64 // the view's number (storeView)
 
 	rankOnce sync.Once
 	ranked   []Ranked

@@ -46,7 +46,7 @@ func (o *Operator) Follow(_ int32, r state.Reader, changes []eventlog.Change) er
 	}
 	if v != nil {
 		v.prune(o.opts.ViewWindow)
-		o.view.Store(v)
+		o.storeView(v)
 	}
 	o.reader.Store(&r)
 	return nil
@@ -66,7 +66,7 @@ func (o *Operator) loadReplica(r state.Reader) error {
 		return fmt.Errorf("stories: load replica: %w", err)
 	}
 	v.prune(o.opts.ViewWindow)
-	o.view.Store(v)
+	o.storeView(v)
 	o.reader.Store(&r)
 	return nil
 }
