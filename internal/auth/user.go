@@ -445,6 +445,9 @@ func (s *Store) DeleteUser(ctx context.Context, id string) error {
 	if err := s.revokeAllLocked(ctx, id); err != nil {
 		return err
 	}
+	if err := s.revokeAPIKeysLocked(ctx, id); err != nil {
+		return err
+	}
 	if err := s.meta.Delete(ctx, colPrefs, id); err != nil {
 		return fmt.Errorf("delete preferences of %s: %w", id, err)
 	}
