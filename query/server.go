@@ -297,6 +297,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/me", s.instrument("me", s.requireUser(s.handleMe)))
 		r.GET("/api/v1/preferences", s.instrument("preferences_get", s.requireUser(s.handleGetPreferences)))
 		r.PUT("/api/v1/preferences", s.instrument("preferences_put", s.requireUser(s.handlePutPreferences)))
+		r.GET("/api/v1/me/api-keys", s.instrument("api_keys", s.requireUser(s.handleAPIKeys)))
+		r.POST("/api/v1/me/api-keys", s.instrument("api_keys_create", s.requireUser(s.handleNewAPIKey)))
+		r.DELETE("/api/v1/me/api-keys/{id}", s.instrument("api_keys_revoke", s.requireUser(s.handleRevokeAPIKey)))
 		history := s.requireUser(s.handleHistory)
 		if deps.Stories != nil {
 			// Titles come from the story view; the reads from the user's
