@@ -262,6 +262,9 @@ type Builder struct {
 	// backfill is set when the state was written before retention: the
 	// next Persist indexes the closed stories it holds (see Persist).
 	backfill bool
+	// backfillNums is set when the state was written before entry
+	// numbers were indexed (n keys): the next Persist indexes them.
+	backfillNums bool
 }
 
 // closedStory is a story that left memory: its latest article is final.

@@ -28,6 +28,9 @@ import (
 //	                            its sign bit flipped, so that it sorts), for retention
 //	y <time:8> <article num:8>  story num (8 bytes), article id: every article by its publish
 //	                            time (sign bit flipped), for retention
+//	n <article num:8>           article id: the article an entry number names (the client APIs'
+//	                            entry ids); it names a later number's article no more once
+//	                            that article is applied again (its record's num differs)
 //
 // The meta value has a third field, 1, once the closed stories are indexed
 // under x; state written before has none, and the next Persist indexes them.
@@ -62,6 +65,7 @@ func storyNumKey(num uint64) []byte {
 }
 func storyIDKey(id string) []byte { return append([]byte("i"), id...) }
 func imageKey(id string) []byte   { return append([]byte("g"), id...) }
+func numKey(num uint64) []byte    { return u64([]byte("n"), num) }
 
 // agedKey is the y key of article num.
 func agedKey(published int64, num uint64) []byte {
@@ -115,6 +119,12 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		}
 		b.backfill = false
 	}
+	if b.backfillNums {
+		if err := indexNums(w, r); err != nil {
+			return err
+		}
+		b.backfillNums = false
+	}
 	if err := b.c.Persist(w, prefixCluster); err != nil {
 		return err
 	}
@@ -146,6 +156,9 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 			return err
 		}
 		if err := w.Set(agedKey(ar.Published, ar.Num), append(u64(nil, ar.Story), ar.ID...)); err != nil {
+			return err
+		}
+		if err := w.Set(numKey(ar.Num), []byte(ar.ID)); err != nil {
 			return err
 		}
 	}
@@ -188,7 +201,24 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 	}
 	b.closed = b.closed[:0]
 	meta := binary.AppendVarint(binary.AppendUvarint(nil, b.nextArt), b.wm)
-	return w.Set(keyBuilderMeta, binary.AppendUvarint(meta, 1))
+	return w.Set(keyBuilderMeta, binary.AppendUvarint(meta, metaVersion))
+}
+
+// metaVersion is the meta value's third field: 1 once the closed stories
+// are indexed under x, 2 once every article's entry number is indexed
+// under n.
+const metaVersion = 2
+
+// indexNums writes the n entry of every committed article: state written
+// before entry numbers has none.
+func indexNums(w state.Writer, r state.Reader) error {
+	return r.Scan([]byte("a"), []byte("b"), func(_, v []byte) error {
+		var ar ArticleRecord
+		if err := json.Unmarshal(v, &ar); err != nil {
+			return fmt.Errorf("%w: article: %v", errCorrupt, err)
+		}
+		return w.Set(numKey(ar.Num), []byte(ar.ID))
+	})
 }
 
 // stageImage writes the g entry of an article's image with the latest
@@ -271,6 +301,9 @@ func (b *Builder) retireArticles(w state.Writer, r state.Reader, cut int64) erro
 		}
 		num, story, id := binary.BigEndian.Uint64(k[9:]), binary.BigEndian.Uint64(v), string(v[8:])
 		if err := w.Delete(u64(u64([]byte("k"), story), num)); err != nil {
+			return err
+		}
+		if err := w.Delete(numKey(num)); err != nil {
 			return err
 		}
 		raw, ok, err := r.Get(articleKey(id))
@@ -381,6 +414,12 @@ func (b *Builder) deleteMembers(w state.Writer, r state.Reader, num uint64, cut 
 		if err := w.Delete(k); err != nil {
 			return err
 		}
+		if len(k) != 17 {
+			return fmt.Errorf("%w: member key %x", errCorrupt, k)
+		}
+		if err := w.Delete(numKey(binary.BigEndian.Uint64(k[9:]))); err != nil {
+			return err
+		}
 		if ar == nil || ar.Story != num {
 			return nil // gone, or applied again since into another story
 		}
@@ -454,6 +493,8 @@ func RestoreBuilder(opts Options, r state.Reader) (*Builder, error) {
 		return nil, errCorrupt
 	}
 	b.backfill = len(rest) == k // no retention index yet
+	version, _ := binary.Uvarint(rest[k:])
+	b.backfillNums = version < 2
 	// The articles in the window, in time order as the live builder added
 	// them to its near-duplicate index and expiry heap.
 	err = r.Scan([]byte("w"), []byte("x"), func(key, value []byte) error {

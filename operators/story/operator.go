@@ -603,6 +603,25 @@ func (o *Operator) Article(id string) (ArticleRecord, string, bool) {
 	return ar, o.Resolve(rec.ID), true
 }
 
+// ArticleByNum returns the article whose entry number (ArticleRecord.Num,
+// given in arrival order) is num, from committed state, and the id of the
+// story it is in now.
+func (o *Operator) ArticleByNum(num uint64) (ArticleRecord, string, bool) {
+	rp := o.reader.Load()
+	if rp == nil {
+		return ArticleRecord{}, "", false
+	}
+	id, ok, err := (*rp).Get(numKey(num))
+	if err != nil || !ok {
+		return ArticleRecord{}, "", false
+	}
+	ar, storyID, ok := o.Article(string(id))
+	if !ok || ar.Num != num {
+		return ArticleRecord{}, "", false // applied again since, under another number
+	}
+	return ar, storyID, true
+}
+
 // ImageURL returns the URL of the image with id (ImageID) when an article
 // the story stage applied had that image, from committed state.
 func (o *Operator) ImageURL(id string) (string, bool) {
