@@ -18,7 +18,8 @@
 // The state lives in the node's metadata store (replicated in a cluster):
 // the collection "reads/<user>" holds article marks under "a:<article>"
 // and watermarks under "w:<scope>"; "stars/<user>" holds starred articles
-// with what is needed to list them after they leave the story view.
+// with what is needed to list them after they leave the story view;
+// "subs/<user>" the reader's subscriptions and folders (subs.go).
 package readstate
 
 import (
@@ -249,7 +250,7 @@ func (s *Store) Stars(ctx context.Context, user string) ([]Star, error) {
 
 // DeleteUser removes everything kept for user.
 func (s *Store) DeleteUser(ctx context.Context, user string) error {
-	for _, coll := range []string{readsOf(user), starsOf(user)} {
+	for _, coll := range []string{readsOf(user), starsOf(user), subsOf(user)} {
 		var keys []string
 		if err := s.meta.Scan(ctx, coll, func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
 			return err
