@@ -654,3 +654,27 @@ func TestFeedFirstPageSeesNewStories(t *testing.T) {
 		t.Fatalf("first page after new stories: %d stories, want all %d", len(got.Stories), all)
 	}
 }
+
+// TestSearchAnyOfSources: source may repeat, and a search then keeps the
+// articles of any of them, newest first or by relevance, page by page.
+func TestSearchAnyOfSources(t *testing.T) {
+	n := newFixtureNode(t)
+	bySource := map[string][]string{}
+	for _, a := range articleFixture {
+		bySource[a.source] = append(bySource[a.source], a.url)
+	}
+	if len(bySource["wire"]) == 0 || len(bySource["tech"]) == 0 {
+		t.Fatalf("fixture sources %v", bySource)
+	}
+	one := func(q string) int { return len(searchIDs(t, n, q)) }
+	wire, tech := one("source=wire"), one("source=tech")
+	if got := one("source=wire&source=tech"); got != wire+tech || wire == 0 || tech == 0 {
+		t.Errorf("wire or tech: %d hits, want %d + %d", got, wire, tech)
+	}
+	if got := one("source=wire&source=nope"); got != wire {
+		t.Errorf("wire or an unknown source: %d hits, want %d", got, wire)
+	}
+	if got := one("q=earthquake&source=wire&source=daily"); got != 2 {
+		t.Errorf("earthquake in wire or daily: %d hits, want 2", got)
+	}
+}

@@ -260,7 +260,17 @@ func searchOrder(r searchindex.Request) searchindex.Order {
 // returns false when they are invalid.
 func searchRequest(ctx *fasthttp.RequestCtx) (searchindex.Request, bool) {
 	args := ctx.QueryArgs()
-	r := searchindex.Request{Query: string(args.Peek("q")), Topic: string(args.Peek("topic")), Source: string(args.Peek("source"))}
+	r := searchindex.Request{Query: string(args.Peek("q")), Topic: string(args.Peek("topic"))}
+	// source may repeat: any of them.
+	switch srcs := args.PeekMulti("source"); len(srcs) {
+	case 0:
+	case 1:
+		r.Source = string(srcs[0])
+	default:
+		for _, s := range srcs {
+			r.Sources = append(r.Sources, string(s))
+		}
+	}
 	var err error
 	if r.Limit, err = intArg(ctx, "limit", 20, 1, 100); err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())

@@ -164,6 +164,9 @@ func filterMatches(d Doc, r Request) bool {
 	if r.Source != "" && d.SourceID != r.Source {
 		return false
 	}
+	if len(r.Sources) > 0 && !slices.Contains(r.Sources, d.SourceID) {
+		return false
+	}
 	p := indexedTime(d.PublishedAt)
 	if !r.From.IsZero() && p.Before(r.From) {
 		return false

@@ -41,6 +41,9 @@ type Request struct {
 	// Topic and Source, when set, keep only documents with that topic and
 	// that source id (exact match).
 	Topic, Source string
+	// Sources, when set, keeps only documents of one of these source ids
+	// (at most MaxSources; with Source, both apply).
+	Sources []string
 	// From (inclusive) and To (exclusive), when set, bound the published
 	// time.
 	From, To time.Time
@@ -172,8 +175,10 @@ type plan struct {
 	tokens    []string
 	positions []int
 	keywords  []query.Query // topic and source
-	// keywordTerms are the field and term of each of keywords.
+	// keywordTerms are the field and term of each of keywords but the
+	// disjunction of Request.Sources (anySource).
 	keywordTerms [][2]string
+	anySource    bool
 	from, to     time.Time
 	after        *Cursor
 }
@@ -192,7 +197,14 @@ func (ix *Index) plan(r Request) (plan, error) {
 	if !utf8.ValidString(r.Query) {
 		return bad("query is not UTF-8")
 	}
-	for _, f := range []struct{ name, v string }{{"topic", r.Topic}, {"source", r.Source}} {
+	if len(r.Sources) > MaxSources {
+		return bad("%d sources, limit %d", len(r.Sources), MaxSources)
+	}
+	fields := []struct{ name, v string }{{"topic", r.Topic}, {"source", r.Source}}
+	for _, src := range r.Sources {
+		fields = append(fields, struct{ name, v string }{"source", src})
+	}
+	for _, f := range fields {
 		if len(f.v) > maxIDBytes {
 			return bad("%s of %d bytes, limit %d", f.name, len(f.v), maxIDBytes)
 		}
@@ -227,8 +239,19 @@ func (ix *Index) plan(r Request) (plan, error) {
 			p.keywordTerms = append(p.keywordTerms, kw)
 		}
 	}
+	if len(r.Sources) > 0 {
+		anyOf := make([]query.Query, len(r.Sources))
+		for i, src := range r.Sources {
+			anyOf[i] = termQuery(fieldSourceID, src, 0)
+		}
+		p.keywords = append(p.keywords, disjunction(anyOf))
+		p.anySource = true
+	}
 	return p, nil
 }
+
+// MaxSources bounds Request.Sources.
+const MaxSources = 5000
 
 // filter is the conjunction of p's filters, nil if it has none.
 func (p plan) filter() query.Query {
@@ -376,7 +399,7 @@ func (ix *Index) count(ctx context.Context, p plan) (uint64, error) {
 		}
 		return n, nil
 	}
-	if len(p.keywords) == 1 && p.from.IsZero() && p.to.IsZero() {
+	if len(p.keywords) == 1 && !p.anySource && p.from.IsZero() && p.to.IsZero() {
 		// One term: its document frequency, without visiting a posting.
 		n, err := ix.termCount(ctx, p.keywordTerms[0][0], p.keywordTerms[0][1])
 		if err != nil {

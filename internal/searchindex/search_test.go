@@ -121,6 +121,12 @@ func TestFilters(t *testing.T) {
 		{Query: "record", Topic: "sport", Source: "bbc", From: at(1)},
 		{Query: "bank rate", To: at(24)},
 		{Query: "bank rate", From: at(24)},
+		{Sources: []string{"bbc", "ft"}},
+		{Sources: []string{"bbc", "ft", "nope"}, Topic: "economy"},
+		{Sources: []string{"ft", "reuters"}, Source: "ft"},
+		{Sources: []string{"nope"}},
+		{Query: "inflation", Sources: []string{"ft", "reuters"}},
+		{Query: "record", Sources: []string{"bbc", "reuters"}, From: at(1)},
 	}
 	for _, r := range reqs {
 		t.Run(fmt.Sprintf("%+v", r), func(t *testing.T) {
@@ -441,6 +447,8 @@ func TestBadRequests(t *testing.T) {
 		"query not utf8":     {Query: "bad \xff"},
 		"topic not utf8":     {Topic: "\xfe"},
 		"long source":        {Source: strings.Repeat("s", 300)},
+		"sources not utf8":   {Sources: []string{"ok", "\xfe"}},
+		"too many sources":   {Sources: make([]string, MaxSources+1)},
 		"from after to":      {From: at(5), To: at(4)},
 		"from equals to":     {From: at(5), To: at(5)},
 		"from too early":     {From: time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC)},

@@ -960,7 +960,7 @@ func (q *topkQuery) nonTitleBound() float64 {
 
 // relevantTopK is relevant's top-k path; errNotTopK when it does not apply.
 func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentMatch, uint64, error) {
-	if len(p.tokens) == 0 {
+	if len(p.tokens) == 0 || p.anySource {
 		return nil, 0, errNotTopK
 	}
 	adv, err := ix.bi.Advanced()
