@@ -120,3 +120,38 @@ func TestAddFolderConcurrently(t *testing.T) {
 		t.Errorf("%d folders, want 9: %+v", len(fs), fs)
 	}
 }
+
+// TestFeedNums: a source keeps the number it gets first; numbers given at
+// once (as on two nodes) differ; a number names its source.
+func TestFeedNums(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	nums := make([]int64, 8)
+	var wg sync.WaitGroup
+	for i := range nums {
+		wg.Go(func() {
+			n, err := s.FeedNum(ctx, fmt.Sprint("src", i))
+			if err != nil {
+				t.Error(err)
+			}
+			nums[i] = n
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	for i, n := range nums {
+		if n <= 0 || seen[n] {
+			t.Fatalf("numbers %v", nums)
+		}
+		seen[n] = true
+		if again, err := s.FeedNum(ctx, fmt.Sprint("src", i)); err != nil || again != n {
+			t.Errorf("src%d numbered %d, then %d %v", i, n, again, err)
+		}
+		if src, ok, err := s.SourceOfFeed(ctx, n); err != nil || !ok || src != fmt.Sprint("src", i) {
+			t.Errorf("feed %d names %q %v %v", n, src, ok, err)
+		}
+	}
+	if _, ok, _ := s.SourceOfFeed(ctx, 99); ok {
+		t.Error("an unknown number names a source")
+	}
+}
