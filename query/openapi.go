@@ -79,6 +79,13 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
 	{method: "GET", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "The user's preferences", ok: 200, okSchema: "Preferences", errs: []int{401, 429}},
 	{method: "PUT", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "Replace the user's preferences", body: "Preferences", ok: 200, okSchema: "Preferences", errs: []int{400, 401, 429}},
+	{method: "GET", path: "/v1/me", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the reader (id, username, is_admin, display settings)", ok: 200, okSchema: "Object", errs: []int{401}},
+	{method: "GET", path: "/v1/categories", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the reader's folders as categories ({id, title, user_id, hide_globally}; 1 is \"All\")", ok: 200, okSchema: "Object", errs: []int{401}},
+	{method: "POST", path: "/v1/categories", tag: "miniflux", auth: "apikey", summary: "Miniflux API: create a category ({\"title\"})", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401}},
+	{method: "GET", path: "/v1/feeds", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the reader's subscriptions as feeds", ok: 200, okSchema: "Object", errs: []int{401}},
+	{method: "POST", path: "/v1/feeds", tag: "miniflux", auth: "apikey", summary: "Miniflux API: subscribe to the source of a feed URL ({\"feed_url\", \"category_id\"}; 201 {\"feed_id\"}); the source must exist", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401}},
+	{method: "GET", path: "/v1/feeds/{id}", tag: "miniflux", auth: "apikey", summary: "Miniflux API: one subscribed feed", ok: 200, okSchema: "Object", errs: []int{400, 401, 404}},
+	{method: "DELETE", path: "/v1/feeds/{id}", tag: "miniflux", auth: "apikey", summary: "Miniflux API: unsubscribe", ok: 204, errs: []int{400, 401, 404}},
 	{method: "GET", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "The reader's API keys, the passwords of the client APIs (id, name, created_at, last_used_at; never the secret)", ok: 200, okSchema: "Object", errs: []int{401, 429}},
 	{method: "POST", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "Create an API key ({\"name\": ...}, 1 to 64 bytes); the answer is the only time its secret is shown. At most 20 per reader (409)", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401, 409, 429}},
 	{method: "DELETE", path: "/api/v1/me/api-keys/{id}", tag: "account", auth: "user", summary: "Revoke an API key: apps using it are logged out", ok: 204, errs: []int{401, 404, 429}},
@@ -246,6 +253,9 @@ func openAPIDocument() []byte {
 		case "ingest":
 			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
 			o["description"] = "The ingestion token (auth.ingest_token), or an admin."
+		case "apikey":
+			o["security"] = []any{map[string]any{"apiKey": []string{}}, map[string]any{"basic": []string{}}}
+			o["description"] = "One of the reader's API keys (Settings, or POST /api/v1/me/api-keys): as X-Auth-Token, or as the password of HTTP Basic auth with the username. Errors are {\"error_message\": ...}, as Miniflux writes them."
 		}
 		if paths[op.path] == nil {
 			paths[op.path] = map[string]any{}
@@ -261,6 +271,8 @@ func openAPIDocument() []byte {
 			"securitySchemes": map[string]any{
 				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "a session token from login, or the admin token"},
 				"cookie": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie},
+				"apiKey": map[string]any{"type": "apiKey", "in": "header", "name": "X-Auth-Token", "description": "a reader's API key (the client APIs)"},
+				"basic":  map[string]any{"type": "http", "scheme": "basic", "description": "the username and one of the reader's API keys (the client APIs)"},
 			},
 		},
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/web"
 	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -300,6 +301,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/me/api-keys", s.instrument("api_keys", s.requireUser(s.handleAPIKeys)))
 		r.POST("/api/v1/me/api-keys", s.instrument("api_keys_create", s.requireUser(s.handleNewAPIKey)))
 		r.DELETE("/api/v1/me/api-keys/{id}", s.instrument("api_keys_revoke", s.requireUser(s.handleRevokeAPIKey)))
+		if deps.Sources != nil {
+			// The APIs reader apps speak (Miniflux), with API keys.
+			readerapi.New(readerapi.Deps{Auth: deps.Auth, Reads: s.reads, Sources: deps.Sources}, s.instrument).Register(r)
+		}
 		history := s.requireUser(s.handleHistory)
 		if deps.Stories != nil {
 			// Titles come from the story view; the reads from the user's

@@ -1,0 +1,397 @@
+package readerapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/valyala/fasthttp"
+)
+
+// The Miniflux v1 API (https://miniflux.app/docs/api.html), the subset
+// its clients use. Errors are {"error_message": ...}, as Miniflux writes
+// them; ids are integers; times are RFC 3339.
+
+func (a *API) registerMiniflux(r *router.Router) {
+	route := func(method, path, name string, h func(*fasthttp.RequestCtx, auth.User)) {
+		r.Handle(method, path, a.instrument("miniflux_"+name, a.minifluxAuth(h)))
+	}
+	route(fasthttp.MethodGet, "/v1/me", "me", a.mfMe)
+	route(fasthttp.MethodGet, "/v1/categories", "categories", a.mfCategories)
+	route(fasthttp.MethodPost, "/v1/categories", "category_create", a.mfCreateCategory)
+	route(fasthttp.MethodGet, "/v1/feeds", "feeds", a.mfFeeds)
+	route(fasthttp.MethodPost, "/v1/feeds", "feed_create", a.mfCreateFeed)
+	route(fasthttp.MethodGet, "/v1/feeds/{id}", "feed", a.mfFeed)
+	route(fasthttp.MethodDelete, "/v1/feeds/{id}", "feed_delete", a.mfDeleteFeed)
+}
+
+func mfError(ctx *fasthttp.RequestCtx, status int, msg string) {
+	writeJSON(ctx, status, map[string]string{"error_message": msg})
+}
+
+// minifluxAuth authenticates a request with one of the reader's API keys:
+// X-Auth-Token, else the password of HTTP Basic auth (with its username).
+func (a *API) minifluxAuth(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		username, secret := "", string(ctx.Request.Header.Peek("X-Auth-Token"))
+		if secret == "" {
+			var ok bool
+			if username, secret, ok = basicAuth(ctx); !ok {
+				username, secret = "", ""
+			}
+		}
+		if secret == "" {
+			ctx.Response.Header.Set("WWW-Authenticate", `Basic realm="Restricted"`)
+			mfError(ctx, fasthttp.StatusUnauthorized, "access unauthorized")
+			return
+		}
+		_, u, err := a.deps.Auth.LookupAPIKey(context.Background(), username, secret)
+		switch {
+		case errors.Is(err, auth.ErrNoAPIKey):
+			ctx.Response.Header.Set("WWW-Authenticate", `Basic realm="Restricted"`)
+			mfError(ctx, fasthttp.StatusUnauthorized, "access unauthorized")
+		case err != nil:
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		default:
+			h(ctx, u)
+		}
+	}
+}
+
+// basicAuth returns the username and password of an Authorization: Basic
+// header.
+func basicAuth(ctx *fasthttp.RequestCtx) (string, string, bool) {
+	const prefix = "basic "
+	h := string(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+	if len(h) < len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h[len(prefix):]))
+	if err != nil {
+		return "", "", false
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	return user, pass, ok
+}
+
+// mfUser is GET /v1/me.
+type mfUser struct {
+	ID                     int64  `json:"id"`
+	Username               string `json:"username"`
+	IsAdmin                bool   `json:"is_admin"`
+	Theme                  string `json:"theme"`
+	Language               string `json:"language"`
+	Timezone               string `json:"timezone"`
+	EntrySortingDirection  string `json:"entry_sorting_direction"`
+	EntrySortingOrder      string `json:"entry_sorting_order"`
+	EntriesPerPage         int    `json:"entries_per_page"`
+	KeyboardShortcuts      bool   `json:"keyboard_shortcuts"`
+	ShowReadingTime        bool   `json:"show_reading_time"`
+	EntrySwipe             bool   `json:"entry_swipe"`
+	StyleSheet             string `json:"stylesheet"`
+	GoogleID               string `json:"google_id"`
+	OpenIDConnectID        string `json:"openid_connect_id"`
+	DisplayMode            string `json:"display_mode"`
+	DefaultReadingSpeed    int    `json:"default_reading_speed"`
+	CJKReadingSpeed        int    `json:"cjk_reading_speed"`
+	DefaultHomePage        string `json:"default_home_page"`
+	CategoriesSortingOrder string `json:"categories_sorting_order"`
+	MarkReadOnView         bool   `json:"mark_read_on_view"`
+	LastLoginAt            string `json:"last_login_at"`
+}
+
+func (a *API) mfMe(ctx *fasthttp.RequestCtx, u auth.User) {
+	writeJSON(ctx, fasthttp.StatusOK, mfUser{
+		ID: userNum(u.ID), Username: u.Username, IsAdmin: u.Role == auth.RoleAdmin,
+		Theme: "system_serif", Language: "en_US", Timezone: "UTC",
+		EntrySortingDirection: "desc", EntrySortingOrder: "published_at", EntriesPerPage: 100,
+		KeyboardShortcuts: true, DisplayMode: "standalone", DefaultReadingSpeed: 265, CJKReadingSpeed: 500,
+		DefaultHomePage: "unread", CategoriesSortingOrder: "unread_count", MarkReadOnView: true,
+		LastLoginAt: time.Now().UTC().Format(time.RFC3339),
+	})
+}
+
+// mfCategory is a Miniflux category: one of the reader's folders.
+type mfCategory struct {
+	ID           int64  `json:"id"`
+	Title        string `json:"title"`
+	UserID       int64  `json:"user_id"`
+	HideGlobally bool   `json:"hide_globally"`
+}
+
+func categoryOf(u auth.User, f readstate.Folder) mfCategory {
+	return mfCategory{ID: f.ID, Title: f.Title, UserID: userNum(u.ID)}
+}
+
+func (a *API) mfCategories(ctx *fasthttp.RequestCtx, u auth.User) {
+	folders, err := a.deps.Reads.Folders(context.Background(), u.ID)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	out := make([]mfCategory, len(folders))
+	for i, f := range folders {
+		out[i] = categoryOf(u, f)
+	}
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+func (a *API) mfCreateCategory(ctx *fasthttp.RequestCtx, u auth.User) {
+	var req struct {
+		Title string `json:"title"`
+	}
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
+		mfError(ctx, fasthttp.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	f, err := a.deps.Reads.AddFolder(context.Background(), u.ID, req.Title)
+	switch {
+	case errors.Is(err, readstate.ErrFolderExists):
+		mfError(ctx, fasthttp.StatusBadRequest, "This category already exists.")
+	case errors.Is(err, readstate.ErrInvalidFolderName), errors.Is(err, readstate.ErrTooMany):
+		mfError(ctx, fasthttp.StatusBadRequest, err.Error())
+	case err != nil:
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	default:
+		writeJSON(ctx, fasthttp.StatusCreated, categoryOf(u, f))
+	}
+}
+
+// mfFeed is a Miniflux feed: a subscribed source.
+type mfFeed struct {
+	ID                  int64      `json:"id"`
+	UserID              int64      `json:"user_id"`
+	FeedURL             string     `json:"feed_url"`
+	SiteURL             string     `json:"site_url"`
+	Title               string     `json:"title"`
+	CheckedAt           string     `json:"checked_at"`
+	NextCheckAt         string     `json:"next_check_at"`
+	EtagHeader          string     `json:"etag_header"`
+	LastModifiedHeader  string     `json:"last_modified_header"`
+	ParsingErrorMessage string     `json:"parsing_error_message"`
+	ParsingErrorCount   int        `json:"parsing_error_count"`
+	Disabled            bool       `json:"disabled"`
+	HideGlobally        bool       `json:"hide_globally"`
+	Crawler             bool       `json:"crawler"`
+	Category            mfCategory `json:"category"`
+	Icon                *struct{}  `json:"icon"`
+	ScraperRules        string     `json:"scraper_rules"`
+	RewriteRules        string     `json:"rewrite_rules"`
+	BlocklistRules      string     `json:"blocklist_rules"`
+	KeeplistRules       string     `json:"keeplist_rules"`
+	UserAgent           string     `json:"user_agent"`
+	Username            string     `json:"username"`
+	Password            string     `json:"password"`
+	IgnoreHTTPCache     bool       `json:"ignore_http_cache"`
+	FetchViaProxy       bool       `json:"fetch_via_proxy"`
+	AllowSelfSigned     bool       `json:"allow_self_signed_certificates"`
+	Description         string     `json:"description"`
+}
+
+// rfc3339 writes a time as Miniflux does (UTC, seconds; a zero time as
+// the epoch, never an empty string a client would fail to parse).
+func rfc3339(t time.Time) string {
+	if t.IsZero() {
+		t = time.Unix(0, 0)
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// feedOf describes a subscription as a Miniflux feed.
+func (a *API) feedOf(ctx context.Context, u auth.User, sub readstate.Subscription, folders map[int64]readstate.Folder) (mfFeed, error) {
+	num, err := a.deps.Reads.FeedNum(ctx, sub.SourceID)
+	if err != nil {
+		return mfFeed{}, err
+	}
+	f := mfFeed{ID: num, UserID: userNum(u.ID), Title: sub.SourceID, Category: categoryOf(u, folders[sub.Folder])}
+	src, err := a.deps.Sources.Get(ctx, sub.SourceID)
+	switch {
+	case errors.Is(err, crawl.ErrSourceNotFound):
+		// A source deleted since: the subscription stays, with its id.
+		f.Disabled, f.ParsingErrorMessage = true, "the source was removed"
+	case err != nil:
+		return mfFeed{}, err
+	default:
+		f.FeedURL, f.SiteURL, f.Title = src.FeedURL, src.Homepage, src.Name
+		f.CheckedAt, f.NextCheckAt = rfc3339(src.Crawl.LastCrawl), rfc3339(src.Crawl.NextCrawl)
+		f.Disabled = src.Status != crawl.StatusActive
+		f.ParsingErrorMessage = cmp.Or(src.StatusReason, src.Crawl.LastError)
+		f.ParsingErrorCount = src.Crawl.ConsecutiveErrors
+	}
+	if sub.Title != "" {
+		f.Title = sub.Title
+	}
+	if f.Title == "" {
+		f.Title = f.FeedURL
+	}
+	if f.Category.Title == "" {
+		f.Category = categoryOf(u, readstate.DefaultFolder)
+	}
+	return f, nil
+}
+
+// folderMap returns the reader's folders by id.
+func (a *API) folderMap(ctx context.Context, u auth.User) (map[int64]readstate.Folder, error) {
+	folders, err := a.deps.Reads.Folders(ctx, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[int64]readstate.Folder, len(folders))
+	for _, f := range folders {
+		m[f.ID] = f
+	}
+	return m, nil
+}
+
+func (a *API) mfFeeds(ctx *fasthttp.RequestCtx, u auth.User) {
+	c := context.Background()
+	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	folders, err := a.folderMap(c, u)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	out := make([]mfFeed, 0, len(subs))
+	for _, sub := range subs {
+		f, err := a.feedOf(c, u, sub, folders)
+		if err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+		out = append(out, f)
+	}
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+// subscribedFeed returns the reader's subscription the {id} path
+// parameter names; it answers 404 and returns false when there is none.
+func (a *API) subscribedFeed(ctx *fasthttp.RequestCtx, u auth.User) (readstate.Subscription, bool) {
+	raw, _ := ctx.UserValue("id").(string)
+	num, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || num <= 0 {
+		mfError(ctx, fasthttp.StatusBadRequest, "invalid feed id")
+		return readstate.Subscription{}, false
+	}
+	c := context.Background()
+	src, ok, err := a.deps.Reads.SourceOfFeed(c, num)
+	if err == nil && ok {
+		var sub readstate.Subscription
+		if sub, err = a.deps.Reads.Subscription(c, u.ID, src); err == nil {
+			return sub, true
+		}
+	}
+	if err != nil && !errors.Is(err, readstate.ErrNotSubscribed) {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return readstate.Subscription{}, false
+	}
+	mfError(ctx, fasthttp.StatusNotFound, "resource not found")
+	return readstate.Subscription{}, false
+}
+
+func (a *API) mfFeed(ctx *fasthttp.RequestCtx, u auth.User) {
+	sub, ok := a.subscribedFeed(ctx, u)
+	if !ok {
+		return
+	}
+	c := context.Background()
+	folders, err := a.folderMap(c, u)
+	if err == nil {
+		var f mfFeed
+		if f, err = a.feedOf(c, u, sub, folders); err == nil {
+			writeJSON(ctx, fasthttp.StatusOK, f)
+			return
+		}
+	}
+	mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+}
+
+func (a *API) mfDeleteFeed(ctx *fasthttp.RequestCtx, u auth.User) {
+	sub, ok := a.subscribedFeed(ctx, u)
+	if !ok {
+		return
+	}
+	if err := a.deps.Reads.Unsubscribe(context.Background(), u.ID, sub.SourceID); err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// mfCreateFeed subscribes the reader to the source of a feed URL: POST
+// /v1/feeds {"feed_url", "category_id"}, 201 {"feed_id"}. The source must
+// exist (the admin adds sources); it is matched by its feed URL.
+func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
+	var req struct {
+		FeedURL    string `json:"feed_url"`
+		CategoryID int64  `json:"category_id"`
+	}
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil || strings.TrimSpace(req.FeedURL) == "" {
+		mfError(ctx, fasthttp.StatusBadRequest, "the feed URL is required (a JSON body with feed_url)")
+		return
+	}
+	c := context.Background()
+	srcs, err := a.deps.Sources.List(c)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	var src *crawl.Source
+	for i := range srcs {
+		if sameFeedURL(srcs[i].FeedURL, req.FeedURL) {
+			src = &srcs[i]
+			break
+		}
+	}
+	if src == nil {
+		mfError(ctx, fasthttp.StatusBadRequest, "no source has this feed URL: ask an admin to add it")
+		return
+	}
+	if _, err := a.deps.Reads.Subscription(c, u.ID, src.ID); err == nil {
+		mfError(ctx, fasthttp.StatusBadRequest, "This feed already exists.")
+		return
+	}
+	_, err = a.deps.Reads.Subscribe(c, u.ID, readstate.Subscription{SourceID: src.ID, Folder: req.CategoryID})
+	switch {
+	case errors.Is(err, readstate.ErrNoFolder):
+		mfError(ctx, fasthttp.StatusBadRequest, "this category does not exist or does not belong to this user")
+		return
+	case err != nil:
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	num, err := a.deps.Reads.FeedNum(c, src.ID)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusCreated, map[string]int64{"feed_id": num})
+}
+
+// sameFeedURL compares feed URLs as a reader types them: scheme and host
+// without regard to case, a trailing slash ignored.
+func sameFeedURL(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSuffix(strings.TrimSpace(s), "/")
+		if i := strings.Index(s, "://"); i >= 0 {
+			if j := strings.IndexByte(s[i+3:], '/'); j >= 0 {
+				return strings.ToLower(s[:i+3+j]) + s[i+3+j:]
+			}
+			return strings.ToLower(s)
+		}
+		return s
+	}
+	return norm(a) == norm(b)
+}
