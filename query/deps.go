@@ -70,6 +70,8 @@ type Stories interface {
 	Watermark() int64
 	StoryOfArticle(articleID string) (string, bool)
 	Article(id string) (story.ArticleRecord, string, bool)
+	// ArticleByNum finds an article by its entry number.
+	ArticleByNum(num uint64) (story.ArticleRecord, string, bool)
 	ImageURL(id string) (string, bool)
 	// Resolve follows merges: the id a story has now.
 	Resolve(id string) string

@@ -303,3 +303,74 @@ func searchRequest(ctx *fasthttp.RequestCtx) (searchindex.Request, bool) {
 	}
 	return r, true
 }
+
+// searchArgs encodes a search request as the query of GET /api/v1/search.
+func searchArgs(r searchindex.Request) string {
+	args := &fasthttp.Args{}
+	if r.Query != "" {
+		args.Set("q", r.Query)
+	}
+	if r.Topic != "" {
+		args.Set("topic", r.Topic)
+	}
+	if r.Source != "" {
+		args.Add("source", r.Source)
+	}
+	for _, src := range r.Sources {
+		args.Add("source", src)
+	}
+	if !r.From.IsZero() {
+		args.Set("from", strconv.FormatInt(r.From.UnixMilli(), 10))
+	}
+	if !r.To.IsZero() {
+		args.Set("to", strconv.FormatInt(r.To.UnixMilli(), 10))
+	}
+	if r.Limit > 0 {
+		args.Set("limit", strconv.Itoa(r.Limit))
+	}
+	if r.After != nil {
+		args.Set("cursor", r.After.Encode())
+	}
+	return args.String()
+}
+
+// searchCluster runs a search over every partition of the cluster (this
+// node's, and in a cluster the other nodes' through their search API) and
+// merges the pages as handleSearch does. An answer that lacks partitions
+// says so in Missing; when none answered it is an error.
+func (s *Server) searchCluster(ctx context.Context, r searchindex.Request) (searchPage, error) {
+	var peers []searchPage
+	var failed []peerAnswer
+	done := make(chan struct{})
+	if s.deps.Cluster != nil {
+		uri := "/api/v1/search?" + searchArgs(r)
+		go func() {
+			defer close(done)
+			peers, failed = gather[searchPage](s, uri, nil)
+		}()
+	} else {
+		close(done)
+	}
+	sctx, cancel := context.WithTimeout(ctx, searchTimeout)
+	defer cancel()
+	res, err := s.deps.Search.Search(sctx, r)
+	<-done
+	var local *searchPage
+	switch {
+	case err == nil:
+		local = &searchPage{Hits: res.Hits, Total: res.Total, Next: res.Next, Missing: res.Missing}
+	case errors.Is(err, searchindex.ErrBadRequest):
+		return searchPage{}, err
+	case s.deps.Cluster == nil || !errors.Is(err, search.ErrUnavailable):
+		if s.deps.Cluster == nil {
+			return searchPage{}, err
+		}
+		failed = append(failed, peerAnswer{node: s.deps.Cluster.ID(), err: err})
+	}
+	page := s.mergeSearch(r, local, peers)
+	page.FailedNodes = nodesOf(failed)
+	if len(page.Missing) == int(s.enginePartitions()) {
+		return searchPage{}, fmt.Errorf("search: no node answered for any partition: %w", search.ErrUnavailable)
+	}
+	return page, nil
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/internal/web"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/query/readerapi"
@@ -303,7 +304,15 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.DELETE("/api/v1/me/api-keys/{id}", s.instrument("api_keys_revoke", s.requireUser(s.handleRevokeAPIKey)))
 		if deps.Sources != nil {
 			// The APIs reader apps speak (Miniflux), with API keys.
-			readerapi.New(readerapi.Deps{Auth: deps.Auth, Reads: s.reads, Sources: deps.Sources}, s.instrument).Register(r)
+			rd := readerapi.Deps{Auth: deps.Auth, Reads: s.reads, Sources: deps.Sources}
+			if deps.Stories != nil && deps.Search != nil {
+				rd.Stories = deps.Stories
+				rd.Search = func(ctx context.Context, r searchindex.Request) ([]searchindex.Hit, *searchindex.Cursor, error) {
+					page, err := s.searchCluster(ctx, r)
+					return page.Hits, page.Next, err
+				}
+			}
+			readerapi.New(rd, s.instrument).Register(r)
 		}
 		history := s.requireUser(s.handleHistory)
 		if deps.Stories != nil {

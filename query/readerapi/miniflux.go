@@ -32,6 +32,18 @@ func (a *API) registerMiniflux(r *router.Router) {
 	route(fasthttp.MethodPost, "/v1/feeds", "feed_create", a.mfCreateFeed)
 	route(fasthttp.MethodGet, "/v1/feeds/{id}", "feed", a.mfFeed)
 	route(fasthttp.MethodDelete, "/v1/feeds/{id}", "feed_delete", a.mfDeleteFeed)
+	if a.deps.Stories == nil || a.deps.Search == nil {
+		return
+	}
+	route(fasthttp.MethodGet, "/v1/entries", "entries", a.mfEntries)
+	route(fasthttp.MethodPut, "/v1/entries", "entries_update", a.mfUpdateEntries)
+	route(fasthttp.MethodGet, "/v1/entries/{entry}", "entry", a.mfEntry)
+	route(fasthttp.MethodPut, "/v1/entries/{entry}/bookmark", "entry_bookmark", a.mfToggleBookmark)
+	route(fasthttp.MethodGet, "/v1/feeds/{id}/entries", "feed_entries", a.mfFeedEntries)
+	route(fasthttp.MethodGet, "/v1/feeds/{id}/entries/{entry}", "feed_entry", a.mfEntry)
+	route(fasthttp.MethodPut, "/v1/feeds/{id}/mark-all-as-read", "feed_mark_read", a.mfMarkFeedRead)
+	route(fasthttp.MethodGet, "/v1/categories/{id}/entries", "category_entries", a.mfCategoryEntries)
+	route(fasthttp.MethodGet, "/v1/feeds/counters", "feed_counters", a.mfCounters)
 }
 
 func mfError(ctx *fasthttp.RequestCtx, status int, msg string) {

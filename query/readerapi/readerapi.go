@@ -24,6 +24,10 @@ type Deps struct {
 	Auth    *auth.Store
 	Reads   *readstate.Store
 	Sources Sources
+	// Stories and Search give the entries (entries.go); without them the
+	// entry endpoints are not served.
+	Stories Stories
+	Search  SearchFunc
 }
 
 // API serves the reader APIs. Safe for concurrent use.

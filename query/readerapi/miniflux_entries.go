@@ -1,0 +1,475 @@
+package readerapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"html"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/valyala/fasthttp"
+)
+
+// Miniflux entries: listings with the documented filters, one entry, the
+// status of many, the bookmark (star) toggle, counters, and marking a
+// feed read.
+
+// mfEntry is a Miniflux entry.
+type mfEntry struct {
+	ID          int64    `json:"id"`
+	UserID      int64    `json:"user_id"`
+	FeedID      int64    `json:"feed_id"`
+	Status      string   `json:"status"`
+	Hash        string   `json:"hash"`
+	Title       string   `json:"title"`
+	URL         string   `json:"url"`
+	CommentsURL string   `json:"comments_url"`
+	PublishedAt string   `json:"published_at"`
+	CreatedAt   string   `json:"created_at"`
+	ChangedAt   string   `json:"changed_at"`
+	Content     string   `json:"content"`
+	Author      string   `json:"author"`
+	ShareCode   string   `json:"share_code"`
+	Starred     bool     `json:"starred"`
+	ReadingTime int      `json:"reading_time"`
+	Enclosures  []any    `json:"enclosures"`
+	Feed        mfFeed   `json:"feed"`
+	Tags        []string `json:"tags"`
+}
+
+// mfEntries is the answer of the entry listings.
+type mfEntries struct {
+	Total   int       `json:"total"`
+	Entries []mfEntry `json:"entries"`
+}
+
+// feedsCache describes subscriptions as feeds once per request.
+type feedsCache struct {
+	a       *API
+	u       auth.User
+	folders map[int64]readstate.Folder
+	feeds   map[string]mfFeed
+}
+
+func (c *feedsCache) feed(ctx context.Context, sourceID string) (mfFeed, error) {
+	if f, ok := c.feeds[sourceID]; ok {
+		return f, nil
+	}
+	if c.folders == nil {
+		var err error
+		if c.folders, err = c.a.folderMap(ctx, c.u); err != nil {
+			return mfFeed{}, err
+		}
+		c.feeds = map[string]mfFeed{}
+	}
+	sub, err := c.a.deps.Reads.Subscription(ctx, c.u.ID, sourceID)
+	if errors.Is(err, readstate.ErrNotSubscribed) {
+		sub, err = readstate.Subscription{SourceID: sourceID, Folder: readstate.DefaultFolder.ID}, nil
+	}
+	if err != nil {
+		return mfFeed{}, err
+	}
+	f, err := c.a.feedOf(ctx, c.u, sub, c.folders)
+	if err == nil {
+		c.feeds[sourceID] = f
+	}
+	return f, err
+}
+
+func (c *feedsCache) entry(ctx context.Context, e entry) (mfEntry, error) {
+	f, err := c.feed(ctx, e.SourceID)
+	if err != nil {
+		return mfEntry{}, err
+	}
+	status := "unread"
+	if e.Read {
+		status = "read"
+	}
+	published := rfc3339(time.UnixMilli(e.Published))
+	content := ""
+	if e.Summary != "" {
+		content = "<p>" + html.EscapeString(e.Summary) + "</p>"
+	}
+	return mfEntry{
+		ID: int64(e.Num), UserID: userNum(c.u.ID), FeedID: f.ID, Status: status, Hash: e.ID, Title: e.Title, URL: e.URL,
+		PublishedAt: published, CreatedAt: published, ChangedAt: published, Content: content, Starred: e.Starred,
+		ReadingTime: readingTime(e.Summary), Enclosures: []any{}, Feed: f,
+	}, nil
+}
+
+// readingTime is minutes at 265 words a minute, as Miniflux counts.
+func readingTime(text string) int {
+	return (len(strings.Fields(text)) + 264) / 265
+}
+
+// entryQuery reads the documented filters of a listing into sel and the
+// page: status (repeatable: read, unread; removed matches nothing here),
+// starred, after/before and published_after/published_before (unix
+// seconds), after_entry_id/before_entry_id, limit (default 100), offset,
+// order (published_at, id; default published_at) and direction (asc,
+// default, or desc). It answers 400 and returns false on a bad value.
+func entryQuery(ctx *fasthttp.RequestCtx, sel *selection) (limit, offset int, order, direction string, afterID, beforeID int64, ok bool) {
+	args := ctx.QueryArgs()
+	bad := func(msg string) (int, int, string, string, int64, int64, bool) {
+		mfError(ctx, fasthttp.StatusBadRequest, msg)
+		return 0, 0, "", "", 0, 0, false
+	}
+	statuses := args.PeekMulti("status")
+	wantRead, wantUnread := false, false
+	for _, st := range statuses {
+		switch string(st) {
+		case "read":
+			wantRead = true
+		case "unread":
+			wantUnread = true
+		case "removed":
+		default:
+			return bad("invalid entry status: " + string(st))
+		}
+	}
+	switch {
+	case len(statuses) == 0 || wantRead && wantUnread:
+	case wantRead:
+		sel.status = "read"
+	case wantUnread:
+		sel.status = "unread"
+	default:
+		sel.status = "none" // only removed: nothing is removed here
+	}
+	if v := args.Peek("starred"); len(v) > 0 {
+		b, err := strconv.ParseBool(string(v))
+		if err != nil {
+			return bad("invalid starred value")
+		}
+		sel.starred = &b
+	}
+	for _, p := range []struct {
+		names []string
+		dst   *int64
+		after bool
+	}{{[]string{"after", "published_after"}, &sel.after, true}, {[]string{"before", "published_before"}, &sel.before, false}} {
+		for _, name := range p.names {
+			v := args.Peek(name)
+			if len(v) == 0 {
+				continue
+			}
+			sec, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return bad("invalid " + name + " value")
+			}
+			ms := sec * 1000
+			if *p.dst == 0 || p.after && ms > *p.dst || !p.after && ms < *p.dst {
+				*p.dst = ms
+			}
+		}
+	}
+	num := func(name string, def int64) (int64, bool) {
+		v := args.Peek(name)
+		if len(v) == 0 {
+			return def, true
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		return n, err == nil && n >= 0
+	}
+	var l, o int64
+	var okN bool
+	if l, okN = num("limit", 100); !okN {
+		return bad("invalid limit value")
+	}
+	if o, okN = num("offset", 0); !okN {
+		return bad("invalid offset value")
+	}
+	if afterID, okN = num("after_entry_id", 0); !okN {
+		return bad("invalid after_entry_id value")
+	}
+	if beforeID, okN = num("before_entry_id", 0); !okN {
+		return bad("invalid before_entry_id value")
+	}
+	order = cmp.Or(string(args.Peek("order")), "published_at")
+	if order != "published_at" && order != "id" {
+		return bad(`invalid order, valid values are: "published_at", "id"`)
+	}
+	direction = cmp.Or(string(args.Peek("direction")), "asc")
+	if direction != "asc" && direction != "desc" {
+		return bad(`invalid direction, valid values are: "asc", "desc"`)
+	}
+	if l == 0 {
+		l = 100
+	}
+	return int(min(l, maxScan)), int(min(o, maxScan)), order, direction, afterID, beforeID, true
+}
+
+// listing answers an entry listing over the reader's subscriptions of
+// sources (all of them when nil).
+func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
+	sel := selection{sources: sources}
+	limit, offset, order, direction, afterID, beforeID, ok := entryQuery(ctx, &sel)
+	if !ok {
+		return
+	}
+	c := context.Background()
+	if sources == nil {
+		subs, err := a.deps.Reads.Subscriptions(c, u.ID)
+		if err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+		for _, s := range subs {
+			sel.sources = append(sel.sources, s.SourceID)
+		}
+	}
+	var es []entry
+	if sel.status != "none" && len(sel.sources) > 0 {
+		var err error
+		if es, err = a.listEntries(c, u.ID, sel); err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	es = slices.DeleteFunc(es, func(e entry) bool {
+		return afterID > 0 && int64(e.Num) <= afterID || beforeID > 0 && int64(e.Num) >= beforeID
+	})
+	if order == "id" {
+		slices.SortStableFunc(es, func(x, y entry) int { return cmp.Compare(y.Num, x.Num) })
+	}
+	if direction == "asc" {
+		slices.Reverse(es)
+	}
+	out := mfEntries{Total: len(es), Entries: []mfEntry{}}
+	cache := &feedsCache{a: a, u: u}
+	for _, e := range es[min(offset, len(es)):min(offset+limit, len(es))] {
+		me, err := cache.entry(c, e)
+		if err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+		out.Entries = append(out.Entries, me)
+	}
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+func (a *API) mfEntries(ctx *fasthttp.RequestCtx, u auth.User) {
+	var sources []string
+	if v := ctx.QueryArgs().Peek("feed_id"); len(v) > 0 {
+		sub, ok := a.subscriptionOf(ctx, u, string(v))
+		if !ok {
+			return
+		}
+		sources = []string{sub.SourceID}
+	} else if v := ctx.QueryArgs().Peek("category_id"); len(v) > 0 {
+		id, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			mfError(ctx, fasthttp.StatusBadRequest, "invalid category_id value")
+			return
+		}
+		if sources = a.folderSources(ctx, u, id); sources == nil {
+			return
+		}
+	}
+	a.listing(ctx, u, sources)
+}
+
+func (a *API) mfFeedEntries(ctx *fasthttp.RequestCtx, u auth.User) {
+	sub, ok := a.subscribedFeed(ctx, u)
+	if !ok {
+		return
+	}
+	a.listing(ctx, u, []string{sub.SourceID})
+}
+
+func (a *API) mfCategoryEntries(ctx *fasthttp.RequestCtx, u auth.User) {
+	raw, _ := ctx.UserValue("id").(string)
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusBadRequest, "invalid category id")
+		return
+	}
+	if sources := a.folderSources(ctx, u, id); sources != nil {
+		a.listing(ctx, u, sources)
+	}
+}
+
+// folderSources returns the sources the reader has in folder id (an empty,
+// non-nil slice when none); it answers 404 and returns nil when the reader
+// has no such folder.
+func (a *API) folderSources(ctx *fasthttp.RequestCtx, u auth.User, id int64) []string {
+	c := context.Background()
+	if _, err := a.deps.Reads.Folder(c, u.ID, id); err != nil {
+		mfError(ctx, fasthttp.StatusNotFound, "resource not found")
+		return nil
+	}
+	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return nil
+	}
+	out := []string{}
+	for _, s := range subs {
+		if s.Folder == id {
+			out = append(out, s.SourceID)
+		}
+	}
+	return out
+}
+
+// subscriptionOf is subscribedFeed for a feed id given as a string.
+func (a *API) subscriptionOf(ctx *fasthttp.RequestCtx, u auth.User, raw string) (readstate.Subscription, bool) {
+	ctx.SetUserValue("id", raw)
+	return a.subscribedFeed(ctx, u)
+}
+
+// entryOfPath returns the entry the {entry} path parameter names.
+func (a *API) entryOfPath(ctx *fasthttp.RequestCtx, u auth.User, param string) (entry, bool) {
+	raw, _ := ctx.UserValue(param).(string)
+	num, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusBadRequest, "invalid entry id")
+		return entry{}, false
+	}
+	e, err := a.entryByNum(context.Background(), u.ID, num)
+	switch {
+	case errors.Is(err, errNoEntry):
+		mfError(ctx, fasthttp.StatusNotFound, "resource not found")
+		return entry{}, false
+	case err != nil:
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return entry{}, false
+	}
+	return e, true
+}
+
+func (a *API) mfEntry(ctx *fasthttp.RequestCtx, u auth.User) {
+	e, ok := a.entryOfPath(ctx, u, "entry")
+	if !ok {
+		return
+	}
+	me, err := (&feedsCache{a: a, u: u}).entry(context.Background(), e)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, me)
+}
+
+// mfUpdateEntries is PUT /v1/entries {"entry_ids": [...], "status":
+// "read"|"unread", "starred": bool}: the body is JSON whatever its
+// Content-Type says (newsboat sends it as a form).
+func (a *API) mfUpdateEntries(ctx *fasthttp.RequestCtx, u auth.User) {
+	var req struct {
+		EntryIDs []int64 `json:"entry_ids"`
+		Status   string  `json:"status"`
+		Starred  *bool   `json:"starred"`
+	}
+	if err := json.Unmarshal(ctx.PostBody(), &req); err != nil {
+		mfError(ctx, fasthttp.StatusBadRequest, "invalid JSON body: "+err.Error())
+		return
+	}
+	switch {
+	case len(req.EntryIDs) == 0:
+		mfError(ctx, fasthttp.StatusBadRequest, "The list of entries cannot be empty")
+		return
+	case req.Status == "" && req.Starred == nil:
+		mfError(ctx, fasthttp.StatusBadRequest, "Either status or starred must be set")
+		return
+	case req.Status != "" && req.Status != "read" && req.Status != "unread":
+		mfError(ctx, fasthttp.StatusBadRequest, "invalid entry status: "+req.Status)
+		return
+	}
+	c := context.Background()
+	var arts []readstate.Article
+	for _, id := range req.EntryIDs {
+		e, err := a.entryByNum(c, u.ID, id)
+		if errors.Is(err, errNoEntry) {
+			continue // gone: nothing to mark
+		}
+		if err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+		arts = append(arts, readstateArticle(e))
+	}
+	if req.Status != "" && len(arts) > 0 {
+		if err := a.deps.Reads.MarkArticles(c, u.ID, req.Status == "read", arts...); err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	if req.Starred != nil {
+		for _, art := range arts {
+			if _, err := a.deps.Reads.SetStar(c, u.ID, art, *req.Starred); err != nil {
+				mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+				return
+			}
+		}
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// mfToggleBookmark is PUT /v1/entries/{entry}/bookmark: the star flips.
+func (a *API) mfToggleBookmark(ctx *fasthttp.RequestCtx, u auth.User) {
+	e, ok := a.entryOfPath(ctx, u, "entry")
+	if !ok {
+		return
+	}
+	if _, err := a.deps.Reads.SetStar(context.Background(), u.ID, readstateArticle(e), !e.Starred); err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
+
+// mfCounters is GET /v1/feeds/counters: read and unread entries per
+// subscribed feed, only the counts that are not zero.
+func (a *API) mfCounters(ctx *fasthttp.RequestCtx, u auth.User) {
+	c := context.Background()
+	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	out := struct {
+		Reads   map[string]int `json:"reads"`
+		Unreads map[string]int `json:"unreads"`
+	}{map[string]int{}, map[string]int{}}
+	for _, sub := range subs {
+		es, err := a.listEntries(c, u.ID, selection{sources: []string{sub.SourceID}})
+		if err == nil {
+			var num int64
+			num, err = a.deps.Reads.FeedNum(c, sub.SourceID)
+			key := strconv.FormatInt(num, 10)
+			for _, e := range es {
+				if e.Read {
+					out.Reads[key]++
+				} else {
+					out.Unreads[key]++
+				}
+			}
+		}
+		if err != nil {
+			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	writeJSON(ctx, fasthttp.StatusOK, out)
+}
+
+// mfMarkFeedRead is PUT /v1/feeds/{id}/mark-all-as-read: everything of
+// the feed published until now is read.
+func (a *API) mfMarkFeedRead(ctx *fasthttp.RequestCtx, u auth.User) {
+	sub, ok := a.subscribedFeed(ctx, u)
+	if !ok {
+		return
+	}
+	sc := readstate.Scope{Kind: readstate.ScopeSource, Value: sub.SourceID}
+	if err := a.deps.Reads.MarkScope(context.Background(), u.ID, sc, time.Now().UnixMilli()); err != nil {
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+}
