@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +33,21 @@ func TestREADMECurlExamples(t *testing.T) {
 	n := runNode(t, t.TempDir(), []string{"NEWSFLOW_AUTH_INGEST_TOKEN=s3cret"})
 	reader := newREADMEReader(t, curl, n, append(os.Environ(), "A=Authorization: Bearer "+testAdminToken))
 	var session string
+	var apiKey struct{ ID, Secret string }
+	readmeFeedSource(t, n)
 	ran := 0
 	for _, cmd := range cmds {
 		if strings.Contains(cmd, "/admin/sources") {
 			continue // needs a feed on the internet
+		}
+		if strings.Contains(cmd, "SECRET") || strings.Contains(cmd, "KEY_ID") {
+			if apiKey.Secret == "" {
+				t.Fatalf("%s: no API key from the example before it", cmd)
+			}
+			cmd = strings.NewReplacer("SECRET", apiKey.Secret, "KEY_ID", apiKey.ID).Replace(cmd)
+		}
+		if strings.Contains(cmd, "ENTRY_ID") {
+			cmd = strings.ReplaceAll(cmd, "ENTRY_ID", readmeEntry(t, n, apiKey.Secret))
 		}
 		if strings.Contains(cmd, "STORY_ID") || strings.Contains(cmd, "ARTICLE_ID") {
 			story, article := readmeStory(t, n)
@@ -50,6 +63,11 @@ func TestREADMECurlExamples(t *testing.T) {
 		if err != nil {
 			t.Errorf("README example failed: %s\n  %v: %s", cmd, err, body)
 			continue
+		}
+		if strings.Contains(cmd, "-XPOST") && strings.Contains(cmd, "/me/api-keys") {
+			if json.Unmarshal(body, &apiKey) != nil || apiKey.Secret == "" {
+				t.Fatalf("API key example answered %s", body)
+			}
 		}
 		if strings.Contains(cmd, "/auth/login") {
 			var s struct {
@@ -163,4 +181,46 @@ func readmeStory(t *testing.T, n *nodeProc) (story, article string) {
 		return nil
 	})
 	return story, article
+}
+
+// readmeFeedURL is the feed the README's Miniflux example subscribes to.
+const readmeFeedURL = "https://example.org/feed.xml"
+
+// readmeFeedSource adds the source of the README's Miniflux example (as an
+// admin would, without fetching it) and an article of it.
+func readmeFeedSource(t *testing.T, n *nodeProc) {
+	t.Helper()
+	id := addPausedSource(t, n, readmeFeedURL, "Example")
+	line := `{"url":"https://example.org/news/1","source_id":"` + id + `","title":"Example outlet reports on a quiet day"}`
+	resp, err := tokenPost("s3cret", n.URL("/api/v1/articles"), "application/json", strings.NewReader(line))
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("the example's article: %v %v", err, resp)
+	}
+	resp.Body.Close()
+}
+
+// readmeEntry returns the id of an entry the README's API key lists.
+func readmeEntry(t *testing.T, n *nodeProc, key string) string {
+	t.Helper()
+	var id string
+	testutil.Eventually(t, 20*time.Second, func() error {
+		req, _ := http.NewRequest("GET", n.URL("/v1/entries"), nil)
+		req.Header.Set("X-Auth-Token", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var l struct {
+			Entries []struct {
+				ID int64 `json:"id"`
+			} `json:"entries"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&l); err != nil || len(l.Entries) == 0 {
+			return fmt.Errorf("no entry for the README's Miniflux examples (%v)", err)
+		}
+		id = strconv.FormatInt(l.Entries[0].ID, 10)
+		return nil
+	})
+	return id
 }
