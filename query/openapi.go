@@ -95,6 +95,19 @@ var apiOps = []apiOp{
 	{method: "PUT", path: "/v1/feeds/{id}/mark-all-as-read", tag: "miniflux", auth: "apikey", summary: "Miniflux API: mark everything of a feed published until now read", ok: 204, errs: []int{400, 401, 404}},
 	{method: "GET", path: "/v1/categories/{id}/entries", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the entries of the feeds in one category (the filters of /v1/entries)", ok: 200, okSchema: "Object", errs: []int{400, 401, 404}},
 	{method: "GET", path: "/v1/feeds/counters", tag: "miniflux", auth: "apikey", summary: "Miniflux API: read and unread entries per subscribed feed ({\"reads\": {feed id: n}, \"unreads\": {...}}, counts that are not zero)", ok: 200, okSchema: "Object", errs: []int{401}},
+	{method: "POST", path: "/accounts/ClientLogin", tag: "greader", summary: "Google Reader API: log in (form Email = username, Passwd = an API key); text/plain SID, LSID and Auth (output=json: JSON). 401 Error=BadAuthentication", ok: 200, errs: []int{401}},
+	{method: "GET", path: "/reader/api/0/token", tag: "greader", auth: "greader", summary: "Google Reader API: the action token T (text/plain)", ok: 200, errs: []int{401}},
+	{method: "GET", path: "/reader/api/0/user-info", tag: "greader", auth: "greader", summary: "Google Reader API: userId, userName, userProfileId, userEmail", ok: 200, errs: []int{401}},
+	{method: "GET", path: "/reader/api/0/subscription/list", tag: "greader", auth: "greader", summary: "Google Reader API: the reader's subscriptions ({subscriptions: [{id: feed/<n>, title, categories: [{id: user/-/label/<folder>, label}], url, htmlUrl, iconUrl}]})", ok: 200, errs: []int{401}},
+	{method: "GET", path: "/reader/api/0/tag/list", tag: "greader", auth: "greader", summary: "Google Reader API: the starred state and the reader's folders as labels", ok: 200, errs: []int{401}},
+	{method: "POST", path: "/reader/api/0/edit-tag", tag: "greader", auth: "greader", summary: "Google Reader API: add (a) or remove (r) user/-/state/com.google/read or starred on items (i: long or short form, repeatable); other tags are accepted and ignored; text/plain OK", ok: 200, errs: []int{400, 401}},
+	{method: "POST", path: "/reader/api/0/mark-all-as-read", tag: "greader", auth: "greader", summary: "Google Reader API: mark a stream (s) read up to ts (microseconds; default now); text/plain OK", ok: 200, errs: []int{400, 401}},
+	{method: "GET", path: "/reader/api/0/stream/items/ids", tag: "greader", auth: "greader", summary: "Google Reader API: the item ids (short form) of a stream (s: feed/<n>, user/-/label/<folder>, user/-/state/com.google/reading-list, starred, read), newest first (r=o: oldest), n, ot, nt, xt, it, c (continuation)", ok: 200, errs: []int{400, 401}},
+	{method: "POST", path: "/reader/api/0/stream/items/contents", tag: "greader", auth: "greader", summary: "Google Reader API: the items named by i (repeatable, either form)", ok: 200, errs: []int{400, 401}},
+	{method: "GET", path: "/reader/api/0/stream/contents", tag: "greader", auth: "greader", summary: "Google Reader API: the items of the stream s (the parameters of stream/items/ids); {id, updated, items, continuation}", ok: 200, errs: []int{400, 401}},
+	{method: "GET", path: "/reader/api/0/stream/contents/{stream:*}", tag: "greader", auth: "greader", summary: "Google Reader API: the items of the stream in the path", ok: 200, errs: []int{400, 401}},
+	{method: "GET", path: "/reader/api/0/unread-count", tag: "greader", auth: "greader", summary: "Google Reader API: unread items per feed, label and the reading list ({max, unreadcounts: [{id, count, newestItemTimestampUsec}]})", ok: 200, errs: []int{401}},
+	{method: "GET", path: "/reader/atom/{stream:*}", tag: "greader", auth: "greader", summary: "Google Reader API (FeedHQ, TheOldReader): a stream as Atom, each entry with the Google Reader categories (label=\"read\" when read); no validators", ok: 200, errs: []int{400, 401}},
 	{method: "GET", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "The reader's API keys, the passwords of the client APIs (id, name, created_at, last_used_at; never the secret)", ok: 200, okSchema: "Object", errs: []int{401, 429}},
 	{method: "POST", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "Create an API key ({\"name\": ...}, 1 to 64 bytes); the answer is the only time its secret is shown. At most 20 per reader (409)", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401, 409, 429}},
 	{method: "DELETE", path: "/api/v1/me/api-keys/{id}", tag: "account", auth: "user", summary: "Revoke an API key: apps using it are logged out", ok: 204, errs: []int{401, 404, 429}},
@@ -262,6 +275,9 @@ func openAPIDocument() []byte {
 		case "ingest":
 			o["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"cookie": []string{}}}
 			o["description"] = "The ingestion token (auth.ingest_token), or an admin."
+		case "greader":
+			o["security"] = []any{map[string]any{"googleLogin": []string{}}}
+			o["description"] = "Authorization: GoogleLogin auth=<Auth of ClientLogin> (the API key). Writes take the action token T, an empty one or none."
 		case "apikey":
 			o["security"] = []any{map[string]any{"apiKey": []string{}}, map[string]any{"basic": []string{}}}
 			o["description"] = "One of the reader's API keys (Settings, or POST /api/v1/me/api-keys): as X-Auth-Token, or as the password of HTTP Basic auth with the username. Errors are {\"error_message\": ...}, as Miniflux writes them."
@@ -278,10 +294,11 @@ func openAPIDocument() []byte {
 		"components": map[string]any{
 			"schemas": apiSchemas,
 			"securitySchemes": map[string]any{
-				"bearer": map[string]any{"type": "http", "scheme": "bearer", "description": "a session token from login, or the admin token"},
-				"cookie": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie},
-				"apiKey": map[string]any{"type": "apiKey", "in": "header", "name": "X-Auth-Token", "description": "a reader's API key (the client APIs)"},
-				"basic":  map[string]any{"type": "http", "scheme": "basic", "description": "the username and one of the reader's API keys (the client APIs)"},
+				"bearer":      map[string]any{"type": "http", "scheme": "bearer", "description": "a session token from login, or the admin token"},
+				"cookie":      map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie},
+				"apiKey":      map[string]any{"type": "apiKey", "in": "header", "name": "X-Auth-Token", "description": "a reader's API key (the client APIs)"},
+				"basic":       map[string]any{"type": "http", "scheme": "basic", "description": "the username and one of the reader's API keys (the client APIs)"},
+				"googleLogin": map[string]any{"type": "apiKey", "in": "header", "name": "Authorization", "description": "GoogleLogin auth=<a reader's API key> (the Google Reader API)"},
 			},
 		},
 	}

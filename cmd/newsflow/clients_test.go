@@ -264,3 +264,52 @@ func addPausedSource(t *testing.T, n *nodeProc, feedURL, name string) string {
 	}
 	return s.ID
 }
+
+// TestNewsboatGoogleReader: Debian's newsboat, in its FeedHQ mode (the
+// Google Reader API with Atom streams) with the reader's username and API
+// key, logs in with ClientLogin, lists the subscriptions, fetches the
+// unread articles, and in its interface marks one read and stars one; the
+// node and the web reader show both.
+func TestNewsboatGoogleReader(t *testing.T) {
+	bin := needClient(t, "newsboat")
+	tmux := needClient(t, "tmux")
+	n := startReaderNode(t)
+	dir := t.TempDir()
+	config := []string{`urls-source "feedhq"`, `feedhq-url "http://` + n.Addr + `"`, `feedhq-login "ann"`,
+		`feedhq-password "` + n.key + `"`, `feedhq-show-special-feeds no`, `feedhq-flag-star "s"`, `feedhq-min-items 50`}
+	out := newsboat(t, bin, dir, config, "-x", "reload", "print-unread")
+	m := regexp.MustCompile(`(\d+) unread articles`).FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.Itoa(len(n.titles)) {
+		t.Fatalf("newsboat print-unread: %q, want %d unread articles", out, len(n.titles))
+	}
+	// The interface marks the first unread article read and stars the one
+	// its cursor is on then.
+	tui(t, tmux, bin, dir, append(config, `run-on-startup open ; toggle-article-read "read" ; edit-flags "s"`), func() error {
+		read, starred := n.entries(t, "status=read"), n.entries(t, "starred=true")
+		if len(read) != 1 || len(starred) != 1 {
+			return fmt.Errorf("on the node: read %v, starred %v; want one of each", read, starred)
+		}
+		return nil
+	})
+	starred := n.entries(t, "starred=true")
+	req, _ := http.NewRequest("GET", n.URL("/api/v1/me/starred"), nil)
+	req.Header.Set("Authorization", "Bearer "+n.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stars struct {
+		Articles []struct {
+			Title string `json:"title"`
+		} `json:"articles"`
+	}
+	json.NewDecoder(resp.Body).Decode(&stars)
+	resp.Body.Close()
+	if len(stars.Articles) != 1 || stars.Articles[0].Title != starred[0].Title {
+		t.Errorf("the web reader's stars: %+v, want %q", stars, starred[0].Title)
+	}
+	out = newsboat(t, bin, dir, config, "-x", "reload", "print-unread")
+	if !strings.Contains(out, fmt.Sprintf("%d unread articles", len(n.titles)-1)) {
+		t.Errorf("newsboat after marking: %q", out)
+	}
+}

@@ -50,6 +50,9 @@ func New(deps Deps, instrument func(string, fasthttp.RequestHandler) fasthttp.Re
 // Register adds the APIs' routes to r.
 func (a *API) Register(r *router.Router) {
 	a.registerMiniflux(r)
+	if a.deps.Stories != nil && a.deps.Search != nil {
+		a.registerGReader(r)
+	}
 }
 
 // userNum is a user's integer id: 52 bits of the SHA-256 of their id, an

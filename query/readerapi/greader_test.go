@@ -1,0 +1,375 @@
+package readerapi
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"net"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/state/statetest"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// fakeStories holds articles, each its own story, numbered in order.
+type fakeStories struct{ arts []story.ArticleRecord }
+
+func (f *fakeStories) Article(id string) (story.ArticleRecord, string, bool) {
+	for _, a := range f.arts {
+		if a.ID == id {
+			return a, "s-" + a.ID, true
+		}
+	}
+	return story.ArticleRecord{}, "", false
+}
+
+func (f *fakeStories) ArticleByNum(num uint64) (story.ArticleRecord, string, bool) {
+	for _, a := range f.arts {
+		if a.Num == num {
+			return a, "s-" + a.ID, true
+		}
+	}
+	return story.ArticleRecord{}, "", false
+}
+
+func (f *fakeStories) Head(id string) (*story.Story, error) { return &story.Story{ID: id}, nil }
+
+// search answers a newest-first listing of the articles of r.Sources, all
+// at once.
+func (f *fakeStories) search(_ context.Context, r searchindex.Request) ([]searchindex.Hit, *searchindex.Cursor, error) {
+	var hits []searchindex.Hit
+	for _, a := range f.arts {
+		if slices.Contains(r.Sources, a.SourceID) {
+			hits = append(hits, searchindex.Hit{ID: a.ID, SourceID: a.SourceID, PublishedAt: time.UnixMilli(a.Published)})
+		}
+	}
+	slices.SortFunc(hits, func(x, y searchindex.Hit) int {
+		return cmp.Or(y.PublishedAt.Compare(x.PublishedAt), cmp.Compare(x.ID, y.ID))
+	})
+	return hits, nil, nil
+}
+
+// grEnv is the reader APIs with entries: two sources of three and two
+// articles, ann subscribed to both (daily in folder Tech), bob to none.
+type grEnv struct {
+	*apiEnv
+	annAuth, bobAuth []string
+	feeds            map[string]int64 // source → feed number
+}
+
+func newGREnv(t *testing.T) *grEnv {
+	t.Helper()
+	m := meta.NewLocal(statetest.Open(t))
+	as, err := auth.NewStore(m, time.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &grEnv{apiEnv: &apiEnv{t: t, sources: fakeSources{
+		{ID: "wire", Name: "The Wire", FeedURL: "https://wire.example/feed.xml", Homepage: "https://wire.example/", Status: crawl.StatusActive},
+		{ID: "daily", Name: "Daily News", FeedURL: "https://daily.example/rss", Status: crawl.StatusActive},
+	}}, feeds: map[string]int64{}}
+	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC).UnixMilli()
+	fs := &fakeStories{}
+	for i, a := range []struct{ src, title string }{{"wire", "Quake"}, {"daily", "Cup final"}, {"wire", "Rates"}, {"daily", "Election"}, {"wire", "Chips"}} {
+		fs.arts = append(fs.arts, story.ArticleRecord{Num: uint64(i), Article: story.Article{ID: fmt.Sprint("art", i), SourceID: a.src,
+			Source: a.src, Title: a.title, Summary: a.title + " <today>", URL: "https://" + a.src + ".example/" + a.title, Published: t0 + int64(i)*60_000}})
+	}
+	ctx := t.Context()
+	if e.ann, err = as.Register(ctx, "ann", "ann's long password"); err != nil {
+		t.Fatal(err)
+	}
+	if e.bob, err = as.Register(ctx, "bob", "bob's long password"); err != nil {
+		t.Fatal(err)
+	}
+	if e.annKey, _, err = as.NewAPIKey(ctx, e.ann.ID, "newsboat"); err != nil {
+		t.Fatal(err)
+	}
+	if e.bobKey, _, err = as.NewAPIKey(ctx, e.bob.ID, "reeder"); err != nil {
+		t.Fatal(err)
+	}
+	reads := readstate.New(m, nil)
+	tech, err := reads.AddFolder(ctx, e.ann.ID, "Tech")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []readstate.Subscription{{SourceID: "wire"}, {SourceID: "daily", Folder: tech.ID}} {
+		if _, err := reads.Subscribe(ctx, e.ann.ID, sub); err != nil {
+			t.Fatal(err)
+		}
+		if e.feeds[sub.SourceID], err = reads.FeedNum(ctx, sub.SourceID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := router.New()
+	New(Deps{Auth: as, Reads: reads, Sources: e.sources, Stories: fs, Search: fs.search}, nil).Register(r)
+	ln := fasthttputil.NewInmemoryListener()
+	srv := &fasthttp.Server{Handler: r.Handler}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	e.annAuth = e.login("ann", e.annKey)
+	e.bobAuth = e.login("bob", e.bobKey)
+	return e
+}
+
+// login is ClientLogin; it returns the Authorization header of its Auth.
+func (e *grEnv) login(user, key string) []string {
+	e.t.Helper()
+	code, body, _ := e.call("POST", "/accounts/ClientLogin", url.Values{"Email": {user}, "Passwd": {key}, "service": {"reader"}}.Encode(),
+		"Content-Type", "application/x-www-form-urlencoded")
+	lines := strings.Split(body, "\n")
+	if code != 200 || len(lines) < 3 || !strings.HasPrefix(lines[0], "SID=") || lines[1] != "LSID=null" || !strings.HasPrefix(lines[2], "Auth=") {
+		e.t.Fatalf("ClientLogin: %d %q", code, body)
+	}
+	return []string{"Authorization", "GoogleLogin auth=" + strings.TrimPrefix(lines[2], "Auth=")}
+}
+
+// getJSON decodes a 200 answer into v, which it zeroes first.
+func (e *grEnv) getJSON(hdr []string, path string, v any) {
+	e.t.Helper()
+	zero(v)
+	code, body, _ := e.call("GET", path, "", hdr...)
+	if code != 200 || json.Unmarshal([]byte(body), v) != nil {
+		e.t.Fatalf("GET %s: %d %s", path, code, body)
+	}
+}
+
+func (e *grEnv) post(hdr []string, path string, form url.Values) string {
+	e.t.Helper()
+	code, body, _ := e.call("POST", path, form.Encode(), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, hdr...)...)
+	if code != 200 {
+		e.t.Fatalf("POST %s %v: %d %s", path, form, code, body)
+	}
+	return body
+}
+
+type grStreamJSON struct {
+	ID    string `json:"id"`
+	Items []struct {
+		ID         string   `json:"id"`
+		Title      string   `json:"title"`
+		Published  int64    `json:"published"`
+		Categories []string `json:"categories"`
+		Canonical  []struct {
+			Href string `json:"href"`
+		} `json:"canonical"`
+		Origin struct {
+			StreamID string `json:"streamId"`
+		} `json:"origin"`
+		Summary struct {
+			Content string `json:"content"`
+		} `json:"summary"`
+	} `json:"items"`
+	Continuation string `json:"continuation"`
+}
+
+func (s grStreamJSON) titles() []string {
+	var out []string
+	for _, it := range s.Items {
+		out = append(out, it.Title)
+	}
+	return out
+}
+
+// TestGReaderLoginAndLists: ClientLogin with an API key (and nothing
+// else), the token, user-info, subscription/list and tag/list in the
+// documented shapes; another reader's Auth sees none of it.
+func TestGReaderLoginAndLists(t *testing.T) {
+	e := newGREnv(t)
+	for _, bad := range []url.Values{{"Email": {"ann"}, "Passwd": {"ann's long password"}}, {"Email": {"bob"}, "Passwd": {e.annKey}}, {}} {
+		code, body, _ := e.call("POST", "/accounts/ClientLogin", bad.Encode(), "Content-Type", "application/x-www-form-urlencoded")
+		if code != 401 || body != "Error=BadAuthentication\n" {
+			t.Errorf("ClientLogin %v: %d %q", bad, code, body)
+		}
+	}
+	if code, _, _ := e.call("GET", "/reader/api/0/user-info", ""); code != 401 {
+		t.Errorf("user-info without auth: %d", code)
+	}
+	if code, _, _ := e.call("GET", "/reader/api/0/user-info", "", "Authorization", "GoogleLogin auth=nope"); code != 401 {
+		t.Errorf("user-info with a bad auth: %d", code)
+	}
+	if code, body, _ := e.call("GET", "/reader/api/0/token", "", e.annAuth...); code != 200 || !strings.HasSuffix(body, "\n") || len(strings.TrimSpace(body)) == 0 {
+		t.Errorf("token: %d %q", code, body)
+	}
+	var info map[string]string
+	e.getJSON(e.annAuth, "/reader/api/0/user-info", &info)
+	if info["userName"] != "ann" || info["userId"] == "" || info["userProfileId"] != info["userId"] {
+		t.Errorf("user-info %v", info)
+	}
+	var subs struct {
+		Subscriptions []struct {
+			ID         string `json:"id"`
+			Title      string `json:"title"`
+			URL        string `json:"url"`
+			HTMLURL    string `json:"htmlUrl"`
+			Categories []struct{ ID, Label string }
+		} `json:"subscriptions"`
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/subscription/list?output=json", &subs)
+	slices.SortFunc(subs.Subscriptions, func(a, b struct {
+		ID         string `json:"id"`
+		Title      string `json:"title"`
+		URL        string `json:"url"`
+		HTMLURL    string `json:"htmlUrl"`
+		Categories []struct{ ID, Label string }
+	}) int {
+		return cmp.Compare(a.ID, b.ID)
+	})
+	got := fmt.Sprintf("%+v", subs.Subscriptions)
+	want := fmt.Sprintf("[{ID:feed/%d Title:The Wire URL:https://wire.example/feed.xml HTMLURL:https://wire.example/ Categories:[]} {ID:feed/%d Title:Daily News URL:https://daily.example/rss HTMLURL: Categories:[{ID:user/-/label/Tech Label:Tech}]}]",
+		e.feeds["wire"], e.feeds["daily"])
+	if got != want {
+		t.Errorf("subscriptions:\n%s\nwant\n%s", got, want)
+	}
+	var tags struct {
+		Tags []map[string]string `json:"tags"`
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/tag/list?output=json", &tags)
+	if fmt.Sprint(tags.Tags) != "[map[id:user/-/state/com.google/starred] map[id:user/-/label/Tech type:folder]]" {
+		t.Errorf("tags %v", tags.Tags)
+	}
+	e.getJSON(e.bobAuth, "/reader/api/0/subscription/list?output=json", &subs)
+	if len(subs.Subscriptions) != 0 {
+		t.Errorf("bob's subscriptions %+v", subs)
+	}
+}
+
+// TestGReaderStreams: item ids and contents of streams with the
+// documented parameters and continuations; edit-tag and mark-all-as-read
+// change what they show, as do unread-count and the Atom stream; another
+// reader can neither read nor change ann's.
+func TestGReaderStreams(t *testing.T) {
+	e := newGREnv(t)
+	wire, daily := fmt.Sprint("feed/", e.feeds["wire"]), fmt.Sprint("feed/", e.feeds["daily"])
+	var ids struct {
+		ItemRefs []struct {
+			ID string `json:"id"`
+		} `json:"itemRefs"`
+		Continuation string `json:"continuation"`
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/stream/items/ids?output=json&s="+stateReadingList+"&n=3", &ids)
+	if len(ids.ItemRefs) != 3 || ids.ItemRefs[0].ID != "4" || ids.Continuation == "" {
+		t.Fatalf("items/ids page 1: %+v", ids)
+	}
+	first, c := slices.Clone(ids.ItemRefs), ids.Continuation
+	ids.ItemRefs, ids.Continuation = nil, ""
+	e.getJSON(e.annAuth, "/reader/api/0/stream/items/ids?output=json&s="+stateReadingList+"&n=3&c="+c, &ids)
+	if len(ids.ItemRefs) != 2 || ids.ItemRefs[1].ID != "0" || ids.Continuation != "" {
+		t.Fatalf("items/ids page 2 after %v: %+v", first, ids)
+	}
+
+	var s grStreamJSON
+	e.getJSON(e.annAuth, "/reader/api/0/stream/contents/"+url.PathEscape(wire)+"?output=json", &s)
+	if fmt.Sprint(s.titles()) != "[Chips Rates Quake]" || s.ID != wire {
+		t.Fatalf("wire stream: %+v", s)
+	}
+	it := s.Items[0]
+	if it.ID != itemPrefix+"0000000000000004" || it.Origin.StreamID != wire || it.Canonical[0].Href != "https://wire.example/Chips" ||
+		it.Published != time.Date(2026, 11, 27, 9, 4, 0, 0, time.UTC).Unix() || it.Summary.Content != "<p>Chips &lt;today&gt;</p>" ||
+		fmt.Sprint(it.Categories) != "[user/-/state/com.google/reading-list]" {
+		t.Errorf("item %+v", it)
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/stream/contents?s=user/-/label/Tech&r=o", &s)
+	if fmt.Sprint(s.titles()) != "[Cup final Election]" {
+		t.Errorf("label stream oldest first: %v", s.titles())
+	}
+
+	// edit-tag: read and starred by long and short ids, with and without T.
+	if body := e.post(e.annAuth, "/reader/api/0/edit-tag", url.Values{"i": {itemPrefix + "0000000000000004", "2"},
+		"a": {stateRead}, "r": {stateKeptUnread}, "ac": {"edit"}, "T": {"x"}}); body != "OK" {
+		t.Fatalf("edit-tag read: %q", body)
+	}
+	if body := e.post(e.annAuth, "/reader/api/0/edit-tag", url.Values{"i": {"0"}, "a": {"user/1/state/com.google/starred"}}); body != "OK" {
+		t.Fatalf("edit-tag star: %q", body)
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/stream/contents/"+url.PathEscape(wire)+"?xt="+stateRead, &s)
+	if fmt.Sprint(s.titles()) != "[Quake]" || !slices.Contains(s.Items[0].Categories, stateStarred) {
+		t.Errorf("wire unread after marking two read: %+v", s)
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/stream/contents/"+stateStarred, &s)
+	if fmt.Sprint(s.titles()) != "[Quake]" {
+		t.Errorf("starred: %v", s.titles())
+	}
+	var contents grStreamJSON
+	code, body, _ := e.call("POST", "/reader/api/0/stream/items/contents", "i=4&i="+url.QueryEscape(itemPrefix+"0000000000000003"),
+		append([]string{"Content-Type", "application/x-www-form-urlencoded"}, e.annAuth...)...)
+	if code != 200 || json.Unmarshal([]byte(body), &contents) != nil || fmt.Sprint(contents.titles()) != "[Chips Election]" ||
+		!slices.Contains(contents.Items[0].Categories, stateRead) || slices.Contains(contents.Items[1].Categories, stateRead) {
+		t.Errorf("items/contents: %d %s", code, body)
+	}
+	// Unread again.
+	e.post(e.annAuth, "/reader/api/0/edit-tag", url.Values{"i": {"2"}, "r": {stateRead}, "a": {stateKeptUnread}})
+
+	var counts struct {
+		Max    int `json:"max"`
+		Counts []struct {
+			ID     string `json:"id"`
+			Count  int    `json:"count"`
+			Newest string `json:"newestItemTimestampUsec"`
+		} `json:"unreadcounts"`
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/unread-count?output=json", &counts)
+	byID := map[string]int{}
+	for _, c := range counts.Counts {
+		byID[c.ID] = c.Count
+	}
+	if byID[wire] != 2 || byID[daily] != 2 || byID["user/-/label/Tech"] != 2 || byID[stateReadingList] != 4 {
+		t.Errorf("unread counts %+v", counts)
+	}
+
+	// Bob can neither read nor change ann's stream.
+	if code, _, _ := e.call("GET", "/reader/api/0/stream/contents/"+url.PathEscape(wire), "", e.bobAuth...); code != 400 {
+		t.Errorf("bob reads ann's feed: %d", code)
+	}
+	e.post(e.bobAuth, "/reader/api/0/edit-tag", url.Values{"i": {"1"}, "a": {stateRead}})
+	if code, _, _ := e.call("POST", "/reader/api/0/mark-all-as-read", "s="+daily, append([]string{"Content-Type", "application/x-www-form-urlencoded"}, e.bobAuth...)...); code != 400 {
+		t.Errorf("bob marks ann's feed read: %d", code)
+	}
+	e.getJSON(e.annAuth, "/reader/api/0/stream/contents/"+url.PathEscape(daily)+"?xt="+stateRead, &s)
+	if len(s.Items) != 2 {
+		t.Errorf("ann's daily after bob's edits: %v", s.titles())
+	}
+
+	// mark-all-as-read, then the Atom stream newsboat reads.
+	if body := e.post(e.annAuth, "/reader/api/0/mark-all-as-read", url.Values{"s": {daily}, "T": {"x"}}); body != "OK" {
+		t.Fatalf("mark-all-as-read: %q", body)
+	}
+	code, body, h := e.call("GET", "/reader/atom/"+url.PathEscape(daily)+"?n=50", "", e.annAuth...)
+	var feed atomFeed
+	if code != 200 || !strings.HasPrefix(h["Content-Type"], "application/atom+xml") || xml.Unmarshal([]byte(body), &feed) != nil {
+		t.Fatalf("atom: %d %s", code, body)
+	}
+	if feed.Title != "Daily News" || len(feed.Entries) != 2 || feed.Entries[0].ID != itemPrefix+"0000000000000003" {
+		t.Fatalf("atom feed %+v", feed)
+	}
+	for _, en := range feed.Entries {
+		if !slices.ContainsFunc(en.Categories, func(c atomCategory) bool { return c.Label == "read" && c.Term == stateRead }) {
+			t.Errorf("atom entry %s not read after mark-all-as-read: %+v", en.Title.Body, en.Categories)
+		}
+	}
+	for _, bad := range []string{"/reader/api/0/stream/contents/feed%2F999", "/reader/api/0/stream/items/ids?s=user/-/label/Nope", "/reader/api/0/stream/items/ids?n=x",
+		"/reader/api/0/stream/items/ids?c=-1"} {
+		if code, _, _ := e.call("GET", bad, "", e.annAuth...); code != 400 {
+			t.Errorf("%s: %d", bad, code)
+		}
+	}
+}
+
+// zero sets what v points to to its zero value.
+func zero(v any) { reflect.ValueOf(v).Elem().SetZero() }
