@@ -127,9 +127,13 @@ type AuthConfig struct {
 	CookieSecure bool `yaml:"cookie_secure"`
 	// TrustedOrigins are other origins (scheme://host[:port]) whose pages
 	// may make cookie-authenticated state-changing requests.
-	TrustedOrigins []string            `yaml:"trusted_origins"`
-	Limiter        auth.LimiterOptions `yaml:",inline"`
-	auth.Options   `yaml:",inline"`
+	TrustedOrigins []string `yaml:"trusted_origins"`
+	// ReadersAddSources lets readers add sources by subscribing to a new
+	// feed URL through the client APIs (Miniflux, Google Reader); admins
+	// always may. Off: a reader subscribes only to sources an admin added.
+	ReadersAddSources bool                `yaml:"readers_add_sources"`
+	Limiter           auth.LimiterOptions `yaml:",inline"`
+	auth.Options      `yaml:",inline"`
 }
 
 // CrawlConfig is the crawler's options, and what the node does with them.

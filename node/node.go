@@ -273,6 +273,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	qo := n.cfg.HTTP
 	a := n.cfg.Auth
 	qo.AdminToken, qo.IngestToken, qo.CookieSecure, qo.TrustedOrigins = a.AdminToken, a.IngestToken, a.CookieSecure, a.TrustedOrigins
+	qo.ReadersAddSources = a.ReadersAddSources
 	qo.MaxPast = n.cfg.Trending.MaxPast()
 	qo.Logger, qo.Registerer, qo.Gatherer, qo.DataDir = n.logger, n.reg, n.reg, n.cfg.DataDir
 	qo.PeerTimeout, qo.OnLeave, qo.SetupToken = n.cfg.Cluster.QueryTimeout, func() { n.left.Store(true); leave() }, setupToken

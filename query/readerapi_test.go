@@ -3,10 +3,20 @@ package query_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/query"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
@@ -200,5 +210,97 @@ func TestMinifluxEntries(t *testing.T) {
 	}
 	if r := call(annKey, "GET", "/v1/entries/999999", ""); r.status != 404 {
 		t.Errorf("unknown entry: %s", r)
+	}
+}
+
+// TestReaderAddsSource: subscribing in a reader app to a feed URL no
+// source has adds the source when the node's policy lets the reader (or
+// the reader is an admin), checked as an admin's addition is (feed
+// discovery, the SSRF guard); otherwise it is refused with 403.
+func TestReaderAddsSource(t *testing.T) {
+	mux := http.NewServeMux()
+	rss := func(title string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/rss+xml")
+			io.WriteString(w, `<?xml version="1.0"?><rss version="2.0"><channel><title>`+title+`</title><link>http://local.example/</link>`+
+				`<item><title>One</title><link>http://local.example/1</link></item></channel></rss>`)
+		}
+	}
+	mux.HandleFunc("/news.xml", rss("Local News"))
+	mux.HandleFunc("/other.xml", rss("Other News"))
+	mux.HandleFunc("/text", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "not a feed\n") })
+	farm := httptest.NewServer(mux)
+	defer farm.Close()
+	for _, policy := range []bool{false, true} {
+		t.Run(fmt.Sprint("readers_add_sources=", policy), func(t *testing.T) {
+			n := newTestNode(t)
+			cr, err := crawl.New(n.sources, n.log, n.db, crawl.Options{Partitions: n.eng.Partitions(), Registerer: prometheus.NewRegistry(),
+				Fetch: fetch.Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lim, err := auth.NewLimiter(auth.DefaultLimiterOptions(), time.Now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := query.New(query.Deps{Log: n.log, Engine: n.eng, Trending: n.op, Sources: n.sources, Crawler: cr, Auth: n.auth, Limiter: lim},
+				query.Options{AdminToken: testAdminToken, Now: n.clock.Now, ReadersAddSources: policy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			key := func(name string, role auth.Role) string {
+				u, err := n.auth.AddUser(ctx, name, name+"'s long password", role)
+				if err != nil {
+					t.Fatal(err)
+				}
+				secret, _, err := n.auth.NewAPIKey(ctx, u.ID, "app")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return secret
+			}
+			reader, admin := key("ann", auth.RoleUser), key("root", auth.RoleAdmin)
+			subscribe := func(key, feedURL string) (int, string) {
+				var req fasthttp.Request
+				req.Header.SetMethod("POST")
+				req.SetRequestURI("/v1/feeds")
+				req.Header.Set("X-Auth-Token", key)
+				req.SetBodyString(fmt.Sprintf(`{"feed_url":%q}`, feedURL))
+				var c fasthttp.RequestCtx
+				c.Init(&req, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}, nil)
+				srv.Handler()(&c)
+				return c.Response.StatusCode(), string(c.Response.Body())
+			}
+			code, body := subscribe(reader, farm.URL+"/news.xml")
+			if !policy {
+				if code != 403 || !strings.Contains(body, "ask an admin") {
+					t.Fatalf("reader adds a source against the policy: %d %s", code, body)
+				}
+				if srcs, _ := n.sources.List(ctx); len(srcs) != 0 {
+					t.Fatalf("sources after a refused addition: %+v", srcs)
+				}
+				// An admin may; then the reader subscribes to it.
+				if code, body := subscribe(admin, farm.URL+"/news.xml"); code != 201 {
+					t.Fatalf("admin adds a source: %d %s", code, body)
+				}
+				code, body = subscribe(reader, farm.URL+"/news.xml")
+			}
+			if code != 201 || !strings.Contains(body, `"feed_id"`) {
+				t.Fatalf("reader subscribes: %d %s", code, body)
+			}
+			srcs, _ := n.sources.List(ctx)
+			if len(srcs) != 1 || srcs[0].Name != "Local News" || srcs[0].FeedURL != farm.URL+"/news.xml" {
+				t.Fatalf("sources: %+v", srcs)
+			}
+			if policy {
+				if code, body := subscribe(reader, farm.URL+"/text"); code != 400 || !strings.Contains(body, "not a feed") {
+					t.Errorf("reader adds a document that is no feed: %d %s", code, body)
+				}
+				if code, body := subscribe(reader, "ftp://example.org/feed"); code != 400 {
+					t.Errorf("reader adds an ftp URL: %d %s", code, body)
+				}
+			}
+		})
 	}
 }

@@ -69,6 +69,9 @@ type Options struct {
 	// CookieSecure marks the session cookie Secure also on plain HTTP
 	// connections (a node behind a TLS-terminating proxy).
 	CookieSecure bool `yaml:"-"`
+	// ReadersAddSources lets readers add sources by subscribing to a new
+	// feed URL through the client APIs (admins always may).
+	ReadersAddSources bool `yaml:"-"`
 	// TrustedOrigins are origins (scheme://host[:port]) besides the node's
 	// own whose pages may send cookie-authenticated state-changing requests.
 	TrustedOrigins []string `yaml:"-"`
@@ -312,6 +315,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 					return page.Hits, page.Next, err
 				}
 			}
+			rd.AddSource = s.readerAddSource
 			readerapi.New(rd, s.instrument).Register(r)
 		}
 		history := s.requireUser(s.handleHistory)

@@ -3,6 +3,7 @@ package query
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/opml"
+	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/valyala/fasthttp"
 )
 
@@ -137,31 +140,43 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	var warning string
+	added, warning, refused, err := s.addSource(ctx, src, string(ctx.QueryArgs().Peek("discover")) != "false")
 	switch {
-	case string(ctx.QueryArgs().Peek("discover")) == "false":
+	case refused != nil:
+		writeJSON(ctx, fasthttp.StatusBadRequest, refused)
+		return
+	case err != nil:
+		s.sourceError(ctx, err)
+		return
+	}
+	s.kickCrawler()
+	ctx.Response.Header.Set("Location", "/api/v1/admin/sources/"+added.ID)
+	writeJSON(ctx, fasthttp.StatusCreated, addedSource{added, warning})
+}
+
+// addSource adds a source. With discover, its URL may be a web page whose
+// feed it finds; a URL that cannot work is refused (refused says why): a
+// page that is no feed and names none, or an address the crawler's SSRF
+// guard refuses (with the node's crawl.allow_private and allow_cidrs). One
+// that cannot be fetched now is kept as given, with a warning; the crawler
+// retries and records its errors. Unless given, the name is the feed's
+// title.
+func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool) (added crawl.Source, warning string, refused *addSourceError, err error) {
+	switch {
+	case !discover:
 	case s.deps.Crawler == nil:
 		warning = "crawling is disabled on this node: the URL was not checked and the source is not crawled here"
 	default:
-		// The URL may be a web page: find its feed. A URL that cannot
-		// work is refused: a page that is no feed and names none, or an
-		// address the crawler's SSRF guard refuses (with the node's
-		// crawl.allow_private and allow_cidrs). One that cannot be
-		// fetched now is kept as given, with a warning; the crawler
-		// retries and records its errors. Unless given, the name is the
-		// feed's title.
 		r, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
 		switch {
 		case errors.Is(err, crawl.ErrNoFeed):
-			writeJSON(ctx, fasthttp.StatusBadRequest, addSourceError{Reason: "no_feed",
-				Error: "feed discovery: " + err.Error() + " (neither a feed nor a page that links to one)"})
-			return
+			return crawl.Source{}, "", &addSourceError{Reason: "no_feed",
+				Error: "feed discovery: " + err.Error() + " (neither a feed nor a page that links to one)"}, nil
 		case errors.Is(err, fetch.ErrBlockedAddress):
-			writeJSON(ctx, fasthttp.StatusBadRequest, addSourceError{Reason: "blocked_address",
+			return crawl.Source{}, "", &addSourceError{Reason: "blocked_address",
 				Error: fmt.Sprintf("%s cannot be crawled: %s is a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
 					"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
-					src.FeedURL, blockedAddress(err))})
-			return
+					src.FeedURL, blockedAddress(err))}, nil
 		case err != nil:
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner // without Resolve's "fetch URL: "
@@ -173,14 +188,10 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 			src.Name = cmp.Or(src.Name, r.Title)
 		}
 	}
-	added, err := s.deps.Sources.Add(ctx, src)
-	if err != nil {
-		s.sourceError(ctx, err)
-		return
+	if added, err = s.deps.Sources.Add(ctx, src); err != nil {
+		return src, "", nil, err // the source as resolved, to find the one that exists
 	}
-	s.kickCrawler()
-	ctx.Response.Header.Set("Location", "/api/v1/admin/sources/"+added.ID)
-	writeJSON(ctx, fasthttp.StatusCreated, addedSource{added, warning})
+	return added, warning, nil, nil
 }
 
 // addedSource is the answer to adding a source: the source, and what
@@ -342,4 +353,33 @@ func (s *Server) handleCrawlSource(ctx *fasthttp.RequestCtx) {
 	default:
 		writeJSON(ctx, fasthttp.StatusOK, rec)
 	}
+}
+
+// readerAddSource adds the source of a feed URL a reader subscribes to in
+// a reader app, when the reader is an admin or auth.readers_add_sources
+// lets readers add sources: checked as an admin's would be (feed
+// discovery, the SSRF guard). A URL that leads to a source that exists
+// gives that source.
+func (s *Server) readerAddSource(ctx context.Context, u auth.User, feedURL string) (crawl.Source, error) {
+	if u.Role != auth.RoleAdmin && !s.opts.ReadersAddSources {
+		return crawl.Source{}, readerapi.ErrMayNotAddSources
+	}
+	in := sourceInput{FeedURL: &feedURL}
+	var src crawl.Source
+	if err := in.apply(&src, true); err != nil {
+		return crawl.Source{}, fmt.Errorf("%w: %v", readerapi.ErrSourceRefused, err)
+	}
+	added, _, refused, err := s.addSource(ctx, src, true)
+	switch {
+	case refused != nil:
+		return crawl.Source{}, fmt.Errorf("%w: %s", readerapi.ErrSourceRefused, refused.Error)
+	case errors.Is(err, crawl.ErrSourceExists):
+		return s.deps.Sources.Get(ctx, crawl.SourceID(added.FeedURL))
+	case err != nil:
+		// As for an admin's addition (sourceError): what Add refuses is the
+		// URL's fault.
+		return crawl.Source{}, fmt.Errorf("%w: %v", readerapi.ErrSourceRefused, err)
+	}
+	s.kickCrawler()
+	return added, nil
 }

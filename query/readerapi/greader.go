@@ -60,6 +60,8 @@ func (a *API) registerGReader(r *router.Router) {
 	api(fasthttp.MethodGet, "stream/contents", "stream", a.grStream)
 	api(fasthttp.MethodGet, "stream/contents/{stream:*}", "stream", a.grStream)
 	api(fasthttp.MethodGet, "unread-count", "unread_count", a.grUnreadCount)
+	api(fasthttp.MethodPost, "subscription/quickadd", "quickadd", a.grQuickAdd)
+	api(fasthttp.MethodPost, "subscription/edit", "subscription_edit", a.grEditSubscription)
 	route(fasthttp.MethodGet, "/reader/atom/{stream:*}", "atom", a.greaderAuth(a.grAtom))
 }
 
@@ -730,4 +732,141 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	ctx.Response.Header.Set("Cache-Control", "no-store")
 	ctx.SetContentType("application/atom+xml; charset=utf-8")
 	ctx.SetBody(append([]byte(xml.Header), b...))
+}
+
+// grQuickAdd subscribes to a feed URL (quickadd; a feed/ prefix is
+// dropped): {numResults: 1, query, streamId, streamName}, or numResults 0
+// with the error, as FreshRSS answers.
+func (a *API) grQuickAdd(ctx *fasthttp.RequestCtx, u auth.User) {
+	feedURL := strings.TrimPrefix(strings.TrimSpace(arg(ctx, "quickadd")), "feed/")
+	c := context.Background()
+	fail := func(err error) {
+		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"numResults": 0, "query": feedURL, "error": err.Error()})
+	}
+	if feedURL == "" {
+		fail(errors.New("quickadd: a feed URL is required"))
+		return
+	}
+	src, err := a.sourceOf(c, u, feedURL)
+	if err != nil {
+		fail(err)
+		return
+	}
+	sub, err := a.deps.Reads.Subscription(c, u.ID, src.ID)
+	if errors.Is(err, readstate.ErrNotSubscribed) {
+		sub, err = a.deps.Reads.Subscribe(c, u.ID, readstate.Subscription{SourceID: src.ID})
+	}
+	if err != nil {
+		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		return
+	}
+	num, err := a.deps.Reads.FeedNum(c, sub.SourceID)
+	if err != nil {
+		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"numResults": 1, "query": feedURL, "streamId": fmt.Sprint("feed/", num),
+		"streamName": cmpOr(sub.Title, src.Name)})
+}
+
+// grEditSubscription is subscription/edit: ac subscribe, unsubscribe or
+// edit the feeds s (repeatable: feed/<number> or feed/<url>), with a title
+// t, into the folder of label a (created if needed) or out of the folder
+// of label r.
+func (a *API) grEditSubscription(ctx *fasthttp.RequestCtx, u auth.User) {
+	c := context.Background()
+	action := arg(ctx, "ac")
+	if action != "subscribe" && action != "unsubscribe" && action != "edit" {
+		grBad(ctx, "ac must be subscribe, unsubscribe or edit")
+		return
+	}
+	var folder int64
+	if l := arg(ctx, "a"); l != "" {
+		name, ok := labelName(l)
+		if !ok {
+			grBad(ctx, "a must be a label, user/-/label/<name>")
+			return
+		}
+		f, err := a.deps.Reads.FolderByTitle(c, u.ID, name)
+		if errors.Is(err, readstate.ErrNoFolder) {
+			f, err = a.deps.Reads.AddFolder(c, u.ID, name)
+		}
+		if err != nil {
+			grBad(ctx, err.Error())
+			return
+		}
+		folder = f.ID
+	} else if arg(ctx, "r") != "" {
+		folder = readstate.DefaultFolder.ID
+	}
+	titles := args(ctx, "t")
+	for i, stream := range args(ctx, "s") {
+		src, err := a.streamSource(c, u, stream, action == "subscribe")
+		if err != nil {
+			grBad(ctx, err.Error())
+			return
+		}
+		old, err := a.deps.Reads.Subscription(c, u.ID, src)
+		switch {
+		case action == "unsubscribe" && err == nil:
+			err = a.deps.Reads.Unsubscribe(c, u.ID, src)
+		case action == "unsubscribe", action == "edit" && err != nil:
+			grBad(ctx, "not subscribed to "+stream)
+			return
+		default:
+			sub := readstate.Subscription{SourceID: src, Title: old.Title, Folder: old.Folder}
+			if i < len(titles) {
+				sub.Title = titles[i]
+			}
+			if folder != 0 {
+				sub.Folder = folder
+			}
+			_, err = a.deps.Reads.Subscribe(c, u.ID, sub)
+		}
+		if err != nil {
+			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			return
+		}
+	}
+	grOK(ctx)
+}
+
+// labelName returns the name of a label stream id (user/<any>/label/<name>).
+func labelName(id string) (string, bool) {
+	if !strings.HasPrefix(id, "user/") {
+		return "", false
+	}
+	_, rest, ok := strings.Cut(id[len("user/"):], "/label/")
+	return rest, ok && rest != ""
+}
+
+// streamSource returns the source of a feed stream: feed/<number> names a
+// feed; feed/<url> a feed URL, whose source is added (as the policy
+// allows) when add is set.
+func (a *API) streamSource(ctx context.Context, u auth.User, stream string, add bool) (string, error) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(stream), "feed/")
+	if !ok || rest == "" {
+		return "", fmt.Errorf("%q is not a feed stream", stream)
+	}
+	if num, err := strconv.ParseInt(rest, 10, 64); err == nil {
+		src, ok, err := a.deps.Reads.SourceOfFeed(ctx, num)
+		if err != nil || !ok {
+			return "", fmt.Errorf("no feed %d", num)
+		}
+		return src, nil
+	}
+	if !add {
+		srcs, err := a.deps.Sources.List(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, s := range srcs {
+			if sameFeedURL(s.FeedURL, rest) {
+				return s.ID, nil
+			}
+		}
+		return "", fmt.Errorf("no feed %s", rest)
+	}
+	src, err := a.sourceOf(ctx, u, rest)
+	return src.ID, err
 }

@@ -373,3 +373,63 @@ func TestGReaderStreams(t *testing.T) {
 
 // zero sets what v points to to its zero value.
 func zero(v any) { reflect.ValueOf(v).Elem().SetZero() }
+
+// TestGReaderSubscriptionEdit: quickadd and subscription/edit subscribe,
+// rename, move between labels (created on the way) and unsubscribe; a URL
+// no source has is refused without a policy that lets readers add
+// sources.
+func TestGReaderSubscriptionEdit(t *testing.T) {
+	e := newGREnv(t)
+	bob := e.bobAuth
+	type subsJSON struct {
+		Subscriptions []struct {
+			ID         string `json:"id"`
+			Title      string `json:"title"`
+			Categories []struct{ ID, Label string }
+		} `json:"subscriptions"`
+	}
+	list := func() string {
+		var s subsJSON
+		e.getJSON(bob, "/reader/api/0/subscription/list?output=json", &s)
+		return fmt.Sprintf("%+v", s.Subscriptions)
+	}
+	var qa map[string]any
+	code, body, _ := e.call("POST", "/reader/api/0/subscription/quickadd?quickadd="+url.QueryEscape("feed/https://wire.example/feed.xml"), "", bob...)
+	wire := fmt.Sprint("feed/", e.feeds["wire"])
+	if code != 200 || json.Unmarshal([]byte(body), &qa) != nil || qa["numResults"] != float64(1) || qa["streamId"] != wire || qa["streamName"] != "The Wire" {
+		t.Fatalf("quickadd: %d %s", code, body)
+	}
+	code, body, _ = e.call("POST", "/reader/api/0/subscription/quickadd?quickadd="+url.QueryEscape("https://nowhere.example/feed"), "", bob...)
+	if code != 200 || !strings.Contains(body, `"numResults":0`) || !strings.Contains(body, "ask an admin") {
+		t.Errorf("quickadd of a URL no source has: %d %s", code, body)
+	}
+	if got := list(); got != "[{ID:"+wire+" Title:The Wire Categories:[]}]" {
+		t.Fatalf("after quickadd: %s", got)
+	}
+	e.post(bob, "/reader/api/0/subscription/edit", url.Values{"ac": {"edit"}, "s": {wire}, "t": {"Wire!"}, "a": {"user/-/label/World"}})
+	if got := list(); got != "[{ID:"+wire+" Title:Wire! Categories:[{ID:user/-/label/World Label:World}]}]" {
+		t.Fatalf("after edit: %s", got)
+	}
+	e.post(bob, "/reader/api/0/subscription/edit", url.Values{"ac": {"edit"}, "s": {wire}, "r": {"user/-/label/World"}})
+	if got := list(); got != "[{ID:"+wire+" Title:Wire! Categories:[]}]" {
+		t.Fatalf("after removing the label: %s", got)
+	}
+	e.post(bob, "/reader/api/0/subscription/edit", url.Values{"ac": {"subscribe"}, "s": {"feed/https://daily.example/rss"}, "a": {"user/-/label/World"}})
+	e.post(bob, "/reader/api/0/subscription/edit", url.Values{"ac": {"unsubscribe"}, "s": {wire}})
+	if got := list(); got != fmt.Sprintf("[{ID:feed/%d Title:Daily News Categories:[{ID:user/-/label/World Label:World}]}]", e.feeds["daily"]) {
+		t.Fatalf("after subscribing to daily and unsubscribing wire: %s", got)
+	}
+	for _, bad := range []url.Values{{"ac": {"edit"}, "s": {wire}}, {"ac": {"fly"}, "s": {wire}}, {"ac": {"subscribe"}, "s": {"feed/https://nowhere.example/x"}},
+		{"ac": {"edit"}, "s": {"user/-/label/World"}}} {
+		code, body, _ := e.call("POST", "/reader/api/0/subscription/edit", bad.Encode(), append([]string{"Content-Type", "application/x-www-form-urlencoded"}, bob...)...)
+		if code != 400 {
+			t.Errorf("subscription/edit %v: %d %s", bad, code, body)
+		}
+	}
+	// Ann's subscriptions are untouched.
+	var s subsJSON
+	e.getJSON(e.annAuth, "/reader/api/0/subscription/list?output=json", &s)
+	if len(s.Subscriptions) != 2 {
+		t.Errorf("ann's subscriptions: %+v", s)
+	}
+}

@@ -343,8 +343,8 @@ func (a *API) mfDeleteFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 // mfCreateFeed subscribes the reader to the source of a feed URL: POST
-// /v1/feeds {"feed_url", "category_id"}, 201 {"feed_id"}. The source must
-// exist (the admin adds sources); it is matched by its feed URL.
+// /v1/feeds {"feed_url", "category_id"}, 201 {"feed_id"}. A URL no source
+// has becomes a source when the node's policy lets the reader add one.
 func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 	var req struct {
 		FeedURL    string `json:"feed_url"`
@@ -355,32 +355,29 @@ func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	c := context.Background()
-	srcs, err := a.deps.Sources.List(c)
-	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
-		return
-	}
-	var src *crawl.Source
-	for i := range srcs {
-		if sameFeedURL(srcs[i].FeedURL, req.FeedURL) {
-			src = &srcs[i]
-			break
+	if req.CategoryID != 0 {
+		if _, err := a.deps.Reads.Folder(c, u.ID, req.CategoryID); err != nil {
+			mfError(ctx, fasthttp.StatusBadRequest, "this category does not exist or does not belong to this user")
+			return
 		}
 	}
-	if src == nil {
-		mfError(ctx, fasthttp.StatusBadRequest, "no source has this feed URL: ask an admin to add it")
+	src, err := a.sourceOf(c, u, req.FeedURL)
+	switch {
+	case errors.Is(err, ErrMayNotAddSources):
+		mfError(ctx, fasthttp.StatusForbidden, err.Error())
+		return
+	case errors.Is(err, ErrSourceRefused):
+		mfError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return
+	case err != nil:
+		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
 	if _, err := a.deps.Reads.Subscription(c, u.ID, src.ID); err == nil {
 		mfError(ctx, fasthttp.StatusBadRequest, "This feed already exists.")
 		return
 	}
-	_, err = a.deps.Reads.Subscribe(c, u.ID, readstate.Subscription{SourceID: src.ID, Folder: req.CategoryID})
-	switch {
-	case errors.Is(err, readstate.ErrNoFolder):
-		mfError(ctx, fasthttp.StatusBadRequest, "this category does not exist or does not belong to this user")
-		return
-	case err != nil:
+	if _, err := a.deps.Reads.Subscribe(c, u.ID, readstate.Subscription{SourceID: src.ID, Folder: req.CategoryID}); err != nil {
 		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
@@ -390,6 +387,24 @@ func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusCreated, map[string]int64{"feed_id": num})
+}
+
+// sourceOf returns the source whose feed URL is feedURL, adding it when
+// there is none (AddSource decides whether the reader may).
+func (a *API) sourceOf(ctx context.Context, u auth.User, feedURL string) (crawl.Source, error) {
+	srcs, err := a.deps.Sources.List(ctx)
+	if err != nil {
+		return crawl.Source{}, err
+	}
+	for _, s := range srcs {
+		if sameFeedURL(s.FeedURL, feedURL) {
+			return s, nil
+		}
+	}
+	if a.deps.AddSource == nil {
+		return crawl.Source{}, ErrMayNotAddSources
+	}
+	return a.deps.AddSource(ctx, u, strings.TrimSpace(feedURL))
 }
 
 // sameFeedURL compares feed URLs as a reader types them: scheme and host

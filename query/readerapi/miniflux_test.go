@@ -181,13 +181,17 @@ func TestMinifluxMeCategoriesFeeds(t *testing.T) {
 	}
 	for _, c := range []struct{ body, want string }{
 		{`{"feed_url":"https://wire.example/feed.xml","category_id":2}`, "This feed already exists."},
-		{`{"feed_url":"https://nowhere.example/feed"}`, "ask an admin"},
 		{`{"feed_url":"https://daily.example/rss","category_id":7}`, "category does not exist"},
 		{`{"category_id":1}`, "feed URL is required"},
 	} {
 		if code, body, _ := e.call("POST", "/v1/feeds", c.body, ann...); code != 400 || !strings.Contains(body, c.want) {
 			t.Errorf("create feed %s: %d %s", c.body, code, body)
 		}
+	}
+	// Without a policy that lets readers add sources, a URL no source has
+	// is refused.
+	if code, body, _ := e.call("POST", "/v1/feeds", `{"feed_url":"https://nowhere.example/feed"}`, ann...); code != 403 || !strings.Contains(body, "ask an admin") {
+		t.Errorf("create a feed no source has: %d %s", code, body)
 	}
 	code, body, _ = e.call("GET", "/v1/feeds", "", ann...)
 	var feeds []mfFeed

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/crawl"
@@ -28,7 +29,18 @@ type Deps struct {
 	// entry endpoints are not served.
 	Stories Stories
 	Search  SearchFunc
+	// AddSource adds the source of a feed URL for a reader who subscribes
+	// to one no source has, as the node's policy allows (nil: never); it
+	// returns the source added, or the one that has the URL the page led
+	// to, or an error wrapping ErrMayNotAddSources or ErrSourceRefused.
+	AddSource func(ctx context.Context, u auth.User, feedURL string) (crawl.Source, error)
 }
+
+// Errors of AddSource.
+var (
+	ErrMayNotAddSources = errors.New("readers may not add sources on this server: ask an admin to add it")
+	ErrSourceRefused    = errors.New("the feed URL cannot be added")
+)
 
 // API serves the reader APIs. Safe for concurrent use.
 type API struct {
