@@ -483,3 +483,12 @@ func urlKey(u *url.URL) string {
 func validHeaderValue(v string) bool {
 	return !strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f })
 }
+
+// Client returns an HTTP client for requests other than feed fetches
+// (webhook deliveries): the same SSRF guard on every address it dials, no
+// proxy from the environment, and no redirects followed (a 3xx is the
+// answer).
+func (f *Fetcher) Client(timeout time.Duration) *http.Client {
+	return &http.Client{Transport: f.transport, Timeout: timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
