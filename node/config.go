@@ -21,6 +21,7 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
@@ -53,6 +54,7 @@ type Config struct {
 	Interest  InterestConfig        `yaml:"interest"`
 	Retention RetentionConfig       `yaml:"retention"`
 	Auth      AuthConfig            `yaml:"auth"`
+	Webhooks  webhook.Options       `yaml:"webhooks"`
 	Logging   LoggingConfig         `yaml:"logging"`
 	Cluster   ClusterConfig         `yaml:"cluster"`
 
@@ -211,6 +213,7 @@ func Default() Config {
 		Interest:  InterestConfig{Options: interest.DefaultOptions(), Enrich: interest.DefaultEnrichOptions()},
 		Retention: RetentionConfig{Articles: schema.DefaultRetention, History: interest.DefaultOptions().HistoryAge},
 		Auth:      AuthConfig{Limiter: auth.DefaultLimiterOptions(), Options: auth.DefaultOptions()},
+		Webhooks:  webhook.DefaultOptions(),
 		Logging:   LoggingConfig{Level: "info", Format: "text"},
 		Cluster:   ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
@@ -57,6 +58,7 @@ type Node struct {
 	interest *interest.Operator
 	auth     *auth.Store
 	limiter  *auth.Limiter
+	webhooks *webhook.Store
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 	cluster  *cluster.Node  // nil unless the node is a cluster member
@@ -186,6 +188,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	n.webhooks = webhook.NewStore(store, now)
 	fail := func(err error) (*Node, error) {
 		n.Close()
 		return nil, err
@@ -310,6 +313,13 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 		g.Go(func() error { return n.crawler.Run(gctx) })
 	}
 	g.Go(func() error { return n.sweepSessions(gctx) })
+	if n.stories != nil {
+		d, err := n.webhookDispatcher()
+		if err != nil {
+			return err
+		}
+		g.Go(func() error { return d.Run(gctx) })
+	}
 	if n.cluster != nil {
 		g.Go(func() error { n.followAssignments(gctx); return nil })
 	}
@@ -566,3 +576,33 @@ func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
 	}
 	return total, nil
 }
+
+// webhookDispatcher delivers breaking stories to the registered webhooks
+// from the node that runs the story writer, through the crawler's fetch
+// options (its SSRF guard and allowed addresses); a delivery that fails
+// its last try goes to the dead-letter topic with its reason.
+func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
+	f, err := fetch.New(n.cfg.Crawl.fetchOptions(n.logger))
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: %w", err)
+	}
+	opts := n.cfg.Webhooks
+	timeout := cmp.Or(opts.Timeout, webhook.DefaultOptions().Timeout)
+	dlq := n.engine.Options().DeadLetterTopic
+	dead := func(ctx context.Context, h webhook.Hook, body []byte, reason string) error {
+		rec := &eventlog.Record{Topic: dlq, Partition: 0, Key: []byte(h.ID), Value: body, Timestamp: time.Now().UnixMilli(),
+			Headers: []eventlog.Header{{Key: engine.HeaderDLQReason, Value: []byte(reason)}, {Key: engine.HeaderDLQStage, Value: []byte("webhook")},
+				{Key: "nf-webhook-url", Value: []byte(h.URL)}}}
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return n.log.Append(actx, []*eventlog.Record{rec})
+	}
+	isWriter := func() bool {
+		f, ok := n.engine.Freshness(story.Name, engine.SingletonPartition)
+		return ok && f.Source == "task"
+	}
+	return webhook.New(opts, n.webhooks, n.stories, f.Client(timeout), dead, isWriter, n.logger.With("component", "webhooks"))
+}
+
+// Webhooks returns the node's webhook store.
+func (n *Node) Webhooks() *webhook.Store { return n.webhooks }

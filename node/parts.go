@@ -92,7 +92,7 @@ func (n *Node) State() *state.DB { return n.db }
 // Deps are the node's parts the query server reads. Operators the node
 // does not run stay nil interfaces.
 func (n *Node) Deps() query.Deps {
-	d := query.Deps{Log: n.log, Engine: n.engine, Sources: n.sources, Auth: n.auth, Limiter: n.limiter,
+	d := query.Deps{Log: n.log, Engine: n.engine, Sources: n.sources, Auth: n.auth, Limiter: n.limiter, Webhooks: n.webhooks,
 		Crawler: n.queryCrawler(), Cluster: n.queryCluster()}
 	if n.trending != nil {
 		d.Trending = n.trending

@@ -24,6 +24,7 @@ import (
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/internal/web"
+	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/prometheus/client_golang/prometheus"
@@ -161,6 +162,8 @@ type Deps struct {
 	// personalized feeds.
 	Auth    *auth.Store
 	Limiter *auth.Limiter
+	// Webhooks, if set with Auth, enables the breaking-news webhooks.
+	Webhooks *webhook.Store
 	// Cluster, if set, serves the nodes' internal API and the cluster
 	// admin view.
 	Cluster Cluster
@@ -305,6 +308,13 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/me/api-keys", s.instrument("api_keys", s.requireUser(s.handleAPIKeys)))
 		r.POST("/api/v1/me/api-keys", s.instrument("api_keys_create", s.requireUser(s.handleNewAPIKey)))
 		r.DELETE("/api/v1/me/api-keys/{id}", s.instrument("api_keys_revoke", s.requireUser(s.handleRevokeAPIKey)))
+		if deps.Webhooks != nil {
+			r.GET("/api/v1/me/webhooks", s.instrument("webhooks", s.requireUser(s.handleMyWebhooks)))
+			r.POST("/api/v1/me/webhooks", s.instrument("webhooks_add", s.requireUser(s.handleAddWebhook)))
+			r.DELETE("/api/v1/me/webhooks/{id}", s.instrument("webhooks_delete", s.requireUser(s.handleDeleteMyWebhook)))
+			r.GET("/api/v1/admin/webhooks", s.instrument("admin_webhooks", s.handleAdminWebhooks))
+			r.DELETE("/api/v1/admin/webhooks/{id}", s.instrument("admin_webhooks_delete", s.handleAdminDeleteWebhook))
+		}
 		if deps.Sources != nil {
 			// The APIs reader apps speak (Miniflux), with API keys.
 			rd := readerapi.Deps{Auth: deps.Auth, Reads: s.reads, Sources: deps.Sources}

@@ -114,13 +114,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// watch announces each story once per breaking episode: when it enters
-// the breaking list. What is breaking when this node starts delivering was
-// announced before (by it, or the writer before it).
+// watch announces each story once per breaking episode: the stories whose
+// BreakingAt is after what was announced last. That mark is kept in the
+// metadata store, so a restarted node, or the next writer after a
+// failover, announces what became breaking meanwhile and nothing twice.
 func (d *Dispatcher) watch(ctx context.Context) {
 	t := time.NewTicker(d.opts.Every)
 	defer t.Stop()
-	var seen map[string]bool // nil: not delivering
 	for {
 		select {
 		case <-ctx.Done():
@@ -128,18 +128,31 @@ func (d *Dispatcher) watch(ctx context.Context) {
 		case <-t.C:
 		}
 		if !d.isWriter() {
-			seen = nil
 			continue
 		}
-		now := map[string]bool{}
+		mark, err := d.store.announced(ctx)
+		if err != nil {
+			d.log.Error("webhooks: read the announced mark", "err", err)
+			continue
+		}
 		var news []story.Ranked
+		next := mark
 		for _, r := range d.stories.Breaking().Stories {
-			now[r.ID] = true
-			if seen != nil && !seen[r.ID] {
+			if r.BreakingAt > mark.At || r.BreakingAt == mark.At && !slices.Contains(mark.IDs, r.ID) {
 				news = append(news, r)
+				next = next.add(r.BreakingAt, r.ID)
 			}
 		}
-		seen = now
+		if len(news) == 0 {
+			continue
+		}
+		// The mark first: a crash between it and the deliveries loses
+		// them, where the other order would repeat them; deliveries
+		// that are queued are at least once from here.
+		if err := d.store.setAnnounced(ctx, next); err != nil {
+			d.log.Error("webhooks: write the announced mark", "err", err)
+			continue
+		}
 		for _, r := range news {
 			d.announce(ctx, r)
 		}

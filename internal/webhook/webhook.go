@@ -5,9 +5,11 @@
 //
 // Hooks live in the metadata store ("webhooks": id → Hook; "webhook-status":
 // id → Status), so every node of a cluster knows them; the node that runs
-// the story writer delivers (the caller decides: Dispatcher.Run's
-// isWriter). A delivery is at least once: a receiver deduplicates by the
-// X-Newsflow-Delivery header.
+// the story writer delivers (the caller decides: New's isWriter). What was
+// announced last is marked in the metadata store ("webhook-state"), so a
+// restarted node, or the next writer after a failover, announces what
+// became breaking meanwhile and nothing twice. A delivery is at least
+// once: a receiver deduplicates by the X-Newsflow-Delivery header.
 //
 // Signature: X-Newsflow-Signature is "sha256=" and the hex HMAC-SHA256,
 // keyed by the hook's secret, of X-Newsflow-Timestamp (ms), a dot, and the
@@ -72,7 +74,39 @@ const MaxPerUser = 10
 const (
 	colHooks  = "webhooks"
 	colStatus = "webhook-status"
+	colState  = "webhook-state"
 )
+
+// mark is what was announced last: the latest BreakingAt, and the stories
+// announced at it.
+type mark struct {
+	At  int64    `json:"at"`
+	IDs []string `json:"ids,omitempty"`
+}
+
+func (m mark) add(at int64, id string) mark {
+	switch {
+	case at > m.At:
+		return mark{At: at, IDs: []string{id}}
+	case at == m.At:
+		return mark{At: at, IDs: append(slices.Clip(m.IDs), id)}
+	}
+	return m
+}
+
+func (s *Store) announced(ctx context.Context) (mark, error) {
+	var m mark
+	v, ok, err := s.meta.Get(ctx, colState, "announced")
+	if err == nil && ok {
+		err = json.Unmarshal(v, &m)
+	}
+	return m, err
+}
+
+func (s *Store) setAnnounced(ctx context.Context, m mark) error {
+	v, _ := json.Marshal(m)
+	return s.meta.Put(ctx, colState, "announced", v)
+}
 
 // Store keeps hooks in the metadata store. Safe for concurrent use.
 type Store struct {

@@ -135,11 +135,15 @@ func TestDeliveries(t *testing.T) {
 	bad.secret = func() string { return bh.Secret }
 	sport.secret = func() string { return sh.Secret }
 
-	old := &story.Story{ID: "old", Topics: []story.Label{{Topic: "politics"}}}
-	quake := &story.Story{ID: "quake", Title: "Earthquake", Topics: []story.Label{{Topic: "world"}}}
-	final := &story.Story{ID: "final", Title: "Cup final", Topics: []story.Label{{Topic: "sport"}}}
+	old := &story.Story{ID: "old", Topics: []story.Label{{Topic: "politics"}}, BreakingAt: 100}
+	quake := &story.Story{ID: "quake", Title: "Earthquake", Topics: []story.Label{{Topic: "world"}}, BreakingAt: 200}
+	final := &story.Story{ID: "final", Title: "Cup final", Topics: []story.Label{{Topic: "sport"}}, BreakingAt: 200}
 	stories := &breakingNow{}
 	stories.set(old)
+	// A writer before this one announced old.
+	if err := store.setAnnounced(ctx, mark{At: 100, IDs: []string{"old"}}); err != nil {
+		t.Fatal(err)
+	}
 	dead := &deadLetters{}
 	d, err := New(Options{Attempts: 3, Backoff: 50 * time.Millisecond, Timeout: time.Second}, store, stories, http.DefaultClient, dead.add,
 		writer.Load, slog.New(slog.DiscardHandler))
@@ -151,7 +155,7 @@ func TestDeliveries(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
-	time.Sleep(1500 * time.Millisecond) // the first look sees old
+	time.Sleep(1500 * time.Millisecond) // old was announced before
 	breakingAt := time.Now()
 	stories.set(old, quake, final)
 	waitFor(t, 5*time.Second, func() bool { return len(good.deliveries()) == 2 && len(sport.deliveries()) == 1 },
@@ -193,13 +197,20 @@ func TestDeliveries(t *testing.T) {
 		t.Errorf("status of the good hook: %+v", st)
 	}
 
-	// Not the writer: nothing is delivered.
+	// Not the writer: nothing is delivered; the node that becomes the
+	// writer announces what became breaking meanwhile, once.
 	writer.Store(false)
 	time.Sleep(1500 * time.Millisecond)
-	stories.set(&story.Story{ID: "late", Title: "Late"})
+	stories.set(old, quake, final, &story.Story{ID: "late", Title: "Late", BreakingAt: 300})
 	time.Sleep(2500 * time.Millisecond)
 	if n := len(good.deliveries()); n != 2 {
 		t.Errorf("a node that is not the writer delivered: %d deliveries", n)
+	}
+	writer.Store(true)
+	waitFor(t, 5*time.Second, func() bool { return len(good.deliveries()) == 3 }, "late delivered by the new writer")
+	time.Sleep(1500 * time.Millisecond)
+	if got := good.deliveries(); len(got) != 3 || got[2].Story.ID != "late" {
+		t.Errorf("deliveries after the writer came back: %+v", got)
 	}
 }
 

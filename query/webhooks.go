@@ -1,0 +1,101 @@
+package query
+
+import (
+	"context"
+	"errors"
+
+	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/webhook"
+	"github.com/valyala/fasthttp"
+)
+
+// Breaking-news webhooks: a reader registers URLs with a filter; admins
+// see every hook with its delivery status.
+
+// hookView is a hook with its delivery status; the secret only for its
+// owner.
+type hookView struct {
+	webhook.Hook
+	Status webhook.Status `json:"status"`
+}
+
+func (s *Server) hookViews(owner string, withSecret bool) ([]hookView, error) {
+	ctx := context.Background()
+	hooks, err := s.deps.Webhooks.List(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]hookView, len(hooks))
+	for i, h := range hooks {
+		if !withSecret {
+			h.Secret = ""
+		}
+		out[i].Hook = h
+		if out[i].Status, err = s.deps.Webhooks.Status(ctx, h.ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) handleMyWebhooks(ctx *fasthttp.RequestCtx, u auth.User) {
+	hooks, err := s.hookViews(u.ID, true)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": hooks})
+}
+
+// handleAddWebhook registers {"url", "topics", "sources"} for the reader.
+func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
+	var req struct {
+		URL     string   `json:"url"`
+		Topics  []string `json:"topics"`
+		Sources []string `json:"sources"`
+	}
+	if !decodeJSON(ctx, &req) {
+		return
+	}
+	h, err := s.deps.Webhooks.Add(context.Background(), u.ID, req.URL, req.Topics, req.Sources)
+	switch {
+	case errors.Is(err, webhook.ErrInvalid):
+		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
+	case errors.Is(err, webhook.ErrTooMany):
+		writeError(ctx, fasthttp.StatusConflict, err.Error())
+	case err != nil:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	default:
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+		writeJSON(ctx, fasthttp.StatusCreated, h)
+	}
+}
+
+func (s *Server) handleDeleteMyWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
+	s.deleteWebhook(ctx, u.ID)
+}
+
+func (s *Server) handleAdminWebhooks(ctx *fasthttp.RequestCtx) {
+	hooks, err := s.hookViews("", false)
+	if err != nil {
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": hooks})
+}
+
+func (s *Server) handleAdminDeleteWebhook(ctx *fasthttp.RequestCtx) { s.deleteWebhook(ctx, "") }
+
+// deleteWebhook deletes the {id} hook of owner ("": any).
+func (s *Server) deleteWebhook(ctx *fasthttp.RequestCtx, owner string) {
+	id, _ := ctx.UserValue("id").(string)
+	err := s.deps.Webhooks.Delete(context.Background(), owner, id)
+	switch {
+	case errors.Is(err, webhook.ErrNotFound):
+		writeError(ctx, fasthttp.StatusNotFound, "no webhook "+id)
+	case err != nil:
+		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	default:
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+	}
+}
