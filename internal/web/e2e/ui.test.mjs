@@ -171,6 +171,32 @@ describe("web UI", { skip: skip || false }, () => {
     assert.deepEqual(prefs.topics.sort(), ["sports", "technology"]);
   });
 
+  test("a reader creates an API key for an app in the preferences; the app logs in with it until it is revoked", async () => {
+    const page = reader;
+    await page.goto(node.url + "/preferences");
+    await page.getByRole("heading", { name: "Reader apps" }).waitFor();
+    await page.getByText("No API keys.").waitFor();
+    await page.getByLabel("App name").fill("newsboat");
+    await page.getByRole("button", { name: "Create API key" }).click();
+    const secret = (await page.locator("code.secret").textContent()).trim();
+    assert.ok(secret.length >= 40, `secret ${secret}`);
+    await page.locator("#keys li").filter({ hasText: "newsboat" }).filter({ hasText: "not used yet" }).waitFor();
+    // The app: Miniflux's /v1/me with the key, and the Google Reader login.
+    const app = async (key) => page.evaluate(async (k) => (await fetch("/v1/me", { headers: { "X-Auth-Token": k }, credentials: "omit" })).status, key);
+    assert.equal(await app(secret), 200);
+    const login = await page.evaluate(async (k) => (await fetch("/accounts/ClientLogin", { method: "POST", credentials: "omit",
+      headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: "Email=reader1&Passwd=" + encodeURIComponent(k) })).text(), secret);
+    assert.match(login, /^SID=.*\nLSID=null\nAuth=/);
+    await page.reload();
+    await page.locator("#keys li").filter({ hasText: "newsboat" }).filter({ hasText: "last used" }).waitFor();
+    assert.equal(await page.locator("code.secret").count(), 0, "the secret is shown only when created");
+    await checkPage(page, "preferences-apps-light");
+    await page.getByRole("button", { name: "Revoke the key of newsboat" }).click();
+    await page.getByRole("status").filter({ hasText: "revoked" }).waitFor();
+    await page.getByText("No API keys.").waitFor();
+    assert.equal(await app(secret), 401);
+  });
+
   test("a story page lists every source; opening an article is a read in the history", async () => {
     const page = reader;
     await page.getByRole("link", { name: "newsflow" }).click();

@@ -360,7 +360,12 @@ async function showPreferences() {
     <fieldset><legend>Topics you follow</legend><div class="checks">${topics.map((x) => `<label><input type="checkbox" name="topics" value="${esc(x)}"${p.topics.includes(x) ? " checked" : ""}> ${esc(x)}</label>`).join("")}</div></fieldset>
     ${select("preferred_sources", "Preferred sources", p.preferred_sources)}
     ${select("excluded_sources", "Excluded sources", p.excluded_sources)}
-    <button>Save</button><p role="status" id="saved" class="meta"></p></form>`);
+    <button>Save</button><p role="status" id="saved" class="meta"></p></form>
+    <section class="stack wide" aria-labelledby="apps-h"><h2 id="apps-h">Reader apps</h2>
+    <p class="meta">Apps that sync with Miniflux or with the Google Reader API (FreshRSS, FeedHQ, Inoreader) sync with this server too: give each app its own API key, and enter your username and the key as its password, with <code>${esc(location.origin)}</code> as the server.</p>
+    <form id="newkey" class="row"><label>App name <input name="name" required maxlength="64" autocomplete="off"></label><button>Create API key</button></form>
+    <div role="status" id="keysecret"></div>
+    <ul class="keys" id="keys"></ul></section>`);
   $("prefs").addEventListener("submit", async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
@@ -369,6 +374,31 @@ async function showPreferences() {
       $("saved").textContent = "Saved.";
     } catch (err) { $("saved").textContent = err.message; }
   });
+  await showKeys();
+  $("newkey").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const k = await api("/api/v1/me/api-keys", { method: "POST", body: JSON.stringify({ name: new FormData(e.target).get("name") }) });
+      $("keysecret").innerHTML = `<p>API key for <strong>${esc(k.name)}</strong> (shown only now; copy it into the app):</p><p><code class="secret">${esc(k.secret)}</code></p>`;
+      e.target.reset();
+      await showKeys();
+    } catch (err) { $("keysecret").textContent = err.message; }
+  });
+}
+
+// showKeys lists the reader's API keys, each with a button to revoke it.
+async function showKeys() {
+  const { api_keys: keys } = await api("/api/v1/me/api-keys");
+  $("keys").innerHTML = keys.length
+    ? keys.map((k) => `<li><strong>${esc(k.name)}</strong> <span class="meta">created ${when(k.created_at)}${k.last_used_at ? ", last used " + when(k.last_used_at) : ", not used yet"}</span> <button type="button" data-revoke="${esc(k.id)}" aria-label="Revoke the key of ${esc(k.name)}">Revoke</button></li>`).join("")
+    : `<li class="meta">No API keys.</li>`;
+  for (const b of $("keys").querySelectorAll("[data-revoke]")) {
+    b.addEventListener("click", async () => {
+      await api(`/api/v1/me/api-keys/${enc(b.dataset.revoke)}`, { method: "DELETE" });
+      $("keysecret").textContent = "Key revoked: apps using it are logged out.";
+      await showKeys();
+    });
+  }
 }
 
 async function showHistory() {
