@@ -24,14 +24,16 @@ import (
 type minifluxEntries struct {
 	Total   int `json:"total"`
 	Entries []struct {
-		ID          int64  `json:"id"`
-		FeedID      int64  `json:"feed_id"`
-		Status      string `json:"status"`
-		Title       string `json:"title"`
-		URL         string `json:"url"`
-		PublishedAt string `json:"published_at"`
-		Starred     bool   `json:"starred"`
-		Hash        string `json:"hash"`
+		ID          int64    `json:"id"`
+		FeedID      int64    `json:"feed_id"`
+		Status      string   `json:"status"`
+		Title       string   `json:"title"`
+		URL         string   `json:"url"`
+		PublishedAt string   `json:"published_at"`
+		Starred     bool     `json:"starred"`
+		Hash        string   `json:"hash"`
+		CommentsURL string   `json:"comments_url"`
+		Tags        []string `json:"tags"`
 		Feed        struct {
 			ID    int64  `json:"id"`
 			Title string `json:"title"`
@@ -169,6 +171,12 @@ func TestMinifluxEntries(t *testing.T) {
 			case starred.Hash:
 				if a.Starred == nil || !*a.Starred || *a.Read {
 					t.Errorf("the web reader shows %s not starred, or read", a.ID)
+				}
+			}
+			// Each entry names the story its article is in.
+			for _, e := range all.Entries {
+				if e.Hash == a.ID && (!strings.HasSuffix(e.CommentsURL, "/stories/"+st.ID) || fmt.Sprint(e.Tags) != "[story:"+st.ID+"]") {
+					t.Errorf("entry %d of story %s: comments_url %q, tags %v", e.ID, st.ID, e.CommentsURL, e.Tags)
 				}
 			}
 		}

@@ -467,10 +467,14 @@ type grItem struct {
 	Origin        map[string]string   `json:"origin"`
 	Summary       map[string]string   `json:"summary"`
 	Author        string              `json:"author"`
+	// Related links the story the article is in (the web reader's page);
+	// StoryID names it.
+	Related []map[string]string `json:"related,omitempty"`
+	StoryID string              `json:"story_id,omitempty"`
 }
 
-func (a *API) items(ctx context.Context, u auth.User, es []entry) ([]grItem, error) {
-	cache := &feedsCache{a: a, u: u}
+func (a *API) items(ctx context.Context, u auth.User, base string, es []entry) ([]grItem, error) {
+	cache := &feedsCache{a: a, u: u, base: base}
 	out := make([]grItem, 0, len(es))
 	for _, e := range es {
 		f, err := cache.feed(ctx, e.SourceID)
@@ -496,8 +500,11 @@ func (a *API) items(ctx context.Context, u auth.User, es []entry) ([]grItem, err
 			ID: longItemID(e.Num), CrawlTimeMsec: strconv.FormatInt(e.Published, 10), TimestampUsec: strconv.FormatInt(e.Published*1000, 10),
 			Published: e.Published / 1000, Updated: e.Published / 1000, Title: e.Title, Canonical: link, Alternate: link, Categories: cats,
 			Origin:  map[string]string{"streamId": fmt.Sprint("feed/", f.ID), "title": f.Title, "htmlUrl": f.SiteURL},
-			Summary: map[string]string{"content": content}, Author: e.Source,
+			Summary: map[string]string{"content": content}, Author: e.Source, StoryID: e.StoryID,
 		})
+		if link := cache.storyURL(e.StoryID); link != "" {
+			out[len(out)-1].Related = []map[string]string{{"href": link, "type": "text/html"}}
+		}
 	}
 	return out, nil
 }
@@ -511,7 +518,7 @@ func (a *API) grStream(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	items, err := a.items(context.Background(), u, page)
+	items, err := a.items(context.Background(), u, baseURL(ctx), page)
 	if err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
@@ -550,7 +557,7 @@ func (a *API) grItemContents(ctx *fasthttp.RequestCtx, u auth.User) {
 		}
 		es = append(es, e)
 	}
-	items, err := a.items(c, u, es)
+	items, err := a.items(c, u, baseURL(ctx), es)
 	if err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
@@ -669,7 +676,7 @@ type atomEntry struct {
 	Title      atomText       `xml:"title"`
 	Published  string         `xml:"published"`
 	Updated    string         `xml:"updated"`
-	Link       atomLink       `xml:"link"`
+	Links      []atomLink     `xml:"link"`
 	Categories []atomCategory `xml:"category"`
 	Content    atomText       `xml:"content"`
 	Author     *atomAuthor    `xml:"author,omitempty"`
@@ -702,7 +709,7 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	items, err := a.items(context.Background(), u, page)
+	items, err := a.items(context.Background(), u, baseURL(ctx), page)
 	if err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
@@ -714,7 +721,10 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	for i, it := range items {
 		at := time.UnixMilli(page[i].Published).UTC().Format(time.RFC3339)
 		e := atomEntry{ID: it.ID, Title: atomText{Type: "html", Body: it.Title}, Published: at, Updated: at,
-			Link: atomLink{Rel: "alternate", Href: page[i].URL, Type: "text/html"}, Content: atomText{Type: "html", Body: it.Summary["content"]}}
+			Links: []atomLink{{Rel: "alternate", Href: page[i].URL, Type: "text/html"}}, Content: atomText{Type: "html", Body: it.Summary["content"]}}
+		if len(it.Related) > 0 {
+			e.Links = append(e.Links, atomLink{Rel: "related", Href: it.Related[0]["href"], Type: "text/html"})
+		}
 		if page[i].Source != "" {
 			e.Author = &atomAuthor{Name: page[i].Source}
 		}

@@ -175,6 +175,10 @@ type grStreamJSON struct {
 		Summary struct {
 			Content string `json:"content"`
 		} `json:"summary"`
+		StoryID string `json:"story_id"`
+		Related []struct {
+			Href string `json:"href"`
+		} `json:"related"`
 	} `json:"items"`
 	Continuation string `json:"continuation"`
 }
@@ -282,7 +286,8 @@ func TestGReaderStreams(t *testing.T) {
 	it := s.Items[0]
 	if it.ID != itemPrefix+"0000000000000004" || it.Origin.StreamID != wire || it.Canonical[0].Href != "https://wire.example/Chips" ||
 		it.Published != time.Date(2026, 11, 27, 9, 4, 0, 0, time.UTC).Unix() || it.Summary.Content != "<p>Chips &lt;today&gt;</p>" ||
-		fmt.Sprint(it.Categories) != "[user/-/state/com.google/reading-list]" {
+		fmt.Sprint(it.Categories) != "[user/-/state/com.google/reading-list]" ||
+		it.StoryID != "s-art4" || len(it.Related) != 1 || it.Related[0].Href != "http://reader.test/stories/s-art4" {
 		t.Errorf("item %+v", it)
 	}
 	e.getJSON(e.annAuth, "/reader/api/0/stream/contents?s=user/-/label/Tech&r=o", &s)

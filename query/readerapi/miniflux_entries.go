@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,10 +50,12 @@ type mfEntries struct {
 	Entries []mfEntry `json:"entries"`
 }
 
-// feedsCache describes subscriptions as feeds once per request.
+// feedsCache describes subscriptions as feeds once per request; base is
+// the server's address as the client names it, for links to story pages.
 type feedsCache struct {
 	a       *API
 	u       auth.User
+	base    string
 	folders map[int64]readstate.Folder
 	feeds   map[string]mfFeed
 }
@@ -96,11 +99,30 @@ func (c *feedsCache) entry(ctx context.Context, e entry) (mfEntry, error) {
 	if e.Summary != "" {
 		content = "<p>" + html.EscapeString(e.Summary) + "</p>"
 	}
+	// The story the article is in: its page as the comments link, and a
+	// tag, for clients that know nothing of stories.
 	return mfEntry{
 		ID: int64(e.Num), UserID: userNum(c.u.ID), FeedID: f.ID, Status: status, Hash: e.ID, Title: e.Title, URL: e.URL,
-		PublishedAt: published, CreatedAt: published, ChangedAt: published, Content: content, Starred: e.Starred,
-		ReadingTime: readingTime(e.Summary), Enclosures: []any{}, Feed: f,
+		CommentsURL: c.storyURL(e.StoryID), PublishedAt: published, CreatedAt: published, ChangedAt: published, Content: content,
+		Starred: e.Starred, ReadingTime: readingTime(e.Summary), Enclosures: []any{}, Feed: f, Tags: []string{"story:" + e.StoryID},
 	}, nil
+}
+
+// storyURL is the web reader's page of a story.
+func (c *feedsCache) storyURL(id string) string {
+	if id == "" {
+		return ""
+	}
+	return c.base + "/stories/" + url.PathEscape(id)
+}
+
+// baseURL is the server's address as the request names it.
+func baseURL(ctx *fasthttp.RequestCtx) string {
+	scheme := "http"
+	if ctx.IsTLS() {
+		scheme = "https"
+	}
+	return scheme + "://" + string(ctx.Host())
 }
 
 // readingTime is minutes at 265 words a minute, as Miniflux counts.
@@ -242,7 +264,7 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 		slices.Reverse(es)
 	}
 	out := mfEntries{Total: len(es), Entries: []mfEntry{}}
-	cache := &feedsCache{a: a, u: u}
+	cache := &feedsCache{a: a, u: u, base: baseURL(ctx)}
 	for _, e := range es[min(offset, len(es)):min(offset+limit, len(es))] {
 		me, err := cache.entry(c, e)
 		if err != nil {
@@ -349,7 +371,7 @@ func (a *API) mfEntry(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	me, err := (&feedsCache{a: a, u: u}).entry(context.Background(), e)
+	me, err := (&feedsCache{a: a, u: u, base: baseURL(ctx)}).entry(context.Background(), e)
 	if err != nil {
 		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
