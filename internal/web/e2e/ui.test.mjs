@@ -195,6 +195,10 @@ describe("web UI", { skip: skip || false }, () => {
     await page.getByRole("status").filter({ hasText: "revoked" }).waitFor();
     await page.getByText("No API keys.").waitFor();
     assert.equal(await app(secret), 401);
+    // A breaking-news webhook, which the admin console lists.
+    const hook = await page.evaluate(async () => (await fetch("/api/v1/me/webhooks", { method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ url: "https://hooks.example.org/newsflow", topics: ["science"] }) })).status);
+    assert.equal(hook, 201);
   });
 
   test("a story page lists every source; opening an article is a read in the history", async () => {
@@ -409,6 +413,10 @@ describe("web UI", { skip: skip || false }, () => {
     await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Admin" }).waitFor();
     assert.match(await page.locator("#srcs").innerText(), /Sources \(0\)/);
+    // The readers' webhooks with their delivery status.
+    const hooks = await page.locator("section:has(#hooks)").innerText();
+    assert.match(hooks, /Webhooks \(1\)/);
+    assert.match(hooks, /hooks\.example\.org\/newsflow\s+science\s+0\s+0\s+0\s+never/);
     // The system panel: stages with rates, stores on disk.
     const stages = await page.locator("#system table").first().innerText();
     assert.match(stages, /trending/);

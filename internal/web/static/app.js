@@ -447,8 +447,16 @@ function sourceRow(s) {
     <td class="actions"><button type="button" data-act="crawl">Crawl now</button> <button type="button" data-act="${paused ? "resume" : "pause"}">${paused ? "Resume" : "Pause"}</button> <button type="button" data-act="delete">Delete</button></td></tr>`;
 }
 
+// hookRow is a webhook with its delivery status in the admin console.
+const hookRow = (h) => {
+  const st = h.status || {}, filter = [...(h.topics || []), ...(h.sources || [])].join(", ") || "every story";
+  const last = st.last_attempt_at ? `${when(st.last_attempt_at)}${st.last_error ? `: <span class="error">${esc(st.last_error)}</span>` : st.last_status ? ` (${st.last_status})` : ""}` : "never";
+  return `<tr><td>${esc(h.url)}</td><td>${esc(filter)}</td><td>${st.delivered || 0}</td><td>${st.retried || 0}</td><td>${st.dead_lettered || 0}</td><td>${last}</td>
+    <td><button type="button" data-hook="${esc(h.id)}" aria-label="Delete the webhook to ${esc(h.url)}">Delete</button></td></tr>`;
+};
+
 async function showAdmin() {
-  const [src, sys] = await Promise.all([api("/api/v1/admin/sources"), systemPanel()]);
+  const [src, sys, hooks] = await Promise.all([api("/api/v1/admin/sources"), systemPanel(), api("/api/v1/admin/webhooks").catch(() => ({ webhooks: [] }))]);
   // Rates need two samples: take the second one soon.
   setTimeout(async () => { if ($("system")) $("system").innerHTML = await systemPanel().catch((e) => `<p class="error">${esc(e.message)}</p>`); }, 1500);
   page("Admin", `<h1>Admin</h1>
@@ -459,7 +467,17 @@ async function showAdmin() {
       <p><a href="/api/v1/admin/sources/export" download="sources.opml">Export OPML</a> ·
       <label>Import OPML <input type="file" id="opml" accept=".opml,.xml,text/xml"></label></p>
       <div><table class="sources"><caption class="visually-hidden">Sources and their crawl status</caption><thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Last crawl</th><th scope="col">Next crawl</th><th scope="col">Errors</th><th scope="col">Circuit</th><th scope="col">Actions</th></tr></thead>
-      <tbody>${src.sources.map(sourceRow).join("")}</tbody></table></div></section>`);
+      <tbody>${src.sources.map(sourceRow).join("")}</tbody></table></div></section>
+    <section aria-labelledby="hooks"><h2 id="hooks">Webhooks (${hooks.webhooks.length})</h2>
+      ${hooks.webhooks.length ? `<div><table class="sources"><caption class="visually-hidden">Breaking-news webhooks and their deliveries</caption><thead><tr><th scope="col">URL</th><th scope="col">Filter</th><th scope="col">Delivered</th><th scope="col">Retried</th><th scope="col">Dead letters</th><th scope="col">Last attempt</th><th scope="col">Actions</th></tr></thead>
+      <tbody>${hooks.webhooks.map(hookRow).join("")}</tbody></table></div>` : `<p class="meta">No webhooks. Readers register them with POST /api/v1/me/webhooks.</p>`}</section>`);
+  main.querySelectorAll("[data-hook]").forEach((b) => b.addEventListener("click", async () => {
+    if (!confirm("Delete this webhook?")) return;
+    try {
+      await api(`/api/v1/admin/webhooks/${enc(b.dataset.hook)}`, { method: "DELETE" });
+      await showAdmin();
+    } catch (err) { $("addmsg").textContent = err.message; }
+  }));
   $("add").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
