@@ -90,6 +90,7 @@ var apiOps = []apiOp{
 	{method: "PUT", path: "/v1/entries", tag: "miniflux", auth: "apikey", summary: "Miniflux API: set the status (read, unread) and/or starred of entries ({\"entry_ids\": [...], \"status\", \"starred\"}; the body is read as JSON whatever its Content-Type)", body: "Object", ok: 204, errs: []int{400, 401}},
 	{method: "GET", path: "/v1/entries/{entry}", tag: "miniflux", auth: "apikey", summary: "Miniflux API: one entry", ok: 200, okSchema: "Object", errs: []int{400, 401, 404}},
 	{method: "PUT", path: "/v1/entries/{entry}/bookmark", tag: "miniflux", auth: "apikey", summary: "Miniflux API: toggle an entry's star", ok: 204, errs: []int{400, 401, 404}},
+	{method: "PUT", path: "/v1/entries/{entry}/star", tag: "miniflux", auth: "apikey", summary: "Miniflux API: toggle an entry's star (the newer name of bookmark)", ok: 204, errs: []int{400, 401, 404}},
 	{method: "GET", path: "/v1/feeds/{id}/entries", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the entries of one subscribed feed (the filters of /v1/entries)", ok: 200, okSchema: "Object", errs: []int{400, 401, 404}},
 	{method: "GET", path: "/v1/feeds/{id}/entries/{entry}", tag: "miniflux", auth: "apikey", summary: "Miniflux API: one entry", ok: 200, okSchema: "Object", errs: []int{400, 401, 404}},
 	{method: "PUT", path: "/v1/feeds/{id}/mark-all-as-read", tag: "miniflux", auth: "apikey", summary: "Miniflux API: mark everything of a feed published until now read", ok: 204, errs: []int{400, 401, 404}},

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/testutil"
+	miniflux "miniflux.app/v2/client"
 )
 
 // Real reader apps, installed from Debian (.ci/run installs them), drive
@@ -311,5 +312,61 @@ func TestNewsboatGoogleReader(t *testing.T) {
 	out = newsboat(t, bin, dir, config, "-x", "reload", "print-unread")
 	if !strings.Contains(out, fmt.Sprintf("%d unread articles", len(n.titles)-1)) {
 		t.Errorf("newsboat after marking: %q", out)
+	}
+}
+
+// TestMinifluxGoClient: Miniflux's own Go client (miniflux.app/v2/client)
+// with the reader's API key as its token: it reads the reader, the
+// subscriptions and the unread entries, marks one read and stars one, as
+// the web reader then shows. (Debian's newsboat cannot star through the
+// Miniflux API; this client can.)
+func TestMinifluxGoClient(t *testing.T) {
+	n := startReaderNode(t)
+	c := miniflux.NewClient("http://"+n.Addr, n.key)
+	me, err := c.Me()
+	if err != nil || me.Username != "ann" {
+		t.Fatalf("me: %+v %v", me, err)
+	}
+	feeds, err := c.Feeds()
+	if err != nil || len(feeds) != 2 {
+		t.Fatalf("feeds: %+v %v", feeds, err)
+	}
+	unread, err := c.Entries(&miniflux.Filter{Status: miniflux.EntryStatusUnread, Order: "published_at", Direction: "desc"})
+	if err != nil || unread.Total != len(n.titles) || len(unread.Entries) != len(n.titles) {
+		t.Fatalf("unread entries: %+v %v", unread, err)
+	}
+	read, star := unread.Entries[0], unread.Entries[1]
+	if err := c.UpdateEntries([]int64{read.ID}, miniflux.EntryStatusRead); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ToggleStarred(star.ID); err != nil {
+		t.Fatal(err)
+	}
+	starred, err := c.Entries(&miniflux.Filter{Starred: miniflux.FilterOnlyStarred})
+	if err != nil || starred.Total != 1 || starred.Entries[0].ID != star.ID {
+		t.Fatalf("starred: %+v %v", starred, err)
+	}
+	if left, err := c.Entries(&miniflux.Filter{Status: miniflux.EntryStatusUnread}); err != nil || left.Total != len(n.titles)-1 {
+		t.Fatalf("unread after marking one: %+v %v", left, err)
+	}
+	counters, err := c.FetchCounters()
+	if err != nil || len(counters.ReadCounters) != 1 {
+		t.Fatalf("counters: %+v %v", counters, err)
+	}
+	// The web reader shows the same star.
+	req, _ := http.NewRequest("GET", n.URL("/api/v1/me/starred"), nil)
+	req.Header.Set("Authorization", "Bearer "+n.session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var stars struct {
+		Articles []struct {
+			Title string `json:"title"`
+		} `json:"articles"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&stars); err != nil || len(stars.Articles) != 1 || stars.Articles[0].Title != star.Title {
+		t.Errorf("the web reader's stars: %+v %v, want %q", stars, err, star.Title)
 	}
 }

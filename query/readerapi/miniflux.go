@@ -39,6 +39,7 @@ func (a *API) registerMiniflux(r *router.Router) {
 	route(fasthttp.MethodPut, "/v1/entries", "entries_update", a.mfUpdateEntries)
 	route(fasthttp.MethodGet, "/v1/entries/{entry}", "entry", a.mfEntry)
 	route(fasthttp.MethodPut, "/v1/entries/{entry}/bookmark", "entry_bookmark", a.mfToggleBookmark)
+	route(fasthttp.MethodPut, "/v1/entries/{entry}/star", "entry_bookmark", a.mfToggleBookmark) // its newer name
 	route(fasthttp.MethodGet, "/v1/feeds/{id}/entries", "feed_entries", a.mfFeedEntries)
 	route(fasthttp.MethodGet, "/v1/feeds/{id}/entries/{entry}", "feed_entry", a.mfEntry)
 	route(fasthttp.MethodPut, "/v1/feeds/{id}/mark-all-as-read", "feed_mark_read", a.mfMarkFeedRead)
