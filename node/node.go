@@ -188,7 +188,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
-	n.webhooks = webhook.NewStore(store, now)
+	n.webhooks = webhook.NewStore(store, now, cfg.Webhooks.AllowHTTP)
 	fail := func(err error) (*Node, error) {
 		n.Close()
 		return nil, err

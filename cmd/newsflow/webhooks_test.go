@@ -59,7 +59,7 @@ func TestWebhooksDeliverBreakingNews(t *testing.T) {
 	goodSrv, failingSrv := httptest.NewServer(good), httptest.NewServer(failing)
 	defer goodSrv.Close()
 	defer failingSrv.Close()
-	n := runNode(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32", "NEWSFLOW_WEBHOOKS_ATTEMPTS=3", "NEWSFLOW_WEBHOOKS_BACKOFF=200ms",
+	n := runNode(t, t.TempDir(), []string{"NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32", "NEWSFLOW_WEBHOOKS_ATTEMPTS=3", "NEWSFLOW_WEBHOOKS_ALLOW_HTTP=true", "NEWSFLOW_WEBHOOKS_BACKOFF=200ms",
 		// Seven articles in a few minutes make a story breaking (the default
 		// rate wants more than 60 in 30 minutes).
 		"NEWSFLOW_STORIES_BREAKING_RATE=0.1"})

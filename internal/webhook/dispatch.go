@@ -32,6 +32,9 @@ type Options struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Every is how often the breaking stories are checked (default 1s).
 	Every time.Duration `yaml:"-"`
+	// AllowHTTP lets hooks use http URLs (default: https only), for
+	// receivers on a private network.
+	AllowHTTP bool `yaml:"allow_http"`
 	// Workers deliver at once (default 4); Queue deliveries wait (default
 	// 1,000; beyond, a delivery is dead-lettered at once).
 	Workers int `yaml:"-"`

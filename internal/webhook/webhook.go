@@ -110,24 +110,30 @@ func (s *Store) setAnnounced(ctx context.Context, m mark) error {
 
 // Store keeps hooks in the metadata store. Safe for concurrent use.
 type Store struct {
-	meta meta.Store
-	now  func() time.Time
-	mu   sync.Mutex // serializes status updates of this process
+	meta      meta.Store
+	now       func() time.Time
+	allowHTTP bool
+	mu        sync.Mutex // serializes status updates of this process
 }
 
 // NewStore returns hooks over m; now is the clock (time.Now when nil).
-func NewStore(m meta.Store, now func() time.Time) *Store {
+// Hook URLs must be https unless allowHTTP (webhooks.allow_http: receivers
+// on a private network, tests).
+func NewStore(m meta.Store, now func() time.Time, allowHTTP bool) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{meta: m, now: now}
+	return &Store{meta: m, now: now, allowHTTP: allowHTTP}
 }
 
 // Add registers a hook for owner. URL must be absolute http or https.
 func (s *Store) Add(ctx context.Context, owner, rawURL string, topics, sources []string) (Hook, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(rawURL) > 2048 {
-		return Hook{}, fmt.Errorf("%w: the URL must be an absolute http or https URL", ErrInvalid)
+	switch {
+	case err != nil || u.Host == "" || len(rawURL) > 2048 || (u.Scheme != "http" && u.Scheme != "https"):
+		return Hook{}, fmt.Errorf("%w: the URL must be an absolute https URL", ErrInvalid)
+	case u.Scheme == "http" && !s.allowHTTP:
+		return Hook{}, fmt.Errorf("%w: the URL must be https (webhooks.allow_http allows http)", ErrInvalid)
 	}
 	for _, l := range [][]string{topics, sources} {
 		if len(l) > 50 || slices.ContainsFunc(l, func(v string) bool { return v == "" || len(v) > 128 }) {

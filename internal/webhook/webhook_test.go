@@ -114,7 +114,7 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
 // a node that is not the writer delivers nothing.
 func TestDeliveries(t *testing.T) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil)
+	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
 	var writer atomic.Bool
 	writer.Store(true)
 	good := &receiver{t: t}
@@ -218,11 +218,18 @@ func TestDeliveries(t *testing.T) {
 // status.
 func TestStore(t *testing.T) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil)
+	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
 	for _, bad := range []string{"ftp://example.org/x", "/relative", "", "http://"} {
 		if _, err := store.Add(ctx, "u-ann", bad, nil, nil); !errors.Is(err, ErrInvalid) {
 			t.Errorf("URL %q: %v", bad, err)
 		}
+	}
+	strict := NewStore(meta.NewLocal(statetest.Open(t)), nil, false)
+	if _, err := strict.Add(ctx, "u-ann", "http://example.org/hook", nil, nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an http hook without allow_http: %v", err)
+	}
+	if _, err := strict.Add(ctx, "u-ann", "https://example.org/hook", nil, nil); err != nil {
+		t.Errorf("an https hook: %v", err)
 	}
 	if _, err := store.Add(ctx, "u-ann", "https://example.org/hook", []string{""}, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("empty topic: %v", err)
