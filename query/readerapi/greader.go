@@ -241,22 +241,13 @@ func (a *API) grEditTag(ctx *fasthttp.RequestCtx, u auth.User) {
 		}
 		return false
 	}
-	var arts []readstate.Article
-	for _, raw := range args(ctx, "i") {
-		num, ok := parseItemID(raw)
-		if !ok {
-			grBad(ctx, "invalid item id "+raw)
-			return
-		}
-		e, err := a.entryByNum(c, u.ID, num)
-		if errors.Is(err, errNoEntry) {
-			continue
-		}
-		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-			return
-		}
-		arts = append(arts, readstateArticle(e))
+	es, ok := a.itemEntries(ctx, u)
+	if !ok {
+		return
+	}
+	arts := make([]readstate.Article, len(es))
+	for i, e := range es {
+		arts[i] = readstateArticle(e)
 	}
 	var err error
 	switch {
@@ -539,25 +530,11 @@ func cmpOr(a, b string) string {
 
 // grItemContents answers the items named by i (repeatable, either form).
 func (a *API) grItemContents(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
-	var es []entry
-	for _, raw := range args(ctx, "i") {
-		num, ok := parseItemID(raw)
-		if !ok {
-			grBad(ctx, "invalid item id "+raw)
-			return
-		}
-		e, err := a.entryByNum(c, u.ID, num)
-		if errors.Is(err, errNoEntry) {
-			continue
-		}
-		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-			return
-		}
-		es = append(es, e)
+	es, ok := a.itemEntries(ctx, u)
+	if !ok {
+		return
 	}
-	items, err := a.items(c, u, baseURL(ctx), es)
+	items, err := a.items(context.Background(), u, baseURL(ctx), es)
 	if err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
@@ -879,4 +856,29 @@ func (a *API) streamSource(ctx context.Context, u auth.User, stream string, add 
 	}
 	src, err := a.sourceOf(ctx, u, rest)
 	return src.ID, err
+}
+
+// itemEntries returns the entries the items i (repeatable, either form)
+// name, leaving out those gone; it answers the request and returns false
+// on a malformed id or an error.
+func (a *API) itemEntries(ctx *fasthttp.RequestCtx, u auth.User) ([]entry, bool) {
+	c := context.Background()
+	var es []entry
+	for _, raw := range args(ctx, "i") {
+		num, ok := parseItemID(raw)
+		if !ok {
+			grBad(ctx, "invalid item id "+raw)
+			return nil, false
+		}
+		e, err := a.entryByNum(c, u.ID, num)
+		if errors.Is(err, errNoEntry) {
+			continue
+		}
+		if err != nil {
+			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			return nil, false
+		}
+		es = append(es, e)
+	}
+	return es, true
 }

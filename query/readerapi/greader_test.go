@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"net"
 	"net/url"
 	"reflect"
 	"slices"
@@ -14,17 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fasthttp/router"
-	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
-	"github.com/newsflow/newsflow/state/statetest"
-	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttputil"
-	"golang.org/x/crypto/bcrypt"
 )
 
 // fakeStories holds articles, each its own story, numbered in order.
@@ -75,54 +66,30 @@ type grEnv struct {
 
 func newGREnv(t *testing.T) *grEnv {
 	t.Helper()
-	m := meta.NewLocal(statetest.Open(t))
-	as, err := auth.NewStore(m, time.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &grEnv{apiEnv: &apiEnv{t: t, sources: fakeSources{
-		{ID: "wire", Name: "The Wire", FeedURL: "https://wire.example/feed.xml", Homepage: "https://wire.example/", Status: crawl.StatusActive},
-		{ID: "daily", Name: "Daily News", FeedURL: "https://daily.example/rss", Status: crawl.StatusActive},
-	}}, feeds: map[string]int64{}}
 	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC).UnixMilli()
 	fs := &fakeStories{}
 	for i, a := range []struct{ src, title string }{{"wire", "Quake"}, {"daily", "Cup final"}, {"wire", "Rates"}, {"daily", "Election"}, {"wire", "Chips"}} {
 		fs.arts = append(fs.arts, story.ArticleRecord{Num: uint64(i), Article: story.Article{ID: fmt.Sprint("art", i), SourceID: a.src,
 			Source: a.src, Title: a.title, Summary: a.title + " <today>", URL: "https://" + a.src + ".example/" + a.title, Published: t0 + int64(i)*60_000}})
 	}
-	ctx := t.Context()
-	if e.ann, err = as.Register(ctx, "ann", "ann's long password"); err != nil {
-		t.Fatal(err)
-	}
-	if e.bob, err = as.Register(ctx, "bob", "bob's long password"); err != nil {
-		t.Fatal(err)
-	}
-	if e.annKey, _, err = as.NewAPIKey(ctx, e.ann.ID, "newsboat"); err != nil {
-		t.Fatal(err)
-	}
-	if e.bobKey, _, err = as.NewAPIKey(ctx, e.bob.ID, "reeder"); err != nil {
-		t.Fatal(err)
-	}
-	reads := readstate.New(m, nil)
-	tech, err := reads.AddFolder(ctx, e.ann.ID, "Tech")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []readstate.Subscription{{SourceID: "wire"}, {SourceID: "daily", Folder: tech.ID}} {
-		if _, err := reads.Subscribe(ctx, e.ann.ID, sub); err != nil {
+	feeds := map[string]int64{}
+	api := newAPIEnvWith(t, func(e *apiEnv, d *Deps) {
+		ctx := t.Context()
+		d.Stories, d.Search = fs, fs.search
+		tech, err := d.Reads.AddFolder(ctx, e.ann.ID, "Tech")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if e.feeds[sub.SourceID], err = reads.FeedNum(ctx, sub.SourceID); err != nil {
-			t.Fatal(err)
+		for _, sub := range []readstate.Subscription{{SourceID: "wire"}, {SourceID: "daily", Folder: tech.ID}} {
+			if _, err := d.Reads.Subscribe(ctx, e.ann.ID, sub); err != nil {
+				t.Fatal(err)
+			}
+			if feeds[sub.SourceID], err = d.Reads.FeedNum(ctx, sub.SourceID); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	r := router.New()
-	New(Deps{Auth: as, Reads: reads, Sources: e.sources, Stories: fs, Search: fs.search}, nil).Register(r)
-	ln := fasthttputil.NewInmemoryListener()
-	srv := &fasthttp.Server{Handler: r.Handler}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
-	e.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }}
+	})
+	e := &grEnv{apiEnv: api, feeds: feeds}
 	e.annAuth = e.login("ann", e.annKey)
 	e.bobAuth = e.login("bob", e.bobKey)
 	return e

@@ -45,7 +45,11 @@ type apiEnv struct {
 	sources        fakeSources
 }
 
-func newAPIEnv(t *testing.T) *apiEnv {
+func newAPIEnv(t *testing.T) *apiEnv { return newAPIEnvWith(t, nil) }
+
+// newAPIEnvWith is newAPIEnv whose deps (reads ready, the readers
+// registered) setup may complete before the server starts.
+func newAPIEnvWith(t *testing.T, setup func(e *apiEnv, d *Deps)) *apiEnv {
 	t.Helper()
 	m := meta.NewLocal(statetest.Open(t))
 	as, err := auth.NewStore(m, time.Now, auth.Options{BcryptCost: bcrypt.MinCost, AllowWeakCostForTests: true})
@@ -69,8 +73,12 @@ func newAPIEnv(t *testing.T) *apiEnv {
 	if e.bobKey, _, err = as.NewAPIKey(ctx, e.bob.ID, "reeder"); err != nil {
 		t.Fatal(err)
 	}
+	d := Deps{Auth: as, Reads: readstate.New(m, nil), Sources: e.sources}
+	if setup != nil {
+		setup(e, &d)
+	}
 	r := router.New()
-	New(Deps{Auth: as, Reads: readstate.New(m, nil), Sources: e.sources}, nil).Register(r)
+	New(d, nil).Register(r)
 	ln := fasthttputil.NewInmemoryListener()
 	srv := &fasthttp.Server{Handler: r.Handler}
 	go func() { _ = srv.Serve(ln) }()
