@@ -61,6 +61,9 @@ type Payload struct {
 	Story    story.Ranked `json:"story"`
 }
 
+// eventBreaking is the event of a story that became breaking.
+const eventBreaking = "story.breaking"
+
 // DeadLetter receives a delivery that failed its last try, with the reason.
 type DeadLetter func(ctx context.Context, hook Hook, body []byte, reason string) error
 
@@ -83,6 +86,7 @@ type Dispatcher struct {
 
 type delivery struct {
 	hook Hook
+	id   string // Payload.Delivery
 	body []byte
 }
 
@@ -175,9 +179,10 @@ func (d *Dispatcher) announce(ctx context.Context, r story.Ranked) {
 		}
 		var b [8]byte
 		_, _ = rand.Read(b[:])
-		body, _ := json.Marshal(Payload{Event: "story.breaking", Delivery: hex.EncodeToString(b[:]), Hook: h.ID, SentAt: time.Now().UnixMilli(), Story: r})
+		id := hex.EncodeToString(b[:])
+		body, _ := json.Marshal(Payload{Event: eventBreaking, Delivery: id, Hook: h.ID, SentAt: time.Now().UnixMilli(), Story: r})
 		select {
-		case d.queue <- delivery{h, body}:
+		case d.queue <- delivery{h, id, body}:
 		default:
 			d.deadLetter(ctx, h, body, "delivery queue full")
 		}
@@ -230,12 +235,10 @@ func (d *Dispatcher) try(ctx context.Context, dl delivery) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var p Payload
-	_ = json.Unmarshal(dl.body, &p)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "newsflow-webhook/1")
-	req.Header.Set("X-Newsflow-Event", p.Event)
-	req.Header.Set("X-Newsflow-Delivery", p.Delivery)
+	req.Header.Set("X-Newsflow-Event", eventBreaking)
+	req.Header.Set("X-Newsflow-Delivery", dl.id)
 	req.Header.Set("X-Newsflow-Timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("X-Newsflow-Signature", Sign(dl.hook.Secret, ts, dl.body))
 	resp, err := d.client.Do(req)

@@ -56,11 +56,14 @@ type selection struct {
 }
 
 // listEntries returns the entries of sel, newest first, at most maxScan
-// read: what the filters keep of them.
-func (a *API) listEntries(ctx context.Context, user string, sel selection) ([]entry, error) {
-	rs, err := a.deps.Reads.Load(ctx, user)
-	if err != nil {
-		return nil, err
+// read: what the filters keep of them. rs is the reader's state, loaded
+// here when nil (callers that list several selections load it once).
+func (a *API) listEntries(ctx context.Context, user string, rs *readstate.State, sel selection) ([]entry, error) {
+	var err error
+	if rs == nil {
+		if rs, err = a.deps.Reads.Load(ctx, user); err != nil {
+			return nil, err
+		}
 	}
 	var ids []string
 	if sel.starredOnly {

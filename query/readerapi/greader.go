@@ -1,12 +1,14 @@
 package readerapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
 	"html"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -156,12 +158,7 @@ type grCategory struct {
 
 func (a *API) grSubscriptions(ctx *fasthttp.RequestCtx, u auth.User) {
 	c := context.Background()
-	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
-	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-		return
-	}
-	folders, err := a.folderMap(c, u)
+	subs, folders, err := a.subsAndFolders(c, u)
 	if err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
@@ -397,13 +394,13 @@ func (a *API) streamPage(ctx *fasthttp.RequestCtx, u auth.User, stream string, m
 	var es []entry
 	if sel.status != "none" && (sel.starredOnly || len(sel.sources) > 0) {
 		var err error
-		if es, err = a.listEntries(context.Background(), u.ID, sel); err != nil {
+		if es, err = a.listEntries(context.Background(), u.ID, nil, sel); err != nil {
 			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 			return nil, "", false
 		}
 	}
 	if arg(ctx, "r") == "o" {
-		reverse(es)
+		slices.Reverse(es)
 	}
 	page := es[min(offset, len(es)):min(offset+n, len(es))]
 	next := ""
@@ -419,12 +416,6 @@ func cmpStatus(have, want string) string {
 		return want
 	}
 	return "none"
-}
-
-func reverse(es []entry) {
-	for i, j := 0, len(es)-1; i < j; i, j = i+1, j-1 {
-		es[i], es[j] = es[j], es[i]
-	}
 }
 
 func (a *API) grItemIDs(ctx *fasthttp.RequestCtx, u auth.User) {
@@ -514,18 +505,11 @@ func (a *API) grStream(ctx *fasthttp.RequestCtx, u auth.User) {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
 	}
-	out := map[string]any{"id": cmpOr(stream, stateReadingList), "updated": time.Now().Unix(), "items": items}
+	out := map[string]any{"id": cmp.Or(stream, stateReadingList), "updated": time.Now().Unix(), "items": items}
 	if next != "" {
 		out["continuation"] = next
 	}
 	writeJSON(ctx, fasthttp.StatusOK, out)
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // grItemContents answers the items named by i (repeatable, either form).
@@ -583,12 +567,11 @@ func (a *API) grMarkAllRead(ctx *fasthttp.RequestCtx, u auth.User) {
 // and for the reading list.
 func (a *API) grUnreadCount(ctx *fasthttp.RequestCtx, u auth.User) {
 	c := context.Background()
-	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
-	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
-		return
+	subs, folders, err := a.subsAndFolders(c, u)
+	var rs *readstate.State
+	if err == nil {
+		rs, err = a.deps.Reads.Load(c, u.ID)
 	}
-	folders, err := a.folderMap(c, u)
 	if err != nil {
 		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 		return
@@ -603,7 +586,7 @@ func (a *API) grUnreadCount(ctx *fasthttp.RequestCtx, u auth.User) {
 	total := count{ID: stateReadingList}
 	var newestAll int64
 	for _, sub := range subs {
-		es, err := a.listEntries(c, u.ID, selection{sources: []string{sub.SourceID}, status: "unread"})
+		es, err := a.listEntries(c, u.ID, rs, selection{sources: []string{sub.SourceID}, status: "unread"})
 		if err != nil {
 			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 			return
@@ -753,7 +736,7 @@ func (a *API) grQuickAdd(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"numResults": 1, "query": feedURL, "streamId": fmt.Sprint("feed/", num),
-		"streamName": cmpOr(sub.Title, src.Name)})
+		"streamName": cmp.Or(sub.Title, src.Name)})
 }
 
 // grEditSubscription is subscription/edit: ac subscribe, unsubscribe or

@@ -252,6 +252,16 @@ func (a *API) feedOf(ctx context.Context, u auth.User, sub readstate.Subscriptio
 	return f, nil
 }
 
+// subsAndFolders returns the reader's subscriptions and folders by id.
+func (a *API) subsAndFolders(ctx context.Context, u auth.User) ([]readstate.Subscription, map[int64]readstate.Folder, error) {
+	subs, err := a.deps.Reads.Subscriptions(ctx, u.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	folders, err := a.folderMap(ctx, u)
+	return subs, folders, err
+}
+
 // folderMap returns the reader's folders by id.
 func (a *API) folderMap(ctx context.Context, u auth.User) (map[int64]readstate.Folder, error) {
 	folders, err := a.deps.Reads.Folders(ctx, u.ID)
@@ -267,12 +277,7 @@ func (a *API) folderMap(ctx context.Context, u auth.User) (map[int64]readstate.F
 
 func (a *API) mfFeeds(ctx *fasthttp.RequestCtx, u auth.User) {
 	c := context.Background()
-	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
-	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
-		return
-	}
-	folders, err := a.folderMap(c, u)
+	subs, folders, err := a.subsAndFolders(c, u)
 	if err != nil {
 		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
@@ -293,6 +298,11 @@ func (a *API) mfFeeds(ctx *fasthttp.RequestCtx, u auth.User) {
 // parameter names; it answers 404 and returns false when there is none.
 func (a *API) subscribedFeed(ctx *fasthttp.RequestCtx, u auth.User) (readstate.Subscription, bool) {
 	raw, _ := ctx.UserValue("id").(string)
+	return a.subscription(ctx, u, raw)
+}
+
+// subscription is subscribedFeed for the feed number raw.
+func (a *API) subscription(ctx *fasthttp.RequestCtx, u auth.User, raw string) (readstate.Subscription, bool) {
 	num, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || num <= 0 {
 		mfError(ctx, fasthttp.StatusBadRequest, "invalid feed id")

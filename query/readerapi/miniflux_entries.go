@@ -249,7 +249,7 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 	var es []entry
 	if sel.status != "none" && len(sel.sources) > 0 {
 		var err error
-		if es, err = a.listEntries(c, u.ID, sel); err != nil {
+		if es, err = a.listEntries(c, u.ID, nil, sel); err != nil {
 			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
 			return
 		}
@@ -279,7 +279,7 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 func (a *API) mfEntries(ctx *fasthttp.RequestCtx, u auth.User) {
 	var sources []string
 	if v := ctx.QueryArgs().Peek("feed_id"); len(v) > 0 {
-		sub, ok := a.subscriptionOf(ctx, u, string(v))
+		sub, ok := a.subscription(ctx, u, string(v))
 		if !ok {
 			return
 		}
@@ -338,12 +338,6 @@ func (a *API) folderSources(ctx *fasthttp.RequestCtx, u auth.User, id int64) []s
 		}
 	}
 	return out
-}
-
-// subscriptionOf is subscribedFeed for a feed id given as a string.
-func (a *API) subscriptionOf(ctx *fasthttp.RequestCtx, u auth.User, raw string) (readstate.Subscription, bool) {
-	ctx.SetUserValue("id", raw)
-	return a.subscribedFeed(ctx, u)
 }
 
 // entryOfPath returns the entry the {entry} path parameter names.
@@ -451,6 +445,10 @@ func (a *API) mfToggleBookmark(ctx *fasthttp.RequestCtx, u auth.User) {
 func (a *API) mfCounters(ctx *fasthttp.RequestCtx, u auth.User) {
 	c := context.Background()
 	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
+	var rs *readstate.State
+	if err == nil {
+		rs, err = a.deps.Reads.Load(c, u.ID)
+	}
 	if err != nil {
 		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
@@ -460,7 +458,7 @@ func (a *API) mfCounters(ctx *fasthttp.RequestCtx, u auth.User) {
 		Unreads map[string]int `json:"unreads"`
 	}{map[string]int{}, map[string]int{}}
 	for _, sub := range subs {
-		es, err := a.listEntries(c, u.ID, selection{sources: []string{sub.SourceID}})
+		es, err := a.listEntries(c, u.ID, rs, selection{sources: []string{sub.SourceID}})
 		if err == nil {
 			var num int64
 			num, err = a.deps.Reads.FeedNum(c, sub.SourceID)
