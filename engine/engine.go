@@ -41,6 +41,10 @@ type Options struct {
 	// GroupCommitInterval is how often committed offsets are copied to the
 	// backend's consumer groups, if it has them (default 1s).
 	GroupCommitInterval time.Duration `yaml:"-"`
+	// LagInterval is how often the engine reads the end offsets of every
+	// task input to keep lag current while a task does not commit (stuck
+	// or paused; default 5s).
+	LagInterval time.Duration `yaml:"-"`
 	// Cluster makes the engine one node of a cluster: it runs only the
 	// partitions given to Assign and keeps every task's state in a
 	// changelog as well (see Assign). The log must implement
@@ -52,6 +56,9 @@ type Options struct {
 	// delete retention, after which compaction may drop tombstones).
 	ChangelogMaxAge time.Duration `yaml:"-"`
 	Logger          *slog.Logger  `yaml:"-"`
+	// Tracer, if set, starts a span for each traced record a task applies
+	// (see observe.go); without one, trace context passes through.
+	Tracer Tracer `yaml:"-"`
 	// Registerer receives the engine's metrics (default: a private registry).
 	Registerer prometheus.Registerer `yaml:"-"`
 }
@@ -66,6 +73,7 @@ func DefaultOptions() Options {
 		RestartBackoff:      100 * time.Millisecond,
 		MaxRestartBackoff:   10 * time.Second,
 		GroupCommitInterval: time.Second,
+		LagInterval:         5 * time.Second,
 		ChangelogMaxAge:     12 * time.Hour,
 	}
 }
@@ -77,7 +85,7 @@ func (o Options) Validate() error {
 		return fmt.Errorf("engine: partitions %d out of range 1-4096", o.Partitions)
 	case o.MaxBatch < 0:
 		return fmt.Errorf("engine: max batch %d is negative", o.MaxBatch)
-	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0 || o.CommitInterval < 0 || o.ChangelogMaxAge < 0:
+	case o.RestartBackoff < 0 || o.MaxRestartBackoff < 0 || o.GroupCommitInterval < 0 || o.LagInterval < 0 || o.CommitInterval < 0 || o.ChangelogMaxAge < 0:
 		return errors.New("engine: durations must not be negative")
 	}
 	return nil
@@ -99,9 +107,10 @@ type Engine struct {
 	m    *metrics
 
 	ops    []Operator
-	stages []*stage // built by Start
+	stages []*stage // built by Run (or Replay); read by others once built is set
 
 	started atomic.Bool
+	built   atomic.Bool // stages is built: readable from any goroutine
 
 	assign struct {
 		sync.Mutex
@@ -126,6 +135,7 @@ func New(l eventlog.Log, db *state.DB, opts Options) (*Engine, error) {
 	}
 	opts = opts.withDefaults()
 	e := &Engine{log: l, db: db, opts: opts, m: newMetrics(opts.Registerer)}
+	opts.Registerer.MustRegister(newStageCollector(e))
 	e.mu.progress = map[progressKey]*Progress{}
 	e.mu.standbys = map[standbyKey]*standby{}
 	e.assign.changed = make(chan struct{}, 1)
@@ -258,6 +268,16 @@ func (e *Engine) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	lctx, stopLag := context.WithCancel(ctx)
+	lagDone := make(chan struct{})
+	go func() {
+		defer close(lagDone)
+		e.watchLag(lctx)
+	}()
+	defer func() {
+		stopLag()
+		<-lagDone
+	}()
 	if e.opts.Cluster {
 		return e.runAssigned(ctx)
 	}
@@ -337,7 +357,11 @@ func (e *Engine) build(ctx context.Context) error {
 				}
 				main.inputs[p] = append(main.inputs[p], stageInput{tp: eventlog.TopicPartition{Topic: rt, Partition: p}, mode: modeForwarded})
 			}
-			rs := &stage{name: repartitionStageName(s.Name, in.Topic), partitions: srcParts, inputs: map[int32][]stageInput{}}
+			if main.forwardedFrom == nil {
+				main.forwardedFrom = map[string]string{}
+			}
+			main.forwardedFrom[rt] = in.Topic
+			rs := &stage{name: repartitionStageName(s.Name, in.Topic), partitions: srcParts, inputs: map[int32][]stageInput{}, repartition: true}
 			rs.newTask = newRepartitionTask(rs.name, rt, in.Route, n)
 			for sp := int32(0); sp < srcParts; sp++ {
 				rs.inputs[sp] = []stageInput{{tp: eventlog.TopicPartition{Topic: in.Topic, Partition: sp}}}
@@ -352,6 +376,8 @@ func (e *Engine) build(ctx context.Context) error {
 			st.fresh[i] = new(freshness)
 		}
 	}
+	e.m.initStages(e)
+	e.built.Store(true)
 	return nil
 }
 
@@ -412,7 +438,9 @@ func (e *Engine) setProgress(stage string, tp eventlog.TopicPartition, committed
 		p = &Progress{Stage: stage, Topic: tp.Topic, Partition: tp.Partition}
 		e.mu.progress[k] = p
 	}
-	p.Committed = committed
+	if committed >= 0 {
+		p.Committed = committed
+	}
 	if hw >= 0 {
 		p.HighWatermark = max(hw, committed)
 	}

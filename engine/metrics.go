@@ -14,6 +14,8 @@ type metrics struct {
 	restoreSeconds *prometheus.HistogramVec
 	restoreChanges *prometheus.CounterVec
 	standbyChanges *prometheus.CounterVec
+	visible        *prometheus.HistogramVec
+	paused         *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -54,8 +56,58 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		standbyChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_standby_changes_total", Help: "State changes applied to standby copies of partitions this node does not run (cluster mode).",
 		}, []string{"stage"}),
+		visible: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "newsflow_event_visible_seconds",
+			Help:    "Time from an event's ingestion into newsflow (the crawl or request that first wrote it; else its log timestamp) until the commit of the stage that applied it, by stage and the input topic it was first written to.",
+			Buckets: visibleBuckets,
+		}, []string{"stage", "input"}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "newsflow_stage_paused", Help: "1 while the stage's tasks on this node are paused (POST /api/v1/admin/stages/{stage}/pause).",
+		}, []string{"stage"}),
 	}
-	reg.MustRegister(m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds,
+	reg.MustRegister(m.visible, m.paused, m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds,
 		m.restoreChanges, m.standbyChanges)
 	return m
+}
+
+// initStages creates every stage's series, so that they are present (at 0)
+// from the start: rates and alerts need a series before its first event.
+func (m *metrics) initStages(e *Engine) {
+	for _, st := range e.stages {
+		name := st.name
+		m.recordsIn.WithLabelValues(name)
+		m.busySeconds.WithLabelValues(name)
+		m.deadLetters.WithLabelValues(name)
+		m.taskRestarts.WithLabelValues(name)
+		m.commitSeconds.WithLabelValues(name)
+		m.paused.WithLabelValues(name)
+		if e.opts.Cluster && !st.localState {
+			m.restoreSeconds.WithLabelValues(name)
+			m.restoreChanges.WithLabelValues(name)
+		}
+		if e.opts.Cluster && st.standby {
+			m.standbyChanges.WithLabelValues(name)
+		}
+		if len(st.forwardedFrom) > 0 {
+			m.duplicates.WithLabelValues(name)
+		}
+		if st.repartition {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, ins := range st.inputs {
+			for _, in := range ins {
+				if t := sourceTopic(st, in); !seen[t] {
+					seen[t] = true
+					m.visible.WithLabelValues(name, t)
+				}
+			}
+		}
+	}
+	for _, op := range e.ops {
+		s := op.Spec()
+		for _, t := range s.Outputs {
+			m.recordsOut.WithLabelValues(s.Name, t)
+		}
+	}
 }

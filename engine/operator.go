@@ -128,6 +128,7 @@ type CommitInfo struct {
 type ProcessContext struct {
 	out    []*eventlog.Record
 	source int32
+	ln     lineage // of the current record
 }
 
 // Source is the partition of the source topic the current record was first
@@ -140,7 +141,12 @@ func (pc *ProcessContext) Source() int32 { return pc.source }
 // Emit queues a record for an output topic declared in the Spec. Partition
 // must be set (use eventlog.PartitionFor). Outputs are appended before the
 // batch commits, so they are at least once: give them deterministic ids.
-func (pc *ProcessContext) Emit(rec *eventlog.Record) { pc.out = append(pc.out, rec) }
+// The record gets the current record's origin and trace headers
+// (HeaderOrigin, HeaderTraceParent) unless it has its own.
+func (pc *ProcessContext) Emit(rec *eventlog.Record) {
+	pc.ln.stamp(rec)
+	pc.out = append(pc.out, rec)
+}
 
 // InvalidError marks input that can never be processed.
 type InvalidError struct {

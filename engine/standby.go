@@ -99,6 +99,9 @@ func (f *freshness) get(now time.Time) (Freshness, bool) {
 // this node, and false when the node has none it can read: it neither runs
 // the task (restored) nor holds a loaded standby copy.
 func (e *Engine) Freshness(stage string, p int32) (Freshness, bool) {
+	if !e.built.Load() {
+		return Freshness{}, false
+	}
 	for _, st := range e.stages {
 		if st.name == stage && p >= 0 && p < st.partitions {
 			return st.fresh[p].get(time.Now())

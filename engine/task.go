@@ -25,6 +25,11 @@ type stage struct {
 	standby    bool          // Spec.Standby
 	follower   Follower      // the operator, when standby and a Follower
 	fresh      []*freshness  // per partition: how current this node's state is
+	// repartition marks a repartition stage; forwardedFrom maps an
+	// operator's repartition topics to the input topics they forward.
+	repartition   bool
+	forwardedFrom map[string]string
+	pause         pause
 }
 
 type inputMode uint8
@@ -39,6 +44,7 @@ type stageInput struct {
 	tp    eventlog.TopicPartition
 	mode  inputMode
 	route func(*eventlog.Record) ([]byte, bool)
+	idx   int // the input's place in its task's inputs (set by the task loop)
 }
 
 // Headers the repartition stage adds to forwarded records.
@@ -81,7 +87,8 @@ type taskRunner struct {
 	p     int32
 	epoch uint64 // cluster mode: the assignment's epoch
 
-	restored atomic.Bool // restored its state at least once
+	restored atomic.Bool  // restored its state at least once
+	opened   atomic.Int64 // ms since the epoch when the current run began to restore
 }
 
 // run runs the task until ctx is done, restarting it from its committed

@@ -53,6 +53,7 @@ type taskLoop struct {
 
 	pc  ProcessContext
 	dlq []*eventlog.Record
+	vis visibility // origins and spans of the records applied since the last commit
 
 	pending, applied int // records read and applied since the last commit
 	lastCommit       time.Time
@@ -94,6 +95,7 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 // committed offsets. What it opened, close closes, also after an error.
 func (l *taskLoop) open(ctx context.Context) error {
 	e, tr, p := l.e, l.tr, l.tr.p
+	tr.opened.Store(time.Now().UnixMilli())
 	l.ns = e.db.Namespace(namespaceName(tr.st.name, p))
 	task, err := tr.st.newTask(TaskContext{
 		Operator: tr.st.name, Partition: p, Partitions: e.opts.Partitions,
@@ -139,7 +141,13 @@ func (l *taskLoop) readPositions() error {
 	tr := l.tr
 	l.inputs = map[eventlog.TopicPartition]stageInput{}
 	l.next = map[eventlog.TopicPartition]int64{}
-	for _, in := range tr.st.inputs[tr.p] {
+	ins := tr.st.inputs[tr.p]
+	l.vis.obs, l.vis.origins = make([]prometheus.Observer, len(ins)), make([][]int64, len(ins))
+	for i, in := range ins {
+		in.idx = i
+		if !tr.st.repartition {
+			l.vis.obs[i] = l.e.m.visible.WithLabelValues(tr.st.name, sourceTopic(tr.st, in))
+		}
 		l.inputs[in.tp] = in
 		off, err := readInt64(l.ns, offsetKey(in.tp), 0)
 		if err != nil {
@@ -165,6 +173,7 @@ func (l *taskLoop) readPositions() error {
 // close closes what open opened: the reader, the changelog, the task. It
 // returns the task's Close error.
 func (l *taskLoop) close() error {
+	l.vis.endSpans(errUncommitted)
 	if l.fresh != nil {
 		l.fresh.source.Store(nil)
 	}
@@ -188,6 +197,9 @@ var errDue = errors.New("commit due")
 
 func (l *taskLoop) run(ctx context.Context) error {
 	for {
+		if stop, err := l.waitPaused(ctx); err != nil || stop {
+			return err
+		}
 		recs, err := l.poll(ctx)
 		switch {
 		case err == nil:
@@ -208,6 +220,11 @@ func (l *taskLoop) run(ctx context.Context) error {
 		default:
 			return fmt.Errorf("poll: %w", err)
 		}
+		// Records that came while the stage was paused wait with it; they
+		// are read again after a restart, their offsets uncommitted.
+		if stop, err := l.waitPaused(ctx); err != nil || stop {
+			return err
+		}
 		l.pending += len(recs)
 		if err := l.apply(recs); err != nil {
 			return err
@@ -218,6 +235,22 @@ func (l *taskLoop) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// waitPaused, while the stage is paused, commits what was applied and
+// waits until it is resumed or ctx is done.
+// It reports whether ctx ended the wait.
+func (l *taskLoop) waitPaused(ctx context.Context) (stop bool, err error) {
+	if l.tr.st.pause.ch.Load() == nil {
+		return false, nil
+	}
+	if l.pending > 0 {
+		if err := l.commit(false); err != nil {
+			return false, err
+		}
+	}
+	l.tr.st.pause.wait(ctx)
+	return ctx.Err() != nil, nil
 }
 
 // poll waits for records. With applied but uncommitted records it waits no
@@ -276,6 +309,7 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 		}
 		l.recordsIn.Inc()
 		l.applied++
+		l.trace(in, rec)
 		if err := l.task.Process(&l.pc, rec); err != nil {
 			reason, invalid := IsInvalid(err)
 			if !invalid {
@@ -285,6 +319,31 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 		}
 	}
 	return nil
+}
+
+// trace notes the lineage of a record about to be applied: its origin, for
+// the records it emits and the visibility latency of the commit, and its
+// trace context, starting its span when the engine has a Tracer.
+func (l *taskLoop) trace(in stageInput, rec *eventlog.Record) {
+	origin := OriginOf(rec)
+	l.vis.add(in.idx, origin)
+	parent, traced := rec.Header(HeaderTraceParent)
+	if !traced {
+		l.pc.ln.reset(origin, nil)
+		return
+	}
+	child := parent
+	if t := l.e.opts.Tracer; t != nil {
+		var end func(error)
+		child, end = t.Start(l.tr.st.name, l.tr.p, rec, parent)
+		if end != nil {
+			l.vis.spans = append(l.vis.spans, end)
+		}
+		if child == nil {
+			child = parent
+		}
+	}
+	l.pc.ln.reset(origin, child)
 }
 
 // busyFrom counts the time since start as busy: the task's utilisation is
@@ -315,6 +374,7 @@ func (l *taskLoop) commit(caughtUp bool) error {
 	if err := l.commitBatch(); err != nil {
 		return err
 	}
+	l.vis.committed(time.Now())
 	l.task.Committed(CommitInfo{Records: l.applied, CaughtUp: caughtUp})
 	hws := l.reader.HighWatermarks()
 	current := true
