@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/fetch"
@@ -167,7 +168,53 @@ func New(sources *Sources, l eventlog.Log, db *state.DB, opts Options) (*Crawler
 	if c.m, err = newCrawlMetrics(opts.Registerer); err != nil {
 		return nil, err
 	}
+	if err := opts.Registerer.Register(coverageCollector{c}); err != nil {
+		return nil, fmt.Errorf("crawl: register metrics: %w", err)
+	}
 	return c, nil
+}
+
+var (
+	activeDesc = prometheus.NewDesc("newsflow_crawl_sources_active",
+		"Active sources this node crawls.", nil, nil)
+	onTimeDesc = prometheus.NewDesc("newsflow_crawl_sources_on_time",
+		"Active sources this node crawls whose feed was read within twice their interval, or that are younger than that: on_time / active is the crawl coverage.", nil, nil)
+)
+
+// coverageCollector counts, at each scrape, the active sources this node
+// crawls and those read on time.
+type coverageCollector struct{ c *Crawler }
+
+func (cc coverageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- activeDesc
+	ch <- onTimeDesc
+}
+
+func (cc coverageCollector) Collect(ch chan<- prometheus.Metric) {
+	active, onTime := cc.c.Coverage(context.Background())
+	ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(active))
+	ch <- prometheus.MustNewConstMetric(onTimeDesc, prometheus.GaugeValue, float64(onTime))
+}
+
+// Coverage counts the active sources this node crawls and those whose feed
+// was read within twice their interval (Source.OnTime).
+func (c *Crawler) Coverage(ctx context.Context) (active, onTime int) {
+	list, err := c.sources.List(ctx)
+	if err != nil {
+		return 0, 0
+	}
+	now := c.opts.Now()
+	for i := range list {
+		s := &list[i]
+		if s.Status != StatusActive || (c.opts.Owns != nil && !c.opts.Owns(s.ID)) {
+			continue
+		}
+		active++
+		if s.OnTime(now) {
+			onTime++
+		}
+	}
+	return active, onTime
 }
 
 // Kick makes Run re-read the source list now.
@@ -675,7 +722,7 @@ func (c *Crawler) fetchAndIngest(ctx context.Context, s *Source, st *CrawlState,
 }
 
 func (c *Crawler) succeed(st *CrawlState, br *polite.BreakerState, now time.Time) {
-	st.ConsecutiveErrors, st.LastError = 0, ""
+	st.ConsecutiveErrors, st.LastError, st.LastSuccess = 0, "", now.UTC()
 	br.Success(now)
 }
 
@@ -736,8 +783,11 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 		k := []byte(it.ArticleID)
 		recs = append(recs, &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: v, Timestamp: it.FetchedAt.UnixMilli(),
-			Headers: []eventlog.Header{{Key: "source_id", Value: []byte(sourceID)}}})
+			Headers: []eventlog.Header{{Key: "source_id", Value: []byte(sourceID)}, engine.OriginHeader(it.FetchedAt)}})
 		fresh = append(fresh, it.ArticleID)
+		if !it.PublishedAt.IsZero() {
+			c.m.published.Observe(max(0, it.FetchedAt.Sub(it.PublishedAt).Seconds()))
+		}
 	}
 	if len(recs) == 0 {
 		return 0, nil
@@ -766,6 +816,7 @@ type crawlMetrics struct {
 	openCircuits prometheus.Gauge
 	sources      prometheus.Gauge
 	fullText     *prometheus.CounterVec
+	published    prometheus.Histogram
 }
 
 func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
@@ -787,7 +838,17 @@ func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
 			Name: "newsflow_crawl_fulltext_total", Help: "Article pages fetched for their full text, by outcome (ok, error, no_text, disallowed, skipped).",
 		}, []string{"outcome"}),
 	}
-	for _, col := range []prometheus.Collector{m.fetches, m.bytes, m.itemsNew, m.fetchSeconds, m.scheduleLag, m.openCircuits, m.sources, m.fullText} {
+	m.published = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "newsflow_article_publication_delay_seconds", Help: "Time from a new item's publication (as its feed dates it) to the crawl that found it.",
+		Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400},
+	})
+	for _, outcome := range []string{"ok", "not_modified", "error", "rate_limited", "gone", "skipped", "disallowed"} {
+		m.fetches.WithLabelValues(outcome)
+	}
+	for _, outcome := range []string{"ok", "error", "no_text", "disallowed", "skipped"} {
+		m.fullText.WithLabelValues(outcome)
+	}
+	for _, col := range []prometheus.Collector{m.fetches, m.bytes, m.itemsNew, m.fetchSeconds, m.scheduleLag, m.openCircuits, m.sources, m.fullText, m.published} {
 		if err := reg.Register(col); err != nil {
 			return nil, fmt.Errorf("crawl: register metrics: %w", err)
 		}

@@ -91,11 +91,13 @@ type Source struct {
 // time.Time for the scheduler to compute with; MarshalJSON writes them in
 // ms.
 type CrawlState struct {
-	ETag              string       `json:"etag,omitempty"`
-	LastModified      string       `json:"last_modified,omitempty"`
-	Interval          Duration     `json:"interval"`
-	LastCrawl         time.Time    `json:"last_crawl,omitzero"`
-	NextCrawl         time.Time    `json:"next_crawl,omitzero"`
+	ETag         string    `json:"etag,omitempty"`
+	LastModified string    `json:"last_modified,omitempty"`
+	Interval     Duration  `json:"interval"`
+	LastCrawl    time.Time `json:"last_crawl,omitzero"`
+	NextCrawl    time.Time `json:"next_crawl,omitzero"`
+	// LastSuccess is when the feed was last read (answered 200 or 304).
+	LastSuccess       time.Time    `json:"last_success,omitzero"`
 	ConsecutiveErrors int          `json:"consecutive_errors"`
 	LastError         string       `json:"last_error,omitempty"`
 	LastResult        *CrawlRecord `json:"last_result,omitempty"`
@@ -110,8 +112,21 @@ type CrawlState struct {
 // crawlStateJSON is CrawlState as JSON: its times in ms since the epoch.
 type crawlStateJSON struct {
 	crawlStateFields
-	LastCrawl jsontime.Millis `json:"last_crawl,omitzero"`
-	NextCrawl jsontime.Millis `json:"next_crawl,omitzero"`
+	LastCrawl   jsontime.Millis `json:"last_crawl,omitzero"`
+	NextCrawl   jsontime.Millis `json:"next_crawl,omitzero"`
+	LastSuccess jsontime.Millis `json:"last_success,omitzero"`
+}
+
+// OnTime reports whether the source's feed was read within twice its
+// interval before now, or the source is younger than that (the crawl
+// coverage objective).
+func (s *Source) OnTime(now time.Time) bool {
+	window := 2 * time.Duration(max(s.Crawl.Interval, s.MinInterval))
+	last := s.Crawl.LastSuccess
+	if last.IsZero() {
+		last = s.CreatedAt.Time
+	}
+	return now.Sub(last) <= window
 }
 
 // crawlStateFields is CrawlState without its JSON methods; crawlStateJSON's
@@ -120,19 +135,19 @@ type crawlStateFields CrawlState
 
 // MarshalJSON writes the crawl state with its times in ms since the epoch.
 func (st CrawlState) MarshalJSON() ([]byte, error) {
-	return json.Marshal(crawlStateJSON{crawlStateFields(st), jsontime.Millis{Time: st.LastCrawl}, jsontime.Millis{Time: st.NextCrawl}})
+	return json.Marshal(crawlStateJSON{crawlStateFields(st), jsontime.Millis{Time: st.LastCrawl}, jsontime.Millis{Time: st.NextCrawl}, jsontime.Millis{Time: st.LastSuccess}})
 }
 
 // UnmarshalJSON reads the crawl state with its times in ms or RFC 3339. A
 // circuit an earlier version stored, with RFC 3339 times, is rewritten in
 // ms, so that the API answers one format.
 func (st *CrawlState) UnmarshalJSON(b []byte) error {
-	j := crawlStateJSON{crawlStateFields(*st), jsontime.Millis{Time: st.LastCrawl}, jsontime.Millis{Time: st.NextCrawl}}
+	j := crawlStateJSON{crawlStateFields(*st), jsontime.Millis{Time: st.LastCrawl}, jsontime.Millis{Time: st.NextCrawl}, jsontime.Millis{Time: st.LastSuccess}}
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
 	*st = CrawlState(j.crawlStateFields)
-	st.LastCrawl, st.NextCrawl = j.LastCrawl.Time, j.NextCrawl.Time
+	st.LastCrawl, st.NextCrawl, st.LastSuccess = j.LastCrawl.Time, j.NextCrawl.Time, j.LastSuccess.Time
 	if len(st.Circuit) > 0 {
 		// The crawler reads a circuit it cannot decode as a closed one:
 		// such a circuit is kept as it is.

@@ -81,11 +81,13 @@ func (m *metrics) initStages(e *Engine) {
 		m.taskRestarts.WithLabelValues(name)
 		m.commitSeconds.WithLabelValues(name)
 		m.paused.WithLabelValues(name)
-		if e.opts.Cluster && !st.localState {
+		// Present on a single node too (at 0), so that one dashboard and
+		// one set of rules serve both.
+		if !st.localState {
 			m.restoreSeconds.WithLabelValues(name)
 			m.restoreChanges.WithLabelValues(name)
 		}
-		if e.opts.Cluster && st.standby {
+		if st.standby {
 			m.standbyChanges.WithLabelValues(name)
 		}
 		if len(st.forwardedFrom) > 0 {

@@ -138,7 +138,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 		now = time.Now
 	}
 	n := &Node{cfg: cfg, opts: opts, logger: logger, reg: prometheus.NewRegistry(), log: opts.Log}
-	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), nodeCollector{n})
 	var err error
 	if n.log == nil {
 		if n.log, err = openLog(ctx, cfg, logger); err != nil {

@@ -34,6 +34,12 @@ type Engine interface {
 	// Freshness says how current this node's copy of a stage partition's
 	// state is (the task's own or a standby copy), false when it has none.
 	Freshness(stage string, p int32) (engine.Freshness, bool)
+	// StageStates says what this node does for each stage; Pause and
+	// Resume hold and release a stage's tasks on this node
+	// (engine.ErrUnknownStage for a name the topology lacks).
+	StageStates() []engine.StageState
+	Pause(stage string) error
+	Resume(stage string) error
 }
 
 // Trending is what the server reads of the trending counts. Safe for

@@ -171,11 +171,11 @@ func (s *Server) refreshClusterTrend(ctx context.Context) {
 // for anonymous) is called only to compute. A first page (first) reuses a
 // list only while the story view is the one it ranked; the pages after it
 // keep to their list.
-func (s *Server) feedFor(key string, reader func() *rank.Reader, version string, first bool) *feedList {
+func (s *Server) feedFor(key string, reader func() *rank.Reader, version string, first bool) (l *feedList, cached bool) {
 	now := s.opts.Now()
 	view := s.deps.Stories.ViewVersion()
-	if l := s.feeds.get(key, version, now); l != nil && (!first || l.view == view) {
-		return l
+	if l = s.feeds.get(key, version, now); l != nil && (!first || l.view == view) {
+		return l, true
 	}
 	var r *rank.Reader
 	if reader != nil {
@@ -209,9 +209,9 @@ func (s *Server) feedFor(key string, reader func() *rank.Reader, version string,
 		}
 		cands = append(cands, c)
 	}
-	l := &feedList{items: rank.Rank(cands, r, wm, s.opts.Rank), stories: byID, at: now, version: version, view: view}
+	l = &feedList{items: rank.Rank(cands, r, wm, s.opts.Rank), stories: byID, at: now, version: version, view: view}
 	s.feeds.put(key, l)
-	return l
+	return l, false
 }
 
 // feedItem is one story of a feed page.
@@ -250,6 +250,8 @@ type feedPage struct {
 // preferences alone, with partial, interest_error, missing_partitions and
 // failed_nodes saying so.
 func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
+	var cached bool
+	defer s.observeQuery(ctx, "feed", &cached)
 	limit, err := intArg(ctx, "limit", 20, 1, 100)
 	if err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
@@ -270,7 +272,8 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 		version, reader, fi = s.readerOf(ctx, u)
 		key = u.ID
 	}
-	l := s.feedFor(key, reader, version, cur == nil)
+	var l *feedList
+	l, cached = s.feedFor(key, reader, version, cur == nil)
 	start := 0
 	if cur != nil {
 		start = cur.offset

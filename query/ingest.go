@@ -8,6 +8,7 @@ import (
 
 	"time"
 
+	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
@@ -136,6 +137,8 @@ func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
 	now := s.opts.Now().UnixMilli()
+	// The request's arrival is the events' origin: the SLOs count from it.
+	origin := engine.OriginHeader(time.Now())
 	w := s.writer(ctx)
 	record := func(line []byte) (*eventlog.Record, error) {
 		ev, err := decode(p, line)
@@ -153,7 +156,7 @@ func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 		}
 		k := []byte(ev.key)
 		return &eventlog.Record{Topic: topic, Partition: eventlog.PartitionFor(k, parts),
-			Key: k, Value: bytes.Clone(line), Timestamp: ev.ts}, nil
+			Key: k, Value: bytes.Clone(line), Timestamp: ev.ts, Headers: []eventlog.Header{origin}}, nil
 	}
 	return decodeLines(body, batch, kind+" event", record)
 }

@@ -54,6 +54,7 @@ const searchTimeout = 5 * time.Second
 // missing_partitions (partial: true), and nodes that did not answer in
 // failed_nodes.
 func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
+	defer s.observeQuery(ctx, "search", nil)
 	r, ok := searchRequest(ctx)
 	if !ok {
 		return

@@ -267,6 +267,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.requireReader(s.handleReadBatch)))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
+	r.GET("/api/v1/admin/stages", s.instrument("stages_list", s.handleStages))
+	r.POST("/api/v1/admin/stages/{stage}/pause", s.instrument("stages_pause", s.handlePauseStage(true)))
+	r.POST("/api/v1/admin/stages/{stage}/resume", s.instrument("stages_resume", s.handlePauseStage(false)))
 	r.GET("/api/v1/admin/stats", s.instrument("stats", s.handleStats))
 	if deps.Articles != nil {
 		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.handleArticles)))
@@ -382,15 +385,17 @@ func New(deps Deps, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	ui := web.Handler()
+	ui, uiGroup, otherGroup := web.Handler(), s.groupCounter("ui"), s.groupCounter("other")
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		// Everything outside the API, health and metrics is the web UI
 		// (its client-side routes included).
 		if p := ctx.Path(); ctx.IsGet() && !bytes.HasPrefix(p, []byte("/api/")) && !bytes.HasPrefix(p, []byte("/health/")) {
 			ui(ctx)
+			uiGroup(ctx.Response.StatusCode())
 			return
 		}
 		writeError(ctx, fasthttp.StatusNotFound, "no route for "+string(ctx.Method())+" "+string(ctx.Path()))
+		otherGroup(fasthttp.StatusNotFound)
 	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusMethodNotAllowed, "method "+string(ctx.Method())+" not allowed on "+string(ctx.Path()))

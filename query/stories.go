@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/story"
@@ -42,6 +43,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 		return fasthttp.StatusServiceUnavailable, b, nil, 0
 	}
 	now := s.opts.Now().UnixMilli()
+	origin := engine.OriginHeader(time.Now())
 	decode := func(line []byte) (*eventlog.Record, error) {
 		var in rawArticleIn
 		dec := json.NewDecoder(bytes.NewReader(line))
@@ -68,7 +70,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 		}
 		k := []byte(a.ID)
 		return &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
-			Key: k, Value: val, Timestamp: a.PublishedAt}, nil
+			Key: k, Value: val, Timestamp: a.PublishedAt, Headers: []eventlog.Header{origin}}, nil
 	}
 	return decodeLines(body, batch, "article", decode)
 }

@@ -24,6 +24,9 @@ Usage:
                                             stores and dead letters; in a cluster, the nodes, the leader
                                             and every partition with owner, lag and state size
   newsflow leave    [--addr URL]            the node gives up its partitions and stops
+  newsflow stage    list | pause STAGE | resume STAGE [--addr URL]
+                                            a node's stages (tasks, paused, lag); pause a stage's tasks on
+                                            that node (they commit and wait; lag grows) or resume them
   newsflow topology [flags] [--json]        list the operators, stages and topics a node with this
                                             configuration runs (as its /api/v1/admin/topology)
   newsflow produce  shares|reads|articles FILE [--addr URL] [--token T] [--retry-for D]
@@ -54,7 +57,7 @@ Common flags (after the command):
   --partitions N    partitions per topic (log.partitions)
   --log-level LVL   debug, info, warn or error (logging.level)
 
-Commands that call a running node (status, leave, sources) take --addr (default
+Commands that call a running node (status, leave, stage, sources) take --addr (default
 http://127.0.0.1:8080) and --token: the node's admin token (its auth.admin_token,
 e.g. NEWSFLOW_AUTH_ADMIN_TOKEN=... when it starts) or an admin account's session
 token; --token defaults to $NEWSFLOW_ADMIN_TOKEN. produce takes --token for the
@@ -70,7 +73,7 @@ var version = "dev"
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
 	"topology": cmdTopology, "produce": cmdProduce, "replay": cmdReplay, "sources": cmdSources,
 	"feedfarm": cmdFeedfarm, "demo": cmdDemo, "topics": cmdTopics, "cluster": cmdCluster,
-	"status": cmdStatus, "leave": cmdLeave,
+	"status": cmdStatus, "leave": cmdLeave, "stage": cmdStage,
 }
 
 func main() {

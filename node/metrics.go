@@ -1,0 +1,74 @@
+package node
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sys/unix"
+)
+
+var (
+	membersDesc = prometheus.NewDesc("newsflow_cluster_members",
+		"Cluster members by state (up, down) as this node's copy of the cluster state has them; a single node counts itself up.", []string{"state"}, nil)
+	leaderDesc = prometheus.NewDesc("newsflow_cluster_leader",
+		"1 on the node that leads the control plane (a single node leads itself).", nil, nil)
+	unownedDesc = prometheus.NewDesc("newsflow_partitions_unowned",
+		"Engine partitions whose owner is not up, or that have none, in this node's copy of the cluster state.", nil, nil)
+	diskFreeDesc = prometheus.NewDesc("newsflow_disk_free_bytes",
+		"Bytes available to newsflow on the file system of a directory it writes.", []string{"dir"}, nil)
+	diskSizeDesc = prometheus.NewDesc("newsflow_disk_size_bytes",
+		"Size of the file system of a directory newsflow writes.", []string{"dir"}, nil)
+)
+
+// nodeCollector reports the node's cluster view and disk at each scrape.
+type nodeCollector struct{ n *Node }
+
+func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{membersDesc, leaderDesc, unownedDesc, diskFreeDesc, diskSizeDesc} {
+		ch <- d
+	}
+}
+
+func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	up, down, leader, unowned := 1, 0, 1, 0
+	if cl := c.n.cluster; cl != nil {
+		st, _ := cl.State()
+		up, down, leader = 0, 0, 0
+		for _, m := range st.Members {
+			if m.Up {
+				up++
+			} else {
+				down++
+			}
+		}
+		if cl.IsLeader() {
+			leader = 1
+		}
+		for _, o := range st.Owners {
+			if m, ok := st.Members[o.Node]; !ok || !m.Up {
+				unowned++
+			}
+		}
+		if len(st.Owners) < int(st.Partitions) {
+			unowned += int(st.Partitions) - len(st.Owners)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(up), "up")
+	ch <- prometheus.MustNewConstMetric(membersDesc, prometheus.GaugeValue, float64(down), "down")
+	ch <- prometheus.MustNewConstMetric(leaderDesc, prometheus.GaugeValue, float64(leader))
+	ch <- prometheus.MustNewConstMetric(unownedDesc, prometheus.GaugeValue, float64(unowned))
+	free, size, err := DiskSpace(c.n.cfg.DataDir)
+	if err == nil {
+		ch <- prometheus.MustNewConstMetric(diskFreeDesc, prometheus.GaugeValue, float64(free), "data")
+		ch <- prometheus.MustNewConstMetric(diskSizeDesc, prometheus.GaugeValue, float64(size), "data")
+	}
+}
+
+// DiskSpace returns the bytes available to an unprivileged writer and the
+// size of the file system holding dir.
+func DiskSpace(dir string) (free, size uint64, err error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, 0, err
+	}
+	bs := uint64(st.Bsize)
+	return st.Bavail * bs, st.Blocks * bs, nil
+}
