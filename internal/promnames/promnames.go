@@ -124,7 +124,8 @@ func RuleExprs(file string, b []byte) (exprs []Expr, recorded []string, err erro
 			exprs = append(exprs, Expr{File: file, Where: g.Name + "/" + name, Expr: r.Expr})
 		}
 	}
-	return exprs, recorded, nil
+	slices.Sort(recorded)
+	return exprs, slices.Compact(recorded), nil
 }
 
 // dashboard is what DashboardExprs reads of a Grafana dashboard: its
