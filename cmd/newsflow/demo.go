@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"strconv"
 	"time"
 
@@ -319,6 +320,7 @@ type demoTraffic struct {
 
 	stories  map[string]demoStory // by id
 	articles []demoArticle        // most popular first
+	words    []string             // of the stories' headlines, to search for
 	zipf     *mrand.Zipf
 	crawled  map[string]time.Time // source id → last crawl asked for
 	warned   map[string]time.Time // kind of failure → last warning
@@ -327,6 +329,7 @@ type demoTraffic struct {
 // demoStoryRow is what the traffic reads of a story in a list.
 type demoStoryRow struct {
 	ID       string `json:"id"`
+	Title    string `json:"title"`
 	Articles int    `json:"article_count"`
 	LastSeen int64  `json:"last_seen"`
 	Topics   []struct {
@@ -423,8 +426,24 @@ func (t *demoTraffic) readAndShare(ctx context.Context) error {
 			owed -= float64(n)
 			if len(t.articles) > 0 && n > 0 {
 				t.send(ctx, now, n)
+				t.browse(ctx)
 			}
 		}
+	}
+}
+
+// browse is a visitor opening the front page and, now and then, searching
+// for a word of a headline, as the readers who send the events would.
+func (t *demoTraffic) browse(ctx context.Context) {
+	if err := t.c.do(ctx, http.MethodGet, "/api/v1/feed?limit=20", "", nil, nil); err != nil && ctx.Err() == nil {
+		t.warn("open the feed", err)
+	}
+	if len(t.words) == 0 || t.rng.IntN(4) != 0 {
+		return
+	}
+	q := url.QueryEscape(t.words[t.rng.IntN(len(t.words))])
+	if err := t.c.do(ctx, http.MethodGet, "/api/v1/search?limit=10&q="+q, "", nil, nil); err != nil && ctx.Err() == nil {
+		t.warn("search", err)
 	}
 }
 
@@ -439,6 +458,14 @@ func (t *demoTraffic) refresh(ctx context.Context) error {
 		return err
 	}
 	slices.SortStableFunc(page.Stories, func(a, b demoStoryRow) int { return cmp.Compare(b.LastSeen, a.LastSeen) })
+	t.words = t.words[:0]
+	for _, s := range page.Stories {
+		for w := range strings.FieldsSeq(s.Title) {
+			if len(w) > 4 {
+				t.words = append(t.words, strings.Trim(w, ".,:;!?'\""))
+			}
+		}
+	}
 	stories := make(map[string]demoStory, len(page.Stories))
 	var articles []demoArticle
 	for _, s := range page.Stories {
