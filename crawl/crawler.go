@@ -20,6 +20,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/polite"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -60,6 +61,8 @@ type Options struct {
 	Logger     *slog.Logger               `yaml:"-"`
 	Registerer prometheus.Registerer      `yaml:"-"`
 	Now        func() time.Time           `yaml:"-"`
+	// Tracing, if set, traces crawls and the items they append.
+	Tracing *tracing.Tracing `yaml:"-"`
 }
 
 // DefaultOptions returns the defaults the zero value stands for.
@@ -551,6 +554,8 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 	var next time.Time
 	var gone string
 	newURL := ""
+	ctx, span := c.opts.Tracing.Crawl(ctx, s.ID, s.Name, s.FeedURL)
+	defer func() { span.End(rec.Outcome, rec.Error, rec.ItemsNew) }()
 
 	// fail records a failed crawl and returns when to try again.
 	// fail records a Transient or Permanent failure (Classify) and returns
@@ -762,6 +767,7 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 		return 0, err
 	}
 	var recs []*eventlog.Record
+	var spans tracing.Spans // of the records, when the crawl is traced
 	var fresh []string
 	var freshItems []*feed.Item
 	for i := range items {
@@ -784,6 +790,7 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 		recs = append(recs, &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: v, Timestamp: it.FetchedAt.UnixMilli(),
 			Headers: []eventlog.Header{{Key: "source_id", Value: []byte(sourceID)}, engine.OriginHeader(it.FetchedAt)}})
+		spans.Add(c.opts.Tracing.Item(ctx, it.ArticleID, it.URL), recs[len(recs)-1])
 		fresh = append(fresh, it.ArticleID)
 		if !it.PublishedAt.IsZero() {
 			c.m.published.Observe(max(0, it.FetchedAt.Sub(it.PublishedAt).Seconds()))
@@ -792,7 +799,9 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 	if len(recs) == 0 {
 		return 0, nil
 	}
-	if err := c.log.Append(ctx, recs); err != nil {
+	err = c.log.Append(ctx, recs)
+	spans.End(err)
+	if err != nil {
 		return 0, err
 	}
 	order = append(fresh, order...)
