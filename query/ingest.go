@@ -57,6 +57,8 @@ const idempotencyCatchUp = 2 * time.Second
 
 // ingest appends the records build makes of the body, with idempotency.
 func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build recordBuilder) {
+	span := s.opts.Tracing.Ingest(kind, ctx.Request.Header.Peek(engine.HeaderTraceParent))
+	defer func() { span.EndHTTP(ctx.Response.StatusCode()) }()
 	key := string(ctx.Request.Header.Peek(HeaderIdempotencyKey))
 	if len(key) > 200 {
 		writeError(ctx, fasthttp.StatusBadRequest, HeaderIdempotencyKey+" longer than 200 bytes")
@@ -87,6 +89,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		}
 	}
 	status, body, recs, rejected := build(ctx, ctx.PostBody(), batch)
+	span.Stamp(recs...)
 	accepted := len(recs)
 	var stored *storedResponse
 	if key != "" && len(recs) > 0 {

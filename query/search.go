@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/valyala/fasthttp"
@@ -55,6 +56,8 @@ const searchTimeout = 5 * time.Second
 // failed_nodes.
 func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 	defer s.observeQuery(ctx, "search", nil)
+	span := s.opts.Tracing.Search(ctx.Request.Header.Peek(engine.HeaderTraceParent))
+	defer func() { span.EndHTTP(ctx.Response.StatusCode()) }()
 	r, ok := searchRequest(ctx)
 	if !ok {
 		return

@@ -23,6 +23,7 @@ import (
 	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/internal/web"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/story"
@@ -60,6 +61,8 @@ type Options struct {
 	Registerer prometheus.Registerer `yaml:"-"`
 	Gatherer   prometheus.Gatherer   `yaml:"-"`
 	Now        func() time.Time      `yaml:"-"`
+	// Tracing, if set, traces ingestion and search requests.
+	Tracing *tracing.Tracing `yaml:"-"`
 	// AdminToken, if set, is a bearer token that grants the admin role
 	// without an account, for automation (the CLI, monitoring).
 	AdminToken string `yaml:"-"`
