@@ -138,6 +138,12 @@ type ProcessContext struct {
 // time is the order a task can rely on.
 func (pc *ProcessContext) Source() int32 { return pc.source }
 
+// TraceParent is the trace context of the current record's application,
+// the HeaderTraceParent its emitted records get: the span the engine's
+// Tracer started for it, else the record's own header; nil when the record
+// is not traced. The bytes are shared: copy them to keep them.
+func (pc *ProcessContext) TraceParent() []byte { return pc.ln.trace }
+
 // Emit queues a record for an output topic declared in the Spec. Partition
 // must be set (use eventlog.PartitionFor). Outputs are appended before the
 // batch commits, so they are at least once: give them deterministic ids.

@@ -143,6 +143,9 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
+	for _, h := range page.Hits {
+		span.Link(h.TraceParent) // the traces of the hits indexed while traced
+	}
 	if groups > 0 {
 		writeJSON(ctx, fasthttp.StatusOK, groupByStory(page, groups))
 		return

@@ -63,8 +63,8 @@
 // made by analyzing the stored title and summary of each hit again, which
 // costs far less than term vectors on every summary. Content is indexed
 // (truncated to [Options.MaxContentBytes]) but not stored. Topics, source_id
-// and story_id are keywords; url and the source's display name are stored
-// only. The published time is kept twice: as a 16-hex-digit sortable key
+// and story_id are keywords; url, the source's display name and, for an
+// article indexed while traced, its traceparent are stored only. The published time is kept twice: as a 16-hex-digit sortable key
 // (one term, with doc values, for sorting and cursors) and truncated to the
 // hour as a Bleve date (for range filters; a full-precision Bleve date has
 // 16 mostly unique terms per document and cost a third of the indexing

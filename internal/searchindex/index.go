@@ -60,10 +60,16 @@ const (
 	// made the date cost a third of all indexing time. Truncated, they are
 	// shared by every document of the hour.
 	fieldPublishedHour = "published_hour"
+	// fieldTraceParent is the trace context of the article's indexing,
+	// stored only, on the documents of traced articles alone.
+	fieldTraceParent = "traceparent"
 )
 
 // schemaVersion names the mapping and document layout below. Change it when
 // either changes: Open then refuses old indexes with ErrIncompatible.
+// (Fields that are stored only and optional, like fieldTraceParent, are
+// the exception: an index created before one existed takes and returns it
+// as well; only its saved mapping, which no query reads, lacks it.)
 const schemaVersion = 1
 
 // markerFile is written, durably, once an index has been created whole. An
@@ -101,6 +107,9 @@ type Doc struct {
 	SourceID, Source string
 	Topics           []string
 	StoryID          string
+	// TraceParent, if set, is the W3C trace context of the article's
+	// indexing (stored only): a search that finds it links to its trace.
+	TraceParent string
 	// PublishedAt orders newest-first results and the From/To filter. A zero
 	// time is indexed as the Unix epoch, so such articles come last; times
 	// outside the years 1800–2199 are clamped into them.
@@ -313,6 +322,7 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm.AddFieldMappingsAt(fieldStoryID, kw())
 	dm.AddFieldMappingsAt(fieldURL, storedOnly())
 	dm.AddFieldMappingsAt(fieldSource, storedOnly())
+	dm.AddFieldMappingsAt(fieldTraceParent, storedOnly())
 	dm.AddFieldMappingsAt(fieldPublished, published)
 	dm.AddFieldMappingsAt(fieldPublishedHour, hour)
 
@@ -359,6 +369,7 @@ func (ix *Index) document(d *Doc) (*document.Document, error) {
 	}
 	text(fieldURL, d.URL, optStoredOnly, nil, nil)
 	text(fieldSource, d.Source, optStoredOnly, nil, nil)
+	text(fieldTraceParent, d.TraceParent, optStoredOnly, nil, nil)
 	text(fieldSourceID, d.SourceID, optKeyword, ix.keyword, nil)
 	text(fieldStoryID, d.StoryID, optKeyword, ix.keyword, nil)
 	for i, t := range d.Topics {

@@ -3,6 +3,7 @@ package searchindex
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -467,5 +468,36 @@ func TestPublishedBefore(t *testing.T) {
 	empty, _ := newTestIndex(t, nil)
 	if !empty.Newest().IsZero() {
 		t.Errorf("newest of an empty index: %s", empty.Newest())
+	}
+}
+
+// A document's trace context is stored, never indexed, and comes back on
+// its hits by every search path, but not in their JSON.
+func TestTraceParentStored(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	ix, _ := newTestIndex(t, []Doc{
+		{ID: "traced", Title: "Otters return to the river", PublishedAt: at(2), TraceParent: tp},
+		{ID: "plain", Title: "Otters seen upstream", PublishedAt: at(1)},
+	})
+	check := func(what string, hits []Hit) {
+		t.Helper()
+		got := map[string]string{}
+		for _, h := range hits {
+			got[h.ID] = h.TraceParent
+		}
+		if len(got) != 2 || got["traced"] != tp || got["plain"] != "" {
+			t.Errorf("%s: trace contexts %v", what, got)
+		}
+	}
+	check("relevance", mustSearch(t, ix, Request{Query: "otters"}).Hits)
+	check("newest", mustSearch(t, ix, Request{}).Hits)
+	ix.bleveOnly = true
+	check("relevance, Bleve's search", mustSearch(t, ix, Request{Query: "otters"}).Hits)
+	if hits := mustSearch(t, ix, Request{Query: "4bf92f3577b34da6a3ce929d0e0e4736"}).Hits; len(hits) != 0 {
+		t.Errorf("the trace id is searchable: %v", ids(hits))
+	}
+	b, err := json.Marshal(mustSearch(t, ix, Request{}).Hits[0])
+	if err != nil || strings.Contains(string(b), "4bf92f") {
+		t.Errorf("hit JSON %s, %v", b, err)
 	}
 }

@@ -74,6 +74,9 @@ type Hit struct {
 	// one fragment of HTML: the text escaped, matched words in <mark> tags.
 	// The plain fields above are not escaped.
 	Highlights map[string][]string `json:"highlights,omitempty"`
+	// TraceParent is the document's Doc.TraceParent (not sent: tracing
+	// links a search to it).
+	TraceParent string `json:"-"`
 }
 
 // hitJSON is Hit on the wire: the published time in ms since the epoch.
@@ -115,7 +118,7 @@ type Result struct {
 }
 
 // storedFields are loaded for every hit.
-var storedFields = []string{fieldTitle, fieldSummary, fieldURL, fieldSource, fieldSourceID, fieldStoryID, fieldTopics, fieldPublished}
+var storedFields = []string{fieldTitle, fieldSummary, fieldURL, fieldSource, fieldSourceID, fieldStoryID, fieldTopics, fieldPublished, fieldTraceParent}
 
 // Search runs r. Invalid requests return an error wrapping ErrBadRequest;
 // a cancelled ctx stops the search and returns ctx's error.
@@ -596,6 +599,7 @@ func (ix *Index) hit(dm *bsearch.DocumentMatch, p plan) Hit {
 	h.Source = str(fieldSource)
 	h.SourceID = str(fieldSourceID)
 	h.StoryID = str(fieldStoryID)
+	h.TraceParent = str(fieldTraceParent)
 	switch v := dm.Fields[fieldTopics].(type) {
 	case string:
 		h.Topics = []string{v}

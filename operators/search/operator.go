@@ -152,7 +152,7 @@ func (t *task) Restore(r state.Reader) error {
 	return nil
 }
 
-func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
+func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	var a schema.Article
 	if err := json.Unmarshal(rec.Value, &a); err != nil {
 		return engine.Invalid("indexed article: malformed JSON: %v", err)
@@ -164,6 +164,7 @@ func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
 	d := searchindex.Doc{
 		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
 		SourceID: a.SourceID, Source: a.Source, StoryID: string(story), PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
+		TraceParent: string(pc.TraceParent()),
 	}
 	for _, l := range a.Topics {
 		d.Topics = append(d.Topics, l.Topic)
