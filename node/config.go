@@ -21,6 +21,7 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
@@ -56,6 +57,7 @@ type Config struct {
 	Auth      AuthConfig            `yaml:"auth"`
 	Webhooks  webhook.Options       `yaml:"webhooks"`
 	Logging   LoggingConfig         `yaml:"logging"`
+	Tracing   tracing.Options       `yaml:"tracing"`
 	Cluster   ClusterConfig         `yaml:"cluster"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
@@ -215,6 +217,7 @@ func Default() Config {
 		Auth:      AuthConfig{Limiter: auth.DefaultLimiterOptions(), Options: auth.DefaultOptions()},
 		Webhooks:  webhook.DefaultOptions(),
 		Logging:   LoggingConfig{Level: "info", Format: "text"},
+		Tracing:   tracing.DefaultOptions(),
 		Cluster:   ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
 	}
 	// The server alone limits nothing; a node limits each client and user.
@@ -382,6 +385,9 @@ func (c Config) Validate() error {
 		return errors.New("config: crawl.min_interval_floor must be positive")
 	}
 	if err := c.Trending.OperatorOptions.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if err := c.Tracing.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if maxK := cmp.Or(c.Trending.MaxK, trending.DefaultOperatorOptions().MaxK); c.Trending.Changes.K < 1 || c.Trending.Changes.K > maxK {

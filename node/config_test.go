@@ -230,3 +230,26 @@ func TestConfigEmptyListMeansNone(t *testing.T) {
 		t.Fatalf("evergreen_topics: [] loaded as %#v, want an empty list", got)
 	}
 }
+
+// The tracing section comes from the file or NEWSFLOW_TRACING_*, and is
+// validated with the rest.
+func TestConfigTracing(t *testing.T) {
+	c, err := Load("../configs/newsflow.yaml", []string{"NEWSFLOW_TRACING_EXPORTER=otlp",
+		"NEWSFLOW_TRACING_ENDPOINT=http://127.0.0.1:4318", "NEWSFLOW_TRACING_SAMPLE_RATIO=1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Tracing; o.Exporter != "otlp" || o.Endpoint != "http://127.0.0.1:4318" || o.SampleRatio != 1 || o.ServiceName != "newsflow" {
+		t.Errorf("tracing %+v", o)
+	}
+	if d := Default().Tracing; d.Exporter != "none" {
+		t.Errorf("tracing is on by default: %+v", d)
+	}
+	c.Tracing.Exporter = "jaeger"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `tracing options: exporter "jaeger"`) {
+		t.Errorf("unknown exporter: %v", err)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
@@ -62,6 +63,7 @@ type Node struct {
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 	cluster  *cluster.Node  // nil unless the node is a cluster member
+	tracing  *tracing.Tracing
 	// notify is the crawler once it exists: the cluster's state machine
 	// tells it of sources added or changed through other nodes.
 	notify atomic.Pointer[crawl.Crawler]
@@ -193,8 +195,14 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 		n.Close()
 		return nil, err
 	}
+	to := cfg.Tracing
+	to.InstanceID = cfg.Cluster.ID
+	if n.tracing, err = tracing.Open(to, logger); err != nil {
+		return fail(err)
+	}
 	eo := cfg.Engine
 	eo.Partitions, eo.Cluster, eo.Logger, eo.Registerer = cfg.Log.Partitions, eo.Cluster || n.cluster != nil, logger, n.reg
+	eo.Tracer = n.tracing.Engine()
 	n.engine, err = engine.New(n.log, n.db, eo)
 	if err != nil {
 		return fail(err)
@@ -238,6 +246,10 @@ func (n *Node) Close() error {
 		report("close state", n.db.Close())
 	}
 	report("close log", n.closeLog())
+	// Last: the spans of the engine's final commits have ended.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	report("shut down tracing", n.tracing.Shutdown(ctx))
+	cancel()
 	return errors.Join(errs...)
 }
 
@@ -281,6 +293,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	qo.Logger, qo.Registerer, qo.Gatherer, qo.DataDir = n.logger, n.reg, n.reg, n.cfg.DataDir
 	qo.PeerTimeout, qo.OnLeave, qo.SetupToken = n.cfg.Cluster.QueryTimeout, func() { n.left.Store(true); leave() }, setupToken
 	qo.Images.Fetch = n.cfg.Crawl.fetchOptions(n.logger)
+	qo.Tracing = n.tracing
 	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K}
 	srv, err := query.New(n.Deps(), qo)
 	if err != nil {
@@ -464,7 +477,7 @@ func (c CrawlConfig) fetchOptions(logger *slog.Logger) fetch.Options {
 
 func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, error) {
 	o := c.Options
-	o.Partitions, o.Logger, o.Registerer = n.cfg.Log.Partitions, logger, n.reg
+	o.Partitions, o.Logger, o.Registerer, o.Tracing = n.cfg.Log.Partitions, logger, n.reg, n.tracing
 	o.FullText = crawl.FullTextOptions{Disabled: !c.FullText.Enabled, MinWords: c.FullText.MinWords, MaxPerCrawl: c.FullText.MaxPerCrawl,
 		MaxBytes: n.cfg.Articles.MaxContentBytes}
 	if n.cluster != nil {
