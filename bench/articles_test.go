@@ -24,6 +24,7 @@ import (
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/internal/testutil"
+	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/search"
@@ -235,9 +236,9 @@ type articlePipeline struct {
 	search  *search.Operator
 }
 
-func startArticlePipeline(ctx context.Context, dir string) (*articlePipeline, error) {
+func startArticlePipeline(ctx context.Context, dir string, trace tracing.Options) (*articlePipeline, error) {
 	cfg := node.Default()
-	cfg.DataDir, cfg.Log.Partitions, cfg.Crawl.Enabled = dir, benchPartitions, false
+	cfg.DataDir, cfg.Log.Partitions, cfg.Crawl.Enabled, cfg.Tracing = dir, benchPartitions, false, trace
 	// Event times go back days (weeks with NEWSFLOW_BENCH_ARTICLES);
 	// retention must not drop records the run still reads.
 	cfg.Log.Embedded.RetentionAge = embedded.KeepForever
@@ -484,13 +485,20 @@ func BenchmarkArticlePipeline(b *testing.B) {
 	if rate > 0 {
 		name += fmt.Sprintf("/rate=%d", rate)
 	}
+	trace, traced := benchTracing(b)
+	if traced {
+		name += fmt.Sprintf("/trace=%v", max(trace.SampleRatio, 0))
+	}
 	b.Run(name, func(b *testing.B) {
 		_, from := articleCorpus()
 		b.Logf("stream of %d articles from %s", n, from)
 		batches := articleRecords(b, n, benchPartitions)
+		if traced {
+			traceRecords(b, batches, trace)
+		}
 		var runs []articleResult
 		for b.Loop() {
-			runs = append(runs, runArticlePipeline(b, n, rate, batches))
+			runs = append(runs, runArticlePipeline(b, n, rate, batches, trace))
 		}
 		var total time.Duration
 		for _, r := range runs {
@@ -552,12 +560,12 @@ func appendPaced(ctx context.Context, l eventlog.Log, batches [][]*eventlog.Reco
 
 // runArticlePipeline is one run: set up with the timer stopped, append and
 // wait with it running, then verify and tear down with it stopped.
-func runArticlePipeline(b *testing.B, n, rate int, batches [][]*eventlog.Record) articleResult {
+func runArticlePipeline(b *testing.B, n, rate int, batches [][]*eventlog.Record, trace tracing.Options) articleResult {
 	b.Helper()
 	b.StopTimer()
 	ctx := context.Background()
 	sctx, cancel := context.WithTimeout(ctx, setupTimeout)
-	p, err := startArticlePipeline(sctx, b.TempDir())
+	p, err := startArticlePipeline(sctx, b.TempDir(), trace)
 	cancel()
 	if err != nil {
 		b.Fatalf("start pipeline: %v", err)
