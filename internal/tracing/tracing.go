@@ -171,8 +171,8 @@ func (t *Tracing) Crawl(ctx context.Context, sourceID, name, feedURL string) (co
 	if !t.Enabled() {
 		return ctx, CrawlSpan{}
 	}
-	ctx, s := t.tracer.Start(ctx, "crawl "+cmp.Or(name, sourceID), trace.WithNewRoot(), trace.WithAttributes(
-		attribute.String("newsflow.source.id", sourceID), attribute.String("url.full", feedURL)))
+	ctx, s := t.tracer.Start(ctx, "crawl "+validString(cmp.Or(name, sourceID)), trace.WithNewRoot(), trace.WithAttributes(
+		attribute.String("newsflow.source.id", validString(sourceID)), attribute.String("url.full", validString(feedURL))))
 	return ctx, CrawlSpan{Span{s}}
 }
 
@@ -184,7 +184,7 @@ func (t *Tracing) Item(ctx context.Context, articleID, articleURL string) Span {
 		return Span{}
 	}
 	_, s := t.tracer.Start(ctx, "crawl item", trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(
-		attribute.String("newsflow.article.id", articleID), attribute.String("url.full", articleURL)))
+		attribute.String("newsflow.article.id", validString(articleID)), attribute.String("url.full", validString(articleURL))))
 	return Span{s}
 }
 
@@ -351,10 +351,16 @@ func attrString(b []byte) string {
 	if len(b) > maxKeyBytes {
 		b = b[:maxKeyBytes]
 	}
-	if utf8.Valid(b) {
-		return string(b)
+	return validString(string(b))
+}
+
+// validString is s as OTLP takes a string: valid UTF-8 (a batch with one
+// that is not is refused whole).
+func validString(s string) string {
+	if utf8.ValidString(s) {
+		return s
 	}
-	return strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // propagator reads and writes W3C traceparent values; it has no state.
