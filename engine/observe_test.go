@@ -144,7 +144,7 @@ func TestLineageAndVisibility(t *testing.T) {
 		// Traced, no origin header: its timestamp counts.
 		{Topic: "in", Partition: 1, Key: []byte("b"), Value: []byte("b"), Timestamp: ms(2 * time.Second),
 			Headers: []eventlog.Header{{Key: engine.HeaderTraceParent, Value: []byte("00-root")}}},
-		{Topic: "in", Partition: 1, Key: []byte("c"), Value: []byte("c"), Timestamp: ms(time.Second)},
+		{Topic: "in", Partition: 1, Key: []byte("c"), Value: []byte("c"), Timestamp: ms(1500 * time.Millisecond)},
 	}
 	if err := h.log.Append(ctx, recs); err != nil {
 		t.Fatal(err)
