@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/newsflow/newsflow/internal/option"
@@ -47,6 +48,7 @@ type DB struct {
 	cache   *pebble.Cache // referenced until Close
 	uncache sync.Once     // drops the reference
 	sync    bool
+	closed  atomic.Bool
 }
 
 // Open opens or creates the state database in dir.
@@ -71,6 +73,7 @@ func Open(dir string, opts Options) (*DB, error) {
 
 // Close closes the database.
 func (d *DB) Close() error {
+	d.closed.Store(true)
 	err := d.db.Close()
 	d.uncache.Do(d.cache.Unref)
 	return err
@@ -95,6 +98,30 @@ func (d *DB) HoldCache() (release func()) {
 		return func() {}
 	}
 	return sync.OnceFunc(d.cache.Reserve(int(n)))
+}
+
+// ErrClosed is Check's answer once the database is closed.
+var ErrClosed = errors.New("state: closed")
+
+// checkKey is the key Check reads: in no namespace ('s' prefixes them),
+// never written.
+var checkKey = []byte("check")
+
+// Check reports whether the database is open and answers a read. It must
+// not race with Close (a read of a closed Pebble database panics): the
+// node's health check runs in the HTTP server, which stops first.
+func (d *DB) Check() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	_, closer, err := d.db.Get(checkKey)
+	switch {
+	case err == nil:
+		return closer.Close()
+	case errors.Is(err, pebble.ErrNotFound):
+		return nil
+	}
+	return fmt.Errorf("state: read: %w", err)
 }
 
 // Pebble exposes the underlying database for metrics and tests.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -124,5 +125,22 @@ func TestHoldCache(t *testing.T) {
 	scan()
 	if size := db.cache.Size(); size < held+4<<20 {
 		t.Fatalf("released: %d bytes cached after scanning 40 MB, held %d: want more", size, held)
+	}
+}
+
+// Check answers nil while the database is open, ErrClosed once closed.
+func TestCheck(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Check(); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Check(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed: %v", err)
 	}
 }
