@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/slo"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/newsflow/newsflow/operators/articles"
@@ -62,6 +63,7 @@ type Node struct {
 	webhooks *webhook.Store
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
+	slo      *slo.Evaluator // reads reg
 	cluster  *cluster.Node  // nil unless the node is a cluster member
 	tracing  *tracing.Tracing
 	// notify is the crawler once it exists: the cluster's state machine
@@ -142,6 +144,9 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	n := &Node{cfg: cfg, opts: opts, logger: logger, reg: prometheus.NewRegistry(), log: opts.Log}
 	n.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), nodeCollector{n})
 	var err error
+	if n.slo, err = slo.New(n.reg, slo.Options{Now: now, Logger: logger}); err != nil {
+		return nil, err
+	}
 	if n.log == nil {
 		if n.log, err = openLog(ctx, cfg, logger); err != nil {
 			return nil, fmt.Errorf("open log: %w", err)
@@ -326,6 +331,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 		g.Go(func() error { return n.crawler.Run(gctx) })
 	}
 	g.Go(func() error { return n.sweepSessions(gctx) })
+	g.Go(func() error { return n.slo.Run(gctx) })
 	if n.stories != nil {
 		d, err := n.webhookDispatcher()
 		if err != nil {

@@ -93,7 +93,7 @@ func (n *Node) State() *state.DB { return n.db }
 // does not run stay nil interfaces.
 func (n *Node) Deps() query.Deps {
 	d := query.Deps{Log: n.log, Engine: n.engine, Sources: n.sources, Auth: n.auth, Limiter: n.limiter, Webhooks: n.webhooks,
-		Crawler: n.queryCrawler(), Cluster: n.queryCluster()}
+		Crawler: n.queryCrawler(), Cluster: n.queryCluster(), SLO: n.slo, State: n.db}
 	if n.trending != nil {
 		d.Trending = n.trending
 	}

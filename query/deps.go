@@ -6,6 +6,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/internal/slo"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
@@ -96,4 +97,19 @@ type Search interface {
 type Interest interface {
 	Options() interest.Options
 	Profile(user string) (p *interest.Profile, found bool, err error)
+}
+
+// SLO is the node's service level objectives (internal/slo): Report
+// reads the node's metrics and measures every objective over its
+// windows. Safe for concurrent use.
+type SLO interface {
+	Report() slo.Report
+}
+
+// StateStore is what /health/detailed asks of the node's state store.
+// Safe for concurrent use while the store is open (the server stops
+// before the node closes it).
+type StateStore interface {
+	// Check reports whether the store is open and answers a read.
+	Check() error
 }

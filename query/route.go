@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -401,3 +403,30 @@ func (s *Server) clusterTop(local trending.Result, window, category string, k in
 
 // peerTimeoutDefault bounds a request to another node.
 const peerTimeoutDefault = 2 * time.Second
+
+// HeaderWarning marks an answer that lacks part of what was asked: some
+// partitions or nodes did not contribute to it (the body says which, in
+// missing_partitions and failed_nodes). Its value is one warning of code
+// 199 (RFC 7234 §5.5), so that clients and proxies that do not read the
+// body see it too.
+const HeaderWarning = "Warning"
+
+// warnPartial sets HeaderWarning on an answer that misses partitions or
+// nodes, and does nothing when it misses none.
+func warnPartial(ctx *fasthttp.RequestCtx, missing []int32, failed []string) {
+	if len(missing) == 0 && len(failed) == 0 {
+		return
+	}
+	var parts []string
+	if len(missing) > 0 {
+		ps := make([]string, len(missing))
+		for i, p := range missing {
+			ps[i] = strconv.Itoa(int(p))
+		}
+		parts = append(parts, "partitions "+strings.Join(ps, ", ")+" missing")
+	}
+	if len(failed) > 0 {
+		parts = append(parts, "nodes "+strings.Join(failed, ", ")+" did not answer")
+	}
+	ctx.Response.Header.Set(HeaderWarning, "199 newsflow "+strconv.Quote("partial answer: "+strings.Join(parts, "; ")))
+}

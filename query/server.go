@@ -170,6 +170,10 @@ type Deps struct {
 	// Cluster, if set, serves the nodes' internal API and the cluster
 	// admin view.
 	Cluster Cluster
+	// SLO, if set, serves GET /api/v1/admin/slo.
+	SLO SLO
+	// State, if set, is checked by /health/detailed.
+	State StateStore
 }
 
 // Cluster is what the server asks of the node's cluster membership.
@@ -226,6 +230,8 @@ type Server struct {
 	trend *trendingCache // precomputed trending answers (trending_cache.go)
 
 	changes *changesWatcher // the trending.changes topic (changes.go); nil when disabled
+
+	stopping atomic.Bool // Run is shutting the server down (health.go)
 }
 
 // New returns a server; call Run to serve.
@@ -274,6 +280,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.POST("/api/v1/admin/stages/{stage}/pause", s.instrument("stages_pause", s.handlePauseStage(true)))
 	r.POST("/api/v1/admin/stages/{stage}/resume", s.instrument("stages_resume", s.handlePauseStage(false)))
 	r.GET("/api/v1/admin/stats", s.instrument("stats", s.handleStats))
+	if deps.SLO != nil {
+		r.GET("/api/v1/admin/slo", s.instrument("slo", s.handleSLO))
+	}
 	if deps.Articles != nil {
 		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.handleArticles)))
 	}
@@ -473,6 +482,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	s.stopping.Store(true)
 	// Streams last until they are told to end: end them first, so that
 	// the server can drain.
 	s.stream.close()
