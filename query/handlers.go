@@ -10,23 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/searchindex"
-	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/valyala/fasthttp"
 )
-
-func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
-	writeRaw(ctx, fasthttp.StatusOK, []byte(`{"status":"live"}`))
-}
-
-func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
-	if !s.deps.Engine.Ready() {
-		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"status": "not ready", "error": "tasks are restoring state"})
-		return
-	}
-	writeRaw(ctx, fasthttp.StatusOK, []byte(`{"status":"ready"}`))
-}
 
 // handleTrending answers GET
 // /api/v1/trending?window=1m|1h|24h&k=&category=&by=article|story.
@@ -303,49 +289,4 @@ func (s *Server) handleProgress(ctx *fasthttp.RequestCtx) {
 
 func (s *Server) handleTopology(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusOK, s.deps.Engine.Topology())
-}
-
-// startTime is when the process started, for /health/detailed.
-var startTime = time.Now()
-
-// handleHealthDetailed reports readiness, lag per stage and the state of
-// the query views, without anything about users; 503 while not ready.
-func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
-	lag := map[string]int64{}
-	for name, st := range s.stageProgress() {
-		lag[name] = st.Lag
-	}
-	checks := map[string]any{"engine": map[string]any{"ready": s.deps.Engine.Ready(), "lag_by_stage": lag}}
-	// The exact counters of this node's partitions against their memory
-	// budget: mode, bytes per partition, budget, over_budget (and what to
-	// do when over).
-	checks["trending"] = s.deps.Trending.ExactMemory()
-	if s.deps.Stories != nil {
-		recent, wm := s.deps.Stories.Recent()
-		st := map[string]any{"recent": len(recent), "latest_event": wm}
-		// Where this node's story state comes from (the writer task, or a
-		// standby copy of it) and how stale it is.
-		if f, ok := s.deps.Engine.Freshness(story.Name, s.storyPartition()); ok {
-			st["source"], st["staleness_ms"] = f.Source, f.Staleness.Milliseconds()
-		} else {
-			st["source"] = "none"
-		}
-		checks["stories"] = st
-	}
-	if s.deps.Search != nil {
-		res, err := s.deps.Search.Search(context.Background(), searchindex.Request{Limit: 1})
-		st := map[string]any{"ok": err == nil}
-		if err == nil {
-			st["articles"], st["missing_partitions"] = res.Total, res.Missing
-		} else {
-			st["error"] = err.Error()
-		}
-		checks["search"] = st
-	}
-	status := fasthttp.StatusOK
-	body := map[string]any{"status": "ok", "uptime_s": int64(time.Since(startTime).Seconds()), "checks": checks}
-	if !s.deps.Engine.Ready() {
-		status, body["status"] = fasthttp.StatusServiceUnavailable, "restoring"
-	}
-	writeJSON(ctx, status, body)
 }
