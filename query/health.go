@@ -27,12 +27,11 @@ import (
 //     the reasons) when it serves but something is wrong that an operator
 //     should look at, ok otherwise.
 //
-// What the engine does not expose through Engine (paused stages, tasks
-// running, restores in progress) comes from the node's gauges
-// (newsflow_stage_paused, newsflow_tasks_running,
-// newsflow_restore_elapsed_seconds, the crawler's and the disk's), read
-// from Options.Gatherer; without them it is derived from the assignment
-// and readiness, or left out.
+// The stages' states come from the engine (StageStates); the crawler's
+// and the disk's from the node's gauges (newsflow_crawl_sources_active,
+// ..._on_time, newsflow_crawl_open_circuits, newsflow_disk_free_bytes and
+// newsflow_disk_size_bytes), read from Options.Gatherer, and are left out
+// without them.
 
 // When the detailed health is degraded.
 const (
@@ -60,14 +59,11 @@ const (
 
 // The gauges the health checks read.
 const (
-	gaugeStagePaused    = "newsflow_stage_paused"
-	gaugeTasksRunning   = "newsflow_tasks_running"
-	gaugeRestoreElapsed = "newsflow_restore_elapsed_seconds"
-	gaugeSourcesActive  = "newsflow_crawl_sources_active"
-	gaugeSourcesOnTime  = "newsflow_crawl_sources_on_time"
-	gaugeOpenCircuits   = "newsflow_crawl_open_circuits"
-	gaugeDiskFree       = "newsflow_disk_free_bytes"
-	gaugeDiskSize       = "newsflow_disk_size_bytes"
+	gaugeSourcesActive = "newsflow_crawl_sources_active"
+	gaugeSourcesOnTime = "newsflow_crawl_sources_on_time"
+	gaugeOpenCircuits  = "newsflow_crawl_open_circuits"
+	gaugeDiskFree      = "newsflow_disk_free_bytes"
+	gaugeDiskSize      = "newsflow_disk_size_bytes"
 )
 
 func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
@@ -75,7 +71,7 @@ func (s *Server) handleLive(ctx *fasthttp.RequestCtx) {
 }
 
 func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
-	if reason, msg := s.notReady(s.readGauges()); reason != "" {
+	if reason, msg := s.notReady(); reason != "" {
 		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": reason, "error": msg})
 		return
 	}
@@ -84,7 +80,7 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 
 // notReady returns why the node is not ready (stopping, standby or
 // restoring) with a message, or "" when it is ready.
-func (s *Server) notReady(g gauges) (reason, msg string) {
+func (s *Server) notReady() (reason, msg string) {
 	switch {
 	case s.stopping.Load():
 		return "stopping", "the server is shutting down"
@@ -95,13 +91,12 @@ func (s *Server) notReady(g gauges) (reason, msg string) {
 	}
 	msg = "tasks are restoring state"
 	var restoring []string
-	for _, m := range g[gaugeRestoreElapsed] {
-		if m.GetGauge().GetValue() > 0 {
-			restoring = append(restoring, labelOf(m, "stage"))
+	for _, st := range s.deps.Engine.StageStates() {
+		if st.Restoring > 0 {
+			restoring = append(restoring, st.Stage)
 		}
 	}
 	if len(restoring) > 0 {
-		slices.Sort(restoring)
 		msg += ": " + strings.Join(restoring, ", ")
 	}
 	return "restoring", msg
@@ -203,7 +198,7 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 	ready := s.deps.Engine.Ready()
 	h := healthAnswer{Status: healthOK, UptimeS: int64(time.Since(startTime).Seconds()), Checks: s.healthChecks()}
 	reason := func(format string, args ...any) { h.Reasons = append(h.Reasons, fmt.Sprintf(format, args...)) }
-	if why, msg := s.notReady(g); why != "" {
+	if why, msg := s.notReady(); why != "" {
 		reason("%s", msg)
 	}
 
@@ -231,7 +226,7 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 	}
 	h.Dependencies.Crawler = s.crawlerHealth(g)
 
-	h.Stages = s.stageHealth(g, ready)
+	h.Stages = s.stageHealth()
 	for _, st := range h.Stages {
 		switch {
 		case st.State == "paused":
@@ -313,8 +308,7 @@ func (s *Server) logHealth() logHealth {
 }
 
 // stateHealth checks the state store (when the server has it) and the
-// room on the data directory's file system: from the node's disk gauges,
-// or asked of the file system.
+// room on the data directory's file system (the node's disk gauges).
 func (s *Server) stateHealth(g gauges) stateHealth {
 	h := stateHealth{State: healthOK}
 	if s.deps.State != nil {
@@ -329,14 +323,7 @@ func (s *Server) stateHealth(g gauges) stateHealth {
 	free, okF := g.value(gaugeDiskFree, "dir", "data")
 	size, okS := g.value(gaugeDiskSize, "dir", "data")
 	if !okF || !okS {
-		if s.opts.DataDir == "" {
-			return h
-		}
-		f, sz, err := diskSpace(s.opts.DataDir)
-		if err != nil {
-			return h // not known here
-		}
-		free, size = float64(f), float64(sz)
+		return h // not known here
 	}
 	fb, sb := uint64(free), uint64(size)
 	h.DiskFreeBytes, h.DiskSizeBytes = &fb, &sb
@@ -391,71 +378,52 @@ func (s *Server) crawlerHealth(g gauges) crawlerHealth {
 	return h
 }
 
-// stageHealth lists the stages of the topology with their state on this
-// node.
-func (s *Server) stageHealth(g gauges, ready bool) []stageHealth {
+// stageHealth lists the stages of the topology with what this node does
+// for each (engine.StageStates) and their lag here. Before the engine has
+// built its topology there are none.
+func (s *Server) stageHealth() []stageHealth {
 	e := s.deps.Engine
+	kinds := map[string]string{}
+	homes := map[string]int32{}
+	for _, st := range e.Topology() {
+		kinds[st.Name] = st.Kind
+		if st.Singleton {
+			homes[st.Name], _ = e.HomePartition(st.Name)
+		}
+	}
 	n := e.Partitions()
 	assigned := e.Assigned()
-	here := func(p int32) bool {
-		if !e.Options().Cluster {
-			return true
-		}
-		_, ok := assigned[p]
-		return ok
-	}
 	lags := map[string]int64{}
 	for _, p := range e.Progress() {
-		if here(p.Partition % n) {
+		// In a cluster, only the partitions the node runs now.
+		if _, ok := assigned[p.Partition%n]; ok || !e.Options().Cluster {
 			lags[p.Stage] += p.Lag()
 		}
 	}
-	_, restoreKnown := g[gaugeRestoreElapsed]
 	var out []stageHealth
-	for _, st := range e.Topology() {
-		h := stageHealth{Stage: st.Name, Kind: st.Kind, Lag: lags[st.Name]}
-		home := int32(0)
-		if st.Singleton {
-			home, _ = e.HomePartition(st.Name)
-		}
-		if v, ok := g.value(gaugeTasksRunning, "stage", st.Name); ok {
-			h.Tasks = int(v)
-		} else if st.Singleton {
-			h.Tasks = btoi(here(home))
-		} else {
-			for p := range st.Tasks {
-				h.Tasks += btoi(here(p))
-			}
-		}
-		fresh, hasState := e.Freshness(st.Name, home)
-		if hasState && st.Singleton {
-			ms := fresh.Staleness.Milliseconds()
-			h.StalenessMS = &ms
-		}
-		restoring, _ := g.value(gaugeRestoreElapsed, "stage", st.Name)
-		paused, _ := g.value(gaugeStagePaused, "stage", st.Name)
+	for _, st := range e.StageStates() {
+		h := stageHealth{Stage: st.Stage, Kind: kinds[st.Stage], Tasks: st.Running + st.Restoring, Lag: lags[st.Stage]}
 		switch {
-		case paused > 0:
+		case st.Paused:
 			h.State = "paused"
-		case h.Tasks > 0 && (restoring > 0 || !restoreKnown && !ready):
+		case st.Restoring > 0:
 			h.State = healthRestoring
-		case h.Tasks > 0:
+		case st.Running > 0:
 			h.State = "running"
-		case hasState && fresh.Source == "standby":
+		case st.Standby > 0:
 			h.State = "standby"
 		default:
 			h.State = "not_here"
 		}
+		if home, ok := homes[st.Stage]; ok {
+			if f, ok := e.Freshness(st.Stage, home); ok {
+				ms := f.Staleness.Milliseconds()
+				h.StalenessMS = &ms
+			}
+		}
 		out = append(out, h)
 	}
 	return out
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // searchMissingHere returns the search partitions this node runs whose
@@ -507,7 +475,7 @@ func (s *Server) readGauges() gauges {
 	mfs, _ := s.opts.Gatherer.Gather()
 	for _, mf := range mfs {
 		switch mf.GetName() {
-		case gaugeStagePaused, gaugeTasksRunning, gaugeRestoreElapsed, gaugeSourcesActive, gaugeSourcesOnTime, gaugeOpenCircuits, gaugeDiskFree, gaugeDiskSize:
+		case gaugeSourcesActive, gaugeSourcesOnTime, gaugeOpenCircuits, gaugeDiskFree, gaugeDiskSize:
 			g[mf.GetName()] = mf.GetMetric()
 		}
 	}
