@@ -30,6 +30,8 @@ type clusterSearchPage struct {
 	Partial     bool        `json:"partial"`
 	Missing     []int32     `json:"missing_partitions"`
 	FailedNodes []string    `json:"failed_nodes"`
+	// Warning is the answer's Warning header.
+	Warning string `json:"-"`
 }
 
 func (h searchHit) String() string {
@@ -46,6 +48,7 @@ func searchPageOf(t testing.TB, n *testNode, query string, hdr ...string) cluste
 	if err := json.Unmarshal(r.body, &p); err != nil {
 		t.Fatalf("search %s: %v in %s", query, err, r)
 	}
+	p.Warning = r.header["Warning"]
 	return p
 }
 
@@ -137,7 +140,7 @@ func TestClusterSearchFansOut(t *testing.T) {
 				continue
 			}
 			for i, p := range got {
-				if p.Total != want[i].Total || p.Order != want[i].Order || p.Partial || p.Missing != nil || p.FailedNodes != nil {
+				if p.Total != want[i].Total || p.Order != want[i].Order || p.Partial || p.Missing != nil || p.FailedNodes != nil || p.Warning != "" {
 					t.Errorf("search %q page %d: total %d order %s partial %v missing %v failed %v; want total %d order %s, complete",
 						q, i, p.Total, p.Order, p.Partial, p.Missing, p.FailedNodes, want[i].Total, want[i].Order)
 				}
@@ -173,8 +176,9 @@ func TestClusterSearchFansOut(t *testing.T) {
 				t.Errorf("search %q without b:\n got %v\nwant %v", q, hitsOf(got), want)
 			}
 			for i, p := range got {
-				if !p.Partial || !slices.Equal(p.Missing, []int32{1, 3}) || !slices.Equal(p.FailedNodes, []string{"b"}) || p.Total != total {
-					t.Errorf("search %q page %d without b: partial %v, missing %v, failed %v, total %d (want %d)", q, i, p.Partial, p.Missing, p.FailedNodes, p.Total, total)
+				if !p.Partial || !slices.Equal(p.Missing, []int32{1, 3}) || !slices.Equal(p.FailedNodes, []string{"b"}) || p.Total != total ||
+					p.Warning != `199 newsflow "partial answer: partitions 1, 3 missing; nodes b did not answer"` {
+					t.Errorf("search %q page %d without b: partial %v, missing %v, failed %v, total %d (want %d), warning %q", q, i, p.Partial, p.Missing, p.FailedNodes, p.Total, total, p.Warning)
 				}
 			}
 		}

@@ -322,6 +322,9 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 	if end < len(l.items) && end > start {
 		page.Next = encodeFeedCursor(feedCursor{list: l.id, offset: end, last: l.items[end-1].StoryID})
 	}
+	if g := fi.interestGap; g != nil {
+		warnPartial(ctx, g.Missing, g.FailedNodes)
+	}
 	writeJSON(ctx, fasthttp.StatusOK, page)
 }
 

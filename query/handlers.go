@@ -61,13 +61,17 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
+	if fanOut {
+		// The answer of the whole cluster: say when part of it is missing.
+		warnPartial(ctx, res.Partial, failed)
+	}
 	if byStory {
 		writeJSON(ctx, fasthttp.StatusOK, s.storyAnswer(res, failed, k))
 		return
 	}
 	switch expand := string(args.Peek("expand")); {
-	case expand == "" && len(failed) > 0:
-		writeJSON(ctx, fasthttp.StatusOK, clusterTrending{Result: res, FailedNodes: failed})
+	case expand == "" && (len(failed) > 0 || fanOut && len(res.Partial) > 0):
+		writeJSON(ctx, fasthttp.StatusOK, clusterTrending{Result: res, PartialAnswer: len(res.Partial) > 0, FailedNodes: failed})
 	case expand == "":
 		writeJSON(ctx, fasthttp.StatusOK, res)
 	case expand != "articles":
@@ -77,8 +81,12 @@ func (s *Server) handleTrending(ctx *fasthttp.RequestCtx) {
 		for i, it := range res.Items {
 			items[i] = trendingItem{Item: it, articleRef: s.articleRef(it.ArticleID)}
 		}
-		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf,
-			"missing_partitions": res.Partial, "failed_nodes": failed})
+		body := map[string]any{"window": res.Window, "category": res.Category, "items": items, "as_of": res.AsOf,
+			"missing_partitions": res.Partial, "failed_nodes": failed}
+		if len(res.Partial) > 0 {
+			body["partial"] = true
+		}
+		writeJSON(ctx, fasthttp.StatusOK, body)
 	}
 }
 
@@ -101,17 +109,20 @@ func (s *Server) trendingTop(window, category string, k int, fanOut bool) (trend
 // stories.
 func (s *Server) storyAnswer(res trending.Result, failed []string, k int) storyTrending {
 	return storyTrending{Window: res.Window, Category: res.Category, Items: s.trendingStories(res.Items, k),
-		AsOf: res.AsOf, Partial: res.Partial, FailedNodes: failed}
+		AsOf: res.AsOf, PartialAnswer: len(res.Partial) > 0, Partial: res.Partial, FailedNodes: failed}
 }
 
 // storyTrending is the answer of /api/v1/trending?by=story.
 type storyTrending struct {
-	Window      string      `json:"window"`
-	Category    string      `json:"category,omitempty"`
-	Items       []storyItem `json:"items"`
-	AsOf        int64       `json:"as_of"`
-	Partial     []int32     `json:"missing_partitions,omitempty"`
-	FailedNodes []string    `json:"failed_nodes,omitempty"`
+	Window   string      `json:"window"`
+	Category string      `json:"category,omitempty"`
+	Items    []storyItem `json:"items"`
+	AsOf     int64       `json:"as_of"`
+	// PartialAnswer is true when some partitions did not answer: Partial
+	// lists them (as in the search's answers).
+	PartialAnswer bool     `json:"partial,omitempty"`
+	Partial       []int32  `json:"missing_partitions,omitempty"`
+	FailedNodes   []string `json:"failed_nodes,omitempty"`
 }
 
 // storyItem is one trending story: the shares of its articles summed.
@@ -177,9 +188,13 @@ func (s *Server) trendingStories(items []trending.Item, k int) []storyItem {
 	return out
 }
 
-// clusterTrending is a trending answer some nodes did not contribute to.
+// clusterTrending is a trending answer some nodes or partitions did not
+// contribute to.
 type clusterTrending struct {
 	trending.Result
+	// PartialAnswer is true when some partitions did not answer (listed
+	// in missing_partitions), as in the search's answers.
+	PartialAnswer bool `json:"partial,omitempty"`
 	// FailedNodes did not answer in time; their partitions are listed in
 	// missing_partitions.
 	FailedNodes []string `json:"failed_nodes,omitempty"`

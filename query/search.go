@@ -126,6 +126,9 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 	}
 	page := s.mergeSearch(r, local, peers)
 	page.FailedNodes = nodesOf(failed)
+	if s.deps.Cluster == nil || fan {
+		warnPartial(ctx, page.Missing, page.FailedNodes) // not on answers to another node
+	}
 	if len(page.Missing) == int(s.enginePartitions()) && fan {
 		// Not one partition answered. (A node asked by another answers
 		// that it has none.)

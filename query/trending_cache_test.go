@@ -360,11 +360,18 @@ func TestTrendingPrecomputedCluster(t *testing.T) {
 		}
 		var got struct {
 			Items       []trending.Item `json:"items"`
+			PartialFlag bool            `json:"partial"`
 			Partial     []int32         `json:"missing_partitions"`
 			FailedNodes []string        `json:"failed_nodes"`
 		}
 		if err := json.Unmarshal(r.body, &got); err != nil {
 			return err
+		}
+		// The cluster's answer (not another node's fan-out) says when it
+		// misses partitions or nodes: partial, and a Warning header.
+		fanned := len(hdr) == 0
+		if warned := r.header[query.HeaderWarning] != ""; warned != (fanned && (len(missing) > 0 || len(failed) > 0)) || got.PartialFlag != (fanned && len(missing) > 0) {
+			return fmt.Errorf("%s%v: partial %v, warning %q; missing %v, failed %v", trendingURI(window, cat, k), hdr, got.PartialFlag, r.header[query.HeaderWarning], missing, failed)
 		}
 		if want := ref.top(window, cat, k, keep); !slices.Equal(got.Items, want) || !slices.Equal(got.Partial, missing) || !slices.Equal(got.FailedNodes, failed) {
 			return fmt.Errorf("%s%v:\n got %s\nwant items %v, missing %v, failed %v", trendingURI(window, cat, k), hdr, r.body, want, missing, failed)
