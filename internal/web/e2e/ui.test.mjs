@@ -484,6 +484,56 @@ describe("web UI", { skip: skip || false }, () => {
     await page.context().close();
   });
 
+  test("the system page shows every service level objective with readable numbers", async () => {
+    const page = await newPage(browser);
+    await page.goto(node.url + "/login");
+    await page.getByLabel("Username").fill(node.admin.username);
+    await page.getByLabel("Password").fill(node.admin.password);
+    await page.getByRole("button", { name: "Log in" }).click();
+    await page.locator(".account").getByRole("link", { name: "Admin", exact: true }).click();
+    const table = page.locator("#system table.slo");
+    await table.waitFor();
+    assert.match(await table.locator("caption").innerText(), /^Service level objectives over 30 days( \(so far: [\w ]+\))?$/);
+    const heads = await table.locator("thead th").allInnerTexts();
+    assert.deepEqual(heads, ["Objective", "Target", "5 min", "1 h", "30 days", "Error budget", "Status"]);
+    const slo = await node.api("/api/v1/admin/slo");
+    const rows = await table.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+      id: tr.dataset.slo, cells: [...tr.querySelectorAll("th, td")].map((c) => c.innerText.trim()),
+    })));
+    const ids = rows.map((r) => r.id).filter((id) => !id.includes("/"));
+    assert.deepEqual(ids, slo.objectives.map((o) => o.id), "one row per objective, in the report's order");
+    const pct = /^(\d{1,3}(\.\d{1,2})?%|no data)$/;
+    for (const { id, cells } of rows) {
+      assert.equal(cells.length, 7, `${id}: ${cells}`);
+      const [name, target, m5, h1, d30, budget, status] = cells;
+      assert.ok(name.length > 10, `${id}: named (${name})`);
+      assert.match(target, /^\d{2}(\.\d)?%$/, `${id}: target`);
+      for (const v of [m5, h1, d30]) assert.match(v, pct, `${id}: value ${v}`);
+      assert.match(budget, /^(\d{1,3}% left|spent [\d.]+× the budget|no data)$/, `${id}: budget ${budget}`);
+      assert.match(status, /^(ok|burning|breached|no data)$/, `${id}: status ${status}`);
+      for (const c of cells) assert.doesNotMatch(c, /NaN|undefined|null|Infinity/, `${id}: ${c}`);
+    }
+    // The articles produced for these tests went through every stage: the
+    // article objectives have data, as the report says.
+    const ingest = rows.find((r) => r.id === "article_ingest").cells;
+    assert.match(ingest[4], /^\d{1,3}(\.\d{1,2})?%$/, `article_ingest over 30 days: ${ingest}`);
+    const report = slo.objectives.find((o) => o.id === "article_ingest");
+    assert.ok(report.windows["30d"].total >= fixture.length, `article_ingest counted ${report.windows["30d"].total}`);
+    // The availability groups that had requests have a row each (the
+    // report, read after the page, has counted them too).
+    const shown = rows.map((r) => r.id).filter((id) => id.includes("/"));
+    const counted = slo.objectives.find((o) => o.id === "availability").groups.filter((g) => g.windows["30d"].total > 0).map((g) => `availability/${g.group}`);
+    assert.ok(shown.includes("availability/admin") && shown.every((g) => counted.includes(g)), `groups shown ${shown}, counted ${counted}`);
+    // Error budgets as meters with a name, between 0 and 100.
+    for (const m of await table.locator("meter").all()) {
+      const v = Number(await m.getAttribute("value"));
+      assert.ok(v >= 0 && v <= 100, `meter ${v}`);
+      assert.match(await m.getAttribute("aria-label"), /^Error budget left: /);
+    }
+    await checkPage(page, "admin-slo");
+    await page.context().close();
+  });
+
   test("one result per story in search, a source page, a missing story, fixed topic tabs", async () => {
     const page = await newPage(browser);
     // Four articles about the earthquake: one result, the rest folded.

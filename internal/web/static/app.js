@@ -417,12 +417,54 @@ function clusterPanel(c) {
     <tbody>${c.partitions.map((p) => `<tr><td>${p.partition}</td><td>${esc(p.owner || "none")}</td><td>${p.epoch}</td></tr>`).join("")}</tbody></table></details>`;
 }
 
+// Service level objectives (/api/v1/admin/slo): each objective's target,
+// its value over 5 min, 1 h and the SLO window, the error budget left over
+// the window (a meter) and its status. A value without events reads "no
+// data", never a broken number.
+const sloPct = (v) => {
+  if (typeof v !== "number" || !Number.isFinite(v)) return "no data";
+  // Floored to 0.01 %: 99.999 % is not shown as 100 %.
+  return `${Math.floor(v * 10000 + 1e-9) / 100}%`;
+};
+const sloBudget = (b) => {
+  if (typeof b !== "number" || !Number.isFinite(b)) return "no data";
+  return b >= 0 ? `${Math.floor(b * 100 + 1e-9)}% left` : `spent ${Number((1 - b).toFixed(1))}× the budget`;
+};
+const sloStatus = { ok: "ok", burning: "burning", breached: "breached", no_data: "no data" };
+const span = (s) => s < 60 ? "less than a minute" : s < 7200 ? plural(Math.round(s / 60), "minute") : s < 172800 ? plural(Math.round(s / 3600), "hour") : plural(Math.round(s / 86400), "day");
+const windowLabel = (w) => ({ "5m": "5 min", "1h": "1 h", "30d": "30 days" })[w] || w;
+function sloRow(r, win, name) {
+  const b = r.error_budget_remaining, has = typeof b === "number" && Number.isFinite(b);
+  const meter = has ? `<meter min="0" max="100" low="25" high="50" optimum="100" value="${Math.max(0, Math.min(100, b * 100))}" aria-label="Error budget left: ${esc(name)}"></meter> ` : "";
+  return `<tr data-slo="${esc(r.id)}${r.group ? `/${esc(r.group)}` : ""}"><th scope="row">${esc(name)}<br><span class="meta">${esc(r.group ? `${r.id} · ${r.group}` : r.id)}</span></th>
+    <td>${sloPct(r.target)}</td>${win.map((w) => `<td>${sloPct(r.windows?.[w]?.value)}</td>`).join("")}
+    <td>${meter}${sloBudget(b)}</td><td class="slo-${esc(r.status)}">${esc(sloStatus[r.status] || r.status)}</td></tr>`;
+}
+function sloPanel(rep) {
+  if (!rep?.objectives) return "";
+  const win = rep.windows || [], full = win[win.length - 1];
+  const covered = rep.objectives[0]?.windows?.[full];
+  const since = covered?.since_start ? ` (so far: ${span(covered.window_s)})` : "";
+  const nodes = rep.nodes ? `<p class="meta">Nodes counted: ${esc(rep.nodes.join(", "))}${rep.failed_nodes?.length ? ` · <span class="error">not answering: ${esc(rep.failed_nodes.join(", "))}</span>` : ""}</p>` : "";
+  const rows = [];
+  for (const r of rep.objectives) {
+    const name = r.description.charAt(0).toUpperCase() + r.description.slice(1);
+    rows.push(sloRow(r, win, name));
+    for (const g of r.groups || []) if (g.windows?.[full]?.total > 0) rows.push(sloRow(g, win, `Requests to ${g.group} not answered 5xx`));
+  }
+  return `<div class="scroll" tabindex="0" role="region" aria-label="Service level objectives"><table class="slo"><caption>Service level objectives over ${esc(windowLabel(full))}${esc(since)}</caption>
+    <thead><tr><th scope="col">Objective</th><th scope="col">Target</th>${win.map((w) => `<th scope="col">${esc(windowLabel(w))}</th>`).join("")}<th scope="col">Error budget</th><th scope="col">Status</th></tr></thead>
+    <tbody>${rows.join("")}</tbody></table></div>${nodes}`;
+}
+
 async function systemPanel() {
-  const [st, prog, cl] = await Promise.all([api("/api/v1/admin/stats"), api("/api/v1/admin/progress"), api("/api/v1/admin/cluster").catch(() => null)]);
+  const [st, prog, cl, slo] = await Promise.all([api("/api/v1/admin/stats"), api("/api/v1/admin/progress"), api("/api/v1/admin/cluster").catch(() => null),
+    api("/api/v1/admin/slo").catch(() => null)]);
   const parts = prog.inputs.filter((i) => i.lag > 0);
   return `<p class="meta">ready: ${prog.ready} · caught up: ${prog.caught_up} · dead letters: <span id="dead">${st.dead_letters ?? esc(st.dead_letters_error)}</span> · uptime ${Math.round(st.uptime_s / 60)} min</p>
     <div class="scroll" tabindex="0" role="region" aria-label="Stages"><table><caption>Stages</caption><thead><tr><th scope="col">Stage</th><th scope="col">Records/s</th><th scope="col">Committed</th><th scope="col">Lag</th></tr></thead>
     <tbody>${st.stages.map((s) => `<tr><td>${esc(s.stage)}</td><td>${st.rate_window_s > 0 ? s.events_per_s.toFixed(1) : "measuring…"}</td><td>${s.committed}</td><td>${s.lag}</td></tr>`).join("")}</tbody></table></div>
+    ${sloPanel(slo)}
     <table><caption>Stores on disk</caption><tbody>${Object.entries(st.stores || {}).map(([k, v]) => `<tr><th scope="row">${esc(k)}</th><td>${bytes(v)}</td></tr>`).join("")}</tbody></table>
     ${cl ? `<div class="scroll" tabindex="0" role="region" aria-label="Cluster">${clusterPanel(cl)}</div>` : ""}
     <details><summary>Lag per partition (${plural(parts.length, "partition")} behind)</summary>
