@@ -65,7 +65,8 @@ func counted(t testing.TB, rep slo.Report, id, group string) (good, total float6
 }
 
 // The node's report counts what the node did: every article through each
-// stage, the searches, the cached feeds and the requests of each group.
+// stage, the shares in trending, the searches, the cached feeds and the
+// requests of each group.
 // Admins only.
 func TestSLOReport(t *testing.T) {
 	n := newTestNode(t, withArticles())
@@ -108,6 +109,8 @@ func TestSLOReport(t *testing.T) {
 			t.Fatalf("feed: %s", r)
 		}
 	}
+	n.postShareBatch(t, []string{share("s1", "a1", n.clock.ms(0)), share("s2", "a1", n.clock.ms(0)), share("s3", "a2", n.clock.ms(0))})
+	n.waitCaughtUp(t)
 	delta := func(after, before sloBody, id, group string) (float64, float64) {
 		g1, t1 := counted(t, after.Report, id, group)
 		g0, t0 := counted(t, before.Report, id, group)
@@ -126,6 +129,7 @@ func TestSLOReport(t *testing.T) {
 			{"article_in_story", "", before, articles, articles},
 			{"search_latency", "", mid, 3, 3},
 			{"feed_latency", "", mid, 1, 1},
+			{"trending_update", "", mid, 3, 3}, // the shares, not the articles trending reads
 			{slo.AvailabilityID, "search", mid, 3, 3},
 			{slo.AvailabilityID, "feed", mid, 2, 2},
 		} {

@@ -51,7 +51,7 @@ func (f *fakeNode) register() {
 		}
 	}
 	f.visible = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricEventVisible, Help: "h",
-		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600}}, []string{"stage"})
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600}}, []string{"stage", "input"})
 	f.query = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricQuerySeconds, Help: "h",
 		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}}, []string{"query", "cache"})
 	f.groups = prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricGroupRequests, Help: "h"}, []string{"group", "class"})
@@ -60,10 +60,15 @@ func (f *fakeNode) register() {
 	f.reg.MustRegister(f.visible, f.query, f.groups, f.active, f.onTime)
 }
 
-// observe records n events of stage taking d each.
+// observe records n events of stage taking d each: shares for trending,
+// articles for the other stages.
 func (f *fakeNode) observe(stage string, n int, d time.Duration) {
+	input := "articles.raw"
+	if stage == "trending" {
+		input = "shares"
+	}
 	for range n {
-		f.visible.WithLabelValues(stage).Observe(d.Seconds())
+		f.visible.WithLabelValues(stage, input).Observe(d.Seconds())
 	}
 }
 
@@ -150,7 +155,8 @@ func TestLatencyWindows(t *testing.T) {
 		t.Fatalf("status %s, threshold %v, target %v", r.Status, r.ThresholdS, r.Target)
 	}
 	wantFloat(t, "budget", r.ErrorBudgetRemaining, 1-(11.0/113)/(1-0.99))
-	if r.Metric != `newsflow_event_visible_seconds{stage="articles"} le=30` {
+	if r.Metric != `newsflow_event_visible_seconds{stage="articles"} le=30` ||
+		f.result("trending_update").Metric != `newsflow_event_visible_seconds{input="shares",stage="trending"} le=30` {
 		t.Fatalf("metric %q", r.Metric)
 	}
 	s := f.result("article_in_story")
@@ -175,6 +181,8 @@ func TestBurning(t *testing.T) {
 	f.tick(2 * time.Hour)
 	f.observe("trending", 80, 31*time.Second)
 	f.observe("trending", 20, time.Second)
+	// Articles the trending stage reads for their topics are not shares.
+	f.visible.WithLabelValues("trending", "articles.raw").Observe(1)
 	f.tick(time.Minute)
 	r := f.result("trending_update")
 	wantWindow(t, r, "5m", 20, 100, 300, false) // burn rate 0.8/0.05 = 16
@@ -414,7 +422,7 @@ func TestOptions(t *testing.T) {
 	// A registry that fails to gather part of its metrics still answers
 	// with the rest.
 	reg := prometheus.NewRegistry()
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricEventVisible, Help: "h", ConstLabels: prometheus.Labels{"stage": "articles"},
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricEventVisible, Help: "h", ConstLabels: prometheus.Labels{"stage": "articles", "input": "articles.raw"},
 		Buckets: []float64{30}})
 	reg.MustRegister(h, failing{})
 	e, err := New(reg, Options{})
