@@ -11,6 +11,7 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
@@ -196,7 +197,8 @@ type stageHealth struct {
 func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 	g := s.readGauges()
 	ready := s.deps.Engine.Ready()
-	h := healthAnswer{Status: healthOK, UptimeS: int64(time.Since(startTime).Seconds()), Checks: s.healthChecks()}
+	indexes := s.searchLocal()
+	h := healthAnswer{Status: healthOK, UptimeS: int64(time.Since(startTime).Seconds()), Checks: s.healthChecks(indexes)}
 	reason := func(format string, args ...any) { h.Reasons = append(h.Reasons, fmt.Sprintf(format, args...)) }
 	if why, msg := s.notReady(); why != "" {
 		reason("%s", msg)
@@ -238,7 +240,7 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 			reason("the %s state is %d s stale", st.Stage, *st.StalenessMS/1000)
 		}
 	}
-	if missing := s.searchMissingHere(); ready && len(missing) > 0 {
+	if missing := s.searchMissingHere(indexes); ready && len(missing) > 0 {
 		reason("search partitions %s of this node are not open", joinInts(missing))
 	}
 
@@ -255,7 +257,7 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 // healthChecks are the engine's readiness and lag per stage, the story
 // and search views and the trending memory, as /health/detailed has
 // always reported them.
-func (s *Server) healthChecks() map[string]any {
+func (s *Server) healthChecks(indexes searchOutcome) map[string]any {
 	lag := map[string]int64{}
 	for name, st := range s.stageProgress() {
 		lag[name] = st.Lag
@@ -278,16 +280,33 @@ func (s *Server) healthChecks() map[string]any {
 		checks["stories"] = st
 	}
 	if s.deps.Search != nil {
-		res, err := s.deps.Search.Search(context.Background(), searchindex.Request{Limit: 1})
-		st := map[string]any{"ok": err == nil}
-		if err == nil {
-			st["articles"], st["missing_partitions"] = res.Total, res.Missing
+		st := map[string]any{"ok": indexes.err == nil}
+		if indexes.err == nil {
+			st["articles"], st["missing_partitions"] = indexes.res.Total, indexes.res.Missing
 		} else {
-			st["error"] = err.Error()
+			st["error"] = indexes.err.Error()
 		}
 		checks["search"] = st
 	}
 	return checks
+}
+
+// searchOutcome is a search of this node's partitions for one article.
+type searchOutcome struct {
+	res *search.Result
+	err error
+}
+
+// searchLocal searches this node's partitions for one article, to learn
+// which are open (nothing without the search operator).
+func (s *Server) searchLocal() searchOutcome {
+	if s.deps.Search == nil {
+		return searchOutcome{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+	defer cancel()
+	res, err := s.deps.Search.Search(ctx, searchindex.Request{Limit: 1})
+	return searchOutcome{res, err}
 }
 
 // logHealth reads the partition count and the end offsets of the shares
@@ -427,26 +446,20 @@ func (s *Server) stageHealth() []stageHealth {
 }
 
 // searchMissingHere returns the search partitions this node runs whose
-// index is not open.
-func (s *Server) searchMissingHere() []int32 {
+// index is not open, as the search of its partitions found them.
+func (s *Server) searchMissingHere(indexes searchOutcome) []int32 {
 	if s.deps.Search == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
-	defer cancel()
-	res, err := s.deps.Search.Search(ctx, searchindex.Request{Limit: 1})
-	if err != nil {
-		// No partition open: those this node runs are all missing.
-		res = nil
-	}
 	e := s.deps.Engine
+	assigned := e.Assigned()
 	var missing []int32
 	for p := range e.Partitions() {
-		_, assigned := e.Assigned()[p]
-		if e.Options().Cluster && !assigned {
+		if _, ok := assigned[p]; e.Options().Cluster && !ok {
 			continue
 		}
-		if res == nil || slices.Contains(res.Missing, p) {
+		// Without any open partition the search fails: all are missing.
+		if indexes.err != nil || slices.Contains(indexes.res.Missing, p) {
 			missing = append(missing, p)
 		}
 	}
