@@ -419,7 +419,7 @@ func (s *Server) stageHealth() []stageHealth {
 			lags[p.Stage] += p.Lag()
 		}
 	}
-	var out []stageHealth
+	out := []stageHealth{}
 	for _, st := range e.StageStates() {
 		h := stageHealth{Stage: st.Stage, Kind: kinds[st.Stage], Tasks: st.Running + st.Restoring, Lag: lags[st.Stage]}
 		switch {
