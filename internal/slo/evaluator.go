@@ -219,6 +219,9 @@ func (e *Evaluator) readLocked(now time.Time) {
 		case Availability:
 			for _, m := range fams[o.Metric].GetMetric() {
 				group, class := labelValue(m, labelGroup), labelValue(m, labelClass)
+				if group == ProbeGroup {
+					continue
+				}
 				v := m.GetCounter().GetValue()
 				r := reading{counts{total: v}, created(m.GetCounter().GetCreatedTimestamp())}
 				if class != classServerError {

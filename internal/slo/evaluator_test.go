@@ -299,6 +299,8 @@ func TestAvailabilityGroups(t *testing.T) {
 	f.groups.WithLabelValues("feed", "5xx").Add(5)
 	f.groups.WithLabelValues("search", "2xx").Add(98)
 	f.groups.WithLabelValues("search", "5xx").Add(2)
+	// Readiness probes answer 503 while a node restores: not counted.
+	f.groups.WithLabelValues(ProbeGroup, "5xx").Add(40)
 	f.tick(time.Minute)
 	a := f.result(AvailabilityID)
 	var names []string
