@@ -155,7 +155,7 @@ func objectives() []objective {
 			0.99, visible, `stage="stories"`, 60),
 		latencyObjective("trending_update", "trending_update: 95% within 30 s",
 			"Shares visible in trending (trending stage committed) within 30 s of ingestion.",
-			0.95, visible, `stage="trending"`, 30),
+			0.95, visible, `stage="trending", input="shares"`, 30),
 		{id: "crawl_coverage", title: "crawl_coverage: 99% of sources on time",
 			desc:   "Active sources crawled successfully within twice their interval (on_time / active), averaged over the window.",
 			target: 0.99,
@@ -179,13 +179,13 @@ func objectives() []objective {
 // availability is the objective of each endpoint group, the worst shown.
 func availability() objective {
 	return objective{id: "availability", title: "availability: 99.9% not 5xx (worst group)",
-		desc:   "Requests answered without a 5xx, per endpoint group; shown for the worst group.",
+		desc:   "Requests answered without a 5xx, per endpoint group (the health probes aside: readiness answers 503 by design while a node restores); shown for the worst group.",
 		target: 0.999, worst: "min",
 		good: func(w string) string {
-			return fmt.Sprintf("sum by (group) (rate(%s[%s]))", sel("newsflow_http_group_requests_total", `class!="5xx"`), w)
+			return fmt.Sprintf("sum by (group) (rate(%s[%s]))", sel("newsflow_http_group_requests_total", `group!="health", class!="5xx"`), w)
 		},
 		total: func(w string) string {
-			return fmt.Sprintf("sum by (group) (rate(%s[%s]))", sel("newsflow_http_group_requests_total"), w)
+			return fmt.Sprintf("sum by (group) (rate(%s[%s]))", sel("newsflow_http_group_requests_total", `group!="health"`), w)
 		},
 	}
 }
