@@ -156,7 +156,7 @@ func TestLineageAndVisibility(t *testing.T) {
 
 	// The records of the last topic carry the first input's origin and
 	// the trace context of the second stage's span.
-	out := readAll(t, h.log, "out", parts)
+	out := testutil.ReadTopic(t, h.log, "out")
 	if len(out) != 3 {
 		t.Fatalf("%d records on out, want 3", len(out))
 	}
@@ -213,7 +213,7 @@ func TestEmitKeepsOperatorHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.runUntilCaughtUp(h.log, engine.Options{Partitions: 1}, &relayOp{name: "first", in: "in", out: "mid"})
-	out := readAll(t, h.log, "mid", 1)
+	out := testutil.ReadTopic(t, h.log, "mid")
 	if len(out) != 1 {
 		t.Fatalf("%d records, want 1", len(out))
 	}
@@ -310,36 +310,4 @@ func TestPauseResume(t *testing.T) {
 	done <- nil
 	got, _ := h.stateCounts("count", parts)
 	equalCounts(t, got, want)
-}
-
-func readAll(t *testing.T, l eventlog.Log, topic string, parts int32) []*eventlog.Record {
-	t.Helper()
-	ctx := context.Background()
-	pos := map[eventlog.TopicPartition]int64{}
-	total := int64(0)
-	for p := range parts {
-		tp := eventlog.TopicPartition{Topic: topic, Partition: p}
-		o, err := l.Offsets(ctx, tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos[tp] = o.Start
-		total += o.End - o.Start
-	}
-	r, err := l.NewReader(pos)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []*eventlog.Record
-	for int64(len(out)) < total {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		recs, err := r.Poll(pctx, 1000)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, recs...)
-	}
-	return out
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/schema"
@@ -346,7 +345,7 @@ func TestNodeUntracedRecords(t *testing.T) {
 	n.ingestAndCrawl(t)
 	n.stop()
 	for _, topic := range []string{schema.TopicArticlesRaw, schema.TopicArticles, schema.TopicArticlesIndexed} {
-		recs := readTopic(t, n.Log(), topic)
+		recs := testutil.ReadTopic(t, n.Log(), topic)
 		if len(recs) < feedItems+1 {
 			t.Errorf("%s: %d records, want %d at least", topic, len(recs), feedItems+1)
 		}
@@ -356,40 +355,4 @@ func TestNodeUntracedRecords(t *testing.T) {
 			}
 		}
 	}
-}
-
-// readTopic returns every record of topic.
-func readTopic(t *testing.T, l eventlog.Log, topic string) []*eventlog.Record {
-	t.Helper()
-	ctx := context.Background()
-	parts, err := l.Partitions(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := map[eventlog.TopicPartition]int64{}
-	var total int64
-	for p := range parts {
-		tp := eventlog.TopicPartition{Topic: topic, Partition: p}
-		o, err := l.Offsets(ctx, tp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pos[tp], total = o.Start, total+o.End-o.Start
-	}
-	r, err := l.NewReader(pos)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []*eventlog.Record
-	for int64(len(out)) < total {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		recs, err := r.Poll(pctx, 1000)
-		cancel()
-		if err != nil {
-			t.Fatalf("read %s: %v after %d of %d records", topic, err, len(out), total)
-		}
-		out = append(out, recs...)
-	}
-	return out
 }

@@ -423,30 +423,7 @@ func deadLetterReasons(t testing.TB, n *testNode) []string {
 // readAll reads every record of a partition.
 func readAll(t testing.TB, n *testNode, tp eventlog.TopicPartition) []*eventlog.Record {
 	t.Helper()
-	ctx := context.Background()
-	offs, err := n.log.Offsets(ctx, tp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if offs.End <= offs.Start {
-		return nil
-	}
-	r, err := n.log.NewReader(map[eventlog.TopicPartition]int64{tp: offs.Start})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	var out []*eventlog.Record
-	for int64(len(out)) < offs.End-offs.Start {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		recs, err := r.Poll(pctx, 1000)
-		cancel()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, recs...)
-	}
-	return out
+	return testutil.ReadPartition(t, n.log, tp)
 }
 
 // searchIDs returns the ids of every hit of a search, page by page.
