@@ -256,6 +256,19 @@ func (tr *traffic) drive(d time.Duration, fresh, old int) {
 
 func (tr *traffic) send(fresh, old int) {
 	tr.t.Helper()
+	// Readers first, while the story view holds what the last tick sent:
+	// two visitors open the feed, the second from the cache.
+	for _, path := range []string{"/api/v1/search?q=" + url.QueryEscape("harbour ferry"), "/api/v1/feed?limit=20", "/api/v1/feed?limit=20"} {
+		resp, err := http.Get(tr.n.URL(path))
+		if err != nil {
+			tr.t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			tr.t.Fatalf("GET %s: %s", path, resp.Status)
+		}
+	}
 	now := time.Now().UTC()
 	var lines []string
 	line := func(u, title string, at time.Time) {
@@ -281,17 +294,6 @@ func (tr *traffic) send(fresh, old int) {
 			tr.shares, tr.shares%50, tr.shares%7, now.UnixMilli()))
 	}
 	tr.post(ingestPost, "/api/v1/events/share/batch", "application/x-ndjson", strings.Join(shares, "\n")+"\n")
-	for _, path := range []string{"/api/v1/search?q=" + url.QueryEscape("harbour ferry"), "/api/v1/feed?limit=20"} {
-		resp, err := http.Get(tr.n.URL(path))
-		if err != nil {
-			tr.t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			tr.t.Fatalf("GET %s: %s", path, resp.Status)
-		}
-	}
 }
 
 func (tr *traffic) post(post func(url, contentType string, body io.Reader) (*http.Response, error), path, contentType, body string) {

@@ -122,7 +122,7 @@ func TestREADMECLIExamples(t *testing.T) {
 	outputs := map[string]string{}
 	for _, cmd := range running {
 		extra := ""
-		if regexp.MustCompile(`^bin/newsflow (produce|status|sources|user) `).MatchString(cmd) {
+		if regexp.MustCompile(`^bin/newsflow (produce|status|sources|user|stage) `).MatchString(cmd) {
 			extra = " --addr http://" + n.Addr
 		}
 		outputs[cmd] = run(cmd, extra)
@@ -139,6 +139,10 @@ func TestREADMECLIExamples(t *testing.T) {
 		case strings.HasPrefix(cmd, "bin/newsflow status"):
 			if !strings.Contains(out, "ready") {
 				t.Errorf("status says nothing of readiness:\n%s", out)
+			}
+		case strings.HasPrefix(cmd, "bin/newsflow stage pause"), strings.HasPrefix(cmd, "bin/newsflow stage resume"):
+			if verb := strings.Fields(cmd)[2]; !strings.Contains(out, "stories "+strings.TrimSuffix(verb, "e")+"ed on") {
+				t.Errorf("%s says:\n%s", cmd, out)
 			}
 		case strings.HasPrefix(cmd, "bin/newsflow topics eval"):
 			if !strings.Contains(strings.ToLower(out), "accuracy") && !strings.Contains(strings.ToLower(out), "f1") {
