@@ -89,3 +89,30 @@ func TestCoverageAndOrigin(t *testing.T) {
 	}
 	t.Error("no publication delay histogram")
 }
+
+// A crawl state stored before LastSuccess was kept counts its last crawl
+// when that crawl read the feed; otherwise the source's age.
+func TestOnTimeWithoutLastSuccess(t *testing.T) {
+	now := time.Now()
+	src := func(outcome string) Source {
+		s := Source{MinInterval: Duration(5 * time.Minute)}
+		s.CreatedAt.Time = now.Add(-24 * time.Hour)
+		s.Crawl = CrawlState{Interval: Duration(5 * time.Minute), LastCrawl: now.Add(-3 * time.Minute), LastResult: &CrawlRecord{Outcome: outcome}}
+		return s
+	}
+	for outcome, want := range map[string]bool{"ok": true, "not_modified": true, "error": false} {
+		s := src(outcome)
+		if got := s.OnTime(now); got != want {
+			t.Errorf("last crawl %s 3 minutes ago, no LastSuccess: on time %v, want %v", outcome, got, want)
+		}
+	}
+	s := src("error")
+	s.Crawl.LastSuccess = now.Add(-9 * time.Minute)
+	if !s.OnTime(now) {
+		t.Error("read 9 minutes ago with a 5-minute interval: not on time")
+	}
+	s.Crawl.LastSuccess = now.Add(-11 * time.Minute)
+	if s.OnTime(now) {
+		t.Error("read 11 minutes ago with a 5-minute interval: on time")
+	}
+}

@@ -194,17 +194,23 @@ func (cc coverageCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (cc coverageCollector) Collect(ch chan<- prometheus.Metric) {
-	active, onTime := cc.c.Coverage(context.Background())
+	active, onTime, err := cc.c.Coverage(context.Background())
+	if err != nil {
+		// No sample rather than a false one: the series go stale, and the
+		// log says why.
+		cc.c.opts.Logger.Warn("crawl coverage: list sources", "err", err)
+		return
+	}
 	ch <- prometheus.MustNewConstMetric(activeDesc, prometheus.GaugeValue, float64(active))
 	ch <- prometheus.MustNewConstMetric(onTimeDesc, prometheus.GaugeValue, float64(onTime))
 }
 
 // Coverage counts the active sources this node crawls and those whose feed
 // was read within twice their interval (Source.OnTime).
-func (c *Crawler) Coverage(ctx context.Context) (active, onTime int) {
+func (c *Crawler) Coverage(ctx context.Context) (active, onTime int, err error) {
 	list, err := c.sources.List(ctx)
 	if err != nil {
-		return 0, 0
+		return 0, 0, err
 	}
 	now := c.opts.Now()
 	for i := range list {
@@ -217,7 +223,7 @@ func (c *Crawler) Coverage(ctx context.Context) (active, onTime int) {
 			onTime++
 		}
 	}
-	return active, onTime
+	return active, onTime, nil
 }
 
 // Kick makes Run re-read the source list now.
@@ -792,9 +798,6 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 			Headers: []eventlog.Header{{Key: "source_id", Value: []byte(sourceID)}, engine.OriginHeader(it.FetchedAt)}})
 		spans.Add(c.opts.Tracing.Item(ctx, it.ArticleID, it.URL), recs[len(recs)-1])
 		fresh = append(fresh, it.ArticleID)
-		if !it.PublishedAt.IsZero() {
-			c.m.published.Observe(max(0, it.FetchedAt.Sub(it.PublishedAt).Seconds()))
-		}
 	}
 	if len(recs) == 0 {
 		return 0, nil
@@ -803,6 +806,11 @@ func (c *Crawler) ingest(ctx context.Context, sourceID string, items []feed.Item
 	spans.End(err)
 	if err != nil {
 		return 0, err
+	}
+	for _, it := range freshItems {
+		if !it.PublishedAt.IsZero() {
+			c.m.published.Observe(max(0, it.FetchedAt.Sub(it.PublishedAt).Seconds()))
+		}
 	}
 	order = append(fresh, order...)
 	if len(order) > c.opts.MaxSeen {

@@ -123,6 +123,9 @@ type crawlStateJSON struct {
 func (s *Source) OnTime(now time.Time) bool {
 	window := 2 * time.Duration(max(s.Crawl.Interval, s.MinInterval))
 	last := s.Crawl.LastSuccess
+	if r := s.Crawl.LastResult; last.IsZero() && r != nil && (r.Outcome == "ok" || r.Outcome == "not_modified") {
+		last = s.Crawl.LastCrawl // a state stored before LastSuccess was kept
+	}
 	if last.IsZero() {
 		last = s.CreatedAt.Time
 	}

@@ -419,6 +419,8 @@ type Progress struct {
 	Partition     int32  `json:"partition"`
 	Committed     int64  `json:"committed"`
 	HighWatermark int64  `json:"high_watermark"`
+
+	updated time.Time // when the task last set Committed
 }
 
 // Lag is HighWatermark - Committed, never negative.
@@ -434,12 +436,17 @@ func (e *Engine) setProgress(stage string, tp eventlog.TopicPartition, committed
 	defer e.mu.Unlock()
 	k := progressKey{stage, tp}
 	p := e.mu.progress[k]
+	if p == nil && committed < 0 {
+		// The watermark of an input this node no longer runs (its
+		// partition moved while the lag was read): not its to report.
+		return
+	}
 	if p == nil {
 		p = &Progress{Stage: stage, Topic: tp.Topic, Partition: tp.Partition}
 		e.mu.progress[k] = p
 	}
 	if committed >= 0 {
-		p.Committed = committed
+		p.Committed, p.updated = committed, time.Now()
 	}
 	if hw >= 0 {
 		p.HighWatermark = max(hw, committed)

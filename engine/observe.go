@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -124,9 +125,18 @@ type visibility struct {
 	spans   []func(error)         // the ends of the traced records' spans
 }
 
-func (v *visibility) add(input int, origin int64) {
+func (v *visibility) add(input int, origin int64) bool {
 	if origin > 0 && v.obs[input] != nil {
 		v.origins[input] = append(v.origins[input], origin)
+		return true
+	}
+	return false
+}
+
+// drop forgets the origin add noted last for input.
+func (v *visibility) drop(input int) {
+	if n := len(v.origins[input]); n > 0 {
+		v.origins[input] = v.origins[input][:n-1]
 	}
 }
 
@@ -170,6 +180,7 @@ func sourceTopic(st *stage, in stageInput) string {
 // pause is a stage's pause switch. While paused, its tasks on this node
 // commit what they applied and wait; ch is closed on resume.
 type pause struct {
+	mu sync.Mutex // serialises Pause and Resume
 	ch atomic.Pointer[chan struct{}]
 }
 
@@ -216,6 +227,8 @@ func (e *Engine) Pause(stage string) error {
 	if err != nil {
 		return err
 	}
+	st.pause.mu.Lock() // the switch and its gauge change together
+	defer st.pause.mu.Unlock()
 	ch := make(chan struct{})
 	if st.pause.ch.CompareAndSwap(nil, &ch) {
 		e.m.paused.WithLabelValues(st.name).Set(1)
@@ -230,6 +243,8 @@ func (e *Engine) Resume(stage string) error {
 	if err != nil {
 		return err
 	}
+	st.pause.mu.Lock()
+	defer st.pause.mu.Unlock()
 	if ch := st.pause.ch.Swap(nil); ch != nil {
 		close(*ch)
 		e.m.paused.WithLabelValues(st.name).Set(0)
@@ -275,7 +290,7 @@ func (e *Engine) StageStates() []StageState {
 	defer e.mu.Unlock()
 	for _, tr := range e.mu.runners {
 		s := &out[idx[tr.st]]
-		if tr.restored.Load() {
+		if tr.restored.Load() && !tr.restoring.Load() {
 			s.Running++
 			continue
 		}
@@ -356,9 +371,10 @@ func (e *Engine) ownedPartitions() int {
 	return len(e.assign.parts)
 }
 
-// watchLag refreshes every task input's high watermark and lag gauge from
-// the log's end offsets until ctx is done. A task's commits refresh them
-// too; this covers a task that does not commit.
+// watchLag refreshes the high watermark and lag gauge of every task input
+// whose task has not committed for a LagInterval from the log's end
+// offsets, until ctx is done: a task that commits refreshes them itself;
+// this covers one that does not (stuck, paused, or idle).
 func (e *Engine) watchLag(ctx context.Context) {
 	t := time.NewTicker(e.opts.LagInterval)
 	defer t.Stop()
@@ -372,6 +388,10 @@ func (e *Engine) watchLag(ctx context.Context) {
 		now := map[progressKey]bool{}
 		for _, p := range e.Progress() {
 			tp := eventlog.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+			if time.Since(p.updated) < e.opts.LagInterval {
+				now[progressKey{p.Stage, tp}] = true // its task's commit set the gauge
+				continue
+			}
 			octx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			o, err := e.log.Offsets(octx, tp)
 			cancel()

@@ -30,6 +30,9 @@ type relayTask struct{ op *relayOp }
 
 func (t *relayTask) Restore(state.Reader) error { return nil }
 func (t *relayTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
+	if string(rec.Value) == "bad" {
+		return engine.Invalid("bad")
+	}
 	out := &eventlog.Record{Topic: t.op.out, Partition: rec.Partition, Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}
 	if string(rec.Value) == "own" {
 		out.Headers = []eventlog.Header{{Key: engine.HeaderOrigin, Value: []byte("7")}}
@@ -145,6 +148,8 @@ func TestLineageAndVisibility(t *testing.T) {
 		{Topic: "in", Partition: 1, Key: []byte("b"), Value: []byte("b"), Timestamp: ms(2 * time.Second),
 			Headers: []eventlog.Header{{Key: engine.HeaderTraceParent, Value: []byte("00-root")}}},
 		{Topic: "in", Partition: 1, Key: []byte("c"), Value: []byte("c"), Timestamp: ms(1500 * time.Millisecond)},
+		// A dead letter is not an event made visible.
+		{Topic: "in", Partition: 0, Key: []byte("d"), Value: []byte("bad"), Timestamp: ms(0)},
 	}
 	if err := h.log.Append(ctx, recs); err != nil {
 		t.Fatal(err)
@@ -310,4 +315,39 @@ func TestPauseResume(t *testing.T) {
 	done <- nil
 	got, _ := h.stateCounts("count", parts)
 	equalCounts(t, got, want)
+}
+
+// A task that keeps failing is not counted as running: between its
+// attempts it is restoring again.
+func TestFailingTaskIsNotRunning(t *testing.T) {
+	h := newHarness(t)
+	const parts = 2
+	h.produce("events", parts, 100, func(key string, _ int) int32 { return eventlog.PartitionFor([]byte(key), parts) })
+	reg := prometheus.NewRegistry()
+	e, err := engine.New(h.log, h.db, engine.Options{Partitions: parts, Registerer: reg,
+		RestartBackoff: 50 * time.Millisecond, MaxRestartBackoff: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Register(&countOp{name: "count", topic: "events", failProb: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		for _, s := range e.StageStates() {
+			if s.Stage == "count" && s.Running == 0 && s.Restoring == parts {
+				return nil
+			}
+		}
+		return fmt.Errorf("stage states %+v, want the %d failing tasks restoring", e.StageStates(), parts)
+	})
+	if n := gauge(t, reg, "newsflow_tasks_running", map[string]string{"stage": "count"}); n == parts {
+		t.Errorf("newsflow_tasks_running %v: the failing tasks count as running", n)
+	}
 }

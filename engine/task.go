@@ -87,8 +87,9 @@ type taskRunner struct {
 	p     int32
 	epoch uint64 // cluster mode: the assignment's epoch
 
-	restored atomic.Bool  // restored its state at least once
-	opened   atomic.Int64 // ms since the epoch when the current run began to restore
+	restored  atomic.Bool  // restored its state at least once (Ready)
+	restoring atomic.Bool  // opening: restoring its state, or about to again after a failure
+	opened    atomic.Int64 // ms since the epoch when the current restoring began
 }
 
 // run runs the task until ctx is done, restarting it from its committed
@@ -110,6 +111,10 @@ func (tr *taskRunner) run(ctx context.Context) error {
 			return nil
 		}
 		tr.e.m.taskRestarts.WithLabelValues(tr.st.name).Inc()
+		// Until it has restored again, the task is not running.
+		if !tr.restoring.Swap(true) {
+			tr.opened.Store(time.Now().UnixMilli())
+		}
 		if time.Since(start) > time.Minute {
 			backoff = tr.e.opts.RestartBackoff
 		}

@@ -95,7 +95,11 @@ func (tr *taskRunner) runOnce(ctx context.Context) (err error) {
 // committed offsets. What it opened, close closes, also after an error.
 func (l *taskLoop) open(ctx context.Context) error {
 	e, tr, p := l.e, l.tr, l.tr.p
-	tr.opened.Store(time.Now().UnixMilli())
+	// A task restoring again after a failure keeps counting from its first
+	// attempt: a task that keeps failing restores for long.
+	if !tr.restoring.Swap(true) {
+		tr.opened.Store(time.Now().UnixMilli())
+	}
 	l.ns = e.db.Namespace(namespaceName(tr.st.name, p))
 	task, err := tr.st.newTask(TaskContext{
 		Operator: tr.st.name, Partition: p, Partitions: e.opts.Partitions,
@@ -120,6 +124,7 @@ func (l *taskLoop) open(ctx context.Context) error {
 		return fmt.Errorf("open reader: %w", err)
 	}
 	tr.restored.Store(true)
+	tr.restoring.Store(false)
 	l.fresh = tr.st.fresh[p]
 	l.fresh.set(&sourceTask, time.Now(), false)
 
@@ -309,13 +314,16 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 		}
 		l.recordsIn.Inc()
 		l.applied++
-		l.trace(in, rec)
+		counted := l.trace(in, rec)
 		if err := l.task.Process(&l.pc, rec); err != nil {
 			reason, invalid := IsInvalid(err)
 			if !invalid {
 				return fmt.Errorf("process %s@%d: %w", tp, rec.Offset, err)
 			}
 			l.dlq = append(l.dlq, deadLetter(e.opts.DeadLetterTopic, st.name, rec, reason))
+			if counted {
+				l.vis.drop(in.idx) // a dead letter is not an event made visible
+			}
 		}
 	}
 	return nil
@@ -324,13 +332,14 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 // trace notes the lineage of a record about to be applied: its origin, for
 // the records it emits and the visibility latency of the commit, and its
 // trace context, starting its span when the engine has a Tracer.
-func (l *taskLoop) trace(in stageInput, rec *eventlog.Record) {
+// It reports whether the record's origin was noted for the commit.
+func (l *taskLoop) trace(in stageInput, rec *eventlog.Record) (counted bool) {
 	origin := OriginOf(rec)
-	l.vis.add(in.idx, origin)
+	counted = l.vis.add(in.idx, origin)
 	parent, traced := rec.Header(HeaderTraceParent)
 	if !traced {
 		l.pc.ln.reset(origin, nil)
-		return
+		return counted
 	}
 	child := parent
 	if t := l.e.opts.Tracer; t != nil {
@@ -344,6 +353,7 @@ func (l *taskLoop) trace(in stageInput, rec *eventlog.Record) {
 		}
 	}
 	l.pc.ln.reset(origin, child)
+	return counted
 }
 
 // busyFrom counts the time since start as busy: the task's utilisation is

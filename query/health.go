@@ -246,6 +246,8 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 
 	status := fasthttp.StatusOK
 	switch {
+	case s.stopping.Load():
+		status, h.Status = fasthttp.StatusServiceUnavailable, "stopping"
 	case !ready:
 		status, h.Status = fasthttp.StatusServiceUnavailable, healthRestoring
 	case len(h.Reasons) > 0:
@@ -368,9 +370,9 @@ func (s *Server) clusterHealth() clusterHealth {
 		}
 	}
 	slices.Sort(h.MembersDown)
-	for p := range st.Owners {
-		if m, ok := st.Owner(int32(p)); !ok || !m.Up {
-			h.PartitionsUnowned = append(h.PartitionsUnowned, int32(p))
+	for p := range st.Partitions { // an owner missing from the list counts too
+		if m, ok := st.Owner(p); !ok || !m.Up {
+			h.PartitionsUnowned = append(h.PartitionsUnowned, p)
 		}
 	}
 	if len(h.MembersDown) > 0 || !h.LeaderKnown || len(h.PartitionsUnowned) > 0 {

@@ -216,4 +216,7 @@ func TestReadyReasons(t *testing.T) {
 	if code, _ := call("/health/live"); code != fasthttp.StatusOK {
 		t.Fatalf("live while stopping: %d", code)
 	}
+	if code, body := call("/health/detailed"); code != fasthttp.StatusServiceUnavailable || !strings.Contains(body, `"status":"stopping"`) {
+		t.Fatalf("detailed while stopping: %d %.300s", code, body)
+	}
 }

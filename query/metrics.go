@@ -112,7 +112,9 @@ func (s *Server) instrument(route string, h fasthttp.RequestHandler) fasthttp.Re
 		defer func() {
 			if r := recover(); r != nil {
 				// The router's panic handler answers 500.
-				group(fasthttp.StatusInternalServerError)
+				if !s.peerRequest(ctx) {
+					group(fasthttp.StatusInternalServerError)
+				}
 				panic(r)
 			}
 		}()
@@ -120,7 +122,9 @@ func (s *Server) instrument(route string, h fasthttp.RequestHandler) fasthttp.Re
 		lat.Observe(time.Since(start).Seconds())
 		code := ctx.Response.StatusCode()
 		codes.counter(code).Inc()
-		group(code)
+		if !s.peerRequest(ctx) {
+			group(code)
+		}
 	}
 }
 
@@ -140,6 +144,13 @@ func (s *Server) groupCounter(group string) func(code int) {
 	}
 }
 
+// peerRequest reports whether another node of the cluster sent the
+// request (a fan-out or a routed request): the objectives count what users
+// ask, once, at the node they asked.
+func (s *Server) peerRequest(ctx *fasthttp.RequestCtx) bool {
+	return len(ctx.Request.Header.Peek(HeaderPeer)) > 0 && s.fromPeer(ctx)
+}
+
 // requestStart is when the server began handling the request (fasthttp's
 // RequestCtx.Time, taken before the middleware).
 func requestStart(ctx *fasthttp.RequestCtx) time.Time {
@@ -152,7 +163,7 @@ func requestStart(ctx *fasthttp.RequestCtx) time.Time {
 // observeQuery observes the latency of a successful feed or search answer
 // by cache state; handlers call it deferred.
 func (s *Server) observeQuery(ctx *fasthttp.RequestCtx, query string, hit *bool) {
-	if ctx.Response.StatusCode() >= 300 {
+	if ctx.Response.StatusCode() >= 300 || s.peerRequest(ctx) {
 		return
 	}
 	cache := "miss"
