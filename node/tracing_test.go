@@ -1,9 +1,7 @@
 package node_test
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,9 +22,6 @@ import (
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/node"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	"google.golang.org/protobuf/proto"
 )
 
 const (
@@ -38,83 +32,6 @@ const (
 	incomingTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	feedItems     = 4
 )
-
-// span is an exported span as the receiver decoded it.
-type span struct {
-	trace, id, parent, name string
-	attrs                   map[string]string
-	links                   []string // trace/span
-}
-
-// otlpReceiver is an OTLP/HTTP collector: it takes POST /v1/traces with a
-// protobuf ExportTraceServiceRequest, gzipped or not, and keeps the spans.
-type otlpReceiver struct {
-	*httptest.Server
-	mu    sync.Mutex
-	spans []span
-}
-
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	r := &otlpReceiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func (r *otlpReceiver) serve(w http.ResponseWriter, req *http.Request) {
-	if req.Method != http.MethodPost || req.URL.Path != "/v1/traces" {
-		http.Error(w, "want POST /v1/traces", http.StatusNotFound)
-		return
-	}
-	body := io.Reader(req.Body)
-	if req.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var msg coltracepb.ExportTraceServiceRequest
-	if err := proto.Unmarshal(b, &msg); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rs := range msg.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			for _, s := range ss.Spans {
-				sp := span{trace: hex.EncodeToString(s.TraceId), id: hex.EncodeToString(s.SpanId),
-					parent: hex.EncodeToString(s.ParentSpanId), name: s.Name, attrs: map[string]string{}}
-				for _, a := range s.Attributes {
-					switch v := a.Value.Value.(type) {
-					case *commonpb.AnyValue_StringValue:
-						sp.attrs[a.Key] = v.StringValue
-					case *commonpb.AnyValue_IntValue:
-						sp.attrs[a.Key] = strconv.FormatInt(v.IntValue, 10)
-					}
-				}
-				for _, l := range s.Links {
-					sp.links = append(sp.links, hex.EncodeToString(l.TraceId)+"/"+hex.EncodeToString(l.SpanId))
-				}
-				r.spans = append(r.spans, sp)
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-}
-
-func (r *otlpReceiver) all() []span {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]span(nil), r.spans...)
-}
 
 // tracedNode is a node running in-process that crawls a feed farm's feed,
 // with the tracing given.
@@ -236,7 +153,7 @@ func (n *tracedNode) ingestAndCrawl(t *testing.T) {
 // search that finds it links to that trace; an ingestion request with a
 // traceparent continues the caller's trace.
 func TestNodeTracesArticles(t *testing.T) {
-	rcv := newOTLPReceiver(t)
+	rcv := testutil.NewOTLPReceiver(t)
 	n := runTracedNode(t, tracing.Options{Exporter: tracing.ExporterOTLP, Endpoint: rcv.URL, SampleRatio: 1})
 	n.ingestAndCrawl(t)
 	if got := n.search(t, "source="+n.source, "traceparent", "00-"+incomingTrace+"-0000000000000abc-01"); len(got) != feedItems {
@@ -244,58 +161,58 @@ func TestNodeTracesArticles(t *testing.T) {
 	}
 	// Run stops, the engine commits, Close flushes every span.
 	n.close()
-	spans := rcv.all()
-	byID := map[string]span{}
-	children := map[string][]span{}
+	spans := rcv.Spans()
+	byID := map[string]testutil.Span{}
+	children := map[string][]testutil.Span{}
 	for _, s := range spans {
-		byID[s.id] = s
-		children[s.parent] = append(children[s.parent], s)
+		byID[s.ID] = s
+		children[s.Parent] = append(children[s.Parent], s)
 	}
 	// child returns the child of parent called name (in parent's trace).
-	child := func(parent span, name string) span {
+	child := func(parent testutil.Span, name string) testutil.Span {
 		t.Helper()
-		for _, c := range children[parent.id] {
-			if c.name == name {
-				if c.trace != parent.trace {
-					t.Fatalf("%s in trace %s, its parent %s in %s", c.name, c.trace, parent.name, parent.trace)
+		for _, c := range children[parent.ID] {
+			if c.Name == name {
+				if c.Trace != parent.Trace {
+					t.Fatalf("%s in trace %s, its parent %s in %s", c.Name, c.Trace, parent.Name, parent.Trace)
 				}
 				return c
 			}
 		}
 		var names []string
-		for _, c := range children[parent.id] {
-			names = append(names, c.name)
+		for _, c := range children[parent.ID] {
+			names = append(names, c.Name)
 		}
-		t.Fatalf("%s %s has no child %q; children %v", parent.name, parent.id, name, names)
-		return span{}
+		t.Fatalf("%s %s has no child %q; children %v", parent.Name, parent.ID, name, names)
+		return testutil.Span{}
 	}
 
 	// The crawl, its items, and for each item the stages' spans.
-	var crawlSpan span
+	var crawlSpan testutil.Span
 	for _, s := range spans {
-		if s.name == "crawl Farm" && s.attrs["newsflow.crawl.outcome"] == "ok" {
+		if s.Name == "crawl Farm" && s.Attrs["newsflow.crawl.outcome"] == "ok" {
 			crawlSpan = s
 		}
 	}
-	if crawlSpan.id == "" || crawlSpan.parent != "" {
+	if crawlSpan.ID == "" || crawlSpan.Parent != "" {
 		t.Fatalf("no root span of the farm's crawl among %d spans", len(spans))
 	}
 	indexed := map[string]bool{} // search apply spans, trace/span
 	items := 0
-	for _, item := range children[crawlSpan.id] {
-		if item.name != "crawl item" {
+	for _, item := range children[crawlSpan.ID] {
+		if item.Name != "crawl item" {
 			continue
 		}
 		items++
 		articles := child(item, "articles apply")
 		stories := child(articles, "stories apply")
 		search := child(stories, "search apply")
-		if articles.attrs["newsflow.key"] == "" || search.attrs["newsflow.topic"] != schema.TopicArticlesIndexed {
-			t.Errorf("apply span attributes: %v, %v", articles.attrs, search.attrs)
+		if articles.Attrs["newsflow.key"] == "" || search.Attrs["newsflow.topic"] != schema.TopicArticlesIndexed {
+			t.Errorf("apply span attributes: %v, %v", articles.Attrs, search.Attrs)
 		}
-		for _, s := range children[stories.id] {
-			if s.name == "search apply" {
-				indexed[s.trace+"/"+s.id] = true
+		for _, s := range children[stories.ID] {
+			if s.Name == "search apply" {
+				indexed[s.Trace+"/"+s.ID] = true
 			}
 		}
 	}
@@ -305,33 +222,33 @@ func TestNodeTracesArticles(t *testing.T) {
 
 	// The search with a traceparent is its child, and links to each hit's
 	// indexing.
-	var searchSpan span
+	var searchSpan testutil.Span
 	for _, s := range children["0000000000000abc"] {
-		if s.name == "search" {
+		if s.Name == "search" {
 			searchSpan = s
 		}
 	}
-	if searchSpan.trace != incomingTrace {
+	if searchSpan.Trace != incomingTrace {
 		t.Fatalf("no search span in the caller's trace")
 	}
 	linked := 0
-	for _, l := range searchSpan.links {
+	for _, l := range searchSpan.Links {
 		if indexed[l] {
 			linked++
 		}
 	}
 	if linked != feedItems {
-		t.Errorf("search links %v: %d to the items' indexing, want %d", searchSpan.links, linked, feedItems)
+		t.Errorf("search links %v: %d to the items' indexing, want %d", searchSpan.Links, linked, feedItems)
 	}
 
 	// The ingestion request continues its caller's trace down the stages.
-	var ingest span
+	var ingest testutil.Span
 	for _, s := range children["00f067aa0ba902b7"] {
-		if s.name == "ingest article" {
+		if s.Name == "ingest article" {
 			ingest = s
 		}
 	}
-	if ingest.trace != incomingTrace || ingest.attrs["http.response.status_code"] != "202" {
+	if ingest.Trace != incomingTrace || ingest.Attrs["http.response.status_code"] != "202" {
 		t.Fatalf("ingestion span %+v", ingest)
 	}
 	child(child(child(ingest, "articles apply"), "stories apply"), "search apply")

@@ -305,6 +305,12 @@ func (s *Server) peerGet(m cluster.Member, uri, hdr string, creds peerCredential
 // concurrently, and returns their answers. The credentials of from, if
 // set, go along (for admin queries).
 func (s *Server) fanOut(uri string, from *fasthttp.RequestCtx) []peerAnswer {
+	return s.fanOutWith(uri, credentialsOf(from))
+}
+
+// fanOutWith is fanOut with the headers given (credentials, a trace
+// context).
+func (s *Server) fanOutWith(uri string, hdrs peerCredentials) []peerAnswer {
 	st, _ := s.deps.Cluster.State()
 	self := s.deps.Cluster.ID()
 	var members []cluster.Member
@@ -314,11 +320,10 @@ func (s *Server) fanOut(uri string, from *fasthttp.RequestCtx) []peerAnswer {
 		}
 	}
 	out := make([]peerAnswer, len(members))
-	creds := credentialsOf(from)
 	var wg sync.WaitGroup
 	for i, m := range members {
 		wg.Go(func() {
-			out[i] = s.peerGet(m, uri, HeaderForwarded, creds, s.opts.PeerTimeout)
+			out[i] = s.peerGet(m, uri, HeaderForwarded, hdrs, s.opts.PeerTimeout)
 			if out[i].err != nil {
 				s.peerErrors.Inc()
 			}
@@ -332,7 +337,12 @@ func (s *Server) fanOut(uri string, from *fasthttp.RequestCtx) []peerAnswer {
 // into a T. The other answers (no answer, another status, a body that does
 // not decode) are returned as failed.
 func gather[T any](s *Server, uri string, from *fasthttp.RequestCtx) (answers []T, failed []peerAnswer) {
-	for _, a := range s.fanOut(uri, from) {
+	return gatherWith[T](s, uri, credentialsOf(from))
+}
+
+// gatherWith is gather with the headers given (fanOutWith).
+func gatherWith[T any](s *Server, uri string, hdrs peerCredentials) (answers []T, failed []peerAnswer) {
+	for _, a := range s.fanOutWith(uri, hdrs) {
 		var v T
 		if a.err = a.failure(); a.err == nil {
 			a.err = json.Unmarshal(a.body, &v)

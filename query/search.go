@@ -82,9 +82,15 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 		args.Del("group")
 		args.Set("limit", strconv.Itoa(r.Limit))
 		uri := "/api/v1/search?" + args.String()
+		// A traced search continues on the other nodes: their spans are
+		// its children and link to the traces of their hits.
+		var hdrs peerCredentials
+		if tp := span.TraceParent(); tp != nil {
+			hdrs = peerCredentials{{engine.HeaderTraceParent, string(tp)}}
+		}
 		go func() {
 			defer close(done)
-			peers, failed = gather[searchPage](s, uri, nil)
+			peers, failed = gatherWith[searchPage](s, uri, hdrs)
 		}()
 	} else {
 		close(done)
