@@ -253,12 +253,6 @@ func (e *Engine) Resume(stage string) error {
 	return nil
 }
 
-// Paused reports whether stage is paused on this node.
-func (e *Engine) Paused(stage string) bool {
-	st, err := e.stageNamed(stage)
-	return err == nil && st.pause.ch.Load() != nil
-}
-
 // StageState is what a node does for one stage.
 type StageState struct {
 	Stage string `json:"stage"`

@@ -21,6 +21,9 @@ type httpMetrics struct {
 	streams  prometheus.Gauge
 	groups   *prometheus.CounterVec
 	query    *prometheus.HistogramVec
+	// queryObs are query's series by query (feed, search) and cache state
+	// (hit), bound once: they are observed on every feed and search.
+	queryObs map[[2]string]prometheus.Observer
 }
 
 // routeGroups are the endpoint groups availability is measured by: each
@@ -87,9 +90,11 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 			m.groups.WithLabelValues(g, c)
 		}
 	}
+	m.queryObs = map[[2]string]prometheus.Observer{}
 	for _, q := range []string{"feed", "search"} {
-		m.query.WithLabelValues(q, "hit")
-		m.query.WithLabelValues(q, "miss")
+		for _, c := range []string{"hit", "miss"} {
+			m.queryObs[[2]string{q, c}] = m.query.WithLabelValues(q, c)
+		}
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.latency, m.ingested, m.peerErrs, m.streams, m.groups, m.query} {
 		if err := reg.Register(c); err != nil {
@@ -170,7 +175,7 @@ func (s *Server) observeQuery(ctx *fasthttp.RequestCtx, query string, hit *bool)
 	if hit != nil && *hit {
 		cache = "hit"
 	}
-	s.m.query.WithLabelValues(query, cache).Observe(time.Since(requestStart(ctx)).Seconds())
+	s.m.queryObs[[2]string{query, cache}].Observe(time.Since(requestStart(ctx)).Seconds())
 }
 
 // routeCodes are one route's request counters by status code, each looked

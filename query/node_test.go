@@ -584,17 +584,9 @@ func (n *testNode) metrics(t testing.TB) map[string]float64 {
 	if r.status != fasthttp.StatusOK {
 		t.Fatalf("/metrics: %s", r)
 	}
-	out := map[string]float64{}
-	for line := range strings.SplitSeq(string(r.body), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
+	out, err := testutil.Series(r.body)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

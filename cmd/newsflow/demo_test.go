@@ -8,13 +8,13 @@ import (
 	"io"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/internal/testutil"
 )
 
 // lockedBuffer is a bytes.Buffer that a command may write from several
@@ -258,8 +258,8 @@ func TestDemo(t *testing.T) {
 	}
 }
 
-// scrapeSeries reads a node's /metrics into values by series, as exposed
-// (name{label="value",...}, labels in exposition order).
+// scrapeSeries reads a node's /metrics into values by series
+// (testutil.Series).
 func scrapeSeries(base string) (map[string]float64, error) {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
@@ -270,15 +270,5 @@ func scrapeSeries(base string) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]float64{}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, nil
+	return testutil.Series(b)
 }

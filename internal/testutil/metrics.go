@@ -1,6 +1,9 @@
 package testutil
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,4 +34,23 @@ func Counter(tb testing.TB, g prometheus.Gatherer, name, label, value string) fl
 		}
 	}
 	return 0
+}
+
+// Series reads a Prometheus text exposition (a node's /metrics) into the
+// value of each series, keyed as exposed: name{label="value",...}, labels
+// in exposition order.
+func Series(text []byte) (map[string]float64, error) {
+	out := map[string]float64{}
+	for line := range strings.SplitSeq(string(text), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, nil
 }

@@ -56,11 +56,7 @@ func BenchmarkRecordTracer(b *testing.B) {
 // span ended; off, and on with every request or none sampled.
 func BenchmarkIngestRequest(b *testing.B) {
 	for _, ratio := range []float64{0, -1, 1} {
-		name := fmt.Sprintf("ratio=%v", ratio)
-		if ratio == 0 {
-			name = "off"
-		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(ratioName(ratio), func(b *testing.B) {
 			tr := benchTracing(b, ratio)
 			recs := make([]*eventlog.Record, 50)
 			b.ReportAllocs()
@@ -80,11 +76,7 @@ func BenchmarkIngestRequest(b *testing.B) {
 // item span per record.
 func BenchmarkCrawl(b *testing.B) {
 	for _, ratio := range []float64{0, -1, 1} {
-		name := fmt.Sprintf("ratio=%v", ratio)
-		if ratio == 0 {
-			name = "off"
-		}
-		b.Run(name, func(b *testing.B) {
+		b.Run(ratioName(ratio), func(b *testing.B) {
 			tr := benchTracing(b, ratio)
 			recs := make([]*eventlog.Record, 50)
 			b.ReportAllocs()
@@ -100,4 +92,12 @@ func BenchmarkCrawl(b *testing.B) {
 			}
 		})
 	}
+}
+
+// ratioName names a sub-benchmark by its sample ratio; 0 is tracing off.
+func ratioName(ratio float64) string {
+	if ratio == 0 {
+		return "off"
+	}
+	return fmt.Sprintf("ratio=%v", ratio)
 }
