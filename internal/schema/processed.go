@@ -65,11 +65,27 @@ type Article struct {
 	ImageURL string  `json:"image_url,omitempty"`
 	Topics   []Label `json:"topics,omitempty"`
 	// PublishedAt and FetchedAt are ms since the epoch; PublishedAt is the
-	// event time of the article.
+	// event time of the article: stories group by it and ranking ages by
+	// it.
 	PublishedAt int64 `json:"published_at"`
 	FetchedAt   int64 `json:"fetched_at,omitempty"`
+	// FirstSeen (ms) is when the node first saw the article: the log time
+	// of the raw record of its first version (see operators/articles).
+	// Retention ages articles, stories and search documents by it, never
+	// by PublishedAt, so that old news is kept like any other. Absent
+	// from records written before it existed; Seen stands in for it.
+	FirstSeen int64 `json:"first_seen,omitempty"`
 	// Version is 1 for the first version and grows with each edit.
 	Version int `json:"version"`
+}
+
+// Seen returns the article's first-seen time, or its publish time for a
+// record written before first-seen times existed.
+func (a *Article) Seen() int64 {
+	if a.FirstSeen != 0 {
+		return a.FirstSeen
+	}
+	return a.PublishedAt
 }
 
 // ProcessedArticle is a record of TopicArticles as the articles operator

@@ -18,11 +18,21 @@
 // operators/internal/features), so that the single stories task need not
 // compute them: the articles tasks share the work, one per partition.
 //
-// Retention: the task forgets an article (its version and text hash) once
-// it is older than the retention age behind the partition's newest article
-// (Options.Retention, default 30 days of event time), and dead-letters an
-// item already older than that when it arrives, so that an article the
-// later stages have deleted is never made again.
+// First-seen and retention: each article carries the time the node first
+// saw it (schema.Article.FirstSeen): the log time of the raw record of its
+// first version, kept for its later versions. It comes from the record,
+// not the wall clock, so a replay gives the same times. The task forgets an
+// article (its version and text hash) once it was first seen longer than
+// the retention age before the partition's newest first-seen time
+// (Options.Retention, default 30 days); the later stages age it the same
+// way. The publish date plays no part: an item published years ago is a
+// valid article like any other and is never refused for its age. A record
+// whose own log time is already behind the retention cutoff (a producer's
+// clock, a replay of an old topic) counts as first seen at the partition's
+// newest first-seen time, so no valid item is refused or forgotten on
+// arrival. An article forgotten by retention and sent again becomes a new
+// article; the crawler remembers the items of each feed it has appended
+// and does not send them again.
 package articles
 
 import (
@@ -65,8 +75,8 @@ type Options struct {
 	// MaxRecordBytes is the largest raw record accepted (default 16 MiB);
 	// larger ones are dead-lettered.
 	MaxRecordBytes int `yaml:"-"`
-	// Retention is how long, in event time behind the partition's newest
-	// article, an article's version is kept (default
+	// Retention is how long, in first-seen time behind the partition's
+	// newest article, an article's version is kept (default
 	// schema.DefaultRetention; negative keeps every version). The node
 	// sets it from retention.articles.
 	Retention time.Duration `yaml:"-"`
@@ -145,7 +155,7 @@ func (o *Operator) Spec() engine.Spec {
 		Description: "dedup by canonical URL, clean text, label topics",
 		Inputs:      []engine.Input{{Topic: schema.TopicArticlesRaw, Key: "article_id (hash of the canonical URL)", Route: o.route}},
 		Outputs:     []string{schema.TopicArticles},
-		Stores:      []string{"article versions and text hashes", "articles by publish time, for retention"},
+		Stores:      []string{"article versions, text hashes and first-seen times", "articles by first-seen time, for retention"},
 		Options:     o.opts,
 	}
 }
@@ -177,9 +187,11 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 type version struct {
 	n    uint32
 	hash uint64
-	// published is the article's event time; noTime for a version stored
-	// before retention, which is kept.
+	// published is the article's publish time.
 	published int64
+	// seen is its first-seen time, by which retention ages it; noTime for
+	// a version stored before retention, which is kept.
+	seen int64
 	// stored is the time of the committed t entry, noTime if none.
 	stored int64
 }
@@ -190,17 +202,20 @@ const noTime = math.MaxInt64
 // State keys of a task:
 //
 //	v <article id>         version (4 bytes), text hash (8), publish time (8; absent
-//	                       in versions stored before retention)
-//	t <time:8> <article id> nothing: the articles by publish time (sign bit flipped, so
-//	                       that it sorts), for retention
-//	m                      the partition's newest publish time (8 bytes)
+//	                       in versions stored before retention), first-seen time (8;
+//	                       absent in versions stored before first-seen times, whose
+//	                       publish time stands in for it)
+//	t <time:8> <article id> nothing: the articles by first-seen time (sign bit flipped,
+//	                       so that it sorts), for retention
+//	m                      the partition's newest first-seen time (8 bytes); the newest
+//	                       publish time in state written before first-seen times
 var keyWatermark = []byte("m")
 
 type task struct {
 	op    *Operator
 	r     state.Reader
 	dirty map[string]version
-	wm    int64 // the newest publish time applied
+	wm    int64 // the newest first-seen time applied
 	ext   *features.Extractor
 }
 
@@ -223,9 +238,9 @@ func (t *task) Restore(r state.Reader) error {
 
 func versionKey(id string) []byte { return append([]byte("v"), id...) }
 
-func timeKey(published int64, id string) []byte { return timeindex.Key('t', published, id) }
+func timeKey(seen int64, id string) []byte { return timeindex.Key('t', seen, id) }
 
-// cutoff returns the publish time before which articles are forgotten,
+// cutoff returns the first-seen time before which articles are forgotten,
 // and false when retention is off or nothing was applied yet.
 func (t *task) cutoff() (int64, bool) {
 	if t.op.opts.Retention < 0 || t.wm == math.MinInt64 {
@@ -244,27 +259,31 @@ func (t *task) lookup(id string) (version, error) {
 			return v, err
 		}
 	}
-	if cut, on := t.cutoff(); on && v.published != noTime && v.published < cut {
-		return version{published: noTime, stored: v.stored}, nil
+	if cut, on := t.cutoff(); on && v.seen != noTime && v.seen < cut {
+		return version{published: noTime, seen: noTime, stored: v.stored}, nil
 	}
 	return v, nil
 }
 
 // stored reads the committed version of article id.
 func (t *task) stored(id string) (version, error) {
-	v := version{published: noTime, stored: noTime}
+	v := version{published: noTime, seen: noTime, stored: noTime}
 	b, ok, err := t.r.Get(versionKey(id))
 	if err != nil || !ok {
 		return v, err
 	}
-	if len(b) != 12 && len(b) != 20 {
+	if len(b) != 12 && len(b) != 20 && len(b) != 28 {
 		return v, fmt.Errorf("articles: corrupt version of %s", id)
 	}
 	v.n, v.hash = binary.BigEndian.Uint32(b), binary.BigEndian.Uint64(b[4:])
-	if len(b) == 20 {
+	if len(b) >= 20 {
 		v.published = int64(binary.BigEndian.Uint64(b[12:]))
-		v.stored = v.published
+		v.seen = v.published // state written before first-seen times
 	}
+	if len(b) == 28 {
+		v.seen = int64(binary.BigEndian.Uint64(b[20:]))
+	}
+	v.stored = v.seen
 	return v, nil
 }
 
@@ -273,11 +292,15 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	if err != nil {
 		return engine.Invalid("raw article: %v", err)
 	}
-	if cut, on := t.cutoff(); on && a.PublishedAt < cut {
-		return engine.Invalid("raw article: published at %s, older than the retention age (%s) behind the partition's newest article",
-			time.UnixMilli(a.PublishedAt).UTC().Format(time.RFC3339), t.op.opts.Retention)
+	prev, err := t.lookup(a.ID)
+	if err != nil {
+		return err
 	}
-	t.wm = max(t.wm, a.PublishedAt)
+	a.FirstSeen = prev.seen
+	if prev.n == 0 || prev.seen == noTime {
+		a.FirstSeen = t.arrival(rec, a)
+	}
+	t.wm = max(t.wm, a.FirstSeen)
 	h := xxhash.New()
 	for _, s := range []string{a.Title, a.Summary, a.Content} {
 		h.WriteString(s)
@@ -289,16 +312,12 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		h.WriteString(a.ImageURL)
 	}
 	sum := h.Sum64()
-	prev, err := t.lookup(a.ID)
-	if err != nil {
-		return err
-	}
 	if prev.n > 0 && prev.hash == sum {
 		t.op.outcomes.WithLabelValues("unchanged").Inc()
 		return nil
 	}
 	a.Version = int(prev.n) + 1
-	t.dirty[a.ID] = version{n: prev.n + 1, hash: sum, published: a.PublishedAt, stored: prev.stored}
+	t.dirty[a.ID] = version{n: prev.n + 1, hash: sum, published: a.PublishedAt, seen: a.FirstSeen, stored: prev.stored}
 	if prev.n > 0 {
 		t.op.outcomes.WithLabelValues("edited").Inc()
 	} else {
@@ -319,8 +338,27 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	if err != nil {
 		return err
 	}
-	pc.Emit(&eventlog.Record{Topic: schema.TopicArticles, Partition: 0, Key: []byte(a.ID), Value: val, Timestamp: a.PublishedAt})
+	// The record's time is the article's first-seen time, as the raw
+	// record's was its arrival: the log's own retention and replays by
+	// time see old news as recent arrivals, not as years-old records.
+	pc.Emit(&eventlog.Record{Topic: schema.TopicArticles, Partition: 0, Key: []byte(a.ID), Value: val, Timestamp: a.FirstSeen})
 	return nil
+}
+
+// arrival returns the first-seen time of a new article: the log time of
+// its raw record (the crawl or the request that brought it), else its
+// fetch time; a time already behind the retention cutoff becomes the
+// partition's newest first-seen time, so a valid item is never forgotten
+// on arrival.
+func (t *task) arrival(rec *eventlog.Record, a schema.Article) int64 {
+	seen := rec.Timestamp
+	if seen <= 0 {
+		seen = a.FetchedAt
+	}
+	if cut, on := t.cutoff(); on && seen < cut {
+		seen = t.wm
+	}
+	return seen
 }
 
 // Flush stages the deletion of the articles older than the retention age
@@ -343,14 +381,14 @@ func (t *task) Flush(w state.Writer) error {
 		}
 		t.op.expired.Add(float64(n))
 	}
-	var buf [20]byte
+	var buf [28]byte
 	for id, v := range t.dirty {
-		if v.stored != noTime && v.stored != v.published {
+		if v.stored != noTime && v.stored != v.seen {
 			if err := w.Delete(timeKey(v.stored, id)); err != nil {
 				return err
 			}
 		}
-		if on && v.published < cut { // expired since it was applied
+		if on && v.seen < cut { // expired since it was applied
 			if err := w.Delete(versionKey(id)); err != nil {
 				return err
 			}
@@ -359,10 +397,11 @@ func (t *task) Flush(w state.Writer) error {
 		binary.BigEndian.PutUint32(buf[:], v.n)
 		binary.BigEndian.PutUint64(buf[4:], v.hash)
 		binary.BigEndian.PutUint64(buf[12:], uint64(v.published))
+		binary.BigEndian.PutUint64(buf[20:], uint64(v.seen))
 		if err := w.Set(versionKey(id), buf[:]); err != nil {
 			return err
 		}
-		if err := w.Set(timeKey(v.published, id), nil); err != nil {
+		if err := w.Set(timeKey(v.seen, id), nil); err != nil {
 			return err
 		}
 	}

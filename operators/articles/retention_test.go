@@ -139,16 +139,93 @@ func TestRetentionForgetsOldArticles(t *testing.T) {
 	if n != len(vs) {
 		t.Errorf("%d time index entries for %d versions", n, len(vs))
 	}
-	// Older than the retention age: refused, a re-crawl of a forgotten
-	// article too; a repeat of a kept one is dropped as unchanged.
-	if _, reason := at.process(raw("https://news.example/late", hours-50, "Late")); reason == "" {
-		t.Error("an article older than the retention age was accepted")
+	// A record whose log time is already behind the cutoff is kept: it
+	// counts as first seen at the newest first-seen time. So is a re-send
+	// of a forgotten article, as a new article. A repeat of a kept one is
+	// dropped as unchanged.
+	if n, reason := at.process(raw("https://news.example/late", hours-50, "Late")); n != 1 || reason != "" {
+		t.Errorf("a record with an old log time: emitted %d, refused %q", n, reason)
 	}
-	if _, reason := at.process(raw("https://news.example/0", 0, "Story 0")); reason == "" {
-		t.Error("a re-crawl of a forgotten article was accepted")
+	if n, reason := at.process(raw("https://news.example/0", 0, "Story 0")); n != 1 || reason != "" {
+		t.Errorf("a re-send of a forgotten article: emitted %d, refused %q", n, reason)
 	}
 	if n, reason := at.process(raw(fmt.Sprintf("https://news.example/%d", hours-2), hours-2, fmt.Sprint("Story ", hours-2))); n != 0 || reason != "" {
 		t.Errorf("repeat of a kept article: emitted %d, refused %q", n, reason)
+	}
+	at.commit()
+	if got := at.seen(articleID(t, "https://news.example/late")); got != newest {
+		t.Errorf("late record first seen at %d, want the newest first-seen time %d", got, newest)
+	}
+}
+
+// seen returns the stored first-seen time of article id, or 0.
+func (at *articleTask) seen(id string) int64 {
+	v, ok, err := at.ns.Get(append([]byte("v"), id...))
+	if err != nil {
+		at.t.Fatal(err)
+	}
+	if !ok || len(v) != 28 {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v[20:]))
+}
+
+// crawled is a raw article record published at pub and crawled (its log
+// time) at seen.
+func crawled(url, title string, pub, seen time.Time) *eventlog.Record {
+	return &eventlog.Record{Value: fmt.Appendf(nil, `{"url":%q,"title":%q,"published_at":%q}`, url, title, pub.Format(time.RFC3339)),
+		Timestamp: seen.UnixMilli()}
+}
+
+// TestOldNewsKeptByFirstSeen: items published years before they are
+// crawled become articles like any other, carry their publish date and
+// their first-seen time, keep that first-seen time through edits, and are
+// forgotten once the partition's newest article was first seen more than
+// the retention age after them, and not before.
+func TestOldNewsKeptByFirstSeen(t *testing.T) {
+	opts := Options{Retention: 30 * 24 * time.Hour}
+	at := newArticleTask(t, opts)
+	crawl := day0
+	for i := range 20 {
+		pub := day0.AddDate(-3, 0, i) // three years old, a day apart
+		if n, reason := at.process(crawled(fmt.Sprintf("https://blog.example/%d", i), fmt.Sprint("Old post ", i), pub, crawl)); n != 1 || reason != "" {
+			t.Fatalf("old post %d: emitted %d, refused %q", i, n, reason)
+		}
+	}
+	at.commit()
+	if got := len(at.versions()); got != 20 {
+		t.Fatalf("%d old posts kept, want 20", got)
+	}
+	id := articleID(t, "https://blog.example/3")
+	// An edit a week later keeps the first-seen time.
+	edit := crawl.Add(7 * 24 * time.Hour)
+	if n, _ := at.process(crawled("https://blog.example/3", "Old post 3, corrected", day0.AddDate(-3, 0, 3), edit)); n != 1 {
+		t.Fatal("the edit was not emitted")
+	}
+	at.commit()
+	if got := at.seen(id); got != crawl.UnixMilli() {
+		t.Errorf("edited post first seen at %d, want %d", got, crawl.UnixMilli())
+	}
+	// New articles up to exactly 30 days after the crawl: nothing goes.
+	for d := 1; d <= 30; d++ {
+		at.process(crawled(fmt.Sprintf("https://news.example/day/%d", d), fmt.Sprint("Day ", d), crawl.AddDate(0, 0, d), crawl.AddDate(0, 0, d)))
+		at.commit()
+	}
+	if _, kept := at.versions()[id]; !kept {
+		t.Fatal("an old post was forgotten 30 days after it was first seen")
+	}
+	// A millisecond later it is.
+	late := crawl.AddDate(0, 0, 30).Add(time.Millisecond)
+	at.process(crawled("https://news.example/day/31", "Day 31", late, late))
+	at.commit()
+	vs := at.versions()
+	for i := range 20 {
+		if _, kept := vs[articleID(t, fmt.Sprintf("https://blog.example/%d", i))]; kept {
+			t.Errorf("old post %d kept past 30 days of first-seen time", i)
+		}
+	}
+	if len(vs) != 31 {
+		t.Errorf("%d articles kept, want the 31 of days 1 to 31", len(vs))
 	}
 }
 
