@@ -32,10 +32,32 @@ type Article struct {
 	// ImageURL is the article's lead image at its outlet, or "".
 	ImageURL string  `json:"image_url,omitempty"`
 	Topics   []Label `json:"topics,omitempty"`
-	// Published is the event time in ms since the epoch.
+	// Published is the event time in ms since the epoch: stories group
+	// and age by it.
 	Published int64 `json:"published_at"`
+	// FirstSeen (ms) is when the node first saw the article
+	// (schema.Article.FirstSeen); retention ages by it. Zero in records
+	// written before it existed: Published stands in (Seen).
+	FirstSeen int64 `json:"first_seen,omitempty"`
 	// Version counts edits of the article; 1 for the first version.
 	Version int `json:"version"`
+}
+
+// Seen returns the article's first-seen time, or its publish time for a
+// record without one.
+func (a *Article) Seen() int64 {
+	if a.FirstSeen != 0 {
+		return a.FirstSeen
+	}
+	return a.Published
+}
+
+// Fresh reports whether the article was news when the node first saw it:
+// published no more than maxAge before. Only fresh articles make a story
+// breaking; old news that arrives late (a feed's back catalogue, a blog
+// first subscribed to today) is kept and grouped like any other.
+func (a *Article) Fresh(maxAge time.Duration) bool {
+	return a.FirstSeen == 0 || maxAge <= 0 || a.FirstSeen-a.Published <= maxAge.Milliseconds()
 }
 
 // BreakingOptions define when a story is breaking: more than Rate articles
@@ -44,6 +66,10 @@ type BreakingOptions struct {
 	Window  time.Duration `yaml:"breaking_window"`  // default 30m
 	Rate    float64       `yaml:"breaking_rate"`    // default 2 articles per minute
 	Sources int           `yaml:"breaking_sources"` // default 5
+	// FreshAge is how long after its publication an article may first be
+	// seen and still count as news (Article.Fresh; default 24h): only
+	// fresh articles count towards breaking and velocity.
+	FreshAge time.Duration `yaml:"fresh_age"`
 }
 
 // Decay classes and their freshness decay rates per hour.
@@ -71,11 +97,13 @@ type Options struct {
 	// 6h). Syndicated copies appear within hours; a later re-run goes
 	// through the story clusterer like any other article.
 	NearDupWindow time.Duration `yaml:"near_dup_window"`
-	// Retention is how long, in event time behind the watermark, a story
-	// is kept after its latest article (default schema.DefaultRetention,
-	// 30 days; negative keeps every story). A closed story older than it
-	// is deleted with everything of it (see Persist), and an article
-	// older than it is refused (ErrTooOld). The node sets it from
+	// Retention is how long, in first-seen time behind the newest
+	// article's, a story is kept after the latest first-seen time of its
+	// articles (default schema.DefaultRetention, 30 days; negative keeps
+	// every story). A closed story older than it is deleted with
+	// everything of it (see Persist), and an article first seen before it
+	// is refused (ErrTooOld: the articles stage never makes one in a live
+	// stream). The node sets it from
 	// retention.articles. It must not be shorter than the story window.
 	Retention time.Duration `yaml:"-"`
 }
@@ -85,7 +113,7 @@ func DefaultOptions() Options {
 	return Options{
 		Cluster:         DefaultClusterOptions(),
 		NearDup:         neardup.DefaultOptions(),
-		Breaking:        BreakingOptions{Window: 30 * time.Minute, Rate: 2, Sources: 5},
+		Breaking:        BreakingOptions{Window: 30 * time.Minute, Rate: 2, Sources: 5, FreshAge: 24 * time.Hour},
 		EvergreenTopics: []string{"science", "health"},
 		Lambda:          map[string]float64{ClassBreaking: 0.5, ClassRegular: 0.1, ClassEvergreen: 0.02},
 		MaxTopics:       3,
@@ -114,7 +142,7 @@ func (o Options) Validate() error {
 		return err
 	}
 	switch {
-	case o.Breaking.Window < 0 || o.Breaking.Rate < 0 || o.Breaking.Sources < 0:
+	case o.Breaking.Window < 0 || o.Breaking.Rate < 0 || o.Breaking.Sources < 0 || o.Breaking.FreshAge < 0:
 		return errors.New("story: breaking thresholds must not be negative")
 	case o.NearDupWindow < 0:
 		return errors.New("story: near-duplicate window must not be negative")
@@ -177,7 +205,10 @@ type Story struct {
 	MergedInto string `json:"merged_into,omitempty"`
 
 	topicSum map[string]float64
-	recent   []recentArticle // articles within the velocity and breaking windows
+	recent   []recentArticle // fresh articles within the velocity and breaking windows
+	// lastArrival is the latest first-seen time of its articles: the
+	// story's age for retention.
+	lastArrival int64
 }
 
 // SourceCount is the number of articles of a story from one source.
@@ -246,7 +277,8 @@ type Builder struct {
 	byNum    map[uint64]string // article num → id, for near-duplicate matches
 	expiry   lastHeap          // articles by event time, num as tiebreak
 	nextArt  uint64
-	wm       int64 // watermark: the latest event time seen
+	wm       int64 // watermark: the latest event (publish) time seen
+	seenWM   int64 // the latest first-seen time seen, retention's clock
 
 	stories  map[uint64]*Story // stories with articles in the window
 	redirect map[uint64]uint64 // merged story → the one it went into
@@ -274,9 +306,9 @@ type closedStory struct {
 	st   *Story // until its index entry is written
 }
 
-// ErrTooOld is returned by Apply for an article older than the retention
-// age behind the watermark: its story may have been deleted already, and
-// it would found a story only to be deleted.
+// ErrTooOld is returned by Apply for an article first seen longer than the
+// retention age before the newest article: its story may have been
+// deleted already, and it would found a story only to be deleted.
 var ErrTooOld = errors.New("older than the retention age")
 
 // NewBuilder returns an empty builder.
@@ -319,10 +351,11 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 	if a.ID == "" {
 		return Result{}, errors.New("story: article without id")
 	}
-	if cut, ok := b.cutoff(); ok && a.Published < cut {
-		return Result{}, fmt.Errorf("story: article %s published at %s: %w (%s) behind the newest article",
-			a.ID, time.UnixMilli(a.Published).UTC().Format(time.RFC3339), ErrTooOld, b.opts.Retention)
+	if cut, ok := b.cutoff(); ok && a.Seen() < cut {
+		return Result{}, fmt.Errorf("story: article %s first seen at %s: %w (%s) behind the newest article",
+			a.ID, time.UnixMilli(a.Seen()).UTC().Format(time.RFC3339), ErrTooOld, b.opts.Retention)
 	}
+	b.seenWM = max(b.seenWM, a.Seen())
 	// Expire by the watermark, in the builder and the clusterer alike, so
 	// that both close the same stories whatever order event times come in.
 	b.wm = max(b.wm, a.Published)
@@ -456,6 +489,7 @@ func (b *Builder) merge(into, from uint64) {
 	}
 	dst.FirstSeen = min(dst.FirstSeen, src.FirstSeen)
 	dst.LastSeen = max(dst.LastSeen, src.LastSeen)
+	dst.lastArrival = max(dst.lastArrival, src.lastArrival)
 	for k, v := range src.topicSum {
 		dst.topicSum[k] += v
 	}
@@ -506,6 +540,7 @@ func (b *Builder) addToStory(st *Story, a Article, num uint64) {
 	addSource(st, a.SourceID, 1)
 	st.FirstSeen = min(st.FirstSeen, a.Published)
 	st.LastSeen = max(st.LastSeen, a.Published)
+	st.lastArrival = max(st.lastArrival, a.Seen())
 	for _, l := range a.Topics {
 		st.topicSum[l.Topic] += l.Confidence
 	}
@@ -516,8 +551,10 @@ func (b *Builder) addToStory(st *Story, a Article, num uint64) {
 	}
 	st.noteImage(a.ImageURL, num)
 	st.setImage()
-	i, _ := slices.BinarySearchFunc(st.recent, a.Published, func(r recentArticle, t int64) int { return cmp.Compare(r.t, t+1) })
-	st.recent = slices.Insert(st.recent, i, recentArticle{t: a.Published, src: a.SourceID})
+	if a.Fresh(b.opts.Breaking.FreshAge) {
+		i, _ := slices.BinarySearchFunc(st.recent, a.Published, func(r recentArticle, t int64) int { return cmp.Compare(r.t, t+1) })
+		st.recent = slices.Insert(st.recent, i, recentArticle{t: a.Published, src: a.SourceID})
+	}
 	b.refresh(st, st.LastSeen)
 }
 
@@ -595,18 +632,27 @@ func (b *Builder) expire(now int64) {
 		num := b.resolve(as.story)
 		if st := b.stories[num]; st != nil && st.LastSeen < limit {
 			delete(b.stories, num)
-			b.closed = append(b.closed, closedStory{last: st.LastSeen, num: num, st: st})
+			b.closed = append(b.closed, closedStory{last: st.arrival(), num: num, st: st})
 		}
 	}
 }
 
-// cutoff returns the event time before which stories and articles are
-// deleted, and false when retention is off.
+// cutoff returns the first-seen time before which stories and articles
+// are deleted, and false when retention is off.
 func (b *Builder) cutoff() (int64, bool) {
 	if b.opts.Retention < 0 {
 		return 0, false
 	}
-	return b.wm - b.opts.Retention.Milliseconds(), true
+	return b.seenWM - b.opts.Retention.Milliseconds(), true
+}
+
+// arrival returns the latest first-seen time of the story's articles, or
+// its latest publish time for a story stored before first-seen times.
+func (st *Story) arrival() int64 {
+	if st.lastArrival != 0 {
+		return st.lastArrival
+	}
+	return st.LastSeen
 }
 
 // Current returns the id of the story that story id is part of now: id

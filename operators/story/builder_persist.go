@@ -22,12 +22,13 @@ import (
 //	s <story num:8>             storyRecord (JSON)
 //	i <story id>                story num (8 bytes)
 //	k <story num:8> <num:8>     article id: a story's articles, in arrival order
-//	g <image id>                image URL, then NUL and the latest publish time (8 bytes) of
+//	g <image id>                image URL, then NUL and the latest first-seen time (8 bytes) of
 //	                            the articles with it: every image of an article (ImageID), for the proxy
-//	x <last:8> <story num:8>    nothing: the closed stories by their latest article (time with
-//	                            its sign bit flipped, so that it sorts), for retention
-//	y <time:8> <article num:8>  story num (8 bytes), article id: every article by its publish
-//	                            time (sign bit flipped), for retention
+//	x <last:8> <story num:8>    nothing: the closed stories by the latest first-seen time of
+//	                            their articles (sign bit flipped, so that it sorts), for
+//	                            retention
+//	y <time:8> <article num:8>  story num (8 bytes), article id: every article by its
+//	                            first-seen time (sign bit flipped), for retention
 //	n <article num:8>           article id: the article an entry number names (the client APIs'
 //	                            entry ids); it names a later number's article no more once
 //	                            that article is applied again (its record's num differs)
@@ -44,6 +45,9 @@ type storyRecord struct {
 	Story
 	Num          uint64 `json:"num"`
 	RepPublished int64  `json:"rep_published"`
+	// LastArrival is Story.lastArrival; absent from stories stored before
+	// first-seen times.
+	LastArrival int64 `json:"last_arrival,omitempty"`
 	RepImage     string `json:"rep_image,omitempty"`
 	FirstImage   string `json:"first_image,omitempty"`
 	// FirstImageNum is the article number of FirstImage.
@@ -128,10 +132,10 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 	if err := b.c.Persist(w, prefixCluster); err != nil {
 		return err
 	}
-	images := map[string]int64{} // image id → latest publish time staged
+	images := map[string]int64{} // image id → latest first-seen time staged
 	cut, retain := b.cutoff()
 	for _, ar := range b.dirtyArticles {
-		if gone[ar.Story] || (retain && ar.Published < cut) {
+		if gone[ar.Story] || (retain && ar.Seen() < cut) {
 			continue // deleted in this batch, with its story or by its age
 		}
 		v, err := json.Marshal(ar)
@@ -155,7 +159,7 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		if err := w.Set(u64(u64([]byte("k"), ar.Story), ar.Num), []byte(ar.ID)); err != nil {
 			return err
 		}
-		if err := w.Set(agedKey(ar.Published, ar.Num), append(u64(nil, ar.Story), ar.ID...)); err != nil {
+		if err := w.Set(agedKey(ar.Seen(), ar.Num), append(u64(nil, ar.Story), ar.ID...)); err != nil {
 			return err
 		}
 		if err := w.Set(numKey(ar.Num), []byte(ar.ID)); err != nil {
@@ -175,7 +179,7 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		if gone[num] {
 			continue
 		}
-		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, TopicSum: st.topicSum,
+		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, LastArrival: st.lastArrival, TopicSum: st.topicSum,
 			RepImage: st.repImage, FirstImage: st.firstImage, FirstImageNum: st.firstImageNum}
 		for _, r := range st.recent {
 			rec.Recent = append(rec.Recent, recentJSON{T: r.t, Src: r.src})
@@ -201,13 +205,15 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 	}
 	b.closed = b.closed[:0]
 	meta := binary.AppendVarint(binary.AppendUvarint(nil, b.nextArt), b.wm)
-	return w.Set(keyBuilderMeta, binary.AppendUvarint(meta, metaVersion))
+	meta = binary.AppendUvarint(meta, metaVersion)
+	return w.Set(keyBuilderMeta, binary.AppendVarint(meta, b.seenWM))
 }
 
 // metaVersion is the meta value's third field: 1 once the closed stories
 // are indexed under x, 2 once every article's entry number is indexed
-// under n.
-const metaVersion = 2
+// under n, 3 once the fourth field holds the newest first-seen time (in
+// state written before, the watermark stands in for it).
+const metaVersion = 3
 
 // indexNums writes the n entry of every committed article: state written
 // before entry numbers has none.
@@ -222,7 +228,7 @@ func indexNums(w state.Writer, r state.Reader) error {
 }
 
 // stageImage writes the g entry of an article's image with the latest
-// publish time of the articles that have it: committed, staged by this
+// first-seen time of the articles that have it: committed, staged by this
 // Persist, and this one.
 func (b *Builder) stageImage(w state.Writer, r state.Reader, staged map[string]int64, ar ArticleRecord) error {
 	id := ImageID(ar.ImageURL)
@@ -237,7 +243,7 @@ func (b *Builder) stageImage(w state.Writer, r state.Reader, staged map[string]i
 			_, latest = parseImage(v)
 		}
 	}
-	latest = max(latest, ar.Published)
+	latest = max(latest, ar.Seen())
 	staged[id] = latest
 	return w.Set(imageKey(id), imageValue(ar.ImageURL, latest))
 }
@@ -287,7 +293,7 @@ func (b *Builder) retire(w state.Writer, r state.Reader) (map[uint64]bool, error
 	return gone, nil
 }
 
-// retireArticles deletes the committed articles published before cut, in
+// retireArticles deletes the committed articles first seen before cut, in
 // whatever story, with their member entries and their images no younger
 // article has: a story whose latest article is recent keeps only its
 // articles within the retention age (its aggregates still count all).
@@ -314,8 +320,8 @@ func (b *Builder) retireArticles(w state.Writer, r state.Reader, cut int64) erro
 		if err := json.Unmarshal(raw, &ar); err != nil {
 			return fmt.Errorf("%w: article %s: %v", errCorrupt, id, err)
 		}
-		if ar.Num != num || ar.Published >= cut {
-			return nil // applied again since, or edited to a later time
+		if ar.Num != num || ar.Seen() >= cut {
+			return nil // applied again since
 		}
 		return b.deleteArticle(w, r, &ar, cut)
 	})
@@ -465,7 +471,7 @@ func (b *Builder) indexClosed(w state.Writer, r state.Reader) error {
 		if rec.MergedInto != "" {
 			return nil
 		}
-		return w.Set(closedKey(rec.LastSeen, num), nil)
+		return w.Set(closedKey(rec.LastSeen, num), nil) // before first-seen times
 	})
 }
 
@@ -493,8 +499,14 @@ func RestoreBuilder(opts Options, r state.Reader) (*Builder, error) {
 		return nil, errCorrupt
 	}
 	b.backfill = len(rest) == k // no retention index yet
-	version, _ := binary.Uvarint(rest[k:])
+	version, vk := binary.Uvarint(rest[k:])
 	b.backfillNums = version < 2
+	b.seenWM = b.wm
+	if version >= 3 {
+		if b.seenWM, k = binary.Varint(rest[k+vk:]); k <= 0 {
+			return nil, errCorrupt
+		}
+	}
 	// The articles in the window, in time order as the live builder added
 	// them to its near-duplicate index and expiry heap.
 	err = r.Scan([]byte("w"), []byte("x"), func(key, value []byte) error {
@@ -554,7 +566,7 @@ func (b *Builder) loadStory(r state.Reader, num uint64) (uint64, error) {
 		}
 		if rec.MergedInto == "" {
 			st := rec.Story
-			st.repPublished, st.topicSum = rec.RepPublished, rec.TopicSum
+			st.repPublished, st.topicSum, st.lastArrival = rec.RepPublished, rec.TopicSum, rec.LastArrival
 			st.repImage, st.firstImage, st.firstImageNum = rec.RepImage, rec.FirstImage, rec.FirstImageNum
 			if st.topicSum == nil {
 				st.topicSum = map[string]float64{}

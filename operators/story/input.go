@@ -59,12 +59,13 @@ const (
 	fieldTopics
 	fieldPublishedAt
 	fieldVersion
+	fieldFirstSeen
 )
 
 var fieldNames = [...]string{
 	fieldID: "id", fieldURL: "url", fieldSourceID: "source_id", fieldSource: "source",
 	fieldAuthority: "authority", fieldTitle: "title", fieldSummary: "summary", fieldImageURL: "image_url",
-	fieldTopics: "topics", fieldPublishedAt: "published_at", fieldVersion: "version",
+	fieldTopics: "topics", fieldPublishedAt: "published_at", fieldVersion: "version", fieldFirstSeen: "first_seen",
 }
 
 // inputField returns the field a key names, or fieldNone.
@@ -92,6 +93,8 @@ func inputField(k []byte) int {
 		return fieldPublishedAt
 	case "version":
 		return fieldVersion
+	case "first_seen":
+		return fieldFirstSeen
 	case "content", "author", "fetched_at", "features":
 		return fieldNone
 	}
@@ -197,6 +200,8 @@ func (a *storyInput) set(f int, v *fastjson.Value) error {
 		a.Published, err = v.Int64()
 	case fieldVersion:
 		a.Version, err = v.Int()
+	case fieldFirstSeen:
+		a.FirstSeen, err = v.Int64()
 	}
 	return err
 }

@@ -236,3 +236,122 @@ func TestRetentionOff(t *testing.T) {
 		t.Error("a retention shorter than the story window was accepted")
 	}
 }
+
+// TestOldNewsIsNotBreaking: a burst that would make a story breaking (70
+// articles in 30 minutes from 6 sources) does not when the articles are
+// old news first seen long after their publication, as when a feed's back
+// catalogue arrives; the same burst first seen as it is published does.
+func TestOldNewsIsNotBreaking(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // first seen this long after publication
+		want  bool
+	}{
+		{"live", time.Minute, true},
+		{"a day late", 24 * time.Hour, true},
+		{"old news", 3 * 365 * 24 * time.Hour, false},
+		{"just past the fresh age", 24*time.Hour + time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTestBuilder(t, Options{})
+			var st *Story
+			for i := range 70 {
+				id := fmt.Sprintf("q%d", i)
+				p := minutes(float64(i) * 30 / 70)
+				mustApply(t, b, Article{ID: id, SourceID: fmt.Sprintf("s%d", i%6),
+					Title:     fmt.Sprintf("Earthquake of magnitude 7 strikes Lisbon region report %d", i),
+					Published: p, FirstSeen: p + tc.delay.Milliseconds()})
+				st, _ = b.StoryOf(id)
+			}
+			if st.Articles != 70 {
+				t.Fatalf("%d articles in the story, want 70", st.Articles)
+			}
+			if st.Breaking != tc.want {
+				t.Errorf("breaking %v, want %v (velocity %v)", st.Breaking, tc.want, st.Velocity)
+			}
+			if !tc.want && st.Velocity != 0 {
+				t.Errorf("velocity %v of old news, want 0", st.Velocity)
+			}
+		})
+	}
+}
+
+// TestRetentionByFirstSeen: stories of old news (published years before
+// they are first seen) are kept like any other until the newest article
+// was first seen more than the retention age after theirs, through
+// commits and restores, and deleted then.
+func TestRetentionByFirstSeen(t *testing.T) {
+	ns := statetest.Open(t).Namespace("stories/0")
+	b, err := RestoreBuilder(retentionOpts, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func() {
+		t.Helper()
+		statetest.Commit(t, builderFlusher{b, ns}, ns)
+		if b, err = RestoreBuilder(retentionOpts, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arrived := minutes(0)
+	years := (3 * 365 * 24 * time.Hour).Milliseconds()
+	for i := range 5 {
+		p := arrived - years + int64(i)*(24*time.Hour).Milliseconds()
+		mustApply(t, b, Article{ID: fmt.Sprint("old", i), SourceID: "blog", Title: fmt.Sprintf("Archive post number %d about gardening tomatoes%d", i, i),
+			Published: p, FirstSeen: arrived, Version: 1})
+	}
+	commit()
+	storiesOf := func() map[string]bool {
+		out := map[string]bool{}
+		for k, v := range dump(t, ns) {
+			if k[0] != 's' || len(k) != 9 {
+				continue
+			}
+			var rec storyRecord
+			if err := json.Unmarshal([]byte(v), &rec); err != nil {
+				t.Fatal(err)
+			}
+			out[rec.ID] = true
+		}
+		return out
+	}
+	// New articles every 10 minutes up to exactly the retention age (2h)
+	// after the old posts arrived: they are all kept.
+	for i := 1; i <= 12; i++ {
+		m := minutes(float64(10 * i))
+		mustApply(t, b, Article{ID: fmt.Sprint("new", i), SourceID: "wire", Title: fmt.Sprintf("z%dq harbour k%dw m%dp", i, i, i), Published: m, FirstSeen: m, Version: 1})
+		commit()
+	}
+	got := storiesOf()
+	for i := range 5 {
+		if !got[fmt.Sprint("old", i)] {
+			t.Errorf("story of old post %d deleted within the retention age of its first-seen time", i)
+		}
+	}
+	// One more article a minute later: the old posts' stories go.
+	m := minutes(121)
+	mustApply(t, b, Article{ID: "new13", SourceID: "wire", Title: "x13q ballet premiere v13r", Published: m, FirstSeen: m, Version: 1})
+	commit()
+	got = storiesOf()
+	for i := range 5 {
+		if got[fmt.Sprint("old", i)] {
+			t.Errorf("story of old post %d kept past the retention age of its first-seen time", i)
+		}
+	}
+	if !got["new1"] || !got["new13"] {
+		t.Errorf("recent stories deleted: %v", slices.Sorted(maps.Keys(got)))
+	}
+	for k := range dump(t, ns) {
+		if strings.HasPrefix(k, "aold") {
+			t.Errorf("article record %q of old news left", k)
+		}
+	}
+	// An article first seen before the cutoff is refused; its publish
+	// date alone never is.
+	if _, err := b.Apply(Article{ID: "late", Title: "A late arrival", Published: minutes(121), FirstSeen: minutes(0), Version: 1}); !errors.Is(err, ErrTooOld) {
+		t.Errorf("article first seen before the cutoff: %v, want ErrTooOld", err)
+	}
+	if _, err := b.Apply(Article{ID: "ancient", Title: "An ancient post", Published: minutes(0) - 10*years, FirstSeen: minutes(122), Version: 1}); err != nil {
+		t.Errorf("old news first seen now: %v", err)
+	}
+}
