@@ -47,9 +47,9 @@ type storyRecord struct {
 	RepPublished int64  `json:"rep_published"`
 	// LastArrival is Story.lastArrival; absent from stories stored before
 	// first-seen times.
-	LastArrival int64 `json:"last_arrival,omitempty"`
-	RepImage     string `json:"rep_image,omitempty"`
-	FirstImage   string `json:"first_image,omitempty"`
+	LastArrival int64  `json:"last_arrival,omitempty"`
+	RepImage    string `json:"rep_image,omitempty"`
+	FirstImage  string `json:"first_image,omitempty"`
 	// FirstImageNum is the article number of FirstImage.
 	FirstImageNum uint64             `json:"first_image_num,omitempty"`
 	TopicSum      map[string]float64 `json:"topic_sum,omitempty"`
