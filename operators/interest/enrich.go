@@ -115,7 +115,7 @@ func (o *EnrichOperator) NewTask(engine.TaskContext) (engine.Task, error) {
 }
 
 // articleTopics is what the task keeps of an article: its topics and its
-// publish time (noTime in state written before it was kept).
+// first-seen time (noTime in state written before it was kept).
 type articleTopics struct {
 	T      int64          `json:"t"`
 	Topics []schema.Label `json:"topics"`
@@ -141,7 +141,7 @@ type enrichTask struct {
 	done   []parkKey                // released since the last Flush
 	seq    uint64
 	wm     int64 // of reads
-	newest int64 // the newest article's publish time, for retention
+	newest int64 // the newest article's first-seen time, for retention
 }
 
 type parkKey struct {
@@ -150,7 +150,7 @@ type parkKey struct {
 }
 
 // State keys: "t" + article id → articleTopics (JSON; a JSON array of
-// topics alone in state written before); "x" + publish time (8 bytes,
+// topics alone in state written before); "x" + first-seen time (8 bytes,
 // sign bit flipped so that it sorts) + article id → nothing, the articles
 // by time for retention; "p" + article id + 0 + seq (8 bytes) → parked
 // read (JSON); "m" → seq, watermark, newest article (8 bytes each; the
@@ -158,7 +158,7 @@ type parkKey struct {
 func topicKey(id string) []byte         { return append([]byte("t"), id...) }
 func timeKey(t int64, id string) []byte { return timeindex.Key('x', t, id) }
 
-// cutoff returns the publish time before which articles' topics are
+// cutoff returns the first-seen time before which articles' topics are
 // forgotten, and false when retention is off or no article was seen.
 func (t *enrichTask) cutoff() (int64, bool) {
 	if t.op.opts.Retention < 0 || t.newest == noTime {
@@ -195,7 +195,7 @@ func (t *enrichTask) Restore(r state.Reader) error {
 	})
 }
 
-// storedTime returns the publish time of the committed topics of article
+// storedTime returns the first-seen time of the committed topics of article
 // id (noTime if none, or stored without one).
 func (t *enrichTask) storedTime(id string) (int64, error) {
 	v, ok, err := t.r.Get(topicKey(id))
@@ -240,6 +240,7 @@ func (t *enrichTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) er
 			ID          string         `json:"id"`
 			Topics      []schema.Label `json:"topics"`
 			PublishedAt int64          `json:"published_at"`
+			FirstSeen   int64          `json:"first_seen"`
 		}
 		if err := json.Unmarshal(rec.Value, &a); err != nil || a.ID == "" {
 			return engine.Invalid("indexed article: no id")
@@ -247,8 +248,11 @@ func (t *enrichTask) Process(pc *engine.ProcessContext, rec *eventlog.Record) er
 		if a.Topics == nil {
 			a.Topics = []schema.Label{}
 		}
-		t.topics[a.ID] = articleTopics{T: a.PublishedAt, Topics: a.Topics}
-		t.newest = max(t.newest, a.PublishedAt)
+		// Retention ages an article's topics by its first-seen time (its
+		// publish time in records written before first-seen times).
+		seen := cmp.Or(a.FirstSeen, a.PublishedAt)
+		t.topics[a.ID] = articleTopics{T: seen, Topics: a.Topics}
+		t.newest = max(t.newest, seen)
 		for _, p := range t.parked[a.ID] {
 			t.emit(pc, p.read, a.Topics, true)
 			t.done = append(t.done, parkKey{a.ID, p.seq})

@@ -191,7 +191,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	// reads, with its story in headers.
 	key := []byte(a.ID)
 	out := &eventlog.Record{Topic: schema.TopicArticlesIndexed, Partition: eventlog.PartitionFor(key, t.op.partitions),
-		Key: key, Value: a.forward, Timestamp: a.Published}
+		Key: key, Value: a.forward, Timestamp: a.Seen()}
 	out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderStoryID, Value: []byte(res.Story)})
 	if res.DuplicateOf != "" {
 		out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderDuplicateOf, Value: []byte(res.DuplicateOf)})

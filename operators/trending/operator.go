@@ -455,7 +455,7 @@ func (t *task) processArticle(rec *eventlog.Record) error {
 	if err != nil {
 		return engine.Invalid("indexed article: %v", err)
 	}
-	t.join.set(id, topics, rec.Timestamp) // the article's publish time
+	t.join.set(id, topics, rec.Timestamp) // the article's first-seen time
 	ws := t.join.unpark(id)
 	if len(ws) == 0 {
 		return nil

@@ -52,12 +52,12 @@ import (
 
 // State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e'):
 //
-//	'a' | article id → the article's publish time (8 bytes) and topic names
+//	'a' | article id → the article's first-seen time (8 bytes) and topic names
 //	      (JSON array; [] for an article without topics); a JSON array
 //	      alone in state written before times were kept
-//	'x' | publish time (8 bytes, sign bit flipped so that it sorts) | article id
+//	'x' | first-seen time (8 bytes, sign bit flipped so that it sorts) | article id
 //	      → nothing: the articles by time, for retention
-//	'j' → the newest publish time seen (8 bytes)
+//	'j' → the newest first-seen time seen (8 bytes)
 //	'p' | article id → waiting shares: (uvarint ts, uvarint count)...
 //
 // Retention (OperatorOptions.Retention): an article's topics are forgotten
@@ -75,7 +75,7 @@ var newestKey = []byte{'j'}
 // and the newest before any article.
 const noTime = math.MinInt64
 
-// topicsEntry is an article's topics and publish time.
+// topicsEntry is an article's topics and first-seen time.
 type topicsEntry struct {
 	t      int64
 	topics []string
@@ -95,7 +95,7 @@ type waiting struct {
 type articleTopics struct {
 	r         state.Reader
 	retention int64                  // ms; negative: keep every article
-	newest    int64                  // the newest publish time seen
+	newest    int64                  // the newest first-seen time seen
 	pending   map[string]topicsEntry // set since the last Flush
 	cache     map[string]topicsEntry // looked up or set; cleared when full
 
@@ -114,7 +114,7 @@ func newArticleTopics(r state.Reader, retention time.Duration) *articleTopics {
 func topicsKey(id string) []byte        { return append([]byte{topicsPrefix}, id...) }
 func timeKey(t int64, id string) []byte { return timeindex.Key(timesPrefix, t, id) }
 
-// cutoff returns the publish time before which articles are forgotten,
+// cutoff returns the first-seen time before which articles are forgotten,
 // and false when retention is off or no article was seen.
 func (j *articleTopics) cutoff() (int64, bool) {
 	if j.retention < 0 || j.newest == noTime {
@@ -143,7 +143,7 @@ func (j *articleTopics) stored(id string) (topicsEntry, bool, error) {
 }
 func parkedKey(id string) []byte { return append([]byte{parkedPrefix}, id...) }
 
-// load reads the newest publish time and the waiting shares from
+// load reads the newest first-seen time and the waiting shares from
 // committed state.
 func (j *articleTopics) load() error {
 	if v, ok, err := j.r.Get(newestKey); err != nil {
@@ -175,15 +175,15 @@ func (j *articleTopics) load() error {
 	return err
 }
 
-// set records an article's topics and publish time.
-func (j *articleTopics) set(id string, topics []string, published int64) {
+// set records an article's topics and first-seen time.
+func (j *articleTopics) set(id string, topics []string, seen int64) {
 	if topics == nil {
 		topics = []string{}
 	}
-	e := topicsEntry{published, topics}
+	e := topicsEntry{seen, topics}
 	j.pending[id] = e
 	j.remember(id, e)
-	j.newest = max(j.newest, published)
+	j.newest = max(j.newest, seen)
 }
 
 func (j *articleTopics) remember(id string, e topicsEntry) {
