@@ -63,6 +63,12 @@ const (
 	// fieldTraceParent is the trace context of the article's indexing,
 	// stored only, on the documents of traced articles alone.
 	fieldTraceParent = "traceparent"
+	// fieldSeen is the article's first-seen time as a sortable key (see
+	// publishedKey), indexed and stored, by which retention ages the
+	// document. Documents indexed before first-seen times have none (their
+	// published time stands in); like fieldTraceParent it needs no
+	// mapping, so indexes created before it take it as they are.
+	fieldSeen = "first_seen"
 )
 
 // schemaVersion names the mapping and document layout below. Change it when
@@ -80,8 +86,12 @@ const markerFile = "newsflow-search.json"
 // bleveFiles are the entries Bleve keeps in an index directory.
 var bleveFiles = map[string]bool{"index_meta.json": true, "index_meta.json_temp": true, "store": true}
 
-// maxPublishedKey is the internal key of Index.maxPublished.
-var maxPublishedKey = []byte("newsflow.max_published")
+// maxPublishedKey and maxSeenKey are the internal keys of
+// Index.maxPublished and Index.maxSeen.
+var (
+	maxPublishedKey = []byte("newsflow.max_published")
+	maxSeenKey      = []byte("newsflow.max_seen")
+)
 
 const maxIDBytes = 256 // ids, topics and source ids longer than this are refused
 
@@ -114,6 +124,10 @@ type Doc struct {
 	// time is indexed as the Unix epoch, so such articles come last; times
 	// outside the years 1800–2199 are clamped into them.
 	PublishedAt time.Time
+	// FirstSeen is when the node first saw the article, by which
+	// retention ages it (SeenBefore, Hit.FirstSeen); zero, PublishedAt
+	// stands in. Clamped as PublishedAt.
+	FirstSeen time.Time
 }
 
 // Index is the search index of one partition: a Bleve (scorch) index in its
@@ -142,6 +156,10 @@ type Index struct {
 	// math.MinInt64 for none; newest-first searches start there. Apply keeps
 	// it in the index (internal key maxPublishedKey) in the same batch.
 	maxPublished atomic.Int64
+	// maxSeen is the latest first-seen time (Unix ns) ever indexed (a
+	// document without one counts its published time), math.MinInt64 for
+	// none; kept like maxPublished (internal key maxSeenKey).
+	maxSeen atomic.Int64
 
 	mu struct {
 		sync.RWMutex // held for reading by every call, for writing by Close
@@ -187,6 +205,16 @@ func Open(dir string, opts Options) (*Index, error) {
 	}
 	if len(v) == 8 {
 		ix.maxPublished.Store(int64(binary.BigEndian.Uint64(v)))
+	}
+	// An index written before first-seen times: its documents' published
+	// times stand in for theirs.
+	ix.maxSeen.Store(ix.maxPublished.Load())
+	if v, err = bi.GetInternal(maxSeenKey); err != nil {
+		_ = bi.Close()
+		return nil, fmt.Errorf("open search index %s: %w", dir, err)
+	}
+	if len(v) == 8 {
+		ix.maxSeen.Store(int64(binary.BigEndian.Uint64(v)))
 	}
 	return ix, nil
 }
@@ -348,6 +376,7 @@ const (
 	optStoredOnly    = bleveindex.StoreField
 	optPublished     = bleveindex.IndexField | bleveindex.StoreField | bleveindex.DocValues
 	optPublishedHour = bleveindex.IndexField
+	optSeen          = bleveindex.IndexField | bleveindex.StoreField
 )
 
 // document turns d into a Bleve document.
@@ -383,7 +412,19 @@ func (ix *Index) document(d *Doc) (*document.Document, error) {
 		return nil, fmt.Errorf("doc %s: published time: %w", d.ID, err)
 	}
 	doc.AddField(f)
+	if !d.FirstSeen.IsZero() {
+		text(fieldSeen, publishedKey(indexedTime(d.FirstSeen).UnixNano()), optSeen, ix.keyword, nil)
+	}
 	return doc, nil
+}
+
+// seenNanos is the first-seen time indexed for d, in Unix ns: its
+// published time when it has none.
+func (d *Doc) seenNanos() int64 {
+	if d.FirstSeen.IsZero() {
+		return indexedTime(d.PublishedAt).UnixNano()
+	}
+	return indexedTime(d.FirstSeen).UnixNano()
 }
 
 func checkID(id string) error {
@@ -480,7 +521,7 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		return nil
 	}
 	b := ix.bi.NewBatch()
-	maxPublished := int64(math.MinInt64)
+	maxPublished, maxSeen := int64(math.MinInt64), int64(math.MinInt64)
 	for i := range upserts {
 		doc, err := ix.document(&upserts[i])
 		if err != nil {
@@ -490,6 +531,7 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 			return fmt.Errorf("apply: upsert %d: %w", i, err)
 		}
 		maxPublished = max(maxPublished, indexedTime(upserts[i].PublishedAt).UnixNano())
+		maxSeen = max(maxSeen, upserts[i].seenNanos())
 	}
 	for i, id := range deletes {
 		if err := checkID(id); err != nil {
@@ -511,6 +553,10 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		// documents.
 		ix.maxPublished.Store(maxPublished)
 		b.SetInternal(maxPublishedKey, binary.BigEndian.AppendUint64(nil, uint64(maxPublished)))
+	}
+	if maxSeen > ix.maxSeen.Load() {
+		ix.maxSeen.Store(maxSeen)
+		b.SetInternal(maxSeenKey, binary.BigEndian.AppendUint64(nil, uint64(maxSeen)))
 	}
 	// With unsafe_batch off, scorch's Batch waits until the persister has
 	// written the new segment (fsynced) and committed and fsynced root.bolt.
@@ -535,10 +581,54 @@ func (ix *Index) Newest() time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
+// NewestSeen returns the latest first-seen time ever indexed (see
+// Doc.FirstSeen), the zero time if nothing was.
+func (ix *Index) NewestSeen() time.Time {
+	ns := ix.maxSeen.Load()
+	if ns == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// SeenBefore returns the ids of up to limit documents first seen before t
+// (as indexed: see Doc.FirstSeen; a document without a first-seen time by
+// its published time), in no particular order, and whether more are
+// left: the documents a retention age expires, for the deletes of the
+// next Apply.
+func (ix *Index) SeenBefore(ctx context.Context, t time.Time, limit int) (ids []string, more bool, err error) {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.mu.closed {
+		return nil, false, ErrClosed
+	}
+	if !t.After(minTime) {
+		return nil, false, nil
+	}
+	seen := bleve.NewTermRangeQuery(publishedKey(minTime.UnixNano()), publishedKey(indexedTime(t).UnixNano()))
+	seen.SetField(fieldSeen)
+	anySeen := bleve.NewTermRangeInclusiveQuery(publishedKey(minTime.UnixNano()), publishedKey(maxTime.UnixNano()), ptrTrue, ptrTrue)
+	anySeen.SetField(fieldSeen)
+	old := bleve.NewBooleanQuery()
+	old.AddMust(timeRange(time.Time{}, indexedTime(t)))
+	old.AddMustNot(anySeen)
+	req := bleve.NewSearchRequestOptions(bleve.NewDisjunctionQuery(seen, old), limit+1, 0, false)
+	req.Score = "none"
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, false, fmt.Errorf("seen before: %w", err)
+	}
+	for _, h := range res.Hits[:min(limit, len(res.Hits))] {
+		ids = append(ids, h.ID)
+	}
+	return ids, len(res.Hits) > limit, nil
+}
+
+var ptrTrue = func() *bool { t := true; return &t }()
+
 // PublishedBefore returns the ids of up to limit documents published
 // before t (as indexed: see Doc.PublishedAt), in no particular order, and
-// whether more are left: the documents a retention age expires, for the
-// deletes of the next Apply.
+// whether more are left.
 func (ix *Index) PublishedBefore(ctx context.Context, t time.Time, limit int) (ids []string, more bool, err error) {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()

@@ -471,6 +471,61 @@ func TestPublishedBefore(t *testing.T) {
 	}
 }
 
+// TestSeenBefore: retention's query finds the documents first seen before
+// a time, by their first-seen time whatever their publish date, and the
+// documents without one (indexed before first-seen times) by their publish
+// date; NewestSeen and the hits' FirstSeen follow the same rule, also
+// after the index is opened again.
+func TestSeenBefore(t *testing.T) {
+	years := 3 * 365 * 24 * time.Hour
+	docs := []Doc{
+		{ID: "old-news", Title: "Archive", PublishedAt: at(1).Add(-years), FirstSeen: at(10)},
+		{ID: "recent", Title: "Recent", PublishedAt: at(9), FirstSeen: at(12)},
+		{ID: "legacy-old", Title: "Legacy", PublishedAt: at(2)},
+		{ID: "legacy-new", Title: "Legacy", PublishedAt: at(20)},
+	}
+	ix, dir := newTestIndex(t, docs)
+	check := func(ix *Index) {
+		t.Helper()
+		for _, tc := range []struct {
+			before time.Time
+			want   []string
+		}{
+			{at(2), nil},
+			{at(3), []string{"legacy-old"}},
+			{at(10).Add(time.Nanosecond), []string{"legacy-old", "old-news"}},
+			{at(13), []string{"legacy-old", "old-news", "recent"}},
+			{at(21), []string{"legacy-new", "legacy-old", "old-news", "recent"}},
+		} {
+			got, more, err := ix.SeenBefore(context.Background(), tc.before, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) || more {
+				t.Errorf("seen before %s: %v (more %v), want %v", tc.before, got, more, tc.want)
+			}
+		}
+		if got := ix.NewestSeen(); !got.Equal(at(20)) {
+			t.Errorf("newest seen %s, want %s (legacy-new's publish time)", got, at(20))
+		}
+		res, err := ix.Search(context.Background(), Request{Query: "archive"})
+		if err != nil || len(res.Hits) != 1 {
+			t.Fatalf("search: %+v, %v", res, err)
+		}
+		if h := res.Hits[0]; !h.FirstSeen.Equal(at(10)) || !h.PublishedAt.Equal(at(1).Add(-years)) {
+			t.Errorf("hit first seen %s, published %s", h.FirstSeen, h.PublishedAt)
+		}
+	}
+	check(ix)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := mustOpen(t, dir)
+	defer again.Close()
+	check(again)
+}
+
 // A document's trace context is stored, never indexed, and comes back on
 // its hits by every search path, but not in their JSON.
 func TestTraceParentStored(t *testing.T) {

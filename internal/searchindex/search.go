@@ -70,6 +70,9 @@ type Hit struct {
 	// PublishedAt is sent as milliseconds since the epoch, the time format
 	// of every other endpoint (see MarshalJSON).
 	PublishedAt time.Time `json:"published_at"`
+	// FirstSeen is the document's Doc.FirstSeen, PublishedAt for a
+	// document without one (not sent).
+	FirstSeen time.Time `json:"-"`
 	// Highlights maps "title" and "summary", when the query matched them, to
 	// one fragment of HTML: the text escaped, matched words in <mark> tags.
 	// The plain fields above are not escaped.
@@ -118,7 +121,7 @@ type Result struct {
 }
 
 // storedFields are loaded for every hit.
-var storedFields = []string{fieldTitle, fieldSummary, fieldURL, fieldSource, fieldSourceID, fieldStoryID, fieldTopics, fieldPublished, fieldTraceParent}
+var storedFields = []string{fieldTitle, fieldSummary, fieldURL, fieldSource, fieldSourceID, fieldStoryID, fieldTopics, fieldPublished, fieldTraceParent, fieldSeen}
 
 // Search runs r. Invalid requests return an error wrapping ErrBadRequest;
 // a cancelled ctx stops the search and returns ctx's error.
@@ -614,6 +617,10 @@ func (ix *Index) hit(dm *bsearch.DocumentMatch, p plan) Hit {
 	// The indexed instant exactly (cursors depend on it).
 	if ns, ok := parsePublishedKey(str(fieldPublished)); ok {
 		h.PublishedAt = time.Unix(0, ns).UTC()
+	}
+	h.FirstSeen = h.PublishedAt
+	if ns, ok := parsePublishedKey(str(fieldSeen)); ok {
+		h.FirstSeen = time.Unix(0, ns).UTC()
 	}
 	if p.terms != nil {
 		h.Highlights = ix.hl.highlight(dm.ID, p.terms, h.Title, h.Summary)

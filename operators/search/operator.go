@@ -10,13 +10,17 @@
 // to the committed offsets; when the marker is missing (a fresh node, or a
 // replay that cleared the state) the index is rebuilt from scratch.
 //
-// Retention: each commit also deletes the documents published more than
+// Retention: each commit also deletes the documents first seen more than
 // the retention age (Options.Retention, default 30 days) before the
-// newest document of the partition, in the same Bleve batch, and indexes
-// no document already that old. Which documents are kept depends only on
-// the records applied, not on where commits fell. Searches never show a
-// document older than the retention age behind the newest document of any
-// partition of the node, deleted yet or not.
+// newest first-seen time of the partition (schema.Article.FirstSeen, the
+// publish time for records written before it), in the same Bleve batch,
+// and indexes no document already that old. The publish date plays no
+// part: old news is searchable like any other article. Which documents
+// are kept depends only on the records applied, not on where commits
+// fell. Searches never show a document first seen longer than the
+// retention age before the newest first-seen time of any partition of the
+// node, deleted yet or not; while a partition holds such documents that
+// no commit has deleted yet, its page of a search may be short by them.
 package search
 
 import (
@@ -27,7 +31,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -164,6 +167,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	d := searchindex.Doc{
 		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
 		SourceID: a.SourceID, Source: a.Source, StoryID: string(story), PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
+		FirstSeen: time.UnixMilli(a.Seen()).UTC(),
 		TraceParent: string(pc.TraceParent()),
 	}
 	for _, l := range a.Topics {
@@ -204,21 +208,21 @@ func (t *task) expire() ([]searchindex.Doc, []string, error) {
 	if t.op.opts.Retention < 0 {
 		return t.docs, nil, nil
 	}
-	newest := t.ix.Newest()
+	newest := t.ix.NewestSeen()
 	for _, d := range t.docs {
-		if d.PublishedAt.After(newest) {
-			newest = d.PublishedAt
+		if d.FirstSeen.After(newest) {
+			newest = d.FirstSeen
 		}
 	}
 	cut := newest.Add(-t.op.opts.Retention)
 	docs := t.docs[:0]
 	for _, d := range t.docs {
-		if !d.PublishedAt.Before(cut) {
+		if !d.FirstSeen.Before(cut) {
 			docs = append(docs, d)
 		}
 	}
 	clear(t.docs[len(docs):])
-	deletes, more, err := t.ix.PublishedBefore(context.Background(), cut, maxExpire)
+	deletes, more, err := t.ix.SeenBefore(context.Background(), cut, maxExpire)
 	t.expiring = more
 	return docs, deletes, err
 }
@@ -233,20 +237,35 @@ func (t *task) Close() error {
 	return t.ix.Close()
 }
 
-// Cutoff returns the published time before which documents are older
+// Cutoff returns the first-seen time before which documents are older
 // than the retention age behind the newest document of this node's open
 // partitions, and false when retention is off or nothing is indexed.
 func (o *Operator) Cutoff() (time.Time, bool) {
 	var newest time.Time
 	for p := range o.parts {
-		if ix := o.parts[p].Load(); ix != nil && ix.Newest().After(newest) {
-			newest = ix.Newest()
+		if ix := o.parts[p].Load(); ix != nil && ix.NewestSeen().After(newest) {
+			newest = ix.NewestSeen()
 		}
 	}
 	if o.opts.Retention < 0 || newest.IsZero() {
 		return time.Time{}, false
 	}
 	return newest.Add(-o.opts.Retention), true
+}
+
+// hideBefore drops from res the hits first seen before cut.
+func hideBefore(res *searchindex.Result, cut time.Time) {
+	kept := res.Hits[:0]
+	for _, h := range res.Hits {
+		if h.FirstSeen.Before(cut) {
+			if res.Total > 0 {
+				res.Total--
+			}
+			continue
+		}
+		kept = append(kept, h)
+	}
+	res.Hits = kept
 }
 
 // Count returns the documents in the indexes of this node's open
@@ -281,17 +300,7 @@ var ErrUnavailable = errors.New("search: no partition index is open")
 // Partitions whose index is not open (restoring) or that fail are listed
 // in Missing.
 func (o *Operator) Search(ctx context.Context, r searchindex.Request) (*Result, error) {
-	if cut, ok := o.Cutoff(); ok && r.From.Before(cut) {
-		// Hide documents older than the retention age, deleted or not yet.
-		if !r.To.IsZero() && !cut.Before(r.To) {
-			order := searchindex.OrderNewest
-			if strings.TrimSpace(r.Query) != "" {
-				order = searchindex.OrderRelevance
-			}
-			return &Result{Result: &searchindex.Result{Hits: []searchindex.Hit{}, Order: order}}, nil
-		}
-		r.From = cut
-	}
+	cut, hide := o.Cutoff()
 	results := make([]*searchindex.Result, len(o.parts))
 	errs := make([]error, len(o.parts))
 	var wg sync.WaitGroup
@@ -301,7 +310,14 @@ func (o *Operator) Search(ctx context.Context, r searchindex.Request) (*Result, 
 			errs[p] = ErrUnavailable
 			continue
 		}
-		wg.Go(func() { results[p], errs[p] = ix.Search(ctx, r) })
+		wg.Go(func() {
+			results[p], errs[p] = ix.Search(ctx, r)
+			if errs[p] == nil && hide {
+				// Hide documents older than the retention age that no
+				// commit of their partition has deleted yet.
+				hideBefore(results[p], cut)
+			}
+		})
 	}
 	wg.Wait()
 	var ok []*searchindex.Result

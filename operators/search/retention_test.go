@@ -90,3 +90,55 @@ func TestRetentionSearchHides(t *testing.T) {
 		t.Errorf("search up to an expired time: %+v, %v", res, err)
 	}
 }
+
+// TestRetentionSearchByFirstSeen: documents of old news (published three
+// years before they were first seen) are indexed and found, by text and
+// by a date filter on their publish date, until the newest document was
+// first seen more than the retention age after them: then the partition
+// that commits deletes them, and the one that does not hides them.
+func TestRetentionSearchByFirstSeen(t *testing.T) {
+	st := searchtest.New(t, statetest.Open(t), search.Options{Retention: 48 * time.Hour}, 2)
+	old := day0.AddDate(-3, 0, 0)
+	for i := range 4 {
+		st.Index(int32(i%2), schema.Article{ID: fmt.Sprint("old", i), Title: "Archived report " + fmt.Sprint(i),
+			PublishedAt: old.Add(time.Duration(i) * time.Hour).UnixMilli(), FirstSeen: day0.UnixMilli()}, "s")
+	}
+	st.Commit()
+	ids := func(r searchindex.Request) []string {
+		t.Helper()
+		res, err := st.Op.Search(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, h := range res.Hits {
+			out = append(out, h.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	all := []string{"old0", "old1", "old2", "old3"}
+	if got := ids(searchindex.Request{Query: "archived report"}); !slices.Equal(got, all) {
+		t.Fatalf("old news by text: %v, want %v", got, all)
+	}
+	if got := ids(searchindex.Request{From: old, To: old.Add(2 * time.Hour)}); !slices.Equal(got, all[:2]) {
+		t.Errorf("old news by its publish date: %v, want %v", got, all[:2])
+	}
+	// A new document first seen exactly 48h later: nothing goes.
+	st.Index(0, schema.Article{ID: "new1", Title: "Fresh report", PublishedAt: day0.Add(48 * time.Hour).UnixMilli(), FirstSeen: day0.Add(48 * time.Hour).UnixMilli()}, "n")
+	st.Commit()
+	if got := ids(searchindex.Request{Query: "archived report"}); !slices.Equal(got, all) {
+		t.Fatalf("old news within the retention age of its first-seen time: %v, want %v", got, all)
+	}
+	// A millisecond later: partition 0 deletes its old documents,
+	// partition 1 (no commit) hides them.
+	late := day0.Add(48*time.Hour + time.Millisecond).UnixMilli()
+	st.Index(0, schema.Article{ID: "new2", Title: "Fresh report again", PublishedAt: late, FirstSeen: late}, "n")
+	st.Commit()
+	if got := ids(searchindex.Request{Query: "report"}); !slices.Equal(got, []string{"new1", "new2"}) {
+		t.Errorf("after the retention age: %v, want only the new documents", got)
+	}
+	if n := st.Count(); n != 4 { // new1, new2, and old1 and old3 in partition 1
+		t.Errorf("%d documents indexed, want 4 (partition 1 has not committed since)", n)
+	}
+}
