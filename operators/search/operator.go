@@ -167,7 +167,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	d := searchindex.Doc{
 		ID: a.ID, Title: a.Title, Summary: a.Summary, Content: a.Content, URL: a.URL,
 		SourceID: a.SourceID, Source: a.Source, StoryID: string(story), PublishedAt: time.UnixMilli(a.PublishedAt).UTC(),
-		FirstSeen: time.UnixMilli(a.Seen()).UTC(),
+		FirstSeen:   time.UnixMilli(a.Seen()).UTC(),
 		TraceParent: string(pc.TraceParent()),
 	}
 	for _, l := range a.Topics {
