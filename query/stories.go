@@ -68,9 +68,12 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 		if err != nil {
 			return nil, err
 		}
+		// The record's time is the request's arrival, which the articles
+		// stage takes for the article's first-seen time (its publish date
+		// may be years old).
 		k := []byte(a.ID)
 		return &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
-			Key: k, Value: val, Timestamp: a.PublishedAt, Headers: []eventlog.Header{origin}}, nil
+			Key: k, Value: val, Timestamp: now, Headers: []eventlog.Header{origin}}, nil
 	}
 	return decodeLines(body, batch, "article", decode)
 }
