@@ -23,6 +23,7 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search/query"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 )
 
@@ -91,6 +92,8 @@ var bleveFiles = map[string]bool{"index_meta.json": true, "index_meta.json_temp"
 var (
 	maxPublishedKey = []byte("newsflow.max_published")
 	maxSeenKey      = []byte("newsflow.max_seen")
+	// legacyKey holds Index.legacyMax while it is set.
+	legacyKey = []byte("newsflow.legacy_max_published")
 )
 
 const maxIDBytes = 256 // ids, topics and source ids longer than this are refused
@@ -160,6 +163,16 @@ type Index struct {
 	// document without one counts its published time), math.MinInt64 for
 	// none; kept like maxPublished (internal key maxSeenKey).
 	maxSeen atomic.Int64
+	// legacyMax is the latest published time (Unix ns) of the documents
+	// without a first-seen time the index may hold (indexed before
+	// first-seen times, or given none), math.MinInt64 for none: while
+	// there may be some, SeenBefore also looks for them by their published
+	// time, a query that reads every first-seen term. Kept like
+	// maxPublished (legacyKey); cleared by the Apply after a SeenBefore
+	// that found the last of them (legacyClear).
+	legacyMax   atomic.Int64
+	legacyClear atomic.Int64 // the legacyMax a SeenBefore found exhausted
+	legacySaved atomic.Bool  // legacyKey holds legacyMax
 
 	mu struct {
 		sync.RWMutex // held for reading by every call, for writing by Close
@@ -216,6 +229,19 @@ func Open(dir string, opts Options) (*Index, error) {
 	if len(v) == 8 {
 		ix.maxSeen.Store(int64(binary.BigEndian.Uint64(v)))
 	}
+	ix.legacyMax.Store(math.MinInt64)
+	ix.legacyClear.Store(math.MinInt64)
+	if len(v) != 8 {
+		ix.legacyMax.Store(ix.maxPublished.Load()) // every document has none
+	}
+	if v, err = bi.GetInternal(legacyKey); err != nil {
+		_ = bi.Close()
+		return nil, fmt.Errorf("open search index %s: %w", dir, err)
+	}
+	if len(v) == 8 {
+		ix.legacyMax.Store(int64(binary.BigEndian.Uint64(v)))
+	}
+	ix.legacySaved.Store(len(v) == 8 || ix.legacyMax.Load() == math.MinInt64)
 	return ix, nil
 }
 
@@ -521,7 +547,7 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		return nil
 	}
 	b := ix.bi.NewBatch()
-	maxPublished, maxSeen := int64(math.MinInt64), int64(math.MinInt64)
+	maxPublished, maxSeen, legacyMax := int64(math.MinInt64), int64(math.MinInt64), int64(math.MinInt64)
 	for i := range upserts {
 		doc, err := ix.document(&upserts[i])
 		if err != nil {
@@ -532,6 +558,9 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		}
 		maxPublished = max(maxPublished, indexedTime(upserts[i].PublishedAt).UnixNano())
 		maxSeen = max(maxSeen, upserts[i].seenNanos())
+		if upserts[i].FirstSeen.IsZero() {
+			legacyMax = max(legacyMax, indexedTime(upserts[i].PublishedAt).UnixNano())
+		}
 	}
 	for i, id := range deletes {
 		if err := checkID(id); err != nil {
@@ -558,6 +587,18 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 		ix.maxSeen.Store(maxSeen)
 		b.SetInternal(maxSeenKey, binary.BigEndian.AppendUint64(nil, uint64(maxSeen)))
 	}
+	cur := ix.legacyMax.Load()
+	if clear := ix.legacyClear.Load(); clear != math.MinInt64 && clear == cur {
+		cur = math.MinInt64 // this batch deletes the last of them
+	}
+	legacyMax = max(legacyMax, cur)
+	if legacyMax != ix.legacyMax.Load() || !ix.legacySaved.Load() {
+		if legacyMax == math.MinInt64 {
+			b.DeleteInternal(legacyKey)
+		} else {
+			b.SetInternal(legacyKey, binary.BigEndian.AppendUint64(nil, uint64(legacyMax)))
+		}
+	}
 	// With unsafe_batch off, scorch's Batch waits until the persister has
 	// written the new segment (fsynced) and committed and fsynced root.bolt.
 	if err := ix.bi.Batch(b); err != nil {
@@ -568,6 +609,9 @@ func (ix *Index) Apply(upserts []Doc, deletes []string) error {
 	if err := syncPath(filepath.Join(ix.dir, "store")); err != nil {
 		return fmt.Errorf("apply: %w", err)
 	}
+	ix.legacyMax.Store(legacyMax)
+	ix.legacyClear.Store(math.MinInt64)
+	ix.legacySaved.Store(true)
 	return nil
 }
 
@@ -607,12 +651,17 @@ func (ix *Index) SeenBefore(ctx context.Context, t time.Time, limit int) (ids []
 	}
 	seen := bleve.NewTermRangeQuery(publishedKey(minTime.UnixNano()), publishedKey(indexedTime(t).UnixNano()))
 	seen.SetField(fieldSeen)
-	anySeen := bleve.NewTermRangeInclusiveQuery(publishedKey(minTime.UnixNano()), publishedKey(maxTime.UnixNano()), ptrTrue, ptrTrue)
-	anySeen.SetField(fieldSeen)
-	old := bleve.NewBooleanQuery()
-	old.AddMust(timeRange(time.Time{}, indexedTime(t)))
-	old.AddMustNot(anySeen)
-	req := bleve.NewSearchRequestOptions(bleve.NewDisjunctionQuery(seen, old), limit+1, 0, false)
+	var q query.Query = seen
+	legacy := ix.legacyMax.Load()
+	if legacy != math.MinInt64 {
+		anySeen := bleve.NewTermRangeInclusiveQuery(publishedKey(minTime.UnixNano()), publishedKey(maxTime.UnixNano()), ptrTrue, ptrTrue)
+		anySeen.SetField(fieldSeen)
+		old := bleve.NewBooleanQuery()
+		old.AddMust(timeRange(time.Time{}, indexedTime(t)))
+		old.AddMustNot(anySeen)
+		q = bleve.NewDisjunctionQuery(seen, old)
+	}
+	req := bleve.NewSearchRequestOptions(q, limit+1, 0, false)
 	req.Score = "none"
 	res, err := ix.bi.SearchInContext(ctx, req)
 	if err != nil {
@@ -621,7 +670,13 @@ func (ix *Index) SeenBefore(ctx context.Context, t time.Time, limit int) (ids []
 	for _, h := range res.Hits[:min(limit, len(res.Hits))] {
 		ids = append(ids, h.ID)
 	}
-	return ids, len(res.Hits) > limit, nil
+	more = len(res.Hits) > limit
+	if legacy != math.MinInt64 && !more && indexedTime(t).UnixNano() > legacy {
+		// Every document without a first-seen time was published before
+		// t: once the next Apply deletes these, none is left.
+		ix.legacyClear.Store(legacy)
+	}
+	return ids, more, nil
 }
 
 var ptrTrue = func() *bool { t := true; return &t }()

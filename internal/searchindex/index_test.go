@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -554,5 +555,43 @@ func TestTraceParentStored(t *testing.T) {
 	b, err := json.Marshal(mustSearch(t, ix, Request{}).Hits[0])
 	if err != nil || strings.Contains(string(b), "4bf92f") {
 		t.Errorf("hit JSON %s, %v", b, err)
+	}
+}
+
+// TestSeenBeforeLegacyEnds: documents without a first-seen time make
+// SeenBefore look for them by their published time only until retention
+// has deleted the last of them; the index remembers that across opens.
+func TestSeenBeforeLegacyEnds(t *testing.T) {
+	ix, dir := newTestIndex(t, []Doc{
+		{ID: "legacy", Title: "Legacy", PublishedAt: at(2)},
+		{ID: "new", Title: "New", PublishedAt: at(1), FirstSeen: at(30)},
+	})
+	if ix.legacyMax.Load() != at(2).UnixNano() {
+		t.Fatalf("legacy max %d, want %d", ix.legacyMax.Load(), at(2).UnixNano())
+	}
+	ids, _, err := ix.SeenBefore(context.Background(), at(10), 10)
+	if err != nil || !slices.Equal(ids, []string{"legacy"}) {
+		t.Fatalf("seen before: %v, %v", ids, err)
+	}
+	if err := ix.Apply(nil, ids); err != nil {
+		t.Fatal(err)
+	}
+	if got := ix.legacyMax.Load(); got != math.MinInt64 {
+		t.Errorf("legacy max %d after the last legacy document went", got)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again := mustOpen(t, dir)
+	defer again.Close()
+	if got := again.legacyMax.Load(); got != math.MinInt64 {
+		t.Errorf("legacy max %d after reopening", got)
+	}
+	// A document given no first-seen time makes it legacy again.
+	if err := again.Apply([]Doc{{ID: "bare", Title: "Bare", PublishedAt: at(5)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _, err := again.SeenBefore(context.Background(), at(6), 10); err != nil || !slices.Equal(ids, []string{"bare"}) {
+		t.Errorf("seen before: %v, %v", ids, err)
 	}
 }
