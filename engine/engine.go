@@ -34,6 +34,12 @@ type Options struct {
 	// DeadLetterTopic receives records that cannot be processed
 	// (default "newsflow-deadletter").
 	DeadLetterTopic string `yaml:"dead_letter_topic"`
+	// MaxRecordFailures is how many times in a row applying one record
+	// may fail (its Process panics or returns an error other than
+	// Invalid, restarting the task) before the task dead-letters it with
+	// the reason and moves on (default 3; negative: never, the task
+	// retries it for ever).
+	MaxRecordFailures int `yaml:"max_record_failures"`
 	// RestartBackoff is the first delay before a failed task restarts; it
 	// doubles up to MaxRestartBackoff (defaults 100ms and 10s).
 	RestartBackoff    time.Duration `yaml:"-"`
@@ -70,6 +76,7 @@ func DefaultOptions() Options {
 		MaxBatch:            20000,
 		CommitInterval:      250 * time.Millisecond,
 		DeadLetterTopic:     "newsflow-deadletter",
+		MaxRecordFailures:   3,
 		RestartBackoff:      100 * time.Millisecond,
 		MaxRestartBackoff:   10 * time.Second,
 		GroupCommitInterval: time.Second,

@@ -30,6 +30,8 @@ type countOp struct {
 	singleton bool
 	failProb  float64
 	panics    bool // inject failures in Process as panics
+	// poison, if set, is a value whose Process always fails.
+	poison string
 	seed      atomic.Uint64
 	failures  atomic.Int64
 }
@@ -68,6 +70,13 @@ func (t *countTask) Process(_ *engine.ProcessContext, rec *eventlog.Record) erro
 	}
 	if len(rec.Key) == 0 {
 		return engine.Invalid("no key")
+	}
+	if t.op.poison != "" && string(rec.Value) == t.op.poison {
+		t.op.failures.Add(1)
+		if t.op.panics {
+			panic(fmt.Sprintf("cannot digest %q", rec.Value))
+		}
+		return fmt.Errorf("cannot digest %q", rec.Value)
 	}
 	if t.rng.Float64() < t.op.failProb {
 		t.op.failures.Add(1)
@@ -415,6 +424,99 @@ func TestDeadLetters(t *testing.T) {
 	if reasons["bad one"] != `value "bad one" is bad@0/1` || reasons["no key here"] != "no key@1/0" {
 		t.Fatalf("dead letters = %v", reasons)
 	}
+}
+
+// A poison pill, a record whose apply always panics or fails, is tried
+// engine.max_record_failures times (the task restarting from its committed
+// state each time), then dead-lettered with the panic or error, and the
+// partition's later records are applied; the metric counts it.
+func TestPoisonPill(t *testing.T) {
+	for _, panics := range []bool{true, false} {
+		t.Run(fmt.Sprint("panics=", panics), func(t *testing.T) {
+			h := newHarness(t)
+			ctx := context.Background()
+			if _, err := eventlog.EnsureTopic(ctx, h.log, "in", 1); err != nil {
+				t.Fatal(err)
+			}
+			var recs []*eventlog.Record
+			for i, v := range []string{"ok", "ok", "poison", "ok", "ok", "ok"} {
+				recs = append(recs, &eventlog.Record{Topic: "in", Key: []byte(fmt.Sprint("k", i%2)), Value: []byte(v)})
+			}
+			if err := h.log.Append(ctx, recs); err != nil {
+				t.Fatal(err)
+			}
+			op := &countOp{name: "count", topic: "in", poison: "poison", panics: panics}
+			reg := prometheus.NewRegistry()
+			h.runUntilCaughtUp(h.log, engine.Options{Partitions: 1, MaxBatch: 2, Registerer: reg}, op)
+			got, _ := h.stateCounts("count", 1)
+			equalCounts(t, got, map[string]int64{"k0": 2, "k1": 3})
+			if n := op.failures.Load(); n != 3 {
+				t.Errorf("the poison record was applied %d times, want 3", n)
+			}
+			dead := readDeadLetters(t, h.log, 1)
+			if len(dead) != 1 || string(dead[0].Value) != "poison" {
+				t.Fatalf("dead letters %v, want the poison record", dead)
+			}
+			reason, _ := dead[0].Header(engine.HeaderDLQReason)
+			off, _ := dead[0].Header(engine.HeaderDLQOffset)
+			want := `applying it failed 3 times in a row: cannot digest "poison"`
+			if panics {
+				want = `applying it failed 3 times in a row: panic: cannot digest "poison"`
+			}
+			if string(reason) != want || string(off) != "2" {
+				t.Errorf("reason %q at offset %s, want %q at 2", reason, off, want)
+			}
+			if v := counterValue(t, reg, "newsflow_poison_records_total"); v != 1 {
+				t.Errorf("newsflow_poison_records_total = %v, want 1", v)
+			}
+		})
+	}
+}
+
+// readDeadLetters reads every record of the dead-letter topic.
+func readDeadLetters(t *testing.T, l eventlog.Log, parts int32) []*eventlog.Record {
+	t.Helper()
+	ctx := context.Background()
+	var dead []*eventlog.Record
+	for p := range parts {
+		tp := eventlog.TopicPartition{Topic: "newsflow-deadletter", Partition: p}
+		o, err := l.Offsets(ctx, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.End == 0 {
+			continue
+		}
+		r, err := l.NewReader(map[eventlog.TopicPartition]int64{tp: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.Poll(ctx, int(o.End))
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead = append(dead, got...)
+	}
+	return dead
+}
+
+// counterValue sums a counter's series in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				v += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
 }
 
 // Replaying from offset 0 into cleared state rebuilds the same state, and

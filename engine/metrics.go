@@ -7,6 +7,7 @@ type metrics struct {
 	busySeconds    *prometheus.CounterVec
 	recordsOut     *prometheus.CounterVec
 	deadLetters    *prometheus.CounterVec
+	poison         *prometheus.CounterVec
 	duplicates     *prometheus.CounterVec
 	taskRestarts   *prometheus.CounterVec
 	commitSeconds  *prometheus.HistogramVec
@@ -32,6 +33,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"stage", "topic"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_dead_letters_total", Help: "Records sent to the dead-letter topic.",
+		}, []string{"stage"}),
+		poison: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "newsflow_poison_records_total",
+			Help: "Records dead-lettered because applying them failed (a panic or an error) engine.max_record_failures times in a row; the task moved on.",
 		}, []string{"stage"}),
 		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "newsflow_repartition_duplicates_total", Help: "Forwarded records dropped because they were already applied.",
@@ -65,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "newsflow_stage_paused", Help: "1 while the stage's tasks on this node are paused (POST /api/v1/admin/stages/{stage}/pause).",
 		}, []string{"stage"}),
 	}
-	reg.MustRegister(m.visible, m.paused, m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds,
+	reg.MustRegister(m.visible, m.paused, m.recordsIn, m.busySeconds, m.recordsOut, m.deadLetters, m.poison, m.duplicates, m.taskRestarts, m.commitSeconds, m.lag, m.restoreSeconds,
 		m.restoreChanges, m.standbyChanges)
 	return m
 }
@@ -78,6 +83,7 @@ func (m *metrics) initStages(e *Engine) {
 		m.recordsIn.WithLabelValues(name)
 		m.busySeconds.WithLabelValues(name)
 		m.deadLetters.WithLabelValues(name)
+		m.poison.WithLabelValues(name)
 		m.taskRestarts.WithLabelValues(name)
 		m.commitSeconds.WithLabelValues(name)
 		m.paused.WithLabelValues(name)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -87,10 +88,68 @@ type taskRunner struct {
 	p     int32
 	epoch uint64 // cluster mode: the assignment's epoch
 
+	// suspect is the record whose apply failed last and how many times in
+	// a row; it belongs to run's goroutine (runOnce runs on it).
+	suspect suspect
+
 	restored  atomic.Bool  // restored its state at least once (Ready)
 	restoring atomic.Bool  // opening: restoring its state, or about to again after a failure
 	opened    atomic.Int64 // ms since the epoch when the current restoring began
 }
+
+// suspect is a record whose apply failed.
+type suspect struct {
+	tp       eventlog.TopicPartition
+	offset   int64
+	failures int
+	reason   string
+}
+
+// failed notes that applying the record at tp/offset failed with err.
+func (tr *taskRunner) failed(tp eventlog.TopicPartition, offset int64, err error) {
+	s := &tr.suspect
+	if s.failures == 0 || s.tp != tp || s.offset != offset {
+		*s = suspect{tp: tp, offset: offset}
+	}
+	s.failures++
+	s.reason = firstLine(err.Error())
+}
+
+// poisoned reports whether the record at tp/offset has failed too often
+// to be applied again, and why.
+func (tr *taskRunner) poisoned(tp eventlog.TopicPartition, offset int64) (string, bool) {
+	s, limit := &tr.suspect, tr.e.opts.MaxRecordFailures
+	if limit < 0 || s.failures < limit || s.tp != tp || s.offset != offset {
+		return "", false
+	}
+	return fmt.Sprintf("applying it failed %d times in a row: %s", s.failures, s.reason), true
+}
+
+// applied notes that the record at tp/offset was applied, or dead-lettered.
+func (tr *taskRunner) applied(tp eventlog.TopicPartition, offset int64) {
+	if tr.suspect.failures > 0 && tr.suspect.tp == tp && tr.suspect.offset == offset {
+		tr.suspect = suspect{}
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	const max = 1024
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}
+
+// panicError is a panic in an operator's Process, with its stack.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.value, e.stack) }
 
 // run runs the task until ctx is done, restarting it from its committed
 // state after errors.

@@ -314,10 +314,20 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 		}
 		l.recordsIn.Inc()
 		l.applied++
+		if reason, bad := l.tr.poisoned(tp, rec.Offset); bad {
+			// A poison pill: dead-lettered, and the task moves on.
+			l.dlq = append(l.dlq, deadLetter(e.opts.DeadLetterTopic, st.name, rec, reason))
+			e.m.poison.WithLabelValues(st.name).Inc()
+			e.opts.Logger.Warn("record dead-lettered after repeated failures", "stage", st.name, "partition", l.tr.p,
+				"topic", tp.Topic, "topic_partition", tp.Partition, "offset", rec.Offset, "reason", reason)
+			l.tr.applied(tp, rec.Offset)
+			continue
+		}
 		counted := l.trace(in, rec)
-		if err := l.task.Process(&l.pc, rec); err != nil {
+		if err := l.process(rec); err != nil {
 			reason, invalid := IsInvalid(err)
 			if !invalid {
+				l.tr.failed(tp, rec.Offset, err)
 				return fmt.Errorf("process %s@%d: %w", tp, rec.Offset, err)
 			}
 			l.dlq = append(l.dlq, deadLetter(e.opts.DeadLetterTopic, st.name, rec, reason))
@@ -325,8 +335,20 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 				l.vis.drop(in.idx) // a dead letter is not an event made visible
 			}
 		}
+		l.tr.applied(tp, rec.Offset)
 	}
 	return nil
+}
+
+// process applies one record, turning a panic in the operator's code into
+// an error (a panicError) that names the record.
+func (l *taskLoop) process(rec *eventlog.Record) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return l.task.Process(&l.pc, rec)
 }
 
 // trace notes the lineage of a record about to be applied: its origin, for
