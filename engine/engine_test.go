@@ -31,9 +31,9 @@ type countOp struct {
 	failProb  float64
 	panics    bool // inject failures in Process as panics
 	// poison, if set, is a value whose Process always fails.
-	poison string
-	seed      atomic.Uint64
-	failures  atomic.Int64
+	poison   string
+	seed     atomic.Uint64
+	failures atomic.Int64
 }
 
 func (o *countOp) Spec() engine.Spec {
