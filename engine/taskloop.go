@@ -123,6 +123,7 @@ func (l *taskLoop) open(ctx context.Context) error {
 	if l.reader, err = e.log.NewReader(maps.Clone(l.next)); err != nil {
 		return fmt.Errorf("open reader: %w", err)
 	}
+	l.showLag(ctx)
 	tr.restored.Store(true)
 	tr.restoring.Store(false)
 	l.fresh = tr.st.fresh[p]
@@ -139,6 +140,27 @@ func (l *taskLoop) open(ctx context.Context) error {
 	// the group commit.
 	l.groupDirty = l.gc != nil
 	return nil
+}
+
+// showLag sets the progress and lag of every input from the log's end
+// offsets as the task opens, before its first commit: a task stuck from
+// the start has a lag series (that grows) for the alerts, and the lag
+// watcher knows its inputs.
+func (l *taskLoop) showLag(ctx context.Context) {
+	e, name := l.e, l.tr.st.name
+	for tp, o := range l.next {
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		off, err := e.log.Offsets(octx, tp)
+		cancel()
+		hw := int64(-1)
+		if err == nil {
+			hw = off.End
+		}
+		e.setProgress(name, tp, o, hw)
+		if err == nil {
+			e.m.lag.WithLabelValues(name, tp.Topic, strconv.Itoa(int(tp.Partition))).Set(float64(max(0, hw-o)))
+		}
+	}
 }
 
 // readPositions reads the committed input offsets and source offsets.

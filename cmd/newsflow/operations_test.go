@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,25 @@ func TestOperationsMetricsExist(t *testing.T) {
 		return nil
 	})
 	t.Logf("%d expressions of configs/ checked against the node's /metrics", len(exprs))
+}
+
+// A node that has been given nothing yet (no source, no event, no query)
+// already exposes every series the alert rules read, with their labels, so
+// that a stage stuck from its start alerts: nothing waits for a first
+// commit or a first event to exist.
+func TestAlertMetricsOnFreshNode(t *testing.T) {
+	b, err := os.ReadFile("../../configs/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs, recorded, err := promnames.RuleExprs("alerts.yaml", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := runNode(t, t.TempDir(), crawlEnv) // crawling on, as by default, with no source yet
+	if problems := promnames.Check(scrape(t, n), exprs, recorded); len(problems) > 0 {
+		t.Fatalf("%d problems with the metrics the alert rules read, on a fresh node:\n%s", len(problems), strings.Join(problems, "\n"))
+	}
 }
 
 // ingest posts one event with the ingestion token and wants it accepted.
