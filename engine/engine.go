@@ -119,6 +119,10 @@ type Engine struct {
 	started atomic.Bool
 	built   atomic.Bool // stages is built: readable from any goroutine
 
+	// hold holds every task while set (Hold); holdReason says why.
+	hold       pause
+	holdReason atomic.Pointer[string]
+
 	assign struct {
 		sync.Mutex
 		parts   map[int32]uint64 // cluster mode: partition → epoch

@@ -199,6 +199,40 @@ func (p *pause) wait(ctx context.Context) {
 	}
 }
 
+// Hold makes every task of the engine, of every stage, commit what it
+// applied and read nothing more until Release: the node's way to stop
+// writing state when it must (its disk nearly full). reason says why, in
+// StageStates and the log. Unlike Pause it is the node's, not an
+// operator's, and does not change a stage's paused switch; holding a held
+// engine only updates the reason.
+func (e *Engine) Hold(reason string) {
+	e.hold.mu.Lock()
+	defer e.hold.mu.Unlock()
+	e.holdReason.Store(&reason)
+	ch := make(chan struct{})
+	if e.hold.ch.CompareAndSwap(nil, &ch) {
+		e.opts.Logger.Warn("every stage held", "reason", reason)
+	}
+}
+
+// Release ends a Hold.
+func (e *Engine) Release() {
+	e.hold.mu.Lock()
+	defer e.hold.mu.Unlock()
+	if ch := e.hold.ch.Swap(nil); ch != nil {
+		close(*ch)
+		e.opts.Logger.Info("stages released", "was", *e.holdReason.Load())
+	}
+}
+
+// Held returns the reason of the Hold in effect, and whether there is one.
+func (e *Engine) Held() (string, bool) {
+	if e.hold.ch.Load() == nil {
+		return "", false
+	}
+	return *e.holdReason.Load(), true
+}
+
 // ErrUnknownStage is returned for a stage name the topology does not have.
 var ErrUnknownStage = errors.New("unknown stage")
 
@@ -265,6 +299,8 @@ type StageState struct {
 	// Standby counts the partitions of which this node keeps a standby copy.
 	Standby int  `json:"standby"`
 	Paused  bool `json:"paused"`
+	// Held is the reason the node holds every stage (Engine.Hold), or "".
+	Held string `json:"held,omitempty"`
 }
 
 // StageStates returns, for every stage of the topology in order, what this
@@ -276,8 +312,9 @@ func (e *Engine) StageStates() []StageState {
 	now := time.Now()
 	out := make([]StageState, len(e.stages))
 	idx := make(map[*stage]int, len(e.stages))
+	held, _ := e.Held()
 	for i, st := range e.stages {
-		out[i] = StageState{Stage: st.name, Paused: st.pause.ch.Load() != nil}
+		out[i] = StageState{Stage: st.name, Paused: st.pause.ch.Load() != nil, Held: held}
 		idx[st] = i
 	}
 	e.mu.Lock()

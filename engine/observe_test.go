@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -307,6 +308,81 @@ func TestPauseResume(t *testing.T) {
 	}
 	for k, n := range more {
 		want[k] += n
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	done <- nil
+	got, _ := h.stateCounts("count", parts)
+	equalCounts(t, got, want)
+}
+
+// Hold stops every stage's tasks committing, whatever their pause switch,
+// and says why in StageStates; Release lets them go on; a stage an
+// operator paused stays paused through a Hold and its Release.
+func TestHoldRelease(t *testing.T) {
+	h := newHarness(t)
+	const parts = 2
+	want := h.produce("events", parts, 200, func(key string, _ int) int32 { return eventlog.PartitionFor([]byte(key), parts) })
+	e, err := engine.New(h.log, h.db, engine.Options{Partitions: parts, LagInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"count", "other"} {
+		if err := e.Register(&countOp{name: name, topic: "events"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Hold("disk nearly full")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		states := e.StageStates()
+		if len(states) == 0 {
+			return errors.New("no stages yet")
+		}
+		for _, s := range states {
+			if s.Held != "disk nearly full" || s.Running != parts {
+				return fmt.Errorf("stage state %+v, want held with %d tasks running", s, parts)
+			}
+		}
+		return nil
+	})
+	for _, p := range e.Progress() {
+		if p.Committed != 0 {
+			t.Fatalf("a held task committed: %+v", p)
+		}
+	}
+	if reason, ok := e.Held(); !ok || reason != "disk nearly full" {
+		t.Errorf("Held() = %q, %v", reason, ok)
+	}
+	if err := e.Pause("other"); err != nil {
+		t.Fatal(err)
+	}
+	e.Release()
+	testutil.Eventually(t, 30*time.Second, func() error {
+		for _, p := range e.Progress() {
+			if p.Stage == "count" && p.Committed != p.HighWatermark {
+				return fmt.Errorf("not caught up after Release: %+v", p)
+			}
+		}
+		return nil
+	})
+	for _, s := range e.StageStates() {
+		if s.Held != "" || (s.Stage == "other") != s.Paused {
+			t.Errorf("after Release: %+v", s)
+		}
+	}
+	for _, p := range e.Progress() {
+		if p.Stage == "other" && p.Committed != 0 {
+			t.Errorf("the stage paused by hand committed after Release: %+v", p)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -264,20 +264,29 @@ func (l *taskLoop) run(ctx context.Context) error {
 	}
 }
 
-// waitPaused, while the stage is paused, commits what was applied and
-// waits until it is resumed or ctx is done.
+// waitPaused, while the stage is paused or the engine held, commits what
+// was applied and waits until both end or ctx is done.
 // It reports whether ctx ended the wait.
 func (l *taskLoop) waitPaused(ctx context.Context) (stop bool, err error) {
-	if l.tr.st.pause.ch.Load() == nil {
-		return false, nil
-	}
-	if l.pending > 0 {
-		if err := l.commit(false); err != nil {
-			return false, err
+	for {
+		paused, held := l.tr.st.pause.ch.Load() != nil, l.e.hold.ch.Load() != nil
+		if !paused && !held {
+			return false, nil
+		}
+		if l.pending > 0 {
+			if err := l.commit(false); err != nil {
+				return false, err
+			}
+		}
+		if paused {
+			l.tr.st.pause.wait(ctx)
+		} else {
+			l.e.hold.wait(ctx)
+		}
+		if ctx.Err() != nil {
+			return true, nil
 		}
 	}
-	l.tr.st.pause.wait(ctx)
-	return ctx.Err() != nil, nil
 }
 
 // poll waits for records. With applied but uncommitted records it waits no
