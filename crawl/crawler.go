@@ -57,7 +57,12 @@ type Options struct {
 	// recovers gets a line of its own (at most a few per round).
 	SummaryInterval time.Duration `yaml:"-"`
 	// Owns reports whether this node crawls a source; nil means all.
-	Owns       func(sourceID string) bool `yaml:"-"`
+	Owns func(sourceID string) bool `yaml:"-"`
+	// Hold, if set, says whether the node holds its writes (its disk
+	// nearly full) and why: while it does, Run starts no crawl (those due
+	// wait, their sources not charged with an error) and CrawlNow answers
+	// ErrHeld.
+	Hold       func() (reason string, held bool) `yaml:"-"`
 	Logger     *slog.Logger               `yaml:"-"`
 	Registerer prometheus.Registerer      `yaml:"-"`
 	Now        func() time.Time           `yaml:"-"`
@@ -296,10 +301,14 @@ func (c *Crawler) Run(ctx context.Context) error {
 	defer timer.Stop()
 	for {
 		now := c.opts.Now()
-		r.startDue(ctx, now)
 		wait := time.Hour
-		if at, ok := r.sched.next(); ok && r.inflight < r.workers {
-			wait = max(at.Sub(now), 0)
+		if _, held := c.held(); held {
+			wait = time.Second // look again soon; nothing starts meanwhile
+		} else {
+			r.startDue(ctx, now)
+			if at, ok := r.sched.next(); ok && r.inflight < r.workers {
+				wait = max(at.Sub(now), 0)
+			}
 		}
 		timer.Reset(wait)
 		select {
@@ -450,6 +459,18 @@ func (c *Crawler) isCrawling(id string) bool {
 // than ManualCrawlInterval ago.
 var ErrTooSoon = errors.New("source was crawled manually moments ago")
 
+// ErrHeld is returned by CrawlNow while the node holds its writes
+// (Options.Hold); the error's text says why.
+var ErrHeld = errors.New("crawling paused")
+
+// held says whether the node holds its writes, and why.
+func (c *Crawler) held() (string, bool) {
+	if c.opts.Hold == nil {
+		return "", false
+	}
+	return c.opts.Hold()
+}
+
 // ErrBusy is returned by CrawlNow when a crawl of the source under way
 // did not end within busyWait.
 var ErrBusy = errors.New("source is being crawled now")
@@ -464,6 +485,9 @@ const busyWait = 10 * time.Second
 func (c *Crawler) CrawlNow(ctx context.Context, id string) (CrawlRecord, error) {
 	if _, err := c.sources.Get(ctx, id); err != nil {
 		return CrawlRecord{}, err
+	}
+	if reason, held := c.held(); held {
+		return CrawlRecord{}, fmt.Errorf("%w: %s", ErrHeld, reason)
 	}
 	wait := time.NewTimer(busyWait)
 	defer wait.Stop()

@@ -46,6 +46,7 @@ type Config struct {
 	HTTP      query.Options         `yaml:"http"`
 	Log       LogConfig             `yaml:"log"`
 	State     state.Options         `yaml:"state"`
+	Disk      DiskConfig            `yaml:"disk"`
 	Engine    engine.Options        `yaml:"engine"`
 	Trending  TrendingConfig        `yaml:"trending"`
 	Crawl     CrawlConfig           `yaml:"crawl"`
@@ -204,6 +205,7 @@ func Default() Config {
 		HTTP:    query.DefaultOptions(),
 		Log:     LogConfig{Backend: "embedded", Partitions: engine.DefaultOptions().Partitions, Embedded: embedded.DefaultOptions()},
 		State:   state.DefaultOptions(),
+		Disk:    DefaultDiskConfig(),
 		Engine:  engine.DefaultOptions(),
 		Trending: TrendingConfig{OperatorOptions: trending.DefaultOperatorOptions(),
 			Changes: TrendingChangesConfig{Enabled: !query.DefaultOptions().TrendingChanges.Disabled, K: query.DefaultOptions().TrendingChanges.K}},
@@ -377,6 +379,9 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return errors.New("config: data_dir is empty")
+	}
+	if err := c.Disk.Validate(); err != nil {
+		return err
 	}
 	if c.Crawl.FullText.MinWords < 0 || c.Crawl.FullText.MaxPerCrawl < 0 {
 		return errors.New("config: crawl.full_text.min_words and max_per_crawl must not be negative")

@@ -24,6 +24,7 @@ import (
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/schema"
@@ -63,6 +64,7 @@ type Node struct {
 	webhooks *webhook.Store
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
+	disk     *diskGuard
 	slo      *slo.Evaluator // reads reg
 	cluster  *cluster.Node  // nil unless the node is a cluster member
 	tracing  *tracing.Tracing
@@ -217,6 +219,12 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	}
 	weights := n.engine.PartitionWeights()
 	n.weights.Store(&weights)
+	dc := cfg.Disk
+	option.Fill(&dc, DefaultDiskConfig())
+	if n.disk, err = newDiskGuard(cfg.DataDir, dc, logger, n.reg, n.engine.Hold, n.engine.Release); err != nil {
+		return fail(err)
+	}
+	n.disk.start()
 	if cfg.Crawl.Enabled {
 		if n.crawler, err = newCrawler(cfg.Crawl, n, logger); err != nil {
 			return fail(err)
@@ -331,6 +339,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 		g.Go(func() error { return n.crawler.Run(gctx) })
 	}
 	g.Go(func() error { return n.sweepSessions(gctx) })
+	g.Go(func() error { return n.disk.Run(gctx) })
 	g.Go(func() error { return n.slo.Run(gctx) })
 	if n.stories != nil {
 		d, err := n.webhookDispatcher()
@@ -494,6 +503,7 @@ func newCrawler(c CrawlConfig, n *Node, logger *slog.Logger) (*crawl.Crawler, er
 		}
 	}
 	o.Fetch = c.fetchOptions(logger)
+	o.Hold = n.disk.Held
 	return crawl.New(n.sources, n.log, n.db, o)
 }
 

@@ -94,6 +94,9 @@ func (n *Node) State() *state.DB { return n.db }
 func (n *Node) Deps() query.Deps {
 	d := query.Deps{Log: n.log, Engine: n.engine, Sources: n.sources, Auth: n.auth, Limiter: n.limiter, Webhooks: n.webhooks,
 		Crawler: n.queryCrawler(), Cluster: n.queryCluster(), SLO: n.slo, State: n.db}
+	if n.disk != nil {
+		d.Disk = n.disk
+	}
 	if n.trending != nil {
 		d.Trending = n.trending
 	}

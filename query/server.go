@@ -174,6 +174,9 @@ type Deps struct {
 	SLO SLO
 	// State, if set, is checked by /health/detailed.
 	State StateStore
+	// Disk, if set, guards event and article ingestion against a nearly
+	// full disk (507).
+	Disk Disk
 }
 
 // Cluster is what the server asks of the node's cluster membership.
@@ -270,10 +273,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(s.expandOwner, s.handleTrending)))
 	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
-	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.handleShare))
-	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.handleShareBatch))
-	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.requireReader(s.handleRead)))
-	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.requireReader(s.handleReadBatch)))
+	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.requireDisk(s.handleShare)))
+	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.requireDisk(s.handleShareBatch)))
+	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.requireReader(s.requireDisk(s.handleRead))))
+	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.requireReader(s.requireDisk(s.handleReadBatch))))
 	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
 	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
 	r.GET("/api/v1/admin/stages", s.instrument("stages_list", s.handleStages))
@@ -284,7 +287,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.GET("/api/v1/admin/slo", s.instrument("slo", s.handleSLO))
 	}
 	if deps.Articles != nil {
-		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.handleArticles)))
+		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.requireDisk(s.handleArticles))))
 	}
 	if deps.Stories != nil {
 		r.GET("/api/v1/stories", s.instrument("stories", s.atStories(s.handleStories)))

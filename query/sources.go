@@ -348,6 +348,9 @@ func (s *Server) handleCrawlSource(ctx *fasthttp.RequestCtx) {
 	case errors.Is(err, crawl.ErrTooSoon) || errors.Is(err, crawl.ErrBusy):
 		ctx.Response.Header.Set("Retry-After", "60")
 		writeError(ctx, fasthttp.StatusTooManyRequests, err.Error())
+	case errors.Is(err, crawl.ErrHeld):
+		ctx.Response.Header.Set("Retry-After", "30")
+		writeError(ctx, fasthttp.StatusInsufficientStorage, err.Error())
 	case err != nil:
 		s.sourceError(ctx, err)
 	default:
