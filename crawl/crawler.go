@@ -63,9 +63,9 @@ type Options struct {
 	// wait, their sources not charged with an error) and CrawlNow answers
 	// ErrHeld.
 	Hold       func() (reason string, held bool) `yaml:"-"`
-	Logger     *slog.Logger               `yaml:"-"`
-	Registerer prometheus.Registerer      `yaml:"-"`
-	Now        func() time.Time           `yaml:"-"`
+	Logger     *slog.Logger                      `yaml:"-"`
+	Registerer prometheus.Registerer             `yaml:"-"`
+	Now        func() time.Time                  `yaml:"-"`
 	// Tracing, if set, traces crawls and the items they append.
 	Tracing *tracing.Tracing `yaml:"-"`
 }
