@@ -42,24 +42,28 @@ import (
 // e.g. a test's clock): Default takes each package's DefaultOptions, so a
 // default lives in one place, the package.
 type Config struct {
-	DataDir   string                `yaml:"data_dir"`
-	HTTP      query.Options         `yaml:"http"`
-	Log       LogConfig             `yaml:"log"`
-	State     state.Options         `yaml:"state"`
-	Disk      DiskConfig            `yaml:"disk"`
-	Engine    engine.Options        `yaml:"engine"`
-	Trending  TrendingConfig        `yaml:"trending"`
-	Crawl     CrawlConfig           `yaml:"crawl"`
-	Articles  ArticlesConfig        `yaml:"articles"`
-	Stories   story.OperatorOptions `yaml:"stories"`
-	Search    search.Options        `yaml:"search"`
-	Interest  InterestConfig        `yaml:"interest"`
-	Retention RetentionConfig       `yaml:"retention"`
-	Auth      AuthConfig            `yaml:"auth"`
-	Webhooks  webhook.Options       `yaml:"webhooks"`
-	Logging   LoggingConfig         `yaml:"logging"`
-	Tracing   tracing.Options       `yaml:"tracing"`
-	Cluster   ClusterConfig         `yaml:"cluster"`
+	DataDir string `yaml:"data_dir"`
+	// ShutdownTimeout bounds a stop: after a signal the node drains and
+	// closes, and exits (status 3) if that has not ended by then
+	// (default 30s).
+	ShutdownTimeout time.Duration         `yaml:"shutdown_timeout"`
+	HTTP            query.Options         `yaml:"http"`
+	Log             LogConfig             `yaml:"log"`
+	State           state.Options         `yaml:"state"`
+	Disk            DiskConfig            `yaml:"disk"`
+	Engine          engine.Options        `yaml:"engine"`
+	Trending        TrendingConfig        `yaml:"trending"`
+	Crawl           CrawlConfig           `yaml:"crawl"`
+	Articles        ArticlesConfig        `yaml:"articles"`
+	Stories         story.OperatorOptions `yaml:"stories"`
+	Search          search.Options        `yaml:"search"`
+	Interest        InterestConfig        `yaml:"interest"`
+	Retention       RetentionConfig       `yaml:"retention"`
+	Auth            AuthConfig            `yaml:"auth"`
+	Webhooks        webhook.Options       `yaml:"webhooks"`
+	Logging         LoggingConfig         `yaml:"logging"`
+	Tracing         tracing.Options       `yaml:"tracing"`
+	Cluster         ClusterConfig         `yaml:"cluster"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
 	// reported as warnings (another tool may own them).
@@ -201,12 +205,13 @@ type LoggingConfig struct {
 // same. Each section's defaults are its package's.
 func Default() Config {
 	c := Config{
-		DataDir: "data",
-		HTTP:    query.DefaultOptions(),
-		Log:     LogConfig{Backend: "embedded", Partitions: engine.DefaultOptions().Partitions, Embedded: embedded.DefaultOptions()},
-		State:   state.DefaultOptions(),
-		Disk:    DefaultDiskConfig(),
-		Engine:  engine.DefaultOptions(),
+		DataDir:         "data",
+		ShutdownTimeout: 30 * time.Second,
+		HTTP:            query.DefaultOptions(),
+		Log:             LogConfig{Backend: "embedded", Partitions: engine.DefaultOptions().Partitions, Embedded: embedded.DefaultOptions()},
+		State:           state.DefaultOptions(),
+		Disk:            DefaultDiskConfig(),
+		Engine:          engine.DefaultOptions(),
 		Trending: TrendingConfig{OperatorOptions: trending.DefaultOperatorOptions(),
 			Changes: TrendingChangesConfig{Enabled: !query.DefaultOptions().TrendingChanges.Disabled, K: query.DefaultOptions().TrendingChanges.K}},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", Options: crawl.DefaultOptions(),
@@ -382,6 +387,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Disk.Validate(); err != nil {
 		return err
+	}
+	if c.ShutdownTimeout <= 0 {
+		return errors.New("config: shutdown_timeout must be positive")
 	}
 	if c.Crawl.FullText.MinWords < 0 || c.Crawl.FullText.MaxPerCrawl < 0 {
 		return errors.New("config: crawl.full_text.min_words and max_per_crawl must not be negative")

@@ -180,9 +180,11 @@ type crawlerHealth struct {
 type stageHealth struct {
 	Stage string `json:"stage"`
 	Kind  string `json:"kind"`
-	// State is running, restoring, paused, standby (a copy of its state
-	// followed here, the task elsewhere) or not_here.
+	// State is running, restoring, paused, held (the node holds every
+	// stage: Held says why), standby (a copy of its state followed here,
+	// the task elsewhere) or not_here.
 	State string `json:"state"`
+	Held  string `json:"held,omitempty"`
 	// Tasks are the stage's tasks on this node; Lag the records their
 	// inputs hold that they have not committed.
 	Tasks int   `json:"tasks"`
@@ -233,6 +235,8 @@ func (s *Server) handleHealthDetailed(ctx *fasthttp.RequestCtx) {
 		switch {
 		case st.State == "paused":
 			reason("stage %s is paused", st.Stage)
+		case st.State == "held":
+			reason("stage %s is held: %s", st.Stage, st.Held)
 		case ready && st.Lag > degradedLag:
 			reason("stage %s is %d records behind", st.Stage, st.Lag)
 		}
@@ -427,6 +431,8 @@ func (s *Server) stageHealth() []stageHealth {
 		switch {
 		case st.Paused:
 			h.State = "paused"
+		case st.Held != "":
+			h.State, h.Held = "held", st.Held
 		case st.Restoring > 0:
 			h.State = healthRestoring
 		case st.Running > 0:

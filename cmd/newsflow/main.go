@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/newsflow/newsflow/node"
 )
@@ -221,8 +222,28 @@ func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	closed := make(chan struct{})
+	defer func() {
+		n.Close()
+		close(closed)
+	}()
 	cfg, logger := n.Config(), n.Logger()
+	// A signal ends the node within shutdown_timeout, whatever is stuck.
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-closed:
+			return
+		}
+		t := time.NewTimer(cfg.ShutdownTimeout)
+		defer t.Stop()
+		select {
+		case <-closed:
+		case <-t.C:
+			logger.Error("shutdown did not end within shutdown_timeout; exiting now", "shutdown_timeout", cfg.ShutdownTimeout)
+			os.Exit(3)
+		}
+	}()
 	logger.Info("newsflow starting", "version", version, "data", cfg.DataDir, "backend", cfg.Log.Backend, "partitions", cfg.Log.Partitions)
 	if err := n.Run(ctx, nil); err != nil && ctx.Err() == nil {
 		return err
