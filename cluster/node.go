@@ -50,8 +50,14 @@ type Config struct {
 	// Join lists HTTP addresses of members to ask for admission (ignored
 	// when the node has Raft state already).
 	Join []string
-	// Secret authenticates the nodes' internal requests to each other.
+	// Secret authenticates the nodes' internal requests to each other,
+	// and, unless TLS names certificate files, the Raft transport: every
+	// node derives the same CA from it (transport.go).
 	Secret string
+	// TLS, if it names files, gives the Raft transport the operator's
+	// certificates instead of derived ones. Raft always runs over mutual
+	// TLS.
+	TLS TLSConfig
 	// DownAfter is how long the leader waits without a heartbeat before it
 	// moves a node's partitions (default 2s).
 	DownAfter time.Duration
@@ -62,6 +68,11 @@ type Config struct {
 	// the collection and key; both empty when a snapshot replaced it). It
 	// runs in the state machine and must not block.
 	OnMeta func(collection, key string)
+
+	// plainTCP runs Raft over unauthenticated TCP; only this package's
+	// tests and benchmarks set it (to compare, and to show what TLS
+	// prevents).
+	plainTCP bool
 }
 
 // Node is this process's member of the cluster.
@@ -71,6 +82,7 @@ type Node struct {
 	fsm       *fsm
 	store     *RaftStore
 	transport *raft.NetworkTransport
+	stream    *tlsStreamLayer // nil with plainTCP
 	client    *http.Client
 	log       *slog.Logger
 	raftAddr  string // as peers dial it
@@ -133,15 +145,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	// The transport's I/O timeout is also how long a heartbeat to a peer
-	// that silently stopped answering (cut off, not dead: no connection
-	// refused) takes to fail, and a failed heartbeat is how the leader
-	// notices: keep it within down_after. Large transfers (snapshots)
-	// scale it by their size.
-	ioTimeout := min(5*time.Second, max(500*time.Millisecond, cfg.DownAfter/2))
-	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 4, ioTimeout, hlog); err != nil {
+	if n.transport, err = n.newTransport(advAddr, hlog); err != nil {
 		n.store.Close()
-		return nil, fmt.Errorf("cluster: raft listen %s: %w", cfg.RaftAddr, err)
+		return nil, err
 	}
 	n.raftAddr = string(n.transport.LocalAddr())
 	rc := raft.DefaultConfig()
