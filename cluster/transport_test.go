@@ -101,7 +101,7 @@ func TestLeafRenewal(t *testing.T) {
 // raftState is what an attack must not change.
 type raftState struct {
 	term, lastIndex, commitIndex, applied string
-	servers                             []raft.Server
+	servers                               []raft.Server
 }
 
 func stateOf(t *testing.T, m *testMember) raftState {
