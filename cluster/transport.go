@@ -66,13 +66,14 @@ type TLSConfig struct {
 	// CertFile and KeyFile are the node's certificate (PEM, with any
 	// intermediates) and private key. The certificate must allow both
 	// server and client authentication: a node is both to its peers.
-	CertFile, KeyFile string
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 	// CAFile holds the CA certificates (PEM) that sign every member's
 	// certificate; peers must chain to one of them.
-	CAFile string
+	CAFile string `yaml:"ca_file"`
 	// ServerName, if set, is the name every peer's certificate must carry
 	// (instead of the host of the address dialed).
-	ServerName string
+	ServerName string `yaml:"server_name"`
 }
 
 // configured reports whether any file is set.

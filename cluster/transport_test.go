@@ -3,15 +3,12 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +25,7 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -410,61 +408,10 @@ func TestOtherSecretCannotJoin(t *testing.T) {
 	}
 }
 
-// testPKI writes a CA and certificates of members signed by it to dir.
-type testPKI struct {
-	dir    string
-	caKey  *ecdsa.PrivateKey
-	caCert *x509.Certificate
+// memberTLS is the TLSConfig of a member with certificate files f.
+func memberTLS(pki *testutil.PKI, f testutil.CertFiles) TLSConfig {
+	return TLSConfig{CertFile: f.CertFile, KeyFile: f.KeyFile, CAFile: pki.CAFile}
 }
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test raft CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	p := &testPKI{dir: t.TempDir(), caKey: key, caCert: cert}
-	writePEM(t, filepath.Join(p.dir, "ca.pem"), "CERTIFICATE", der)
-	return p
-}
-
-func writePEM(t *testing.T, path, kind string, der []byte) {
-	t.Helper()
-	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// leaf writes name.pem and name-key.pem, for 127.0.0.1 and dnsNames,
-// with the given usages, and returns the node's TLSConfig.
-func (p *testPKI) leaf(t *testing.T, name string, usages []x509.ExtKeyUsage, dnsNames ...string) TLSConfig {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: dnsNames,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: usages,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, _ := x509.MarshalPKCS8PrivateKey(key)
-	c := TLSConfig{CertFile: filepath.Join(p.dir, name+".pem"), KeyFile: filepath.Join(p.dir, name+"-key.pem"), CAFile: filepath.Join(p.dir, "ca.pem")}
-	writePEM(t, c.CertFile, "CERTIFICATE", der)
-	writePEM(t, c.KeyFile, "PRIVATE KEY", kder)
-	return c
-}
-
-var bothUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 
 // With configured certificates three nodes form a cluster and replicate
 // metadata; a client with a certificate of another CA is refused.
@@ -472,12 +419,14 @@ func TestClusterConfiguredCertificates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node Raft test")
 	}
-	pki := newTestPKI(t)
+	pki := testutil.NewPKI(t)
 	const name = "raft.example.internal"
-	a := startMemberWith(t, memberOptions{tls: pki.leaf(t, "a", bothUsages, name)}, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
-	b := startMemberWith(t, memberOptions{tls: pki.leaf(t, "b", bothUsages, name)}, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	a := startMemberWith(t, memberOptions{tls: memberTLS(pki, pki.Issue(t, "a", testutil.BothAuth, "127.0.0.1", name))},
+		"a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
+	b := startMemberWith(t, memberOptions{tls: memberTLS(pki, pki.Issue(t, "b", testutil.BothAuth, "127.0.0.1", name))},
+		"b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
 	// c checks the name rather than the address it dials.
-	ctls := pki.leaf(t, "c", bothUsages, name)
+	ctls := memberTLS(pki, pki.Issue(t, "c", testutil.BothAuth, "127.0.0.1", name))
 	ctls.ServerName = name
 	c := startMemberWith(t, memberOptions{tls: ctls}, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
 	all := []*testMember{a, b, c}
@@ -503,11 +452,7 @@ func TestClusterConfiguredCertificates(t *testing.T) {
 		return nil
 	})
 	// A certificate of another CA, for the right address, is refused.
-	stranger := newTestPKI(t).leaf(t, "s", bothUsages)
-	pair, err := tls.LoadX509KeyPair(stranger.CertFile, stranger.KeyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pair := testutil.NewPKI(t).Issue(t, "s", testutil.BothAuth, "127.0.0.1").KeyPair(t)
 	refused := a.node.stream.rejected.Load()
 	conn, err := tls.Dial("tcp", a.raftAddr, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
 	if err == nil {
@@ -536,10 +481,10 @@ func openTestDB(t *testing.T, dir string) *state.DB {
 // Incomplete or unusable certificate settings fail at start with the
 // file and the reason.
 func TestConfiguredCertificatesErrors(t *testing.T) {
-	pki := newTestPKI(t)
-	good := pki.leaf(t, "n", bothUsages)
-	serverOnly := pki.leaf(t, "srv", []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth})
-	foreign := newTestPKI(t).leaf(t, "f", bothUsages)
+	pki := testutil.NewPKI(t)
+	good := memberTLS(pki, pki.Issue(t, "n", testutil.BothAuth, "127.0.0.1"))
+	serverOnly := pki.Issue(t, "srv", testutil.ServerAuth, "127.0.0.1")
+	foreign := testutil.NewPKI(t).Issue(t, "f", testutil.BothAuth, "127.0.0.1")
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")
 	os.WriteFile(garbage, []byte("not a certificate"), 0o600)
 	with := func(f func(*TLSConfig)) TLSConfig { c := good; f(&c); return c }
@@ -550,9 +495,9 @@ func TestConfiguredCertificatesErrors(t *testing.T) {
 	}{
 		{"cert without key and ca", TLSConfig{CertFile: good.CertFile}, "go together"},
 		{"server name alone", TLSConfig{ServerName: "x"}, "server_name is set"},
-		{"missing ca", with(func(c *TLSConfig) { c.CAFile = filepath.Join(pki.dir, "nope.pem") }), "read ca_file"},
+		{"missing ca", with(func(c *TLSConfig) { c.CAFile = filepath.Join(pki.Dir, "nope.pem") }), "read ca_file"},
 		{"ca without certificates", with(func(c *TLSConfig) { c.CAFile = garbage }), "holds no PEM certificate"},
-		{"missing key", with(func(c *TLSConfig) { c.KeyFile = filepath.Join(pki.dir, "nope.pem") }), "load cert_file"},
+		{"missing key", with(func(c *TLSConfig) { c.KeyFile = filepath.Join(pki.Dir, "nope.pem") }), "load cert_file"},
 		{"key of another cert", with(func(c *TLSConfig) { c.KeyFile = foreign.KeyFile }), "load cert_file"},
 		{"cert of another ca", with(func(c *TLSConfig) { c.CertFile, c.KeyFile = foreign.CertFile, foreign.KeyFile }), "does not verify against ca_file"},
 		{"no client usage", with(func(c *TLSConfig) { c.CertFile, c.KeyFile = serverOnly.CertFile, serverOnly.KeyFile }), "for client authentication"},
