@@ -309,7 +309,7 @@ func (n *Node) post(ctx context.Context, addr, path string, body []byte) (int, [
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+n.cfg.Secret)
+	req.Header.Set("Authorization", "Bearer "+internalToken(n.cfg.Secret))
 	req.Header.Set("Content-Type", "application/json")
 	res, err := n.client.Do(req)
 	if err != nil {
@@ -332,11 +332,20 @@ func PeerToken(secret string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// internalToken is the bearer token of the internal API: derived from the
+// cluster secret, never the secret itself, so that the plain-HTTP requests
+// between members do not carry the key the Raft CA is derived from.
+func internalToken(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("newsflow internal api"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // Handle serves the internal API (PathJoin, PathApply, PathIndex) for the
-// node's HTTP server: it checks the cluster secret, then answers with a
-// status and a JSON body.
+// node's HTTP server: it checks the token derived from the cluster secret,
+// then answers with a status and a JSON body.
 func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
-	want := "Bearer " + n.cfg.Secret
+	want := "Bearer " + internalToken(n.cfg.Secret)
 	if subtle.ConstantTimeCompare([]byte(authorization), []byte(want)) != 1 {
 		return http.StatusUnauthorized, errJSON("cluster: bad or missing secret")
 	}

@@ -179,6 +179,14 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 	if status, _ := a.node.Handle(PathApply, "Bearer wrong", []byte(`{"op":"meta_put"}`)); status != http.StatusUnauthorized {
 		t.Fatalf("wrong secret: %d", status)
 	}
+	// Members send a token derived from the secret, never the secret,
+	// which the internal API does not take either.
+	if status, _ := a.node.Handle(PathIndex, "Bearer "+testSecret, nil); status != http.StatusUnauthorized {
+		t.Fatalf("the raw secret: %d", status)
+	}
+	if status, _ := a.node.Handle(PathIndex, "Bearer "+internalToken(testSecret), nil); status != http.StatusOK {
+		t.Fatalf("the internal token: %d", status)
+	}
 
 	// Kill a follower: its partitions move to the survivors.
 	leader := leaderOf(all...)
