@@ -463,6 +463,16 @@ func (s *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration)
 	return d.DialContext(ctx, "tcp", string(address))
 }
 
+// RefusedConnections counts the inbound Raft connections the node refused
+// since it started: failed handshakes (no certificate of the cluster's CA,
+// not TLS, too slow) and connections over the handshake limit.
+func (n *Node) RefusedConnections() uint64 {
+	if n.stream == nil {
+		return 0
+	}
+	return n.stream.rejected.Load()
+}
+
 // newTransport makes the node's Raft transport: mutual TLS, or plain TCP
 // where a test asks for it.
 func (n *Node) newTransport(advertise net.Addr, hlog hclog.Logger) (*raft.NetworkTransport, error) {

@@ -266,7 +266,7 @@ func TestRaftRefusesRawTCP(t *testing.T) {
 	waitClosed(t, silent, 30*time.Second)
 	t.Logf("silent client closed after %s", time.Since(start))
 	waitFor(t, 5*time.Second, "three refusals counted", func() error {
-		if n := m.node.stream.rejected.Load(); n < 3 {
+		if n := m.node.RefusedConnections(); n < 3 {
 			return fmt.Errorf("%d refused", n)
 		}
 		return nil
@@ -324,7 +324,7 @@ func TestRaftRefusesUnauthenticatedTLS(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			refused := m.node.stream.rejected.Load()
+			refused := m.node.RefusedConnections()
 			// The attacker does not care who the server is, and sends its
 			// certificate whatever CAs the server names.
 			c, err := tls.Dial("tcp", m.raftAddr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13,
@@ -341,7 +341,7 @@ func TestRaftRefusesUnauthenticatedTLS(t *testing.T) {
 			}
 			t.Logf("refused: %v", err)
 			waitFor(t, 5*time.Second, "the refusal counted", func() error {
-				if m.node.stream.rejected.Load() == refused {
+				if m.node.RefusedConnections() == refused {
 					return errors.New("not counted")
 				}
 				return nil
@@ -386,7 +386,7 @@ func TestOtherSecretCannotJoin(t *testing.T) {
 	// x refuses the leader's connections (a's certificate is not of x's
 	// CA, nor x's of a's): count a few attempts.
 	waitFor(t, 20*time.Second, "the leader's connections refused by x", func() error {
-		if n := x.node.stream.rejected.Load(); n < 3 {
+		if n := x.node.RefusedConnections(); n < 3 {
 			return fmt.Errorf("%d refused", n)
 		}
 		return nil
@@ -453,7 +453,7 @@ func TestClusterConfiguredCertificates(t *testing.T) {
 	})
 	// A certificate of another CA, for the right address, is refused.
 	pair := testutil.NewPKI(t).Issue(t, "s", testutil.BothAuth, "127.0.0.1").KeyPair(t)
-	refused := a.node.stream.rejected.Load()
+	refused := a.node.RefusedConnections()
 	conn, err := tls.Dial("tcp", a.raftAddr, &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS13})
 	if err == nil {
 		conn.Write([]byte{0})
@@ -461,7 +461,7 @@ func TestClusterConfiguredCertificates(t *testing.T) {
 		conn.Close()
 	}
 	waitFor(t, 5*time.Second, "the stranger refused", func() error {
-		if a.node.stream.rejected.Load() == refused {
+		if a.node.RefusedConnections() == refused {
 			return errors.New("not counted")
 		}
 		return nil
