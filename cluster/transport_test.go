@@ -24,6 +24,8 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
+	"go.uber.org/goleak"
+
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/state"
@@ -520,6 +522,8 @@ func TestConfiguredCertificatesErrors(t *testing.T) {
 // a slot each until none is left, the next is closed at once, and Close
 // ends the ones waiting.
 func TestStreamLayerBoundsHandshakes(t *testing.T) {
+	// Close leaves no goroutine of the stream layer behind.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	id, err := newRaftTLS(TLSConfig{}, testSecret, "n")
 	if err != nil {
 		t.Fatal(err)

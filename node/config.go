@@ -454,6 +454,9 @@ const minSecretLen = 16
 // the node's security.
 func (c Config) Warnings() []string {
 	var out []string
+	if k := c.Log.Kafka; c.Log.Backend != "kafka" && (k.TLS.On() || k.SASL.On()) {
+		out = append(out, "log.kafka is ignored: log.backend is "+c.Log.Backend)
+	}
 	if sa := c.Log.Kafka.SASL; c.Log.Backend == "kafka" && strings.EqualFold(sa.Mechanism, kafkalog.SASLPlain) && !c.Log.Kafka.TLS.On() {
 		out = append(out, "log.kafka.sasl.mechanism PLAIN without log.kafka.tls sends the Kafka password in clear text")
 	}

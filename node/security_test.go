@@ -169,6 +169,14 @@ func TestKafkaPlainWithoutTLSWarns(t *testing.T) {
 	if w := strings.Join(cfg.Warnings(), "\n"); !strings.Contains(w, "clear text") {
 		t.Fatalf("warnings: %q", w)
 	}
+	// Kafka settings on the embedded log do nothing, and say so.
+	cfg, err = Load("", []string{"NEWSFLOW_LOG_KAFKA_TLS_ENABLED=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(cfg.Warnings(), "\n"); !strings.Contains(w, "log.kafka is ignored: log.backend is embedded") {
+		t.Fatalf("warnings: %q", w)
+	}
 }
 
 // The cluster's Raft certificates: all three files or none, and a warning
