@@ -25,7 +25,9 @@ package cluster
 // certificates the CA key is derived from the secret, and a node shows its
 // certificate to any client before the client has proved anything (TLS
 // 1.3 order), so a guessable secret can be found offline: use a long random
-// one (e.g. openssl rand -hex 32).
+// one (e.g. openssl rand -hex 32). The internal HTTP routes (node.go) are
+// another listener, with a bearer token derived from the secret over plain
+// HTTP: the network between members must stay private.
 //
 // Certificates. Without configured files every node derives the same CA
 // from the cluster secret (an Ed25519 key from HKDF-SHA256, and a
