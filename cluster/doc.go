@@ -21,6 +21,9 @@
 // meta.Store: reads are local, writes go through Raft and return once
 // applied here.
 //
+// Raft runs over mutual TLS 1.3 (transport.go, which states the threat
+// model): certificates derived from the cluster secret, or the operator's.
+//
 // The engine (engine/assign.go) follows the assignment: it restores an
 // assigned partition's state from its changelog, processes it under the
 // epoch it was given, and stops when the epoch moves on.

@@ -50,8 +50,14 @@ type Config struct {
 	// Join lists HTTP addresses of members to ask for admission (ignored
 	// when the node has Raft state already).
 	Join []string
-	// Secret authenticates the nodes' internal requests to each other.
+	// Secret authenticates the nodes' internal requests to each other,
+	// and, unless TLS names certificate files, the Raft transport: every
+	// node derives the same CA from it (transport.go).
 	Secret string
+	// TLS, if it names files, gives the Raft transport the operator's
+	// certificates instead of derived ones. Raft always runs over mutual
+	// TLS.
+	TLS TLSConfig
 	// DownAfter is how long the leader waits without a heartbeat before it
 	// moves a node's partitions (default 2s).
 	DownAfter time.Duration
@@ -62,6 +68,11 @@ type Config struct {
 	// the collection and key; both empty when a snapshot replaced it). It
 	// runs in the state machine and must not block.
 	OnMeta func(collection, key string)
+
+	// plainTCP runs Raft over unauthenticated TCP; only this package's
+	// tests and benchmarks set it (to compare, and to show what TLS
+	// prevents).
+	plainTCP bool
 }
 
 // Node is this process's member of the cluster.
@@ -71,6 +82,7 @@ type Node struct {
 	fsm       *fsm
 	store     *RaftStore
 	transport *raft.NetworkTransport
+	stream    *tlsStreamLayer // nil with plainTCP
 	client    *http.Client
 	log       *slog.Logger
 	raftAddr  string // as peers dial it
@@ -133,15 +145,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("cluster: raft advertise address %q: %w", cfg.Advertise, err)
 		}
 	}
-	// The transport's I/O timeout is also how long a heartbeat to a peer
-	// that silently stopped answering (cut off, not dead: no connection
-	// refused) takes to fail, and a failed heartbeat is how the leader
-	// notices: keep it within down_after. Large transfers (snapshots)
-	// scale it by their size.
-	ioTimeout := min(5*time.Second, max(500*time.Millisecond, cfg.DownAfter/2))
-	if n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advAddr, 4, ioTimeout, hlog); err != nil {
+	if n.transport, err = n.newTransport(advAddr, hlog); err != nil {
 		n.store.Close()
-		return nil, fmt.Errorf("cluster: raft listen %s: %w", cfg.RaftAddr, err)
+		return nil, err
 	}
 	n.raftAddr = string(n.transport.LocalAddr())
 	rc := raft.DefaultConfig()
@@ -303,7 +309,7 @@ func (n *Node) post(ctx context.Context, addr, path string, body []byte) (int, [
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+n.cfg.Secret)
+	req.Header.Set("Authorization", "Bearer "+internalToken(n.cfg.Secret))
 	req.Header.Set("Content-Type", "application/json")
 	res, err := n.client.Do(req)
 	if err != nil {
@@ -326,11 +332,20 @@ func PeerToken(secret string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// internalToken is the bearer token of the internal API: derived from the
+// cluster secret, never the secret itself, so that the plain-HTTP requests
+// between members do not carry the key the Raft CA is derived from.
+func internalToken(secret string) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("newsflow internal api"))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // Handle serves the internal API (PathJoin, PathApply, PathIndex) for the
-// node's HTTP server: it checks the cluster secret, then answers with a
-// status and a JSON body.
+// node's HTTP server: it checks the token derived from the cluster secret,
+// then answers with a status and a JSON body.
 func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
-	want := "Bearer " + n.cfg.Secret
+	want := "Bearer " + internalToken(n.cfg.Secret)
 	if subtle.ConstantTimeCompare([]byte(authorization), []byte(want)) != 1 {
 		return http.StatusUnauthorized, errJSON("cluster: bad or missing secret")
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +29,19 @@ type testMember struct {
 	srv                         *http.Server
 }
 
-func startMember(t *testing.T, id, dir, httpAddr, raftAddr string, bootstrap bool, join ...string) *testMember {
+func startMember(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap bool, join ...string) *testMember {
+	t.Helper()
+	return startMemberWith(t, memberOptions{}, id, dir, httpAddr, raftAddr, bootstrap, join...)
+}
+
+// memberOptions are what a test changes in a member's Config.
+type memberOptions struct {
+	secret   string // default testSecret
+	tls      TLSConfig
+	plainTCP bool
+}
+
+func startMemberWith(t testing.TB, o memberOptions, id, dir, httpAddr, raftAddr string, bootstrap bool, join ...string) *testMember {
 	t.Helper()
 	var ln net.Listener
 	var err error
@@ -60,7 +73,8 @@ func startMember(t *testing.T, id, dir, httpAddr, raftAddr string, bootstrap boo
 	}
 	m.node, err = Start(context.Background(), Config{
 		ID: id, RaftAddr: raftAddr, HTTPAddr: m.httpAddr, Dir: filepath.Join(dir, "cluster"), Partitions: 8,
-		Bootstrap: bootstrap, Join: join, Secret: testSecret, Logger: logger, Meta: meta.NewLocal(m.db),
+		Bootstrap: bootstrap, Join: join, Secret: cmp.Or(o.secret, testSecret), Logger: logger, Meta: meta.NewLocal(m.db),
+		TLS: o.tls, plainTCP: o.plainTCP,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,12 +93,12 @@ func (m *testMember) stop() {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 // waitFor is testutil.Eventually with what is awaited in the failure.
-func waitFor(t *testing.T, timeout time.Duration, what string, f func() error) time.Duration {
+func waitFor(t testing.TB, timeout time.Duration, what string, f func() error) time.Duration {
 	t.Helper()
 	return testutil.Eventually(t, timeout, func() error {
 		if err := f(); err != nil {
@@ -164,6 +178,14 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 	// The internal API wants the secret.
 	if status, _ := a.node.Handle(PathApply, "Bearer wrong", []byte(`{"op":"meta_put"}`)); status != http.StatusUnauthorized {
 		t.Fatalf("wrong secret: %d", status)
+	}
+	// Members send a token derived from the secret, never the secret,
+	// which the internal API does not take either.
+	if status, _ := a.node.Handle(PathIndex, "Bearer "+testSecret, nil); status != http.StatusUnauthorized {
+		t.Fatalf("the raw secret: %d", status)
+	}
+	if status, _ := a.node.Handle(PathIndex, "Bearer "+internalToken(testSecret), nil); status != http.StatusOK {
+		t.Fatalf("the internal token: %d", status)
 	}
 
 	// Kill a follower: its partitions move to the survivors.

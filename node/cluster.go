@@ -49,13 +49,17 @@ func startCluster(ctx context.Context, cfg Config, db *state.DB, logger *slog.Lo
 	}
 	n, err := cluster.Start(ctx, cluster.Config{
 		ID: id, RaftAddr: cc.RaftAddr, Advertise: cc.Advertise, HTTPAddr: httpAddr, Dir: cfg.ClusterDir(),
-		Partitions: cfg.Log.Partitions, Bootstrap: cc.Bootstrap, Join: cc.Join, Secret: cc.Secret,
+		Partitions: cfg.Log.Partitions, Bootstrap: cc.Bootstrap, Join: cc.Join, Secret: cc.Secret, TLS: cc.TLS,
 		DownAfter: cc.DownAfter, Logger: logger, Meta: meta.NewLocal(db), OnMeta: onMeta, Weights: weights,
 	})
 	if err != nil {
 		return nil, err
 	}
-	logger.Info("cluster member started", "id", id, "raft", cc.RaftAddr, "http", httpAddr, "bootstrap", cc.Bootstrap, "join", cc.Join)
+	raftTLS := "derived from cluster.secret"
+	if cc.TLS.CertFile != "" {
+		raftTLS = "cluster.tls files"
+	}
+	logger.Info("cluster member started", "id", id, "raft", cc.RaftAddr, "raft_tls", raftTLS, "http", httpAddr, "bootstrap", cc.Bootstrap, "join", cc.Join)
 	return n, nil
 }
 

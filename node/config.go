@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,9 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
@@ -70,12 +73,27 @@ type Config struct {
 	unknownEnv []string
 }
 
-// LogConfig chooses the log backend; Embedded configures the embedded one.
+// LogConfig chooses the log backend; Embedded configures the embedded one,
+// Kafka the connections to Brokers.
 type LogConfig struct {
 	Backend    string           `yaml:"backend"`
 	Brokers    []string         `yaml:"brokers"`
 	Partitions int32            `yaml:"partitions"`
+	Kafka      KafkaConfig      `yaml:"kafka"`
 	Embedded   embedded.Options `yaml:",inline"`
+}
+
+// KafkaConfig secures the connections to the brokers (kafkalog.Options'
+// TLS and SASL). The password is best given in the environment
+// (NEWSFLOW_LOG_KAFKA_SASL_PASSWORD).
+type KafkaConfig struct {
+	TLS  kafkalog.TLSOptions  `yaml:"tls"`
+	SASL kafkalog.SASLOptions `yaml:"sasl"`
+}
+
+// kafkaOptions are the options of the node's Kafka log.
+func (c Config) kafkaOptions(logger *slog.Logger) kafkalog.Options {
+	return kafkalog.Options{Brokers: c.Log.Brokers, Logger: logger, TLS: c.Log.Kafka.TLS, SASL: c.Log.Kafka.SASL}
 }
 
 // TrendingConfig is the trending operator's options, and the
@@ -181,9 +199,14 @@ type ClusterConfig struct {
 	// does Raft state left in the data directory by an earlier run.
 	Bootstrap bool     `yaml:"bootstrap"`
 	Join      []string `yaml:"join"`
-	// Secret authenticates the nodes' internal requests to each other;
-	// every member needs the same one.
+	// Secret authenticates the nodes' internal requests to each other
+	// and, unless TLS names certificate files, their Raft traffic (every
+	// member derives the same Raft CA from it); every member needs the
+	// same one.
 	Secret string `yaml:"secret"`
+	// TLS gives the Raft transport the operator's certificates instead of
+	// ones derived from Secret. Raft always runs over mutual TLS.
+	TLS cluster.TLSConfig `yaml:"tls"`
 	// DownAfter is how long the leader waits without a heartbeat before it
 	// moves a node's partitions.
 	DownAfter time.Duration `yaml:"down_after"`
@@ -379,6 +402,15 @@ func (c Config) Validate() error {
 		if len(c.Log.Brokers) == 0 {
 			return errors.New("config: log.backend is kafka but log.brokers is empty")
 		}
+		if sa := c.Log.Kafka.SASL; sa.On() && sa.Password == "" {
+			return fmt.Errorf("config: log.kafka.sasl.mechanism is %s but the password is empty (set NEWSFLOW_LOG_KAFKA_SASL_PASSWORD)", sa.Mechanism)
+		}
+		if err := c.Log.Kafka.TLS.Validate(); err != nil {
+			return fmt.Errorf("config: log.kafka.%w", err)
+		}
+		if err := c.Log.Kafka.SASL.Validate(); err != nil {
+			return fmt.Errorf("config: log.kafka.%w", err)
+		}
 	default:
 		return fmt.Errorf("config: log.backend %q: want embedded or kafka", c.Log.Backend)
 	}
@@ -421,13 +453,29 @@ func (c Config) Validate() error {
 		case cc.Lease >= cc.DownAfter:
 			return fmt.Errorf("config: cluster.lease %s must be shorter than cluster.down_after %s", cc.Lease, cc.DownAfter)
 		}
+		if err := cc.TLS.Validate(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
 	}
 	return nil
 }
 
-// Warnings lists settings that are accepted but have no effect.
+// minSecretLen is the cluster secret length under which Warnings warns.
+const minSecretLen = 16
+
+// Warnings lists settings that are accepted but have no effect, or weaken
+// the node's security.
 func (c Config) Warnings() []string {
 	var out []string
+	if k := c.Log.Kafka; c.Log.Backend != "kafka" && (k.TLS.On() || k.SASL.On()) {
+		out = append(out, "log.kafka is ignored: log.backend is "+c.Log.Backend)
+	}
+	if sa := c.Log.Kafka.SASL; c.Log.Backend == "kafka" && strings.EqualFold(sa.Mechanism, kafkalog.SASLPlain) && !c.Log.Kafka.TLS.On() {
+		out = append(out, "log.kafka.sasl.mechanism PLAIN without log.kafka.tls sends the Kafka password in clear text")
+	}
+	if s := c.Cluster.Secret; s != "" && len(s) < minSecretLen && c.Cluster.TLS.CertFile == "" {
+		out = append(out, fmt.Sprintf("cluster.secret is shorter than %d bytes: the Raft certificates are derived from it, and a short secret can be guessed offline; use a long random one (openssl rand -hex 32)", minSecretLen))
+	}
 	if c.Trending.Lateness != 0 {
 		out = append(out, "trending.lateness is no longer used and is ignored: a share counts in every window that holds its timestamp, in any arrival order")
 	}

@@ -12,6 +12,8 @@ var (
 		"1 on the node that leads the control plane (a single node leads itself).", nil, nil)
 	unownedDesc = prometheus.NewDesc("newsflow_partitions_unowned",
 		"Engine partitions whose owner is not up, or that have none, in this node's copy of the cluster state.", nil, nil)
+	raftRefusedDesc = prometheus.NewDesc("newsflow_cluster_raft_connections_refused_total",
+		"Inbound Raft connections this node refused since it started: no certificate of the cluster's CA, not TLS, a handshake too slow, or too many handshakes at once.", nil, nil)
 	diskFreeDesc = prometheus.NewDesc("newsflow_disk_free_bytes",
 		"Bytes available to newsflow on the file system of a directory it writes.", []string{"dir"}, nil)
 	diskSizeDesc = prometheus.NewDesc("newsflow_disk_size_bytes",
@@ -22,7 +24,7 @@ var (
 type nodeCollector struct{ n *Node }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{membersDesc, leaderDesc, unownedDesc, diskFreeDesc, diskSizeDesc} {
+	for _, d := range []*prometheus.Desc{membersDesc, leaderDesc, unownedDesc, raftRefusedDesc, diskFreeDesc, diskSizeDesc} {
 		ch <- d
 	}
 }
@@ -30,6 +32,7 @@ func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	up, down, leader, unowned := 1, 0, 1, 0
 	if cl := c.n.cluster; cl != nil {
+		ch <- prometheus.MustNewConstMetric(raftRefusedDesc, prometheus.CounterValue, float64(cl.RefusedConnections()))
 		st, _ := cl.State()
 		up, down, leader = 0, 0, 0
 		for _, m := range st.Members {

@@ -96,7 +96,7 @@ func NewLogger(c LoggingConfig) (*slog.Logger, error) {
 
 func openLog(ctx context.Context, cfg Config, logger *slog.Logger) (eventlog.Log, error) {
 	if cfg.Log.Backend == "kafka" {
-		return kafkalog.Open(ctx, kafkalog.Options{Brokers: cfg.Log.Brokers, Logger: logger})
+		return kafkalog.Open(ctx, cfg.kafkaOptions(logger))
 	}
 	o := cfg.Log.Embedded
 	o.Dir, o.Logger = filepath.Join(cfg.DataDir, "log"), logger

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,7 +84,14 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("kafka: options: %w", err)
 	}
+	sec, err := opts.securityOpts()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: %w", err)
+	}
+	opts.security = sec
+	var auth saslWatch
 	cl, err := kgo.NewClient(opts.clientOpts(
+		kgo.WithHooks(&auth),
 		// The engine chooses partitions with eventlog.PartitionFor.
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		// Append waits for its records; lingering would only add
@@ -97,6 +105,10 @@ func Open(ctx context.Context, opts Options) (*Log, error) {
 	}
 	if err := cl.Ping(ctx); err != nil {
 		cl.Close()
+		if opts.SASL.On() && (auth.failed.Load() || errors.Is(err, kerr.SaslAuthenticationFailed)) {
+			return nil, fmt.Errorf("%w: brokers %v refused the %s login of user %q: %w",
+				ErrAuthentication, opts.Brokers, strings.ToUpper(opts.SASL.Mechanism), opts.SASL.User, err)
+		}
 		return nil, fmt.Errorf("kafka: connect to brokers %v: %w", opts.Brokers, err)
 	}
 	l := &Log{opts: opts, cl: cl, adm: kadm.NewClient(cl)}

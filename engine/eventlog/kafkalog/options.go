@@ -33,10 +33,18 @@ type Options struct {
 	// Logger receives franz-go's warnings and errors. Nil logs nothing.
 	Logger *slog.Logger
 
+	// TLS and SASL secure the connections to the brokers (default:
+	// plaintext, no authentication). Open reads the TLS files.
+	TLS  TLSOptions
+	SASL SASLOptions
+
 	// ClientOpts are extra franz-go options appended after the ones Open
 	// sets, and applied to every client the log makes (the producer/admin
 	// client and each reader's consumer). Meant for tests and tuning.
 	ClientOpts []kgo.Opt
+
+	// security are the client options of TLS and SASL, made by Open.
+	security []kgo.Opt
 }
 
 // DefaultOptions returns the defaults. Brokers must still be set.
@@ -71,16 +79,20 @@ func (o Options) Validate() error {
 	if o.MaxMessageBytes < 1<<10 || o.MaxMessageBytes > 1<<30 {
 		return fmt.Errorf("max message bytes %d: must be in [1KiB, 1GiB]", o.MaxMessageBytes)
 	}
-	return nil
+	if err := o.TLS.Validate(); err != nil {
+		return err
+	}
+	return o.SASL.Validate()
 }
 
-// clientOpts returns the franz-go options shared by every client, followed
-// by extra and then o.ClientOpts.
+// clientOpts returns the franz-go options shared by every client (TLS and
+// SASL included), followed by extra and then o.ClientOpts.
 func (o Options) clientOpts(extra ...kgo.Opt) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(o.Brokers...),
 		kgo.ClientID(o.ClientID),
 	}
+	opts = append(opts, o.security...)
 	if o.Logger != nil {
 		opts = append(opts, kgo.WithLogger(slogLogger{o.Logger}))
 	}
