@@ -82,9 +82,13 @@ func (s *Server) handleReady(ctx *fasthttp.RequestCtx) {
 // notReady returns why the node is not ready (stopping, standby or
 // restoring) with a message, or "" when it is ready.
 func (s *Server) notReady() (reason, msg string) {
-	switch {
-	case s.stopping.Load():
+	if s.stopping.Load() {
 		return "stopping", "the server is shutting down"
+	}
+	if msg := s.notAssigned(); msg != "" {
+		return "assigning", msg
+	}
+	switch {
 	case s.deps.Engine.Ready():
 		return "", ""
 	case s.standbyBehind():
@@ -101,6 +105,35 @@ func (s *Server) notReady() (reason, msg string) {
 		msg += ": " + strings.Join(restoring, ", ")
 	}
 	return "restoring", msg
+}
+
+// notAssigned says why a cluster node cannot answer yet for want of
+// partitions: its copy of the cluster state gives some partition no owner
+// (formation, or a restarted node whose copy has not caught up with the
+// leader's), or gives this node a partition (at an epoch) its engine does
+// not run yet. A partition whose owner is down is the cluster's to move,
+// not this node's to wait for: it does not make the node unready. "" when
+// none of this holds, or outside a cluster (an engine that runs every
+// partition).
+func (s *Server) notAssigned() string {
+	if s.deps.Cluster == nil || !s.deps.Engine.Options().Cluster {
+		return ""
+	}
+	st, _ := s.deps.Cluster.State()
+	if st.Partitions == 0 || len(st.Owners) < int(st.Partitions) {
+		return "the cluster has not given every partition an owner yet"
+	}
+	assigned := s.deps.Engine.Assigned()
+	me := s.deps.Cluster.ID()
+	for p, o := range st.Owners {
+		if o.Node == "" {
+			return fmt.Sprintf("partition %d has no owner yet", p)
+		}
+		if e, ok := assigned[int32(p)]; o.Node == me && (!ok || e != o.Epoch) {
+			return fmt.Sprintf("this node has not started its partition %d yet", p)
+		}
+	}
+	return ""
 }
 
 // standbyBehind reports whether the node keeps a standby copy of the
