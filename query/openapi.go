@@ -30,7 +30,7 @@ type apiOp struct {
 // router, so a route cannot be added without documenting it.
 var apiOps = []apiOp{
 	{method: "GET", path: "/health/live", tag: "health", summary: "Liveness", ok: 200, okSchema: "Status"},
-	{method: "GET", path: "/health/ready", tag: "health", summary: "Readiness: every task has restored its state and the standby copy of the story state has caught up once; 503 with reason (restoring, standby, stopping) and error otherwise", ok: 200, okSchema: "Status", errs: []int{503}},
+	{method: "GET", path: "/health/ready", tag: "health", summary: "Readiness: in a cluster the node runs every partition given to it and its copy of the cluster state has an owner for each, every task has restored its state and the standby copy of the story state has caught up once; 503 with reason (assigning, restoring, standby, stopping) and error otherwise", ok: 200, okSchema: "Status", errs: []int{503}},
 	{method: "GET", path: "/health/detailed", tag: "health", summary: "The node's health: status ok, degraded (200, with reasons: a stage paused or far behind, a cluster member down, partitions without an owner up, the story state stale, search partitions missing, the log or state store failing, the disk nearly full) or restoring (503); dependencies (log, state store, cluster, crawler) and stages (running, restoring, paused, standby, not_here; tasks here, lag) with their state; checks: lag per stage, story and search views (the story state's source and staleness_ms), trending memory", ok: 200, okSchema: "Object", errs: []int{503}},
 	{method: "GET", path: "/metrics", tag: "health", summary: "Prometheus metrics (text format)", ok: 200},
 	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
