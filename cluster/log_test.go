@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Raft's warnings and errors reach slog at their own level, with their
@@ -70,4 +73,29 @@ func TestNodeCloseConcurrently(t *testing.T) {
 	m.srv.Close()
 	m.db.Close()
 	m.node = nil
+}
+
+// A Raft log line that repeats (a heartbeat to a member that is down) is
+// logged once, then once per repeatInterval with how often it came.
+func TestRaftLogRepeatsOnce(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &slogSink{l: slog.New(slog.NewTextHandler(&buf, nil)), now: func() time.Time { return now }, seen: map[string]*repeated{}}
+	for range 60 { // every 500ms for 30s
+		s.Accept("raft", hclog.Error, "failed to heartbeat to", "peer", "10.0.0.3:7000")
+		now = now.Add(500 * time.Millisecond)
+	}
+	s.Accept("raft", hclog.Warn, "another line")
+	s.Accept("raft", hclog.Error, "failed to heartbeat to", "peer", "10.0.0.3:7000")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines logged, want 3:\n%s", len(lines), buf.String())
+	}
+	if strings.Contains(lines[0], "repeated") || !strings.Contains(lines[1], "another line") || !strings.Contains(lines[2], "repeated=59") {
+		t.Errorf("lines:\n%s", buf.String())
+	}
+	s.Accept("raft", hclog.Info, "an info line")
+	if strings.Count(buf.String(), "\n") != 3 {
+		t.Error("an info line was logged")
+	}
 }

@@ -627,17 +627,39 @@ func (n *Node) Leave(ctx context.Context) error {
 }
 
 // raftLogger returns the logger Raft writes to: its warnings and errors
-// go to l at their level, with their fields; the rest is dropped.
+// go to l at their level, with their fields; the rest is dropped. A line
+// Raft repeats (a heartbeat to a member that is down fails every few
+// hundred milliseconds) is logged once, then at most once per
+// repeatInterval with the number of times it came since.
 func raftLogger(l *slog.Logger) hclog.Logger {
 	hl := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "raft", Level: hclog.Off, Output: io.Discard})
-	hl.RegisterSink(slogSink{l})
+	hl.RegisterSink(&slogSink{l: l, now: time.Now, seen: map[string]*repeated{}})
 	return hl
 }
 
-// slogSink forwards Raft's log lines at Warn and above to slog.
-type slogSink struct{ l *slog.Logger }
+// repeatInterval is how often a repeated Raft log line is logged again.
+const repeatInterval = 30 * time.Second
 
-func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
+// slogSink forwards Raft's log lines at Warn and above to slog, each
+// repeated line once per repeatInterval.
+type slogSink struct {
+	l   *slog.Logger
+	now func() time.Time
+
+	mu   sync.Mutex
+	seen map[string]*repeated // by name and message
+}
+
+// repeated is a log line's last logging and the times it came since.
+type repeated struct {
+	logged time.Time
+	count  int
+}
+
+// maxRepeated bounds the lines slogSink remembers; past it, it forgets.
+const maxRepeated = 1024
+
+func (s *slogSink) Accept(name string, level hclog.Level, msg string, args ...any) {
 	var lv slog.Level
 	switch {
 	case level == hclog.Off || level < hclog.Warn:
@@ -647,7 +669,28 @@ func (s slogSink) Accept(name string, level hclog.Level, msg string, args ...any
 	default:
 		lv = slog.LevelWarn
 	}
-	s.l.Log(context.Background(), lv, name+": "+msg, args...)
+	line := name + ": " + msg
+	now := s.now()
+	s.mu.Lock()
+	r := s.seen[line]
+	switch {
+	case r == nil:
+		if len(s.seen) >= maxRepeated {
+			clear(s.seen)
+		}
+		s.seen[line] = &repeated{logged: now}
+	case now.Sub(r.logged) < repeatInterval:
+		r.count++
+		s.mu.Unlock()
+		return
+	default:
+		if r.count > 0 {
+			args = append(args, "repeated", r.count, "since", r.logged.UTC().Format(time.RFC3339))
+		}
+		r.logged, r.count = now, 0
+	}
+	s.mu.Unlock()
+	s.l.Log(context.Background(), lv, line, args...)
 }
 
 // InContact reports whether the node may act on the partitions it owns: it
