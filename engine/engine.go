@@ -119,8 +119,10 @@ type Engine struct {
 	started atomic.Bool
 	built   atomic.Bool // stages is built: readable from any goroutine
 
-	// hold holds every task while set (Hold); holdReason says why.
+	// hold holds every task while set (Hold); holders are who holds it and
+	// why (guarded by hold.mu), holdReason their reasons joined.
 	hold       pause
+	holders    map[string]string
 	holdReason atomic.Pointer[string]
 
 	assign struct {

@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,32 +203,58 @@ func (p *pause) wait(ctx context.Context) {
 }
 
 // Hold makes every task of the engine, of every stage, commit what it
-// applied and read nothing more until Release: the node's way to stop
-// writing state when it must (its disk nearly full). reason says why, in
-// StageStates and the log. Unlike Pause it is the node's, not an
-// operator's, and does not change a stage's paused switch; holding a held
-// engine only updates the reason.
-func (e *Engine) Hold(reason string) {
+// applied and read nothing more until every holder has released it: the
+// node's way to stop writing state when it must (its disk nearly full, no
+// contact with the cluster's leader). who names the holder, reason says
+// why, in StageStates and the log; holding again updates the reason.
+// Unlike Pause it is the node's, not an operator's, and does not change a
+// stage's paused switch. Safe for concurrent use.
+func (e *Engine) Hold(who, reason string) {
 	e.hold.mu.Lock()
 	defer e.hold.mu.Unlock()
-	e.holdReason.Store(&reason)
-	ch := make(chan struct{})
-	if e.hold.ch.CompareAndSwap(nil, &ch) {
-		e.opts.Logger.Warn("every stage held", "reason", reason)
+	if e.holders == nil {
+		e.holders = map[string]string{}
 	}
+	if _, ok := e.holders[who]; !ok {
+		e.opts.Logger.Warn("every stage held", "by", who, "reason", reason)
+	}
+	e.holders[who] = reason
+	e.holdReasonLocked()
+	ch := make(chan struct{})
+	e.hold.ch.CompareAndSwap(nil, &ch)
 }
 
-// Release ends a Hold.
-func (e *Engine) Release() {
+// Release ends who's Hold; the tasks go on once no holder is left.
+func (e *Engine) Release(who string) {
 	e.hold.mu.Lock()
 	defer e.hold.mu.Unlock()
+	reason, ok := e.holders[who]
+	if !ok {
+		return
+	}
+	delete(e.holders, who)
+	e.holdReasonLocked()
+	e.opts.Logger.Info("hold released", "by", who, "was", reason)
+	if len(e.holders) > 0 {
+		return
+	}
 	if ch := e.hold.ch.Swap(nil); ch != nil {
 		close(*ch)
-		e.opts.Logger.Info("stages released", "was", *e.holdReason.Load())
 	}
 }
 
-// Held returns the reason of the Hold in effect, and whether there is one.
+// holdReasonLocked sets holdReason from the holders, sorted by holder.
+func (e *Engine) holdReasonLocked() {
+	var rs []string
+	for _, who := range slices.Sorted(maps.Keys(e.holders)) {
+		rs = append(rs, e.holders[who])
+	}
+	r := strings.Join(rs, "; ")
+	e.holdReason.Store(&r)
+}
+
+// Held returns the reasons of the Holds in effect, and whether there are
+// any.
 func (e *Engine) Held() (string, bool) {
 	if e.hold.ch.Load() == nil {
 		return "", false

@@ -334,7 +334,9 @@ func TestHoldRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.Hold("disk nearly full")
+	e.Hold("disk", "disk nearly full")
+	e.Hold("cluster", "out of contact")
+	e.Release("cluster")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
@@ -365,7 +367,11 @@ func TestHoldRelease(t *testing.T) {
 	if err := e.Pause("other"); err != nil {
 		t.Fatal(err)
 	}
-	e.Release()
+	e.Release("nobody") // not a holder: changes nothing
+	if _, ok := e.Held(); !ok {
+		t.Fatal("released by a non-holder")
+	}
+	e.Release("disk")
 	testutil.Eventually(t, 30*time.Second, func() error {
 		for _, p := range e.Progress() {
 			if p.Stage == "count" && p.Committed != p.HighWatermark {

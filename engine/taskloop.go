@@ -286,6 +286,11 @@ func (l *taskLoop) waitPaused(ctx context.Context) (stop bool, err error) {
 		if ctx.Err() != nil {
 			return true, nil
 		}
+		if !l.e.owns(l.tr.p, l.tr.epoch) {
+			// Moved away while it waited (a hold for lost contact):
+			// nothing more of it commits here.
+			return true, nil
+		}
 	}
 }
 

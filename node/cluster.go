@@ -95,27 +95,44 @@ func markLeft(dir string) error {
 
 // followAssignments gives the engine the partitions the cluster assigns to
 // this node, while the node is in contact with the leader and its replica
-// has caught up (cluster.Node.InSync); a node cut off for longer than the
-// lease gives up all of them, and takes any again only once in sync.
+// has caught up (cluster.Node.InSync). Out of contact (or in contact but
+// behind), the node holds every stage (no commit, so nothing it does can
+// conflict with a new owner) but keeps its partitions, whose state goes on
+// answering reads, stale by the time since; a leader's failover (a lease
+// or so) then costs no refused read. Once out of contact for down_after,
+// when the cluster may have moved its partitions, it gives up all of them,
+// and takes any again only once in sync. A node that starts runs nothing
+// until it is in sync.
 func (n *Node) followAssignments(ctx context.Context) {
-	lease := n.cfg.Cluster.Lease
+	lease, downAfter := n.cfg.Cluster.Lease, n.cfg.Cluster.DownAfter
 	t := time.NewTicker(lease / 5)
 	defer t.Stop()
 	var last map[int32]uint64
+	var lost time.Time // when contact (or sync) was lost; zero while in sync
 	first := true
 	for {
 		st, changed := n.cluster.State()
+		inSync := n.cluster.InSync(lease)
 		owned := map[int32]uint64{}
 		switch {
 		case st.Partitions != 0 && st.Partitions != n.engine.Partitions():
 			n.logger.Error("the cluster has another partition count than this node; running none",
 				"cluster", st.Partitions, "node", n.engine.Partitions())
-		case n.cluster.InSync(lease):
+		case inSync:
 			owned = st.OwnedBy(n.cluster.ID())
+			lost = time.Time{}
+		case first:
+		case lost.IsZero():
+			lost = time.Now()
+			n.engine.Hold("cluster", "out of contact with the cluster leader, or behind it")
+			n.logger.Warn("out of contact with the cluster leader; holding every stage, reads go on", "lease", lease, "down_after", downAfter)
+			owned = last
+		case time.Since(lost) < downAfter:
+			owned = last
 		}
 		if first || !maps.Equal(owned, last) {
-			if !first && len(owned) == 0 && len(last) > 0 && !n.cluster.InContact(lease) {
-				n.logger.Warn("out of contact with the cluster leader; stopping all partitions", "lease", lease)
+			if !first && len(owned) == 0 && len(last) > 0 && !lost.IsZero() {
+				n.logger.Warn("out of contact with the cluster leader for down_after; stopping all partitions", "down_after", downAfter)
 			}
 			n.engine.Assign(owned)
 			n.logger.Info("partitions assigned", "count", len(owned))
@@ -123,6 +140,11 @@ func (n *Node) followAssignments(ctx context.Context) {
 			if n.crawler != nil {
 				n.crawler.Kick()
 			}
+		}
+		if inSync {
+			// After Assign: a partition moved away meanwhile stops before
+			// anything commits again.
+			n.engine.Release("cluster")
 		}
 		select {
 		case <-ctx.Done():

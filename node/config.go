@@ -216,6 +216,11 @@ type ClusterConfig struct {
 	Lease time.Duration `yaml:"lease"`
 	// QueryTimeout bounds a query's requests to other nodes.
 	QueryTimeout time.Duration `yaml:"query_timeout"`
+	// FailoverTimeout is how long a query for one key (an article's
+	// shares, a reader's profile) waits for its partition's owner while
+	// the partition moves (its owner died, or it restores on its new
+	// owner) before answering 503; longer than a failover.
+	FailoverTimeout time.Duration `yaml:"failover_timeout"`
 }
 
 // LoggingConfig is the node's log output.
@@ -248,7 +253,8 @@ func Default() Config {
 		Webhooks:  webhook.DefaultOptions(),
 		Logging:   LoggingConfig{Level: "info", Format: "text"},
 		Tracing:   tracing.DefaultOptions(),
-		Cluster:   ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second},
+		Cluster: ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second,
+			FailoverTimeout: 10 * time.Second},
 	}
 	// The server alone limits nothing; a node limits each client and user.
 	c.HTTP.RateLimits = query.DefaultRateLimits()
@@ -448,7 +454,7 @@ func (c Config) Validate() error {
 			return errors.New("config: cluster.secret is empty (set NEWSFLOW_CLUSTER_SECRET; every member needs the same one)")
 		case cc.RaftAddr == "":
 			return errors.New("config: cluster.raft_addr is empty")
-		case cc.DownAfter <= 0 || cc.Lease <= 0 || cc.QueryTimeout <= 0:
+		case cc.DownAfter <= 0 || cc.Lease <= 0 || cc.QueryTimeout <= 0 || cc.FailoverTimeout <= 0:
 			return errors.New("config: cluster.down_after, cluster.lease and cluster.query_timeout must be positive")
 		case cc.Lease >= cc.DownAfter:
 			return fmt.Errorf("config: cluster.lease %s must be shorter than cluster.down_after %s", cc.Lease, cc.DownAfter)

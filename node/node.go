@@ -221,7 +221,8 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 	n.weights.Store(&weights)
 	dc := cfg.Disk
 	option.Fill(&dc, DefaultDiskConfig())
-	if n.disk, err = newDiskGuard(cfg.DataDir, dc, logger, n.reg, n.engine.Hold, n.engine.Release); err != nil {
+	if n.disk, err = newDiskGuard(cfg.DataDir, dc, logger, n.reg,
+		func(reason string) { n.engine.Hold("disk", reason) }, func() { n.engine.Release("disk") }); err != nil {
 		return fail(err)
 	}
 	n.disk.start()
@@ -305,6 +306,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	qo.MaxPast = n.cfg.Trending.MaxPast()
 	qo.Logger, qo.Registerer, qo.Gatherer, qo.DataDir = n.logger, n.reg, n.reg, n.cfg.DataDir
 	qo.PeerTimeout, qo.OnLeave, qo.SetupToken = n.cfg.Cluster.QueryTimeout, func() { n.left.Store(true); leave() }, setupToken
+	qo.FailoverTimeout = n.cfg.Cluster.FailoverTimeout
 	qo.Images.Fetch = n.cfg.Crawl.fetchOptions(n.logger)
 	qo.Tracing = n.tracing
 	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K}

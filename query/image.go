@@ -337,7 +337,7 @@ func (s *Server) imageURL(id string) (string, bool, error) {
 	}
 	var u string
 	var found bool
-	_, err := s.atOwner(s.storyPartition(),
+	_, err := s.atOwner(s.storyPartition(), s.opts.PeerTimeout,
 		func() error { u, found = s.deps.Stories.ImageURL(id); return nil },
 		func(m cluster.Member, deadline time.Time) error {
 			a := s.peerGet(m, story.ImagePathPrefix+id+"?resolve=1", HeaderRouted, nil, time.Until(deadline))

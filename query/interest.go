@@ -119,7 +119,7 @@ func (s *Server) userProfile(ctx *fasthttp.RequestCtx, u auth.User, at int64) (p
 		body, err = s.localProfile(u.ID, at)
 	} else {
 		uri := "/api/v1/me/interest?at=" + strconv.FormatInt(at, 10)
-		failed, err = s.atOwner(p,
+		failed, err = s.atOwner(p, s.opts.PeerTimeout,
 			func() error {
 				var err error
 				body, err = s.localProfile(u.ID, at)

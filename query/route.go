@@ -90,8 +90,18 @@ func (s *Server) toOwner(part func(ctx *fasthttp.RequestCtx) (int32, bool), h fa
 			h(ctx) // the handler rejects the request
 			return
 		}
-		_, err := s.atOwner(p,
-			func() error { h(ctx); return nil },
+		_, err := s.atOwner(p, s.opts.FailoverTimeout,
+			func() error {
+				h(ctx)
+				if ctx.Response.StatusCode() == fasthttp.StatusServiceUnavailable {
+					// The partition restores here: try again.
+					err := fmt.Errorf("%s", bytes.TrimSpace(ctx.Response.Body()))
+					ctx.Response.ResetBody()
+					ctx.Response.SetStatusCode(fasthttp.StatusOK)
+					return err
+				}
+				return nil
+			},
 			func(m cluster.Member, _ time.Time) error { return s.forward(ctx, m) })
 		if err != nil {
 			writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"error": err.Error(), "partition": p})
@@ -103,12 +113,15 @@ func (s *Server) toOwner(part func(ctx *fasthttp.RequestCtx) (int32, bool), h fa
 // owner when another node does, until one of them succeeds. While the
 // owner is unknown (a node that just started) or fails (it died, and the
 // leader has yet to move its partitions; or the partition is restoring on
-// it), it waits for the cluster state to change and tries again, up to the
-// peer timeout (remote gets that deadline). It then returns the last error
-// and the node that failed ("" when the partition had no owner, or the
-// local attempt failed).
-func (s *Server) atOwner(p int32, local func() error, remote func(m cluster.Member, deadline time.Time) error) (failed string, err error) {
-	deadline := time.Now().Add(s.opts.PeerTimeout)
+// it), it waits for the cluster state to change and tries again, up to
+// wait: the failover timeout for a query of one key, which a client would
+// rather wait for than see fail, the peer timeout for a part of a larger
+// answer that can do without it (remote gets the deadline; a forward is
+// bounded by the peer timeout). It then returns the last error and the
+// node that failed ("" when the partition had no owner, or the local
+// attempt failed).
+func (s *Server) atOwner(p int32, wait time.Duration, local func() error, remote func(m cluster.Member, deadline time.Time) error) (failed string, err error) {
+	deadline := time.Now().Add(max(wait, s.opts.PeerTimeout))
 	for {
 		st, changed := s.deps.Cluster.State()
 		m, ok := st.Owner(p)
@@ -126,14 +139,14 @@ func (s *Server) atOwner(p int32, local func() error, remote func(m cluster.Memb
 		default:
 			err = fmt.Errorf("partition %d has no owner yet", p)
 		}
-		wait := time.Until(deadline)
-		if wait <= 0 {
+		left := time.Until(deadline)
+		if left <= 0 {
 			s.peerErrors.Inc()
 			return failed, err
 		}
 		select {
 		case <-changed:
-		case <-time.After(min(wait, 250*time.Millisecond)):
+		case <-time.After(min(left, 250*time.Millisecond)):
 		}
 	}
 }
@@ -237,6 +250,11 @@ func (s *Server) forward(ctx *fasthttp.RequestCtx, m cluster.Member) error {
 	req.Header.Set(HeaderPeer, s.deps.Cluster.PeerToken())
 	if err := s.peers.DoTimeout(req, resp, s.opts.PeerTimeout); err != nil {
 		return err
+	}
+	if resp.StatusCode() == fasthttp.StatusServiceUnavailable {
+		// The partition is not ready there yet (restoring after a move):
+		// the caller tries again until its deadline.
+		return fmt.Errorf("status 503: %s", bytes.TrimSpace(resp.Body()))
 	}
 	resp.CopyTo(&ctx.Response)
 	ctx.Response.Header.Set("X-Newsflow-Node", m.ID)

@@ -46,6 +46,12 @@ type Options struct {
 	IdleTimeout  time.Duration `yaml:"-"` // default 2m
 	// PeerTimeout bounds a request to another cluster node (default 2s).
 	PeerTimeout time.Duration `yaml:"-"`
+	// FailoverTimeout is how long a per-key query waits for the owner of
+	// its partition while the partition has none that answers (its owner
+	// died and the cluster moves it, or it restores on its new owner)
+	// before it answers 503 (default 10s; each request to a node is still
+	// bounded by PeerTimeout).
+	FailoverTimeout time.Duration `yaml:"-"`
 	// OnLeave, if set, is called after the node left its cluster
 	// (POST /api/v1/admin/cluster/leave), to stop the process.
 	OnLeave func() `yaml:"-"`
@@ -112,6 +118,7 @@ func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
+		FailoverTimeout: 10 * time.Second,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 		TrendingChanges: ChangesOptions{K: defaultChangesK},

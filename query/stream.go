@@ -570,7 +570,7 @@ func fromStoryOwner[T any](s *Server, uri string, local func() (T, error)) (T, e
 		return local()
 	}
 	var v T
-	_, err := s.atOwner(s.storyPartition(),
+	_, err := s.atOwner(s.storyPartition(), s.opts.PeerTimeout,
 		func() error {
 			var err error
 			v, err = local()
