@@ -119,7 +119,7 @@ func DefaultOptions() Options {
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
 		FailoverTimeout: 10 * time.Second,
-		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
+		MaxFuture:       5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 		TrendingChanges: ChangesOptions{K: defaultChangesK},
 	}
