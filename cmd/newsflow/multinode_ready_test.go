@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -94,5 +95,147 @@ func TestClusterRestartedNodeReadyWhenComplete(t *testing.T) {
 	t.Logf("in the 5s after the first ready: %d queries while ready, %d checks not ready", asked, unready)
 	if asked == 0 {
 		t.Fatal("never ready again after the first time")
+	}
+}
+
+// TestClusterFailoverNoRefusals: while clients query the survivors every
+// 50ms, a follower and then the leader are killed: no survivor answers a
+// read with an error (a per-key query waits for its partition's new owner,
+// a follower out of contact with a dead leader keeps answering from its
+// state), and a partial answer comes only within the failover bound
+// (cluster.failover_timeout) after a kill.
+func TestClusterFailoverNoRefusals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test skipped in -short mode")
+	}
+	const bound = 10 * time.Second
+	tc := startTestCluster(t)
+	stream := genShares(20_000, 500, 67)
+	if err := <-produceShares(t, tc.brokers, stream.lines, 5_000, 0); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	tc.WaitCaughtUp(2 * time.Minute)
+	var ids []string
+	for id := range stream.counts {
+		ids = append(ids, id)
+	}
+	type answer struct {
+		at      time.Time
+		node    string
+		path    string
+		code    int
+		partial bool
+		err     string
+	}
+	var (
+		mu      sync.Mutex
+		answers []answer
+		down    = map[string]bool{}
+		kills   []time.Time
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: bound + 5*time.Second}
+			for i := w; ; i += 3 {
+				select {
+				case <-stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				id := tc.ids[i%3]
+				mu.Lock()
+				skip := down[id]
+				mu.Unlock()
+				if skip {
+					continue
+				}
+				path := "/api/v1/trending?window=1h&k=10"
+				if i%2 == 1 {
+					path = "/api/v1/articles/" + ids[i%len(ids)] + "/shares"
+				}
+				a := answer{at: time.Now(), node: id, path: path}
+				resp, err := client.Get(tc.nodes[id].URL(path))
+				if err != nil {
+					a.err = err.Error()
+				} else {
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					a.code = resp.StatusCode
+					a.partial = strings.Contains(string(b), `"missing_partitions":[`) || strings.Contains(string(b), `"failed_nodes":[`)
+					if a.code != http.StatusOK {
+						a.err = string(b)
+					}
+				}
+				mu.Lock()
+				if !down[id] { // not killed while it was asked
+					answers = append(answers, a)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	kill := func(id string) {
+		mu.Lock()
+		down[id] = true
+		kills = append(kills, time.Now())
+		mu.Unlock()
+		tc.nodes[id].Kill()
+	}
+	revive := func(id string) {
+		tc.nodes[id].Start()
+		tc.waitView(60*time.Second, "rejoined by "+id, func(v clusterView) bool { return v.owns(id) > 0 && v.allRunning() })
+		tc.nodes[id].WaitReady(30 * time.Second)
+		mu.Lock()
+		down[id] = false
+		mu.Unlock()
+	}
+	v, _ := tc.waitView(10*time.Second, "led", func(v clusterView) bool { return v.Leader != "" })
+	leader := v.Leader
+	follower := tc.ids[0]
+	if follower == leader {
+		follower = tc.ids[1]
+	}
+	time.Sleep(time.Second)
+	kill(follower)
+	tc.waitView(30*time.Second, "without the follower", func(v clusterView) bool { return v.owns(follower) == 0 && v.allRunning() })
+	time.Sleep(time.Second)
+	revive(follower)
+	time.Sleep(time.Second)
+	kill(leader)
+	tc.waitView(30*time.Second, "without the leader", func(v clusterView) bool {
+		return v.Leader != "" && v.Leader != leader && v.owns(leader) == 0 && v.allRunning()
+	})
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	var failed, partial, late int
+	for _, a := range answers {
+		since := time.Duration(1 << 62)
+		for _, k := range kills {
+			if d := a.at.Sub(k); d >= 0 && d < since {
+				since = d
+			}
+		}
+		switch {
+		case a.err != "":
+			failed++
+			t.Errorf("%s after a kill: %s %s: %d %.160s", since.Round(time.Millisecond), a.node, a.path, a.code, a.err)
+		case a.partial && since > bound:
+			late++
+			t.Errorf("%s after a kill: %s %s: partial, beyond the failover bound %s", since.Round(time.Millisecond), a.node, a.path, bound)
+		case a.partial:
+			partial++
+		}
+	}
+	t.Logf("%d reads of the survivors: %d failed, %d partial within the failover bound, %d partial beyond it", len(answers), failed, partial, late)
+	if len(answers) < 100 {
+		t.Fatalf("only %d reads answered", len(answers))
 	}
 }
