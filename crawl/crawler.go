@@ -873,6 +873,10 @@ func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
 	return m, nil
 }
 
+// Guard is the SSRF guard the crawler dials with, as a check of feed URLs
+// before they are stored (fetch.Guard.CheckURL).
+func (c *Crawler) Guard() *fetch.Guard { return c.fetcher.Guard() }
+
 // ErrNoFeed is returned by Resolve for a page that is no feed and names
 // none.
 var ErrNoFeed = errors.New("not a feed and links to none")

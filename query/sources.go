@@ -17,6 +17,7 @@ import (
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/sync/errgroup"
 )
 
 // sourceInput is the writable part of a source, as POST and PATCH take it.
@@ -154,26 +155,29 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusCreated, addedSource{added, warning})
 }
 
-// addSource adds a source. With discover, its URL may be a web page whose
-// feed it finds; a URL that cannot work is refused (refused says why): a
-// page that is no feed and names none, or an address the crawler's SSRF
-// guard refuses (with the node's crawl.allow_private and allow_cidrs). One
-// that cannot be fetched now is kept as given, with a warning; the crawler
-// retries and records its errors. Unless given, the name is the feed's
-// title.
-func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool) (added crawl.Source, warning string, refused *addSourceError, err error) {
+// addSource adds a source. A URL the crawler's SSRF guard refuses (with
+// the node's crawl.allow_private and allow_cidrs) is refused (refused says
+// why), with discovery or without. With discover, its URL may be a web
+// page whose feed it finds; a page that is no feed and names none is
+// refused too. One that cannot be fetched now is kept as given, with a
+// warning; the crawler retries and records its errors. Unless given, the
+// name is the feed's title.
+func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool) (added crawl.Source, warning string, refused *refusal, err error) {
+	if refused, warning = s.checkFeedURL(ctx, src.FeedURL); refused != nil {
+		return crawl.Source{}, "", refused, nil
+	}
 	switch {
-	case !discover:
+	case !discover, warning != "": // a name that does not resolve is not fetched
 	case s.deps.Crawler == nil:
 		warning = "crawling is disabled on this node: the URL was not checked and the source is not crawled here"
 	default:
 		r, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
 		switch {
 		case errors.Is(err, crawl.ErrNoFeed):
-			return crawl.Source{}, "", &addSourceError{Reason: "no_feed",
+			return crawl.Source{}, "", &refusal{Reason: "no_feed",
 				Error: "feed discovery: " + err.Error() + " (neither a feed nor a page that links to one)"}, nil
 		case errors.Is(err, fetch.ErrBlockedAddress):
-			return crawl.Source{}, "", &addSourceError{Reason: "blocked_address",
+			return crawl.Source{}, "", &refusal{Reason: "blocked_address",
 				Error: fmt.Sprintf("%s cannot be crawled: %s is a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
 					"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
 					src.FeedURL, blockedAddress(err))}, nil
@@ -183,6 +187,11 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 			}
 			warning = fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", src.FeedURL, err)
 		default:
+			if r.FeedURL != src.FeedURL {
+				if refused, _ := s.checkFeedURL(ctx, r.FeedURL); refused != nil {
+					return crawl.Source{}, "", refused, nil
+				}
+			}
 			src.FeedURL = r.FeedURL
 			src.Homepage = cmp.Or(src.Homepage, r.Homepage)
 			src.Name = cmp.Or(src.Name, r.Title)
@@ -194,6 +203,36 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 	return added, warning, nil, nil
 }
 
+// urlGuard is the SSRF guard that URLs to be stored are checked with:
+// the crawler's, or on a node that does not crawl, one made of the
+// crawler's fetch options, which the node gives the image proxy
+// (Options.Images.Fetch).
+func (s *Server) urlGuard() *fetch.Guard {
+	if c, ok := s.deps.Crawler.(interface{ Guard() *fetch.Guard }); ok {
+		return c.Guard()
+	}
+	return fetch.NewGuard(s.opts.Images.Fetch)
+}
+
+// checkFeedURL checks a feed URL against the crawler's SSRF guard without
+// fetching it: refused says why when the guard refuses its host (in any
+// numeric form, or a name that resolves to such an address), warning when
+// its name does not resolve now (the crawler retries). A URL that is not
+// one passes: Sources.Add says what is wrong with it.
+func (s *Server) checkFeedURL(ctx context.Context, feedURL string) (refused *refusal, warning string) {
+	err := s.urlGuard().CheckURL(ctx, feedURL)
+	var be *fetch.BlockedError
+	switch {
+	case errors.As(err, &be):
+		return &refusal{Reason: "blocked_address", Error: fmt.Sprintf("%s cannot be crawled: %s, which the crawler's SSRF guard refuses "+
+			"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
+			feedURL, be.Reason())}, ""
+	case errors.Is(err, fetch.ErrUnresolved):
+		return nil, fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", feedURL, err)
+	}
+	return nil, ""
+}
+
 // addedSource is the answer to adding a source: the source, and what
 // could not be checked.
 type addedSource struct {
@@ -201,9 +240,9 @@ type addedSource struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// addSourceError is the answer to a source that cannot work: the reason
+// refusal is the answer to a URL that cannot work: the reason
 // as a word (no_feed, blocked_address) and as a sentence.
-type addSourceError struct {
+type refusal struct {
 	Error  string `json:"error"`
 	Reason string `json:"reason"`
 }
@@ -292,14 +331,17 @@ func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
 }
 
 // handleImportSources adds every feed of an OPML body; feeds already
-// present are skipped, invalid ones reported.
+// present are skipped, invalid ones and those on addresses the crawler's
+// SSRF guard refuses reported.
 func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 	entries, err := opml.Parse(bytes.NewReader(ctx.PostBody()))
 	if err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	res := s.deps.Sources.Import(ctx, entries)
+	allowed, refused := s.checkImport(ctx, entries)
+	res := s.deps.Sources.Import(ctx, allowed)
+	res.Errors = append(refused, res.Errors...)
 	if res.Added > 0 {
 		s.kickCrawler()
 	}
@@ -308,6 +350,30 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		status = fasthttp.StatusBadRequest
 	}
 	writeJSON(ctx, status, res)
+}
+
+// checkImport checks the feed URLs of an import against the crawler's
+// SSRF guard, a few at a time: allowed are the entries it lets through, in
+// order, refused the failures of the others.
+func (s *Server) checkImport(ctx context.Context, entries []opml.Entry) (allowed []opml.Entry, refused []crawl.ImportFailure) {
+	errs := make([]*refusal, len(entries))
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, e := range entries {
+		g.Go(func() error {
+			errs[i], _ = s.checkFeedURL(ctx, e.FeedURL)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for i, e := range entries {
+		if errs[i] != nil {
+			refused = append(refused, crawl.ImportFailure{FeedURL: e.FeedURL, Error: errs[i].Error})
+			continue
+		}
+		allowed = append(allowed, e)
+	}
+	return allowed, refused
 }
 
 func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {

@@ -3,6 +3,7 @@ package query_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -215,10 +216,38 @@ func TestAddSourceChecks(t *testing.T) {
 	if w, _ := v["warning"].(string); status != http.StatusCreated || !strings.Contains(w, "cannot be fetched now") {
 		t.Fatalf("add a feed that is down: %d %v", status, v)
 	}
-	// ?discover=false takes the URL as given, unchecked.
-	status, v = addSource(t, guarded, "?discover=false", `{"feed_url":"`+farm.URL+`/page"}`)
+	// ?discover=false takes the URL as given, unfetched, but never on an
+	// address the guard refuses, in any of its forms.
+	port := farm.Listener.Addr().(*net.TCPAddr).Port
+	for _, host := range []string{"127.0.0.1", "2130706433", "0x7f.1", "017700000001", "127.1", "[::1]", "[::ffff:127.0.0.1]", "localhost",
+		"169.254.169.254", "10.0.0.1", "[fe80::1]", "0"} {
+		u := fmt.Sprintf("http://%s:%d/page", host, port)
+		status, v := addSource(t, guarded, "?discover=false", `{"feed_url":"`+u+`"}`)
+		if msg, _ := v["error"].(string); status != http.StatusBadRequest || v["reason"] != "blocked_address" || !strings.Contains(msg, "SSRF guard") {
+			t.Errorf("add %s unchecked on a guarded node: %d %v", u, status, v)
+		}
+	}
+	status, v = addSource(t, open, "?discover=false", `{"feed_url":"`+farm.URL+`/page"}`)
 	if status != http.StatusCreated || v["warning"] != nil {
-		t.Fatalf("add unchecked: %d %v", status, v)
+		t.Fatalf("add unchecked where the configuration allows the address: %d %v", status, v)
+	}
+	status, v = addSource(t, guarded, "?discover=false", `{"feed_url":"http://nowhere.invalid/feed"}`)
+	if w, _ := v["warning"].(string); status != http.StatusCreated || !strings.Contains(w, "cannot be fetched now") {
+		t.Fatalf("add unchecked at a name that does not resolve: %d %v", status, v)
+	}
+
+	// An OPML import reports the feeds on refused addresses and adds the
+	// others.
+	list := opml.Entry{FeedURL: "http://2130706433:" + strconv.Itoa(port) + "/news.xml"}
+	var body strings.Builder
+	if err := opml.Write(&body, "feeds", []opml.Entry{list, {FeedURL: "https://news.example/rss"}}); err != nil {
+		t.Fatal(err)
+	}
+	status, b := adminCall(guarded, fasthttp.MethodPost, "/api/v1/admin/sources/import", body.String())
+	var res crawl.ImportResult
+	if err := json.Unmarshal(b, &res); err != nil || status != http.StatusBadRequest || res.Added != 1 || len(res.Errors) != 1 ||
+		res.Errors[0].FeedURL != list.FeedURL || !strings.Contains(res.Errors[0].Error, "loopback") {
+		t.Fatalf("import with a loopback feed on a guarded node: %d %s", status, b)
 	}
 }
 

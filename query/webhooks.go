@@ -3,8 +3,10 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/valyala/fasthttp"
 )
@@ -47,7 +49,9 @@ func (s *Server) handleMyWebhooks(ctx *fasthttp.RequestCtx, u auth.User) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": hooks})
 }
 
-// handleAddWebhook registers {"url", "topics", "sources"} for the reader.
+// handleAddWebhook registers {"url", "topics", "sources"} for the reader;
+// a URL on an address the SSRF guard refuses is refused (400 with
+// reason blocked_address).
 func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 	var req struct {
 		URL     string   `json:"url"`
@@ -55,6 +59,15 @@ func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 		Sources []string `json:"sources"`
 	}
 	if !decodeJSON(ctx, &req) {
+		return
+	}
+	// Deliveries dial through the crawler's SSRF guard: a URL it refuses
+	// is refused now, not at every delivery.
+	var be *fetch.BlockedError
+	if err := s.urlGuard().CheckURL(context.Background(), req.URL); errors.As(err, &be) {
+		writeJSON(ctx, fasthttp.StatusBadRequest, refusal{Reason: "blocked_address",
+			Error: fmt.Sprintf("the webhook URL cannot be delivered to: %s, which the SSRF guard refuses "+
+				"(a node may deliver to such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)", be.Reason())})
 		return
 	}
 	h, err := s.deps.Webhooks.Add(context.Background(), u.ID, req.URL, req.Topics, req.Sources)
