@@ -19,6 +19,7 @@ import (
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/polite"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/state"
@@ -568,8 +569,8 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 	// the next attempt.
 	fail := func(err error) time.Time {
 		st.ConsecutiveErrors++
-		st.LastError = err.Error()
-		rec.Outcome, rec.Error = "error", err.Error()
+		st.LastError = c.publicError(s.ID, err)
+		rec.Outcome, rec.Error = "error", st.LastError
 		if Classify(err) == Permanent {
 			rec.Class = Permanent.String()
 			return now.Add(time.Duration(s.MaxInterval))
@@ -619,6 +620,19 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 	res.record, res.next, res.reschedule = rec, next, gone == "" && err == nil
 	c.logCrawl(&s, rec, st.ConsecutiveErrors)
 	return res
+}
+
+// publicError is the message of a crawl error as the source's crawl
+// state keeps it, for admins and the setup page: without the node's own
+// addresses (its DNS resolver, its end of a connection). The log has the
+// whole error at Debug.
+func (c *Crawler) publicError(id string, err error) string {
+	msg := err.Error()
+	public := redact.InternalAddrs(msg)
+	if public != msg {
+		c.opts.Logger.Debug("crawl: error", "source", id, "err", msg)
+	}
+	return public
 }
 
 // logCrawl logs one crawl at Debug, and on a line of its own at Warn or
@@ -684,15 +698,15 @@ func (c *Crawler) fetchAndIngest(ctx context.Context, s *Source, st *CrawlState,
 		switch Classify(ferr) {
 		case Gone:
 			*gone = "410 Gone: the server says the feed was removed permanently"
-			rec.Outcome, rec.Error = "gone", ferr.Error()
-			st.LastError = ferr.Error()
+			st.LastError = c.publicError(s.ID, ferr)
+			rec.Outcome, rec.Error = "gone", st.LastError
 			return time.Time{}
 		case RateLimited:
 			ra := fetch.RetryAfter(ferr)
 			br.RateLimited(now, ra)
 			c.limiter.PauseHost(host, now.Add(max(ra, polite.DefaultRetryAfter)))
-			rec.Outcome, rec.Error = "rate_limited", ferr.Error()
-			st.LastError = ferr.Error()
+			st.LastError = c.publicError(s.ID, ferr)
+			rec.Outcome, rec.Error = "rate_limited", st.LastError
 			return maxTime(br.NextAttempt(), now.Add(cur))
 		}
 		return fail(ferr)

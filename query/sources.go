@@ -15,6 +15,7 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/opml"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/errgroup"
@@ -102,7 +103,28 @@ func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
 	if list == nil {
 		list = []crawl.Source{}
 	}
+	for i := range list {
+		list[i] = publicSource(list[i])
+	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sources": list})
+}
+
+// publicSource is a source as admins read it: its crawl errors without
+// the node's own addresses (its DNS resolver, its end of a connection),
+// also those stored by versions that kept them.
+func publicSource(src crawl.Source) crawl.Source {
+	src.Crawl.LastError = redact.InternalAddrs(src.Crawl.LastError)
+	if r := src.Crawl.LastResult; r != nil {
+		rec := publicRecord(*r)
+		src.Crawl.LastResult = &rec
+	}
+	return src
+}
+
+// publicRecord is a crawl record without the node's own addresses.
+func publicRecord(rec crawl.CrawlRecord) crawl.CrawlRecord {
+	rec.Error = redact.InternalAddrs(rec.Error)
+	return rec
 }
 
 // handlePublicSources answers GET /api/v1/sources: the id, name, site and
@@ -185,7 +207,8 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner // without Resolve's "fetch URL: "
 			}
-			warning = fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", src.FeedURL, err)
+			warning = fmt.Sprintf("%s cannot be fetched now (%s); the source is kept as given and the crawler will retry",
+				src.FeedURL, redact.InternalAddrs(err.Error()))
 		default:
 			if r.FeedURL != src.FeedURL {
 				if refused, _ := s.checkFeedURL(ctx, r.FeedURL); refused != nil {
@@ -280,7 +303,7 @@ func (s *Server) sourceByID(ctx *fasthttp.RequestCtx) (crawl.Source, bool) {
 		s.sourceError(ctx, err)
 		return crawl.Source{}, false
 	}
-	return src, true
+	return publicSource(src), true
 }
 
 func (s *Server) handleGetSource(ctx *fasthttp.RequestCtx) {
@@ -314,7 +337,7 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.kickCrawler()
-	writeJSON(ctx, fasthttp.StatusOK, src)
+	writeJSON(ctx, fasthttp.StatusOK, publicSource(src))
 }
 
 func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
@@ -417,7 +440,7 @@ func (s *Server) handleCrawlSource(ctx *fasthttp.RequestCtx) {
 	case err != nil:
 		s.sourceError(ctx, err)
 	default:
-		writeJSON(ctx, fasthttp.StatusOK, rec)
+		writeJSON(ctx, fasthttp.StatusOK, publicRecord(rec))
 	}
 }
 

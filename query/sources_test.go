@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -409,5 +410,43 @@ func TestSourceTimesOldRecord(t *testing.T) {
 	stored, _, err := n.auth.Meta().Get(ctx, crawl.Collection, "src-0ld")
 	if err != nil || strings.Contains(string(stored), `":"20`) || !strings.Contains(string(stored), `"Old news"`) {
 		t.Fatalf("stored after the change: %s, %v", stored, err)
+	}
+}
+
+// resolverAddr is where a Go DNS error names the resolver it asked.
+var resolverAddr = regexp.MustCompile(`lookup \S+ on \S+:\d+`)
+
+// A source at a name that does not resolve: what the API answers says so,
+// and names neither the node's DNS resolver nor any other address of the
+// node: the warning of its addition, the crawl record, the source list,
+// the source and its status, and the setup status.
+func TestSourceErrorsNameNoResolver(t *testing.T) {
+	h := sourcesNode(t, fetch.Options{})
+	const feedURL = "http://nowhere.invalid/feed"
+	status, v := addSource(t, h, "", `{"feed_url":"`+feedURL+`"}`)
+	w, _ := v["warning"].(string)
+	id, _ := v["id"].(string)
+	if status != http.StatusCreated || !strings.Contains(w, "nowhere.invalid") || resolverAddr.MatchString(w) {
+		t.Fatalf("add: %d %v", status, v)
+	}
+	answers := map[string][]byte{}
+	status, answers["crawl"] = adminCall(h, fasthttp.MethodPost, "/api/v1/admin/sources/"+id+"/crawl", "")
+	if status != http.StatusOK || !strings.Contains(string(answers["crawl"]), "no such host") {
+		t.Fatalf("crawl: %d %s", status, answers["crawl"])
+	}
+	for name, path := range map[string]string{"list": "/api/v1/admin/sources", "source": "/api/v1/admin/sources/" + id,
+		"status": "/api/v1/admin/sources/" + id + "/status", "setup": "/api/v1/setup"} {
+		status, answers[name] = adminCall(h, fasthttp.MethodGet, path, "")
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, status, answers[name])
+		}
+	}
+	for name, b := range answers {
+		if m := resolverAddr.Find(b); m != nil {
+			t.Errorf("%s names the resolver (%s): %s", name, m, b)
+		}
+	}
+	if !strings.Contains(string(answers["list"]), "no such host") || !strings.Contains(string(answers["setup"]), `"reason":"dns"`) {
+		t.Errorf("the answers do not say the name does not resolve: %s\n%s", answers["list"], answers["setup"])
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/valyala/fasthttp"
 )
@@ -14,8 +15,8 @@ import (
 // Breaking-news webhooks: a reader registers URLs with a filter; admins
 // see every hook with its delivery status.
 
-// hookView is a hook with its delivery status; the secret only for its
-// owner.
+// hookView is a hook with its delivery status; the secret, and the
+// credentials its URL may carry, only for its owner.
 type hookView struct {
 	webhook.Hook
 	Status webhook.Status `json:"status"`
@@ -30,11 +31,19 @@ func (s *Server) hookViews(owner string, withSecret bool) ([]hookView, error) {
 	out := make([]hookView, len(hooks))
 	for i, h := range hooks {
 		if !withSecret {
-			h.Secret = ""
+			// Admins see whose hooks go where, not the owner's
+			// credentials.
+			h.Secret, h.URL = "", redact.URL(h.URL)
 		}
 		out[i].Hook = h
 		if out[i].Status, err = s.deps.Webhooks.Status(ctx, h.ID); err != nil {
 			return nil, err
+		}
+		// Without the node's own addresses, also in a status stored by
+		// versions that kept them.
+		out[i].Status.LastError = redact.InternalAddrs(out[i].Status.LastError)
+		if !withSecret {
+			out[i].Status.LastError = redact.Text(out[i].Status.LastError)
 		}
 	}
 	return out, nil
