@@ -41,9 +41,9 @@ var apiOps = []apiOp{
 	{method: "POST", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Create an account with a role (user or admin; newsflow user add against a running node)",
 		body: "NewUser", ok: 201, okSchema: "User", errs: []int{400, 401, 403, 409}},
 	{method: "GET", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Every account, by username", ok: 200, okSchema: "Users", errs: []int{401, 403}},
-	{method: "DELETE", path: "/api/v1/admin/users/{id}", tag: "admin", auth: "admin", summary: "Delete an account with its sessions, preferences and read state (not the last admin: 409)",
+	{method: "DELETE", path: "/api/v1/admin/users/{id}", tag: "admin", auth: "admin", summary: "Delete an account with its sessions, API keys, webhooks (their queued deliveries dropped), preferences and read state (not the last admin: 409)",
 		ok: 204, errs: []int{401, 403, 404, 409}},
-	{method: "DELETE", path: "/api/v1/admin/users/{id}/sessions", tag: "admin", auth: "admin", summary: "End every session of an account (log out everywhere)", ok: 204, errs: []int{401, 403, 404}},
+	{method: "DELETE", path: "/api/v1/admin/users/{id}/sessions", tag: "admin", auth: "admin", summary: "Log an account out everywhere: end every session and revoke every API key", ok: 204, errs: []int{401, 403, 404}},
 
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
