@@ -75,7 +75,8 @@ var apiOps = []apiOp{
 
 	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 409, 429}},
 	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; limited per address and username)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 429}},
-	{method: "POST", path: "/api/v1/auth/logout", tag: "account", summary: "Revoke the request's session", ok: 204},
+	{method: "POST", path: "/api/v1/auth/logout", tag: "account", summary: "Revoke the request's session; with ?everywhere=true log its account out everywhere: every session ends and every API key is revoked (401 without a session)",
+		query: []string{"everywhere:string:true to end every session and revoke every API key of the account"}, ok: 204, errs: []int{400, 401}},
 	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
 	{method: "GET", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "The user's preferences", ok: 200, okSchema: "Preferences", errs: []int{401, 429}},
 	{method: "PUT", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "Replace the user's preferences", body: "Preferences", ok: 200, okSchema: "Preferences", errs: []int{400, 401, 429}},

@@ -135,3 +135,35 @@ func TestDeleteUserRemovesHooksAndKeys(t *testing.T) {
 		t.Errorf("a deleted account's API key: %d, want 401", got)
 	}
 }
+
+// A reader logs out everywhere: every session of the account ends, and
+// every API key; other readers' go on. Without a session it is refused.
+func TestReaderLogsOutEverywhere(t *testing.T) {
+	n := newTestNode(t)
+	ann1 := login(t, n, "/api/v1/auth/register", "ann", "correct horse battery")
+	ann2 := login(t, n, "/api/v1/auth/login", "ann", "correct horse battery")
+	bob := login(t, n, "/api/v1/auth/register", "bob", "a long enough password")
+	annKey, bobKey := apiKey(t, n, ann1), apiKey(t, n, bob)
+	me := func(key string) int { return n.do(t, fasthttp.MethodGet, "/v1/me", nil, "X-Auth-Token", key).status }
+
+	wantError(t, n.do(t, fasthttp.MethodPost, "/api/v1/auth/logout?everywhere=true", nil, bearer("not-a-session")...), fasthttp.StatusUnauthorized)
+	wantError(t, n.do(t, fasthttp.MethodPost, "/api/v1/auth/logout?everywhere=yes", nil, bearer(ann1)...), fasthttp.StatusBadRequest, "want true or false")
+	if got := me(annKey); got != fasthttp.StatusOK {
+		t.Fatalf("ann's key after refused requests: %d", got)
+	}
+	if r := n.do(t, fasthttp.MethodPost, "/api/v1/auth/logout?everywhere=true", nil, bearer(ann2)...); r.status != fasthttp.StatusNoContent {
+		t.Fatalf("log out everywhere: %s", r)
+	}
+	for _, tok := range []string{ann1, ann2} {
+		wantError(t, n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(tok)...), fasthttp.StatusUnauthorized)
+	}
+	if got := me(annKey); got != fasthttp.StatusUnauthorized {
+		t.Errorf("ann's API key after she logged out everywhere: %d, want 401", got)
+	}
+	if got := me(bobKey); got != fasthttp.StatusOK {
+		t.Errorf("bob's API key: %d", got)
+	}
+	if r := n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(bob)...); r.status != fasthttp.StatusOK {
+		t.Errorf("bob's session: %s", r)
+	}
+}
