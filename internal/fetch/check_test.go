@@ -1,9 +1,12 @@
 package fetch
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
@@ -92,5 +95,37 @@ func TestGuardCheckURL(t *testing.T) {
 	}
 	if err := NewGuard(Options{AllowPrivate: true}).CheckURL(ctx, "http://10.0.0.1/"); err != nil {
 		t.Errorf("allow_private: %v", err)
+	}
+}
+
+// The fetcher's debug log names the URLs it fetches, redirects and fails
+// on without their credentials.
+func TestFetchLogsNoCredentials(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/old" {
+			http.Redirect(w, r, "/feed?token=n3xttoken", http.StatusFound)
+			return
+		}
+		w.Write([]byte(feedXML))
+	})
+	var log bytes.Buffer
+	f := newFetcher(t, func(o *Options) {
+		o.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	u := strings.Replace(srv.URL, "http://", "http://ann:hunter22@", 1)
+	if _, err := f.Fetch(context.Background(), Request{URL: u + "/old?api_key=k3yvalue"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), Request{URL: "http://ann:hunter22@127.0.0.2:1/feed?token=t0kenvalue"}); err == nil {
+		t.Fatal("fetch of a blocked address succeeded")
+	}
+	out := log.String()
+	if !strings.Contains(out, "redirect") || !strings.Contains(out, "fetched") || !strings.Contains(out, "fetch failed") {
+		t.Fatalf("log:\n%s", out)
+	}
+	for _, s := range []string{"hunter22", "k3yvalue", "n3xttoken", "t0kenvalue"} {
+		if strings.Contains(out, s) {
+			t.Errorf("the log carries %q:\n%s", s, out)
+		}
 	}
 }
