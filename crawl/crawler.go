@@ -630,7 +630,7 @@ func (c *Crawler) publicError(id string, err error) string {
 	msg := err.Error()
 	public := redact.InternalAddrs(msg)
 	if public != msg {
-		c.opts.Logger.Debug("crawl: error", "source", id, "err", msg)
+		c.opts.Logger.Debug("crawl: error", "source", id, "err", redact.Text(msg))
 	}
 	return public
 }
@@ -642,17 +642,20 @@ func (c *Crawler) publicError(id string, err error) string {
 func (c *Crawler) logCrawl(s *Source, rec CrawlRecord, consecutive int) {
 	l := c.opts.Logger
 	ctx := context.Background()
+	// A feed URL may carry credentials (user:password@, a token in its
+	// query): the log names it without them.
+	feedURL, errText := redact.URL(s.FeedURL), redact.Text(rec.Error)
 	if l.Enabled(ctx, slog.LevelDebug) {
-		l.LogAttrs(ctx, slog.LevelDebug, "crawl", slog.String("source", s.ID), slog.String("url", s.FeedURL), slog.String("outcome", rec.Outcome),
-			slog.String("err", rec.Error), slog.Int("items_new", rec.ItemsNew), slog.Int("errors", consecutive), slog.Duration("duration", time.Duration(rec.Duration)))
+		l.LogAttrs(ctx, slog.LevelDebug, "crawl", slog.String("source", s.ID), slog.String("url", feedURL), slog.String("outcome", rec.Outcome),
+			slog.String("err", errText), slog.Int("items_new", rec.ItemsNew), slog.Int("errors", consecutive), slog.Duration("duration", time.Duration(rec.Duration)))
 	}
 	switch tr, show := c.round.record(s.ID, s.Crawl.ConsecutiveErrors, rec); {
 	case !show:
 	case tr == startedFailing && rec.Class == Permanent.String():
 		l.Warn("crawl: source failing; retrying cannot fix it, trying again after its max interval", "source", s.ID, "name", s.Name,
-			"url", s.FeedURL, "err", rec.Error, "reason", ClassifyFailure(rec.Error).Hint, "next", time.Duration(s.MaxInterval))
+			"url", feedURL, "err", errText, "reason", ClassifyFailure(rec.Error).Hint, "next", time.Duration(s.MaxInterval))
 	case tr == startedFailing:
-		l.Warn("crawl: source failing; retrying with backoff", "source", s.ID, "name", s.Name, "url", s.FeedURL, "err", rec.Error,
+		l.Warn("crawl: source failing; retrying with backoff", "source", s.ID, "name", s.Name, "url", feedURL, "err", errText,
 			"reason", ClassifyFailure(rec.Error).Hint)
 	case tr == recovered:
 		l.Info("crawl: source recovered", "source", s.ID, "name", s.Name, "after_errors", s.Crawl.ConsecutiveErrors)
