@@ -50,12 +50,13 @@ func (f *Fetcher) Guard() *Guard {
 // it resolves to must pass. A refused host gives a *BlockedError (it
 // matches ErrBlockedAddress), which names the host and the kind of range
 // ("loopback", "private", ...) but not the address a name resolves to; a
-// name that does not resolve gives an error wrapping ErrUnresolved.
-// Errors name no resolver.
+// name that does not resolve gives an error wrapping ErrUnresolved; what
+// is no absolute http or https URL, one wrapping ErrInvalidURL, before any
+// lookup. Errors name no resolver.
 func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	u, err := url.Parse(strings.TrimSpace(raw))
-	if err != nil || u.Hostname() == "" {
-		return fmt.Errorf("%w: %q has no host", ErrInvalidURL, raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return fmt.Errorf("%w: %q is not an absolute http or https URL", ErrInvalidURL, raw)
 	}
 	if g.g.off {
 		return nil

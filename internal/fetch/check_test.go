@@ -79,8 +79,10 @@ func TestGuardCheckURL(t *testing.T) {
 		!strings.Contains(err.Error(), "nowhere.invalid") {
 		t.Errorf("unresolved: %v", err)
 	}
-	if err := g.CheckURL(ctx, "not a url"); !errors.Is(err, ErrInvalidURL) {
-		t.Errorf("no host: %v", err)
+	for _, raw := range []string{"not a url", "gopher://intranet.corp/", "//10.0.0.1/", "http://"} {
+		if err := g.CheckURL(ctx, raw); !errors.Is(err, ErrInvalidURL) {
+			t.Errorf("%q: %v, want ErrInvalidURL", raw, err)
+		}
 	}
 
 	allow := NewGuard(Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.1.0.0/16")}})
