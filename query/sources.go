@@ -199,10 +199,13 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 			return crawl.Source{}, "", &refusal{Reason: "no_feed",
 				Error: "feed discovery: " + err.Error() + " (neither a feed nor a page that links to one)"}, nil
 		case errors.Is(err, fetch.ErrBlockedAddress):
+			// The name resolved elsewhere than when it was checked, or
+			// discovery led to another host: the answer does not say
+			// which address a name resolved to.
 			return crawl.Source{}, "", &refusal{Reason: "blocked_address",
-				Error: fmt.Sprintf("%s cannot be crawled: %s is a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
+				Error: fmt.Sprintf("%s cannot be crawled: %s a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
 					"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
-					src.FeedURL, blockedAddress(err))}, nil
+					src.FeedURL, blockedAddress(err, src.FeedURL))}, nil
 		case err != nil:
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner // without Resolve's "fetch URL: "
@@ -270,15 +273,24 @@ type refusal struct {
 	Reason string `json:"reason"`
 }
 
-// blockedAddress is the address the SSRF guard refused in err.
-func blockedAddress(err error) string {
-	addr := "its address"
-	for e := err; e != nil && e != fetch.ErrBlockedAddress; e = errors.Unwrap(e) {
-		if msg := e.Error(); strings.HasPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") {
-			addr = strings.TrimPrefix(msg, fetch.ErrBlockedAddress.Error()+" ")
-		}
+// blockedAddress names what the SSRF guard refused in err, a fetch of
+// feedURL, as the subject of "is" or "resolves to": the address when
+// feedURL's host is an address, else the host name alone (the address
+// it resolved to, or redirected to, is not for the answer).
+func blockedAddress(err error, feedURL string) string {
+	u, perr := url.Parse(feedURL)
+	if perr != nil || u.Hostname() == "" {
+		return "its address is"
 	}
-	return addr
+	if _, ok := fetch.ParseHostIP(u.Hostname()); ok {
+		for e := err; e != nil && e != fetch.ErrBlockedAddress; e = errors.Unwrap(e) {
+			if msg := e.Error(); strings.HasPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") {
+				return strings.TrimPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") + " is"
+			}
+		}
+		return u.Hostname() + " is"
+	}
+	return u.Hostname() + " (or where it redirects) resolves to"
 }
 
 func sourceID(ctx *fasthttp.RequestCtx) (string, bool) {
