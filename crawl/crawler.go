@@ -19,6 +19,7 @@ import (
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/polite"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/state"
@@ -592,8 +593,8 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 	// the next attempt.
 	fail := func(err error) time.Time {
 		st.ConsecutiveErrors++
-		st.LastError = err.Error()
-		rec.Outcome, rec.Error = "error", err.Error()
+		st.LastError = c.publicError(s.ID, err)
+		rec.Outcome, rec.Error = "error", st.LastError
 		if Classify(err) == Permanent {
 			rec.Class = Permanent.String()
 			return now.Add(time.Duration(s.MaxInterval))
@@ -645,6 +646,19 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 	return res
 }
 
+// publicError is the message of a crawl error as the source's crawl
+// state keeps it, for admins and the setup page: without the node's own
+// addresses (its DNS resolver, its end of a connection). The log has the
+// whole error at Debug.
+func (c *Crawler) publicError(id string, err error) string {
+	msg := err.Error()
+	public := redact.InternalAddrs(msg)
+	if public != msg {
+		c.opts.Logger.Debug("crawl: error", "source", id, "err", redact.Text(msg))
+	}
+	return public
+}
+
 // logCrawl logs one crawl at Debug, and on a line of its own at Warn or
 // Info when the source started failing or recovered with it (a few per
 // round; Run's summary counts the rest). s is the source as claimed,
@@ -652,17 +666,20 @@ func (c *Crawler) crawl(ctx context.Context, id string, force bool) crawlResult 
 func (c *Crawler) logCrawl(s *Source, rec CrawlRecord, consecutive int) {
 	l := c.opts.Logger
 	ctx := context.Background()
+	// A feed URL may carry credentials (user:password@, a token in its
+	// query): the log names it without them.
+	feedURL, errText := redact.URL(s.FeedURL), redact.Text(rec.Error)
 	if l.Enabled(ctx, slog.LevelDebug) {
-		l.LogAttrs(ctx, slog.LevelDebug, "crawl", slog.String("source", s.ID), slog.String("url", s.FeedURL), slog.String("outcome", rec.Outcome),
-			slog.String("err", rec.Error), slog.Int("items_new", rec.ItemsNew), slog.Int("errors", consecutive), slog.Duration("duration", time.Duration(rec.Duration)))
+		l.LogAttrs(ctx, slog.LevelDebug, "crawl", slog.String("source", s.ID), slog.String("url", feedURL), slog.String("outcome", rec.Outcome),
+			slog.String("err", errText), slog.Int("items_new", rec.ItemsNew), slog.Int("errors", consecutive), slog.Duration("duration", time.Duration(rec.Duration)))
 	}
 	switch tr, show := c.round.record(s.ID, s.Crawl.ConsecutiveErrors, rec); {
 	case !show:
 	case tr == startedFailing && rec.Class == Permanent.String():
 		l.Warn("crawl: source failing; retrying cannot fix it, trying again after its max interval", "source", s.ID, "name", s.Name,
-			"url", s.FeedURL, "err", rec.Error, "reason", ClassifyFailure(rec.Error).Hint, "next", time.Duration(s.MaxInterval))
+			"url", feedURL, "err", errText, "reason", ClassifyFailure(rec.Error).Hint, "next", time.Duration(s.MaxInterval))
 	case tr == startedFailing:
-		l.Warn("crawl: source failing; retrying with backoff", "source", s.ID, "name", s.Name, "url", s.FeedURL, "err", rec.Error,
+		l.Warn("crawl: source failing; retrying with backoff", "source", s.ID, "name", s.Name, "url", feedURL, "err", errText,
 			"reason", ClassifyFailure(rec.Error).Hint)
 	case tr == recovered:
 		l.Info("crawl: source recovered", "source", s.ID, "name", s.Name, "after_errors", s.Crawl.ConsecutiveErrors)
@@ -708,15 +725,15 @@ func (c *Crawler) fetchAndIngest(ctx context.Context, s *Source, st *CrawlState,
 		switch Classify(ferr) {
 		case Gone:
 			*gone = "410 Gone: the server says the feed was removed permanently"
-			rec.Outcome, rec.Error = "gone", ferr.Error()
-			st.LastError = ferr.Error()
+			st.LastError = c.publicError(s.ID, ferr)
+			rec.Outcome, rec.Error = "gone", st.LastError
 			return time.Time{}
 		case RateLimited:
 			ra := fetch.RetryAfter(ferr)
 			br.RateLimited(now, ra)
 			c.limiter.PauseHost(host, now.Add(max(ra, polite.DefaultRetryAfter)))
-			rec.Outcome, rec.Error = "rate_limited", ferr.Error()
-			st.LastError = ferr.Error()
+			st.LastError = c.publicError(s.ID, ferr)
+			rec.Outcome, rec.Error = "rate_limited", st.LastError
 			return maxTime(br.NextAttempt(), now.Add(cur))
 		}
 		return fail(ferr)
@@ -896,6 +913,10 @@ func newCrawlMetrics(reg prometheus.Registerer) (*crawlMetrics, error) {
 	}
 	return m, nil
 }
+
+// Guard is the SSRF guard the crawler dials with, as a check of feed URLs
+// before they are stored (fetch.Guard.CheckURL).
+func (c *Crawler) Guard() *fetch.Guard { return c.fetcher.Guard() }
 
 // ErrNoFeed is returned by Resolve for a page that is no feed and names
 // none.

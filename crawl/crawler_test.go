@@ -1,8 +1,10 @@
 package crawl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http/httptest"
 	"net/netip"
@@ -291,5 +293,33 @@ func TestCrawlCutShortGivesClaimBack(t *testing.T) {
 	if !res.reschedule || got.Crawl.NextCrawl.After(time.Now()) || got.Crawl.Claim != "" {
 		t.Fatalf("after a crawl cut short: reschedule %v, next crawl in %s, claim %q", res.reschedule,
 			time.Until(got.Crawl.NextCrawl).Round(time.Second), got.Crawl.Claim)
+	}
+}
+
+// The crawler's log names a failing source's URL without the credentials
+// it carries.
+func TestCrawlLogsNoCredentials(t *testing.T) {
+	var log bytes.Buffer
+	h := newCrawlHarness(t, feedfarm.Options{Faults: true}, func(o *Options) {
+		o.IgnoreRobots = true
+		o.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	u := strings.Replace(h.srv.URL, "http://", "http://ann:hunter22@", 1) + "/fault/html?token=t0kenvalue&page=2"
+	if _, err := h.sources.Add(context.Background(), Source{FeedURL: u}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range h.crawlAll() {
+		if rec.Outcome != "error" {
+			t.Fatalf("crawl of a page that is no feed: %+v", rec)
+		}
+	}
+	out := log.String()
+	if !strings.Contains(out, "source failing") || !strings.Contains(out, "page=2") {
+		t.Fatalf("log:\n%s", out)
+	}
+	for _, s := range []string{"hunter22", "t0kenvalue"} {
+		if strings.Contains(out, s) {
+			t.Errorf("the log carries %q:\n%s", s, out)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/slo"
 	"github.com/newsflow/newsflow/internal/tracing"
@@ -78,8 +79,12 @@ type Node struct {
 }
 
 // NewLogger returns the logger the logging section configures, writing
-// to standard error.
-func NewLogger(c LoggingConfig) (*slog.Logger, error) {
+// to standard error. Every record is masked of credentials first
+// (redact.Handler): URLs' userinfo, secret query parameters,
+// Authorization values and attributes named like secrets.
+func NewLogger(c LoggingConfig) (*slog.Logger, error) { return newLogger(os.Stderr, c) }
+
+func newLogger(w io.Writer, c LoggingConfig) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(c.Level)); err != nil {
 		return nil, fmt.Errorf("config: logging.level %q: %w", c.Level, err)
@@ -87,9 +92,9 @@ func NewLogger(c LoggingConfig) (*slog.Logger, error) {
 	ho := &slog.HandlerOptions{Level: lvl}
 	switch c.Format {
 	case "text", "":
-		return slog.New(slog.NewTextHandler(os.Stderr, ho)), nil
+		return slog.New(redact.NewHandler(slog.NewTextHandler(w, ho))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, ho)), nil
+		return slog.New(redact.NewHandler(slog.NewJSONHandler(w, ho))), nil
 	}
 	return nil, fmt.Errorf("config: logging.format %q: want text or json", c.Format)
 }
@@ -117,6 +122,10 @@ type Options struct {
 	// Meta, if set, holds the metadata (sources, accounts, sessions)
 	// instead of the node's state store.
 	Meta meta.Store
+	// Console is where the node prints what is for whoever started it
+	// and never goes into the log: the one-time setup link (default
+	// standard error).
+	Console io.Writer
 	// Operators, if set, names the operators to register (as newsflow
 	// topology lists them: trending, articles, stories, search,
 	// reads-enrich, interest); default all. The query server answers 404
@@ -318,7 +327,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	if setupToken != "" {
-		n.announceSetup(os.Stderr, "http://"+Dialable(ln.Addr().String()), setupToken)
+		n.announceSetup(cmp.Or[io.Writer](n.opts.Console, os.Stderr), "http://"+Dialable(ln.Addr().String()), setupToken)
 	}
 	// The tasks' restores scan their state once: keep those reads from
 	// filling the block cache, until the node is ready.
@@ -394,19 +403,26 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 }
 
 // setupToken returns a new one-time setup token when no account has the
-// admin role, else "".
+// admin role and no admin token is configured (whoever holds it creates
+// the first admin with it), else "".
 func (n *Node) setupToken(ctx context.Context) (string, error) {
+	if n.cfg.Auth.AdminToken != "" {
+		return "", nil
+	}
 	if ok, err := n.auth.HasAdmin(ctx); ok || err != nil {
 		return "", err
 	}
 	return query.NewSetupToken()
 }
 
-// announceSetup tells, once at start, where to create the first admin: in
-// the log, and on w (standard error) for whoever started the node.
+// announceSetup tells, once at start, where to create the first admin:
+// the link with its token only on w (standard error) for whoever started
+// the node; the log says only that it was printed, since logs are
+// collected and kept where the token must not go.
 func (n *Node) announceSetup(w io.Writer, base, token string) {
 	url := query.SetupURL(base, token)
-	n.logger.Warn("no admin account exists yet: create the first one at the one-time setup URL (valid until an admin exists or the node stops)", "url", url)
+	n.logger.Warn("no admin account exists yet: a one-time link to create the first one was printed on standard error " +
+		"(valid until an admin exists or the node stops)")
 	fmt.Fprintf(w, `
 newsflow: no admin account exists yet. Create the first one here (the link works once, until the node stops):
 
@@ -623,7 +639,7 @@ func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
 	dead := func(ctx context.Context, h webhook.Hook, body []byte, reason string) error {
 		rec := &eventlog.Record{Topic: dlq, Partition: 0, Key: []byte(h.ID), Value: body, Timestamp: time.Now().UnixMilli(),
 			Headers: []eventlog.Header{{Key: engine.HeaderDLQReason, Value: []byte(reason)}, {Key: engine.HeaderDLQStage, Value: []byte("webhook")},
-				{Key: "nf-webhook-url", Value: []byte(h.URL)}}}
+				{Key: "nf-webhook-url", Value: []byte(redact.URL(h.URL))}}}
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		return n.log.Append(actx, []*eventlog.Record{rec})

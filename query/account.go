@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -174,9 +175,39 @@ func (s *Server) requireUser(h func(ctx *fasthttp.RequestCtx, u auth.User)) fast
 }
 
 // handleLogout revokes the request's session.
+// handleLogout ends the request's session; with ?everywhere=true it logs
+// the session's account out everywhere (auth.Store.RevokeAll: every
+// session and every API key), which needs a live session (401 without).
 func (s *Server) handleLogout(ctx *fasthttp.RequestCtx) {
-	if t := token(ctx); t != "" {
-		if err := s.deps.Auth.Revoke(context.Background(), t); err != nil {
+	everywhere := false
+	switch v := string(ctx.QueryArgs().Peek("everywhere")); v {
+	case "", "false":
+	case "true":
+		everywhere = true
+	default:
+		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("everywhere %q: want true or false", v))
+		return
+	}
+	bg := context.Background()
+	t := token(ctx)
+	switch {
+	case everywhere:
+		_, u, err := s.deps.Auth.Lookup(bg, t)
+		switch {
+		case errors.Is(err, auth.ErrNoSession):
+			writeError(ctx, fasthttp.StatusUnauthorized, "log in to log out everywhere")
+			return
+		case err != nil:
+			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+		if err := s.deps.Auth.RevokeAll(bg, u.ID); err != nil {
+			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			return
+		}
+		s.opts.Logger.Info("logged out everywhere: every session ended and every API key revoked", "user", u.ID)
+	case t != "":
+		if err := s.deps.Auth.Revoke(bg, t); err != nil {
 			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 			return
 		}

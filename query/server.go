@@ -22,6 +22,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/internal/web"
@@ -556,7 +557,7 @@ func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) {
 }
 
 func writeError(ctx *fasthttp.RequestCtx, status int, msg string) {
-	writeJSON(ctx, status, errorBody{Error: msg})
+	writeJSON(ctx, status, errorBody{Error: redact.InternalAddrs(msg)})
 }
 
 // intArg parses an optional integer query argument.

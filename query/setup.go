@@ -88,7 +88,8 @@ type SetupStatus struct {
 	// AdminExists: at least one account has the admin role.
 	AdminExists bool `json:"admin_exists"`
 	// SetupTokenActive: the one-time setup link this node printed at
-	// start may still create the first admin.
+	// start may still create the first admin. A node with an admin token
+	// prints none.
 	SetupTokenActive bool `json:"setup_token_active"`
 	// Ready: every task of the engine has restored its state.
 	Ready    bool          `json:"ready"`
@@ -238,12 +239,13 @@ func setupSteps(st SetupStatus) []SetupStep {
 		if st.SetupTokenActive {
 			steps = append(steps, SetupStep{ID: "create_admin",
 				Text: "Create the first admin account: open the one-time setup link the node printed when it started " +
-					"(in its log and on its standard error, /setup?token=...), or pass its token to the command below.",
+					"(on its standard error, not in its log: /setup?token=...), or pass its token to the command below.",
 				Command: "newsflow user add --admin --setup-token TOKEN NAME"})
 		} else {
 			steps = append(steps, SetupStep{ID: "create_admin",
-				Text: "Create the first admin account: restart the node for a new one-time setup link, " +
-					"or stop it and run the command below (the password is read from standard input).",
+				Text: "Create the first admin account with the node's admin token (auth.admin_token; a node that has one prints no setup link), " +
+					"restart a node without one for a new one-time setup link, or stop it and run the command below " +
+					"(the password is read from standard input).",
 				Command: "newsflow user add --admin NAME"})
 		}
 	}

@@ -15,8 +15,10 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/opml"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/valyala/fasthttp"
+	"golang.org/x/sync/errgroup"
 )
 
 // sourceInput is the writable part of a source, as POST and PATCH take it.
@@ -101,7 +103,28 @@ func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
 	if list == nil {
 		list = []crawl.Source{}
 	}
+	for i := range list {
+		list[i] = publicSource(list[i])
+	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"sources": list})
+}
+
+// publicSource is a source as admins read it: its crawl errors without
+// the node's own addresses (its DNS resolver, its end of a connection),
+// also those stored by versions that kept them.
+func publicSource(src crawl.Source) crawl.Source {
+	src.Crawl.LastError = redact.InternalAddrs(src.Crawl.LastError)
+	if r := src.Crawl.LastResult; r != nil {
+		rec := publicRecord(*r)
+		src.Crawl.LastResult = &rec
+	}
+	return src
+}
+
+// publicRecord is a crawl record without the node's own addresses.
+func publicRecord(rec crawl.CrawlRecord) crawl.CrawlRecord {
+	rec.Error = redact.InternalAddrs(rec.Error)
+	return rec
 }
 
 // handlePublicSources answers GET /api/v1/sources: the id, name, site and
@@ -154,35 +177,47 @@ func (s *Server) handleAddSource(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, fasthttp.StatusCreated, addedSource{added, warning})
 }
 
-// addSource adds a source. With discover, its URL may be a web page whose
-// feed it finds; a URL that cannot work is refused (refused says why): a
-// page that is no feed and names none, or an address the crawler's SSRF
-// guard refuses (with the node's crawl.allow_private and allow_cidrs). One
-// that cannot be fetched now is kept as given, with a warning; the crawler
-// retries and records its errors. Unless given, the name is the feed's
-// title.
-func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool) (added crawl.Source, warning string, refused *addSourceError, err error) {
+// addSource adds a source. A URL the crawler's SSRF guard refuses (with
+// the node's crawl.allow_private and allow_cidrs) is refused (refused says
+// why), with discovery or without. With discover, its URL may be a web
+// page whose feed it finds; a page that is no feed and names none is
+// refused too. One that cannot be fetched now is kept as given, with a
+// warning; the crawler retries and records its errors. Unless given, the
+// name is the feed's title.
+func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool) (added crawl.Source, warning string, refused *refusal, err error) {
+	if refused, warning = s.checkFeedURL(ctx, src.FeedURL); refused != nil {
+		return crawl.Source{}, "", refused, nil
+	}
 	switch {
-	case !discover:
+	case !discover, warning != "": // a name that does not resolve is not fetched
 	case s.deps.Crawler == nil:
 		warning = "crawling is disabled on this node: the URL was not checked and the source is not crawled here"
 	default:
 		r, err := s.deps.Crawler.Resolve(ctx, src.FeedURL)
 		switch {
 		case errors.Is(err, crawl.ErrNoFeed):
-			return crawl.Source{}, "", &addSourceError{Reason: "no_feed",
+			return crawl.Source{}, "", &refusal{Reason: "no_feed",
 				Error: "feed discovery: " + err.Error() + " (neither a feed nor a page that links to one)"}, nil
 		case errors.Is(err, fetch.ErrBlockedAddress):
-			return crawl.Source{}, "", &addSourceError{Reason: "blocked_address",
-				Error: fmt.Sprintf("%s cannot be crawled: %s is a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
+			// The name resolved elsewhere than when it was checked, or
+			// discovery led to another host: the answer does not say
+			// which address a name resolved to.
+			return crawl.Source{}, "", &refusal{Reason: "blocked_address",
+				Error: fmt.Sprintf("%s cannot be crawled: %s a private, loopback or other non-public address, which the crawler's SSRF guard refuses "+
 					"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
-					src.FeedURL, blockedAddress(err))}, nil
+					src.FeedURL, blockedAddress(err, src.FeedURL))}, nil
 		case err != nil:
 			if inner := errors.Unwrap(err); inner != nil {
 				err = inner // without Resolve's "fetch URL: "
 			}
-			warning = fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", src.FeedURL, err)
+			warning = fmt.Sprintf("%s cannot be fetched now (%s); the source is kept as given and the crawler will retry",
+				src.FeedURL, redact.InternalAddrs(err.Error()))
 		default:
+			if r.FeedURL != src.FeedURL {
+				if refused, _ := s.checkFeedURL(ctx, r.FeedURL); refused != nil {
+					return crawl.Source{}, "", refused, nil
+				}
+			}
 			src.FeedURL = r.FeedURL
 			src.Homepage = cmp.Or(src.Homepage, r.Homepage)
 			src.Name = cmp.Or(src.Name, r.Title)
@@ -194,6 +229,36 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 	return added, warning, nil, nil
 }
 
+// urlGuard is the SSRF guard that URLs to be stored are checked with:
+// the crawler's, or on a node that does not crawl, one made of the
+// crawler's fetch options, which the node gives the image proxy
+// (Options.Images.Fetch).
+func (s *Server) urlGuard() *fetch.Guard {
+	if c, ok := s.deps.Crawler.(interface{ Guard() *fetch.Guard }); ok {
+		return c.Guard()
+	}
+	return fetch.NewGuard(s.opts.Images.Fetch)
+}
+
+// checkFeedURL checks a feed URL against the crawler's SSRF guard without
+// fetching it: refused says why when the guard refuses its host (in any
+// numeric form, or a name that resolves to such an address), warning when
+// its name does not resolve now (the crawler retries). A URL that is not
+// one passes: Sources.Add says what is wrong with it.
+func (s *Server) checkFeedURL(ctx context.Context, feedURL string) (refused *refusal, warning string) {
+	err := s.urlGuard().CheckURL(ctx, feedURL)
+	var be *fetch.BlockedError
+	switch {
+	case errors.As(err, &be):
+		return &refusal{Reason: "blocked_address", Error: fmt.Sprintf("%s cannot be crawled: %s, which the crawler's SSRF guard refuses "+
+			"(a node may crawl such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)",
+			feedURL, be.Reason())}, ""
+	case errors.Is(err, fetch.ErrUnresolved):
+		return nil, fmt.Sprintf("%s cannot be fetched now (%v); the source is kept as given and the crawler will retry", feedURL, err)
+	}
+	return nil, ""
+}
+
 // addedSource is the answer to adding a source: the source, and what
 // could not be checked.
 type addedSource struct {
@@ -201,22 +266,31 @@ type addedSource struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// addSourceError is the answer to a source that cannot work: the reason
+// refusal is the answer to a URL that cannot work: the reason
 // as a word (no_feed, blocked_address) and as a sentence.
-type addSourceError struct {
+type refusal struct {
 	Error  string `json:"error"`
 	Reason string `json:"reason"`
 }
 
-// blockedAddress is the address the SSRF guard refused in err.
-func blockedAddress(err error) string {
-	addr := "its address"
-	for e := err; e != nil && e != fetch.ErrBlockedAddress; e = errors.Unwrap(e) {
-		if msg := e.Error(); strings.HasPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") {
-			addr = strings.TrimPrefix(msg, fetch.ErrBlockedAddress.Error()+" ")
-		}
+// blockedAddress names what the SSRF guard refused in err, a fetch of
+// feedURL, as the subject of "is" or "resolves to": the address when
+// feedURL's host is an address, else the host name alone (the address
+// it resolved to, or redirected to, is not for the answer).
+func blockedAddress(err error, feedURL string) string {
+	u, perr := url.Parse(feedURL)
+	if perr != nil || u.Hostname() == "" {
+		return "its address is"
 	}
-	return addr
+	if _, ok := fetch.ParseHostIP(u.Hostname()); ok {
+		for e := err; e != nil && e != fetch.ErrBlockedAddress; e = errors.Unwrap(e) {
+			if msg := e.Error(); strings.HasPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") {
+				return strings.TrimPrefix(msg, fetch.ErrBlockedAddress.Error()+" ") + " is"
+			}
+		}
+		return u.Hostname() + " is"
+	}
+	return u.Hostname() + " (or where it redirects) resolves to"
 }
 
 func sourceID(ctx *fasthttp.RequestCtx) (string, bool) {
@@ -241,7 +315,7 @@ func (s *Server) sourceByID(ctx *fasthttp.RequestCtx) (crawl.Source, bool) {
 		s.sourceError(ctx, err)
 		return crawl.Source{}, false
 	}
-	return src, true
+	return publicSource(src), true
 }
 
 func (s *Server) handleGetSource(ctx *fasthttp.RequestCtx) {
@@ -275,7 +349,7 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	s.kickCrawler()
-	writeJSON(ctx, fasthttp.StatusOK, src)
+	writeJSON(ctx, fasthttp.StatusOK, publicSource(src))
 }
 
 func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
@@ -292,14 +366,17 @@ func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
 }
 
 // handleImportSources adds every feed of an OPML body; feeds already
-// present are skipped, invalid ones reported.
+// present are skipped, invalid ones and those on addresses the crawler's
+// SSRF guard refuses reported.
 func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 	entries, err := opml.Parse(bytes.NewReader(ctx.PostBody()))
 	if err != nil {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	}
-	res := s.deps.Sources.Import(ctx, entries)
+	allowed, refused := s.checkImport(ctx, entries)
+	res := s.deps.Sources.Import(ctx, allowed)
+	res.Errors = append(refused, res.Errors...)
 	if res.Added > 0 {
 		s.kickCrawler()
 	}
@@ -308,6 +385,30 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		status = fasthttp.StatusBadRequest
 	}
 	writeJSON(ctx, status, res)
+}
+
+// checkImport checks the feed URLs of an import against the crawler's
+// SSRF guard, a few at a time: allowed are the entries it lets through, in
+// order, refused the failures of the others.
+func (s *Server) checkImport(ctx context.Context, entries []opml.Entry) (allowed []opml.Entry, refused []crawl.ImportFailure) {
+	errs := make([]*refusal, len(entries))
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i, e := range entries {
+		g.Go(func() error {
+			errs[i], _ = s.checkFeedURL(ctx, e.FeedURL)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for i, e := range entries {
+		if errs[i] != nil {
+			refused = append(refused, crawl.ImportFailure{FeedURL: e.FeedURL, Error: errs[i].Error})
+			continue
+		}
+		allowed = append(allowed, e)
+	}
+	return allowed, refused
 }
 
 func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
@@ -354,7 +455,7 @@ func (s *Server) handleCrawlSource(ctx *fasthttp.RequestCtx) {
 	case err != nil:
 		s.sourceError(ctx, err)
 	default:
-		writeJSON(ctx, fasthttp.StatusOK, rec)
+		writeJSON(ctx, fasthttp.StatusOK, publicRecord(rec))
 	}
 }
 

@@ -3,11 +3,13 @@ package query_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -215,10 +217,38 @@ func TestAddSourceChecks(t *testing.T) {
 	if w, _ := v["warning"].(string); status != http.StatusCreated || !strings.Contains(w, "cannot be fetched now") {
 		t.Fatalf("add a feed that is down: %d %v", status, v)
 	}
-	// ?discover=false takes the URL as given, unchecked.
-	status, v = addSource(t, guarded, "?discover=false", `{"feed_url":"`+farm.URL+`/page"}`)
+	// ?discover=false takes the URL as given, unfetched, but never on an
+	// address the guard refuses, in any of its forms.
+	port := farm.Listener.Addr().(*net.TCPAddr).Port
+	for _, host := range []string{"127.0.0.1", "2130706433", "0x7f.1", "017700000001", "127.1", "[::1]", "[::ffff:127.0.0.1]", "localhost",
+		"169.254.169.254", "10.0.0.1", "[fe80::1]", "0"} {
+		u := fmt.Sprintf("http://%s:%d/page", host, port)
+		status, v := addSource(t, guarded, "?discover=false", `{"feed_url":"`+u+`"}`)
+		if msg, _ := v["error"].(string); status != http.StatusBadRequest || v["reason"] != "blocked_address" || !strings.Contains(msg, "SSRF guard") {
+			t.Errorf("add %s unchecked on a guarded node: %d %v", u, status, v)
+		}
+	}
+	status, v = addSource(t, open, "?discover=false", `{"feed_url":"`+farm.URL+`/page"}`)
 	if status != http.StatusCreated || v["warning"] != nil {
-		t.Fatalf("add unchecked: %d %v", status, v)
+		t.Fatalf("add unchecked where the configuration allows the address: %d %v", status, v)
+	}
+	status, v = addSource(t, guarded, "?discover=false", `{"feed_url":"http://nowhere.invalid/feed"}`)
+	if w, _ := v["warning"].(string); status != http.StatusCreated || !strings.Contains(w, "cannot be fetched now") {
+		t.Fatalf("add unchecked at a name that does not resolve: %d %v", status, v)
+	}
+
+	// An OPML import reports the feeds on refused addresses and adds the
+	// others.
+	list := opml.Entry{FeedURL: "http://2130706433:" + strconv.Itoa(port) + "/news.xml"}
+	var body strings.Builder
+	if err := opml.Write(&body, "feeds", []opml.Entry{list, {FeedURL: "https://news.example/rss"}}); err != nil {
+		t.Fatal(err)
+	}
+	status, b := adminCall(guarded, fasthttp.MethodPost, "/api/v1/admin/sources/import", body.String())
+	var res crawl.ImportResult
+	if err := json.Unmarshal(b, &res); err != nil || status != http.StatusBadRequest || res.Added != 1 || len(res.Errors) != 1 ||
+		res.Errors[0].FeedURL != list.FeedURL || !strings.Contains(res.Errors[0].Error, "loopback") {
+		t.Fatalf("import with a loopback feed on a guarded node: %d %s", status, b)
 	}
 }
 
@@ -380,5 +410,43 @@ func TestSourceTimesOldRecord(t *testing.T) {
 	stored, _, err := n.auth.Meta().Get(ctx, crawl.Collection, "src-0ld")
 	if err != nil || strings.Contains(string(stored), `":"20`) || !strings.Contains(string(stored), `"Old news"`) {
 		t.Fatalf("stored after the change: %s, %v", stored, err)
+	}
+}
+
+// resolverAddr is where a Go DNS error names the resolver it asked.
+var resolverAddr = regexp.MustCompile(`lookup \S+ on \S+:\d+`)
+
+// A source at a name that does not resolve: what the API answers says so,
+// and names neither the node's DNS resolver nor any other address of the
+// node: the warning of its addition, the crawl record, the source list,
+// the source and its status, and the setup status.
+func TestSourceErrorsNameNoResolver(t *testing.T) {
+	h := sourcesNode(t, fetch.Options{})
+	const feedURL = "http://nowhere.invalid/feed"
+	status, v := addSource(t, h, "", `{"feed_url":"`+feedURL+`"}`)
+	w, _ := v["warning"].(string)
+	id, _ := v["id"].(string)
+	if status != http.StatusCreated || !strings.Contains(w, "nowhere.invalid") || resolverAddr.MatchString(w) {
+		t.Fatalf("add: %d %v", status, v)
+	}
+	answers := map[string][]byte{}
+	status, answers["crawl"] = adminCall(h, fasthttp.MethodPost, "/api/v1/admin/sources/"+id+"/crawl", "")
+	if status != http.StatusOK || !strings.Contains(string(answers["crawl"]), "no such host") {
+		t.Fatalf("crawl: %d %s", status, answers["crawl"])
+	}
+	for name, path := range map[string]string{"list": "/api/v1/admin/sources", "source": "/api/v1/admin/sources/" + id,
+		"status": "/api/v1/admin/sources/" + id + "/status", "setup": "/api/v1/setup"} {
+		status, answers[name] = adminCall(h, fasthttp.MethodGet, path, "")
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d %s", name, status, answers[name])
+		}
+	}
+	for name, b := range answers {
+		if m := resolverAddr.Find(b); m != nil {
+			t.Errorf("%s names the resolver (%s): %s", name, m, b)
+		}
+	}
+	if !strings.Contains(string(answers["list"]), "no such host") || !strings.Contains(string(answers["setup"]), `"reason":"dns"`) {
+		t.Errorf("the answers do not say the name does not resolve: %s\n%s", answers["list"], answers["setup"])
 	}
 }

@@ -12,8 +12,10 @@ import (
 //
 //	GET    /api/v1/admin/users               every account, by username
 //	DELETE /api/v1/admin/users/{id}          an account with its sessions,
-//	                                         preferences and read state
-//	DELETE /api/v1/admin/users/{id}/sessions its sessions (log out everywhere)
+//	                                         API keys, webhooks, preferences
+//	                                         and read state
+//	DELETE /api/v1/admin/users/{id}/sessions its sessions and API keys (log
+//	                                         out everywhere)
 //
 // The last admin account cannot be deleted (409): the node would have no
 // one to administer it but its admin token.
@@ -67,6 +69,15 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 		}
 		if admins <= 1 {
 			writeError(ctx, fasthttp.StatusConflict, u.Username+" is the last admin: make another account an admin first")
+			return
+		}
+	}
+	// Dependents first, so that a failure leaves an account to delete
+	// again: its webhooks (queued deliveries of them are dropped), then
+	// the account with its sessions, API keys and preferences.
+	if s.deps.Webhooks != nil {
+		if _, err := s.deps.Webhooks.DeleteOwner(bg, u.ID); err != nil {
+			writeError(ctx, fasthttp.StatusInternalServerError, "delete the account's webhooks: "+err.Error())
 			return
 		}
 	}

@@ -1,6 +1,7 @@
 package query_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -67,5 +68,102 @@ func TestAdminManagesUsers(t *testing.T) {
 	}
 	if r := n.do(t, "DELETE", "/api/v1/admin/users/"+root.ID, nil); r.status != fasthttp.StatusNoContent {
 		t.Fatalf("delete root with another admin: %s", r)
+	}
+}
+
+// apiKey creates an API key with a session and returns its secret.
+func apiKey(t *testing.T, n *testNode, session string) string {
+	t.Helper()
+	r := n.do(t, fasthttp.MethodPost, "/api/v1/me/api-keys", []byte(`{"name":"newsboat"}`), bearer(session)...)
+	var k struct {
+		Secret string `json:"secret"`
+	}
+	if r.status != fasthttp.StatusCreated || json.Unmarshal(r.body, &k) != nil || k.Secret == "" {
+		t.Fatalf("create an API key: %s", r)
+	}
+	return k.Secret
+}
+
+// An app logged in with an API key answers 200 until its account is
+// logged out everywhere, then 401; other accounts' keys go on.
+func TestLogOutEverywhereRevokesAPIKeys(t *testing.T) {
+	n := newTestNode(t)
+	ann := login(t, n, "/api/v1/auth/register", "ann", "correct horse battery")
+	bob := login(t, n, "/api/v1/auth/register", "bob", "a long enough password")
+	annKey, bobKey := apiKey(t, n, ann), apiKey(t, n, bob)
+	me := func(key string) int { return n.do(t, fasthttp.MethodGet, "/v1/me", nil, "X-Auth-Token", key).status }
+	if a, b := me(annKey), me(bobKey); a != fasthttp.StatusOK || b != fasthttp.StatusOK {
+		t.Fatalf("the apps before: %d %d", a, b)
+	}
+	u := decodeStrict[auth.User](t, n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(ann)...).body)
+	if r := n.do(t, fasthttp.MethodDelete, "/api/v1/admin/users/"+u.ID+"/sessions", nil); r.status != fasthttp.StatusNoContent {
+		t.Fatalf("log ann out everywhere: %s", r)
+	}
+	if got := me(annKey); got != fasthttp.StatusUnauthorized {
+		t.Errorf("ann's API key after logging out everywhere: %d, want 401", got)
+	}
+	wantError(t, n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(ann)...), fasthttp.StatusUnauthorized)
+	if got := me(bobKey); got != fasthttp.StatusOK {
+		t.Errorf("bob's API key after ann logged out everywhere: %d", got)
+	}
+}
+
+// A deleted account leaves no webhook and no API key behind.
+func TestDeleteUserRemovesHooksAndKeys(t *testing.T) {
+	n := newTestNode(t)
+	ann := login(t, n, "/api/v1/auth/register", "ann", "correct horse battery")
+	bob := login(t, n, "/api/v1/auth/register", "bob", "a long enough password")
+	annKey := apiKey(t, n, ann)
+	for _, tok := range []string{ann, ann, bob} {
+		if r := n.post(t, "/api/v1/me/webhooks", `{"url":"https://hooks.example/newsflow"}`, bearer(tok)...); r.status != fasthttp.StatusCreated {
+			t.Fatalf("register a webhook: %s", r)
+		}
+	}
+	u := decodeStrict[auth.User](t, n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(ann)...).body)
+	if r := n.do(t, fasthttp.MethodDelete, "/api/v1/admin/users/"+u.ID, nil); r.status != fasthttp.StatusNoContent {
+		t.Fatalf("delete ann: %s", r)
+	}
+	var list struct {
+		Webhooks []struct {
+			Owner string `json:"owner"`
+		} `json:"webhooks"`
+	}
+	if r := n.get(t, "/api/v1/admin/webhooks"); json.Unmarshal(r.body, &list) != nil || len(list.Webhooks) != 1 || list.Webhooks[0].Owner == u.ID {
+		t.Errorf("webhooks after deleting ann: %s", r)
+	}
+	if got := n.do(t, fasthttp.MethodGet, "/v1/me", nil, "X-Auth-Token", annKey).status; got != fasthttp.StatusUnauthorized {
+		t.Errorf("a deleted account's API key: %d, want 401", got)
+	}
+}
+
+// A reader logs out everywhere: every session of the account ends, and
+// every API key; other readers' go on. Without a session it is refused.
+func TestReaderLogsOutEverywhere(t *testing.T) {
+	n := newTestNode(t)
+	ann1 := login(t, n, "/api/v1/auth/register", "ann", "correct horse battery")
+	ann2 := login(t, n, "/api/v1/auth/login", "ann", "correct horse battery")
+	bob := login(t, n, "/api/v1/auth/register", "bob", "a long enough password")
+	annKey, bobKey := apiKey(t, n, ann1), apiKey(t, n, bob)
+	me := func(key string) int { return n.do(t, fasthttp.MethodGet, "/v1/me", nil, "X-Auth-Token", key).status }
+
+	wantError(t, n.do(t, fasthttp.MethodPost, "/api/v1/auth/logout?everywhere=true", nil, bearer("not-a-session")...), fasthttp.StatusUnauthorized)
+	wantError(t, n.do(t, fasthttp.MethodPost, "/api/v1/auth/logout?everywhere=yes", nil, bearer(ann1)...), fasthttp.StatusBadRequest, "want true or false")
+	if got := me(annKey); got != fasthttp.StatusOK {
+		t.Fatalf("ann's key after refused requests: %d", got)
+	}
+	if r := n.do(t, fasthttp.MethodPost, "/api/v1/auth/logout?everywhere=true", nil, bearer(ann2)...); r.status != fasthttp.StatusNoContent {
+		t.Fatalf("log out everywhere: %s", r)
+	}
+	for _, tok := range []string{ann1, ann2} {
+		wantError(t, n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(tok)...), fasthttp.StatusUnauthorized)
+	}
+	if got := me(annKey); got != fasthttp.StatusUnauthorized {
+		t.Errorf("ann's API key after she logged out everywhere: %d, want 401", got)
+	}
+	if got := me(bobKey); got != fasthttp.StatusOK {
+		t.Errorf("bob's API key: %d", got)
+	}
+	if r := n.do(t, fasthttp.MethodGet, "/api/v1/me", nil, bearer(bob)...); r.status != fasthttp.StatusOK {
+		t.Errorf("bob's session: %s", r)
 	}
 }

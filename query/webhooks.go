@@ -3,8 +3,11 @@ package query
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/internal/fetch"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/webhook"
 	"github.com/valyala/fasthttp"
 )
@@ -12,8 +15,8 @@ import (
 // Breaking-news webhooks: a reader registers URLs with a filter; admins
 // see every hook with its delivery status.
 
-// hookView is a hook with its delivery status; the secret only for its
-// owner.
+// hookView is a hook with its delivery status; the secret, and the
+// credentials its URL may carry, only for its owner.
 type hookView struct {
 	webhook.Hook
 	Status webhook.Status `json:"status"`
@@ -28,11 +31,19 @@ func (s *Server) hookViews(owner string, withSecret bool) ([]hookView, error) {
 	out := make([]hookView, len(hooks))
 	for i, h := range hooks {
 		if !withSecret {
-			h.Secret = ""
+			// Admins see whose hooks go where, not the owner's
+			// credentials.
+			h.Secret, h.URL = "", redact.URL(h.URL)
 		}
 		out[i].Hook = h
 		if out[i].Status, err = s.deps.Webhooks.Status(ctx, h.ID); err != nil {
 			return nil, err
+		}
+		// Without the node's own addresses, also in a status stored by
+		// versions that kept them.
+		out[i].Status.LastError = redact.InternalAddrs(out[i].Status.LastError)
+		if !withSecret {
+			out[i].Status.LastError = redact.Text(out[i].Status.LastError)
 		}
 	}
 	return out, nil
@@ -47,7 +58,9 @@ func (s *Server) handleMyWebhooks(ctx *fasthttp.RequestCtx, u auth.User) {
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": hooks})
 }
 
-// handleAddWebhook registers {"url", "topics", "sources"} for the reader.
+// handleAddWebhook registers {"url", "topics", "sources"} for the reader;
+// a URL on an address the SSRF guard refuses is refused (400 with
+// reason blocked_address).
 func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 	var req struct {
 		URL     string   `json:"url"`
@@ -55,6 +68,15 @@ func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 		Sources []string `json:"sources"`
 	}
 	if !decodeJSON(ctx, &req) {
+		return
+	}
+	// Deliveries dial through the crawler's SSRF guard: a URL it refuses
+	// is refused now, not at every delivery.
+	var be *fetch.BlockedError
+	if err := s.urlGuard().CheckURL(context.Background(), req.URL); errors.As(err, &be) {
+		writeJSON(ctx, fasthttp.StatusBadRequest, refusal{Reason: "blocked_address",
+			Error: fmt.Sprintf("the webhook URL cannot be delivered to: %s, which the SSRF guard refuses "+
+				"(a node may deliver to such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)", be.Reason())})
 		return
 	}
 	h, err := s.deps.Webhooks.Add(context.Background(), u.ID, req.URL, req.Topics, req.Sources)

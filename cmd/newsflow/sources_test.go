@@ -41,8 +41,8 @@ func TestSourcesImportBrokenFile(t *testing.T) {
 // newsflow sources add refuses, with the node's reason, a URL that
 // cannot work: an address the crawler may not fetch (here 127.0.0.2,
 // outside the node's crawl.allow_cidrs) and a page that is no feed and
-// names none. A feed on an allowed address is added; --no-discover takes
-// a URL as given.
+// names none, with --no-discover too. A feed on an allowed address is
+// added; --no-discover takes such a URL as given.
 func TestSourcesAddChecks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process test skipped in -short mode")
@@ -74,6 +74,10 @@ func TestSourcesAddChecks(t *testing.T) {
 	if out, err := add(blocked.URL + "/gen/0.xml"); err == nil || !strings.Contains(out, "127.0.0.2") ||
 		!strings.Contains(out, "crawl.allow_cidrs") || !strings.Contains(out, "400") {
 		t.Errorf("add a feed on a blocked address: %v\n%s", err, out)
+	}
+	if out, err := add(blocked.URL+"/gen/0.xml", "--no-discover"); err == nil || !strings.Contains(out, "127.0.0.2") ||
+		!strings.Contains(out, "loopback") || !strings.Contains(out, "400") {
+		t.Errorf("add a feed on a blocked address --no-discover: %v\n%s", err, out)
 	}
 	if out, err := add(allowed.URL + "/blog"); err == nil || !strings.Contains(out, "not a feed and links to none") {
 		t.Errorf("add a page without a feed: %v\n%s", err, out)

@@ -175,8 +175,9 @@ func addThroughNode(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, nc *
 		return false, fmt.Errorf("user add: %s. No admin exists yet: open the one-time setup link the node printed when it started "+
 			"(%s/setup?token=...), or pass its token: newsflow user add --admin --setup-token TOKEN %s", running, nc.base, want.Username)
 	case !st.AdminExists:
-		return false, fmt.Errorf("user add: %s. No admin exists yet and its setup link is spent: restart the node for a new one, "+
-			"or stop it and run this command again", running)
+		return false, fmt.Errorf("user add: %s. No admin exists yet and no setup link is active (it was used, or the node has "+
+			"an admin token, which makes none): pass the admin token (--token, $NEWSFLOW_ADMIN_TOKEN or auth.admin_token), "+
+			"restart a node without one for a new link, or stop the node and run this command again", running)
 	default:
 		return false, fmt.Errorf("user add: %s. Pass an admin token (--token, $NEWSFLOW_ADMIN_TOKEN or auth.admin_token) "+
 			"to add the account through it, or stop the node and run this command again", running)

@@ -165,7 +165,8 @@ func (s *Store) deleteAPIKeyLocked(ctx context.Context, userID string, e apiKeyE
 	return nil
 }
 
-// revokeAPIKeysLocked deletes every API key of a user (DeleteUser).
+// revokeAPIKeysLocked deletes every API key of a user (RevokeAll,
+// DeleteUser).
 func (s *Store) revokeAPIKeysLocked(ctx context.Context, userID string) error {
 	if !validUserID(userID) {
 		return nil

@@ -218,12 +218,16 @@ func (s *Store) revokeKey(ctx context.Context, userID, key string) error {
 	return s.deleteSessionLocked(ctx, userID, key)
 }
 
-// RevokeAll ends every session of a user (log out everywhere). A user
-// with no sessions, or no user, is not an error.
+// RevokeAll logs a user out everywhere: it ends every session and
+// revokes every API key, so that no browser and no app stays logged in.
+// A user with neither, or no user, is not an error.
 func (s *Store) RevokeAll(ctx context.Context, userID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.revokeAllLocked(ctx, userID)
+	if err := s.revokeAllLocked(ctx, userID); err != nil {
+		return err
+	}
+	return s.revokeAPIKeysLocked(ctx, userID)
 }
 
 func (s *Store) revokeAllLocked(ctx context.Context, userID string) error {

@@ -85,6 +85,14 @@ func TestRevoke(t *testing.T) {
 		t.Errorf("index after Revoke: %v", ks)
 	}
 
+	aKey, _, err := e.NewAPIKey(ctx, a.ID, "newsboat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bKey, _, err := e.NewAPIKey(ctx, b.ID, "reeder")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := e.RevokeAll(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -92,6 +100,16 @@ func TestRevoke(t *testing.T) {
 		if _, _, err := e.Lookup(ctx, tok); !errors.Is(err, ErrNoSession) {
 			t.Errorf("session after RevokeAll: %v", err)
 		}
+	}
+	// Logged out everywhere: the apps too.
+	if _, _, err := e.LookupAPIKey(ctx, "", aKey); !errors.Is(err, ErrNoAPIKey) {
+		t.Errorf("API key after RevokeAll: %v", err)
+	}
+	if keys, err := e.APIKeys(ctx, a.ID); err != nil || len(keys) != 0 {
+		t.Errorf("API keys listed after RevokeAll: %v %v", keys, err)
+	}
+	if _, gu, err := e.LookupAPIKey(ctx, "", bKey); err != nil || gu.ID != b.ID {
+		t.Errorf("other user's API key after RevokeAll: %+v, %v", gu, err)
 	}
 	if _, gu, err := e.Lookup(ctx, b1); err != nil || gu.ID != b.ID {
 		t.Errorf("other user's session after RevokeAll: %+v, %v", gu, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/andybalholm/brotli"
+	"github.com/newsflow/newsflow/internal/redact"
 )
 
 // acceptHeader prefers feed types, then generic XML and JSON, then anything
@@ -129,11 +130,11 @@ func (f *Fetcher) Fetch(ctx context.Context, req Request) (*Response, error) {
 	}
 	if err != nil {
 		f.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "fetch failed",
-			slog.String("url", req.URL), slog.Duration("duration", elapsed), slog.Any("err", err))
+			slog.String("url", redact.URL(req.URL)), slog.Duration("duration", elapsed), slog.String("err", redact.Text(err.Error())))
 		return resp, fmt.Errorf("fetch %s: %w", req.URL, err)
 	}
 	f.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "fetched",
-		slog.String("url", req.URL), slog.Int("status", resp.Status),
+		slog.String("url", redact.URL(req.URL)), slog.Int("status", resp.Status),
 		slog.Int64("bytes", resp.Bytes), slog.Int("body", len(resp.Body)),
 		slog.Duration("duration", elapsed))
 	return resp, nil
@@ -175,7 +176,7 @@ func (f *Fetcher) fetch(ctx context.Context, req Request) (*Response, error) {
 			permanent = permanent && (hr.StatusCode == http.StatusMovedPermanently ||
 				hr.StatusCode == http.StatusPermanentRedirect)
 			f.opts.Logger.LogAttrs(ctx, slog.LevelDebug, "redirect",
-				slog.String("from", cur.String()), slog.String("to", next.String()),
+				slog.String("from", redact.URL(cur.String())), slog.String("to", redact.URL(next.String())),
 				slog.Int("status", hr.StatusCode))
 			cur = next
 			continue

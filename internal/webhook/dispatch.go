@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/option"
+	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/operators/story"
 	"golang.org/x/sync/errgroup"
 )
@@ -200,11 +201,16 @@ func passes(h Hook, st *story.Story) bool {
 }
 
 // deliver tries a delivery until it succeeds (2xx) or its attempts are
-// spent, then dead-letters it.
+// spent, then dead-letters it. A hook deleted meanwhile (by its owner, an
+// admin, or with its owner's account) is tried no more.
 func (d *Dispatcher) deliver(ctx context.Context, dl delivery) {
 	wait := d.opts.Backoff
 	var reason string
 	for attempt := 1; attempt <= d.opts.Attempts; attempt++ {
+		if ok, err := d.store.exists(ctx, dl.hook.ID); err == nil && !ok {
+			d.log.Info("webhook delivery dropped: the hook was deleted", "hook", dl.hook.ID, "delivery", dl.id, "attempt", attempt)
+			return
+		}
 		status, err := d.try(ctx, dl)
 		if err == nil && status/100 == 2 {
 			_ = d.store.record(ctx, dl.hook.ID, func(s *Status) { s.Delivered++; s.LastStatus, s.LastError = status, "" })
@@ -212,7 +218,8 @@ func (d *Dispatcher) deliver(ctx context.Context, dl delivery) {
 		}
 		reason = fmt.Sprintf("HTTP %d", status)
 		if err != nil {
-			reason = err.Error()
+			reason = publicReason(err)
+			d.log.Debug("webhook delivery failed", "hook", dl.hook.ID, "url", redact.URL(dl.hook.URL), "attempt", attempt, "err", redact.Text(err.Error()))
 		}
 		_ = d.store.record(ctx, dl.hook.ID, func(s *Status) { s.Retried++; s.LastStatus, s.LastError = status, reason })
 		if attempt == d.opts.Attempts {
@@ -250,8 +257,18 @@ func (d *Dispatcher) try(ctx context.Context, dl delivery) (int, error) {
 	return resp.StatusCode, nil
 }
 
+// publicReason is why a try failed as the hook's status and the dead
+// letter keep it, which its owner and admins read: without the
+// credentials of the hook's URL and without the node's own addresses (its
+// DNS resolver, its end of the connection).
+func publicReason(err error) string {
+	return redact.Text(redact.InternalAddrs(err.Error()))
+}
+
+// deadLetter records a delivery that failed its last try; the log names
+// the hook's URL without its credentials.
 func (d *Dispatcher) deadLetter(ctx context.Context, h Hook, body []byte, reason string) {
-	d.log.Warn("webhook delivery dead-lettered", "hook", h.ID, "url", h.URL, "reason", reason)
+	d.log.Warn("webhook delivery dead-lettered", "hook", h.ID, "url", redact.URL(h.URL), "reason", reason)
 	_ = d.store.record(ctx, h.ID, func(s *Status) { s.DeadLettered++; s.LastError = reason })
 	if d.dead != nil {
 		if err := d.dead(ctx, h, body, reason); err != nil {

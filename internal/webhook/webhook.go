@@ -194,6 +194,32 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	return s.meta.Delete(ctx, colHooks, id)
 }
 
+// DeleteOwner removes every hook of owner with its status, when the
+// account goes, and returns how many it removed. Deliveries of them that
+// are queued or waiting for a retry are dropped before their next try
+// (Dispatcher).
+func (s *Store) DeleteOwner(ctx context.Context, owner string) (int, error) {
+	if owner == "" {
+		return 0, fmt.Errorf("%w: no owner", ErrInvalid)
+	}
+	hooks, err := s.List(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	for i, h := range hooks {
+		if err := s.Delete(ctx, owner, h.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return i, fmt.Errorf("webhook: delete %s: %w", h.ID, err)
+		}
+	}
+	return len(hooks), nil
+}
+
+// exists reports whether the hook id is registered.
+func (s *Store) exists(ctx context.Context, id string) (bool, error) {
+	_, ok, err := s.meta.Get(ctx, colHooks, id)
+	return ok, err
+}
+
 // Status returns what became of a hook's deliveries.
 func (s *Store) Status(ctx context.Context, id string) (Status, error) {
 	var st Status
@@ -208,6 +234,9 @@ func (s *Store) Status(ctx context.Context, id string) (Status, error) {
 func (s *Store) record(ctx context.Context, id string, fn func(*Status)) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ok, err := s.exists(ctx, id); err != nil || !ok {
+		return err // deleted meanwhile: no status to keep
+	}
 	st, err := s.Status(ctx, id)
 	if err != nil {
 		return err

@@ -621,7 +621,8 @@ func (a *API) grUnreadCount(ctx *fasthttp.RequestCtx, u auth.User) {
 
 // Atom streams (FeedHQ, TheOldReader): the same selection as
 // stream/contents, as an Atom feed whose entries carry the Google Reader
-// categories, read as label="read".
+// categories, read as label="read". Every field is text, escaped once as
+// XML, except the content: the summary escaped as HTML, in type="html".
 
 type atomFeed struct {
 	XMLName xml.Name    `xml:"http://www.w3.org/2005/Atom feed"`
@@ -680,7 +681,9 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	}
 	for i, it := range items {
 		at := time.UnixMilli(page[i].Published).UTC().Format(time.RFC3339)
-		e := atomEntry{ID: it.ID, Title: atomText{Type: "html", Body: it.Title}, Published: at, Updated: at,
+		// The title is text (a reader app would run markup in an html
+		// title); the content is the summary as HTML, escaped by items.
+		e := atomEntry{ID: it.ID, Title: atomText{Type: "text", Body: it.Title}, Published: at, Updated: at,
 			Links: []atomLink{{Rel: "alternate", Href: page[i].URL, Type: "text/html"}}, Content: atomText{Type: "html", Body: it.Summary["content"]}}
 		if len(it.Related) > 0 {
 			e.Links = append(e.Links, atomLink{Rel: "related", Href: it.Related[0]["href"], Type: "text/html"})

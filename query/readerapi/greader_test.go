@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mmcdole/gofeed/atom"
 	"github.com/newsflow/newsflow/internal/readstate"
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
@@ -66,11 +67,24 @@ type grEnv struct {
 
 func newGREnv(t *testing.T) *grEnv {
 	t.Helper()
+	return newGREnvOf(t, []grArticle{{"wire", "wire", "Quake"}, {"daily", "daily", "Cup final"}, {"wire", "wire", "Rates"},
+		{"daily", "daily", "Election"}, {"wire", "wire", "Chips"}})
+}
+
+// grArticle is an article of a grEnv: its source id, the source name it
+// carries, and its title (its summary is the title and " <today>").
+type grArticle struct{ src, source, title string }
+
+// newGREnvOf is a grEnv whose articles are arts, numbered in order, one
+// minute apart.
+func newGREnvOf(t *testing.T, arts []grArticle) *grEnv {
+	t.Helper()
 	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC).UnixMilli()
 	fs := &fakeStories{}
-	for i, a := range []struct{ src, title string }{{"wire", "Quake"}, {"daily", "Cup final"}, {"wire", "Rates"}, {"daily", "Election"}, {"wire", "Chips"}} {
+	for i, a := range arts {
 		fs.arts = append(fs.arts, story.ArticleRecord{Num: uint64(i), Article: story.Article{ID: fmt.Sprint("art", i), SourceID: a.src,
-			Source: a.src, Title: a.title, Summary: a.title + " <today>", URL: "https://" + a.src + ".example/" + a.title, Published: t0 + int64(i)*60_000}})
+			Source: a.source, Title: a.title, Summary: a.title + " <today>", URL: "https://" + a.src + ".example/" + a.title,
+			Published: t0 + int64(i)*60_000}})
 	}
 	feeds := map[string]int64{}
 	api := newAPIEnvWith(t, func(e *apiEnv, d *Deps) {
@@ -403,5 +417,47 @@ func TestGReaderSubscriptionEdit(t *testing.T) {
 	e.getJSON(e.annAuth, "/reader/api/0/subscription/list?output=json", &s)
 	if len(s.Subscriptions) != 2 {
 		t.Errorf("ann's subscriptions: %+v", s)
+	}
+}
+
+// TestGReaderAtomTextFields: what a feed carries in its titles, names and
+// summaries comes out of the Atom stream as the text it was, never as
+// markup: an Atom parser gives back exactly the title, the source's name
+// as the author, and a content without the markup of the summary.
+func TestGReaderAtomTextFields(t *testing.T) {
+	titles := []string{`<img src=x onerror=alert(1)>`, `Tom &amp; Jerry <b>bold</b> & "quotes"`}
+	const source = `<script>alert("wire")</script>`
+	e := newGREnvOf(t, []grArticle{{"wire", source, titles[0]}, {"wire", source, titles[1]}})
+	wire := fmt.Sprint("feed/", e.feeds["wire"])
+	code, body, _ := e.call("GET", "/reader/atom/"+url.PathEscape(wire)+"?n=50", "", e.annAuth...)
+	if code != 200 {
+		t.Fatalf("atom: %d %s", code, body)
+	}
+	var raw atomFeed
+	if err := xml.Unmarshal([]byte(body), &raw); err != nil || len(raw.Entries) != len(titles) {
+		t.Fatalf("atom: %v %s", err, body)
+	}
+	for _, en := range raw.Entries {
+		if en.Title.Type != "text" {
+			t.Errorf("entry %s: title type %q, want text", en.ID, en.Title.Type)
+		}
+	}
+	feed, err := (&atom.Parser{}).Parse(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, en := range feed.Entries {
+		got = append(got, en.Title)
+		if len(en.Authors) != 1 || en.Authors[0].Name != source {
+			t.Errorf("entry %q: authors %+v, want %q", en.Title, en.Authors, source)
+		}
+		if en.Content == nil || strings.Contains(en.Content.Value, "<b>") || strings.Contains(en.Content.Value, "<img") {
+			t.Errorf("entry %q: content carries markup of the summary: %+v", en.Title, en.Content)
+		}
+	}
+	slices.Reverse(got) // newest first
+	if !slices.Equal(got, titles) {
+		t.Errorf("titles read back %q, want %q", got, titles)
 	}
 }

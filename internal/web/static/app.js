@@ -365,7 +365,19 @@ async function showPreferences() {
     <p class="meta">Apps that sync with Miniflux or with the Google Reader API (FreshRSS, FeedHQ, Inoreader) sync with this server too: give each app its own API key, and enter your username and the key as its password, with <code>${esc(location.origin)}</code> as the server.</p>
     <form id="newkey" class="row"><label>App name <input name="name" required maxlength="64" autocomplete="off"></label><button>Create API key</button></form>
     <div role="status" id="keysecret"></div>
-    <ul class="keys" id="keys"></ul></section>`);
+    <ul class="keys" id="keys"></ul></section>
+    <section class="stack wide" aria-labelledby="everywhere-h"><h2 id="everywhere-h">Log out everywhere</h2>
+    <p class="meta">Ends every session of your account, in every browser, this one too, and revokes every API key: reader apps using them are logged out and need a new key.</p>
+    <p><button type="button" id="everywhere">Log out everywhere and revoke all API keys</button></p><p role="status" id="everywhere-status" class="meta"></p></section>`);
+  $("everywhere").addEventListener("click", async () => {
+    if (!confirm("Log out everywhere? Every session of your account ends, this one too, and every API key is revoked: apps using them stay logged out until you give them a new key.")) return;
+    try {
+      await api("/api/v1/auth/logout?everywhere=true", { method: "POST" });
+      await globalThis.caches?.delete("newsflow-api");
+      await loadMe();
+      go("/");
+    } catch (err) { $("everywhere-status").textContent = err.message; }
+  });
   $("prefs").addEventListener("submit", async (e) => {
     e.preventDefault();
     const f = new FormData(e.target);
