@@ -122,13 +122,26 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 	s.startSession(ctx, fasthttp.StatusOK, u)
 }
 
-// token returns the session token of a request, from the Authorization
-// header or the session cookie.
+// token returns the session token of a request: the bearer token of the
+// Authorization header if there is one, else the session cookie's. An
+// Authorization header of another scheme (Basic) leaves the cookie the
+// identity, which crossSite then checks.
 func token(ctx *fasthttp.RequestCtx) string {
-	if h := string(ctx.Request.Header.Peek("Authorization")); strings.HasPrefix(h, "Bearer ") {
-		return strings.TrimSpace(h[len("Bearer "):])
+	if t, ok := bearer(ctx); ok {
+		return t
 	}
 	return string(ctx.Request.Header.Cookie(SessionCookie))
+}
+
+// bearer returns the token of an "Authorization: Bearer TOKEN" header (the
+// scheme in any case) and whether the request has one.
+func bearer(ctx *fasthttp.RequestCtx) (string, bool) {
+	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	const scheme = "bearer "
+	if len(h) < len(scheme) || !strings.EqualFold(string(h[:len(scheme)]), scheme) {
+		return "", false
+	}
+	return strings.TrimSpace(string(h[len(scheme):])), true
 }
 
 // sessionUser is a request's resolved session, kept as a user value so

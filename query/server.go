@@ -420,12 +420,15 @@ func New(deps Deps, opts Options) (*Server, error) {
 		Handler:            s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler)))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
-		ReadTimeout:        opts.ReadTimeout,
-		WriteTimeout:       opts.WriteTimeout,
-		IdleTimeout:        opts.IdleTimeout,
-		NoDefaultDate:      true,
-		Logger:             fasthttpLogger{opts.Logger},
-		ErrorHandler:       s.handleTransportError,
+		// No handler reads multipart forms: a body is not parsed (nor
+		// spooled to disk) before its route has looked at it.
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  opts.ReadTimeout,
+		WriteTimeout:                 opts.WriteTimeout,
+		IdleTimeout:                  opts.IdleTimeout,
+		NoDefaultDate:                true,
+		Logger:                       fasthttpLogger{opts.Logger},
+		ErrorHandler:                 s.handleTransportError,
 		// A response up to this size goes out in one write: with the
 		// default 4 KiB, a trending top 100 (about 8 KiB with 32-hex ids)
 		// took two write system calls. The buffer is kept per open
