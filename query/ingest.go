@@ -3,13 +3,15 @@ package query
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
@@ -32,6 +34,8 @@ type batchResult struct {
 	Accepted int         `json:"accepted"`
 	Rejected int         `json:"rejected"`
 	Errors   []lineError `json:"errors,omitempty"`
+	// Truncated: a replayed response lists only the first line errors.
+	Truncated bool `json:"errors_truncated,omitempty"`
 }
 
 // handleShare ingests one share event (JSON object body).
@@ -64,9 +68,11 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		writeError(ctx, fasthttp.StatusBadRequest, HeaderIdempotencyKey+" longer than 200 bytes")
 		return
 	}
+	var sum []byte
 	if key != "" {
-		// A key is scoped to its endpoint.
-		key = string(ctx.Path()) + " " + key
+		// A key is the caller's, for one endpoint, and names one request.
+		key = idempotencyScope(ctx.Path(), s.caller(ctx), key)
+		sum = idempotencyRequestSum(ctx.Path(), ctx.PostBody())
 		if !s.idem.known(key) {
 			// Another node may have answered it: read what the topic
 			// holds first. A log that does not answer in time leaves the
@@ -82,6 +88,11 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 			writeError(ctx, fasthttp.StatusConflict, err.Error())
 			return
 		}
+		if prev != nil && !bytes.Equal(prev.Sum, sum) {
+			writeError(ctx, fasthttp.StatusUnprocessableEntity, HeaderIdempotencyKey+
+				" reused with another request: this key was sent before with a different body; use a new key for a new request")
+			return
+		}
 		if prev != nil {
 			ctx.Response.Header.Set("Idempotent-Replayed", "true")
 			writeRaw(ctx, prev.Status, prev.Body)
@@ -94,7 +105,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	var stored *storedResponse
 	if key != "" && len(recs) > 0 {
 		var marker *eventlog.Record
-		marker, stored = s.idem.marker(key, status, body)
+		marker, stored = s.idem.marker(key, sum, status, body)
 		recs = append(recs, marker)
 	}
 	if len(recs) > 0 {
@@ -117,6 +128,20 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(accepted))
 	s.m.ingested.WithLabelValues(kind, "rejected").Add(float64(rejected))
 	writeRaw(ctx, status, body)
+}
+
+// caller names who sends a request, for the scope of its Idempotency-Key:
+// the admin or ingestion token (by its digest), the session's user, or for
+// an anonymous request the client address (clientIP, per ClientKey).
+func (s *Server) caller(ctx *fasthttp.RequestCtx) string {
+	if t, ok := bearer(ctx); ok && (s.adminToken(ctx) || s.ingestToken(ctx)) {
+		h := sha256.Sum256([]byte(t))
+		return "token:" + hex.EncodeToString(h[:])
+	}
+	if u, ok := s.user(ctx); ok {
+		return "user:" + u.ID
+	}
+	return "client:" + auth.ClientKey(clientIP(ctx))
 }
 
 // userEvent is what ingestion checks of a decoded event: whose it is,

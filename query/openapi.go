@@ -49,10 +49,10 @@ var apiOps = []apiOp{
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
 	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window (with trending.counter: cms, estimates and their error bounds per window in bounds)", ok: 200, okSchema: "Object", errs: []int{400, 429}},
-	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 409, 413, 422, 429, 503}},
 	{method: "POST", path: "/api/v1/articles", tag: "articles", auth: "ingest", summary: "Ingest raw articles (one object, or NDJSON with Content-Type application/x-ndjson or ?batch=1)",
 		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
 
@@ -73,8 +73,8 @@ var apiOps = []apiOp{
 		query: []string{"limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "explain:string:1 to include each story's signals", "hide_read:string:1 to leave out stories the logged-in reader has read (each story carries unread, its unread article count, for a logged-in reader)"},
 		ok:    200, okSchema: "FeedPage", errs: []int{400, 429}},
 
-	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 409, 429}},
-	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; limited per address and username)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 429}},
+	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in (a JSON body only; refused from another site's page)", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 413, 415, 429}},
+	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; a JSON body only; refused from another site's page; limited per client address and per username from that address)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 403, 413, 415, 429}},
 	{method: "POST", path: "/api/v1/auth/logout", tag: "account", summary: "Revoke the request's session", ok: 204},
 	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
 	{method: "GET", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "The user's preferences", ok: 200, okSchema: "Preferences", errs: []int{401, 429}},
@@ -160,6 +160,7 @@ var apiOps = []apiOp{
 var statusText = map[int]string{
 	400: "Invalid request (JSON error with the reason)", 401: "No valid session or token", 403: "Not an admin",
 	404: "Not found", 409: "Conflict (name taken, or an Idempotency-Key in flight)", 413: "Body too large",
+	415: "The body is not application/json", 422: "Idempotency-Key reused with another request body",
 	429: "Too many requests (Retry-After)", 503: "Not ready or a dependency unavailable",
 	502: "The origin failed or sent something that is not an allowed image", 504: "The origin did not answer in time",
 }
@@ -251,7 +252,7 @@ func openAPIDocument() []byte {
 		}
 		if op.method == "POST" && strings.HasPrefix(op.path, "/api/v1/events") || op.path == "/api/v1/articles" {
 			params = append(params, map[string]any{"name": HeaderIdempotencyKey, "in": "header", "schema": map[string]string{"type": "string"},
-				"description": "makes a retry safe: a repeat gets the first response and appends nothing"})
+				"description": "makes a retry safe: a repeat of the same request (path and body) by the same caller (session user, token, or client address) gets the first response and appends nothing; the key with another body gets 422"})
 		}
 		if len(params) > 0 {
 			o["parameters"] = params

@@ -56,7 +56,10 @@ type Options struct {
 	MaxPast   time.Duration `yaml:"-"`
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
-	Logger         *slog.Logger  `yaml:"-"`
+	// IdempotencyMaxKeys bounds the keys remembered (default 50000, each
+	// at most about 1.2 KiB); beyond it the oldest are forgotten first.
+	IdempotencyMaxKeys int          `yaml:"idempotency_max_keys"`
+	Logger             *slog.Logger `yaml:"-"`
 	// Registerer and Gatherer: where HTTP metrics go and what /metrics serves.
 	Registerer prometheus.Registerer `yaml:"-"`
 	Gatherer   prometheus.Gatherer   `yaml:"-"`
@@ -112,7 +115,7 @@ func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
-		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
+		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 		TrendingChanges: ChangesOptions{K: defaultChangesK},
 	}
@@ -121,7 +124,7 @@ func DefaultOptions() Options {
 // Validate reports invalid option values.
 func (o Options) Validate() error {
 	if o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
-		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 ||
+		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 || o.IdempotencyMaxKeys < 0 ||
 		o.MaxStreams < 0 || o.StreamInterval < 0 || o.StreamHeartbeat < 0 {
 		return errors.New("query: sizes and durations must not be negative")
 	}
@@ -254,7 +257,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	s.peerErrors = s.m.peerErrs
 	s.peers = &fasthttp.Client{Name: "newsflow-peer", MaxConnsPerHost: 64, ReadTimeout: opts.PeerTimeout, WriteTimeout: opts.PeerTimeout}
-	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
+	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.IdempotencyMaxKeys, opts.Now)
 	if deps.Auth != nil {
 		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
 	}
