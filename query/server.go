@@ -39,11 +39,17 @@ import (
 type Options struct {
 	// Addr is the listen address (default 127.0.0.1:8080).
 	Addr string `yaml:"addr"`
-	// MaxBodyBytes caps a request body (default 32 MiB); larger requests get 413.
-	MaxBodyBytes int           `yaml:"max_body_bytes"`
-	ReadTimeout  time.Duration `yaml:"-"` // default 30s
-	WriteTimeout time.Duration `yaml:"-"` // default 30s
-	IdleTimeout  time.Duration `yaml:"-"` // default 2m
+	// MaxBodyBytes caps the body of a batch (articles, share and read
+	// batches, the OPML import; default 32 MiB), MaxAuthBodyBytes the body
+	// of login, register and setup (default 4 KiB), MaxSmallBodyBytes the
+	// body of every other route (default 1 MiB). A larger body gets 413
+	// before it is read (bodylimit.go).
+	MaxBodyBytes      int           `yaml:"max_body_bytes"`
+	MaxAuthBodyBytes  int           `yaml:"max_auth_body_bytes"`
+	MaxSmallBodyBytes int           `yaml:"max_small_body_bytes"`
+	ReadTimeout       time.Duration `yaml:"-"` // default 30s
+	WriteTimeout      time.Duration `yaml:"-"` // default 30s
+	IdleTimeout       time.Duration `yaml:"-"` // default 2m
 	// PeerTimeout bounds a request to another cluster node (default 2s).
 	PeerTimeout time.Duration `yaml:"-"`
 	// OnLeave, if set, is called after the node left its cluster
@@ -113,7 +119,7 @@ type Options struct {
 // DefaultOptions returns the defaults the zero value stands for.
 func DefaultOptions() Options {
 	return Options{
-		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
+		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxAuthBodyBytes: defaultMaxAuthBody, MaxSmallBodyBytes: defaultMaxSmallBody,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
@@ -123,7 +129,7 @@ func DefaultOptions() Options {
 
 // Validate reports invalid option values.
 func (o Options) Validate() error {
-	if o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
+	if o.MaxBodyBytes < 0 || o.MaxAuthBodyBytes < 0 || o.MaxSmallBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
 		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 || o.IdempotencyMaxKeys < 0 ||
 		o.MaxStreams < 0 || o.StreamInterval < 0 || o.StreamHeartbeat < 0 {
 		return errors.New("query: sizes and durations must not be negative")
@@ -423,6 +429,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 		Handler:            s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler)))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
+		// Bodies are limited per route before they are read.
+		HeaderReceived: s.bodyConfig,
 		// No handler reads multipart forms: a body is not parsed (nor
 		// spooled to disk) before its route has looked at it.
 		DisablePreParseMultipartForm: true,
@@ -576,7 +584,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	var msg string
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		status, msg = fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", s.opts.MaxBodyBytes)
+		status, msg = fasthttp.StatusRequestEntityTooLarge, s.bodyTooLargeMessage()
 	case errors.As(err, &small):
 		status, msg = fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers too large"
 	case isTimeout(err):
