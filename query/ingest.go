@@ -154,9 +154,11 @@ type userEvent struct {
 
 // buildEvents validates the body's events of one kind (decode reads one)
 // and returns the response, the records to append to topic and the number
-// of rejected events; accepted, if set, hears of each accepted event.
+// of rejected events; admit, if set, is asked last whether a valid event
+// may be taken (a limit), and accepted, if set, hears of each accepted
+// event.
 func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, topic, kind string,
-	decode func(p *fastjson.Parser, line []byte) (userEvent, error), accepted func(userEvent)) (int, []byte, []*eventlog.Record, int) {
+	decode func(p *fastjson.Parser, line []byte) (userEvent, error), admit func() error, accepted func(userEvent)) (int, []byte, []*eventlog.Record, int) {
 	parts, err := s.partitions(topic)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: kind + "s topic unavailable: " + err.Error()})
@@ -179,6 +181,11 @@ func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 		if err := schema.CheckTime(ev.ts, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
 			return nil, err
 		}
+		if admit != nil {
+			if err := admit(); err != nil {
+				return nil, err
+			}
+		}
 		if accepted != nil {
 			accepted(ev)
 		}
@@ -194,7 +201,7 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 	return s.buildEvents(ctx, body, batch, schema.TopicShares, "share", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		sh, err := schema.DecodeShare(p, line)
 		return userEvent{user: sh.UserID, ts: sh.Timestamp, key: sh.ArticleID}, err
-	}, nil)
+	}, s.shareLimit(ctx), nil)
 }
 
 // decodeLines applies decode to a single-event body or to each line of an
@@ -207,6 +214,9 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 			if fe := (*errForbidden)(nil); errors.As(err, &fe) {
 				status = fasthttp.StatusForbidden
 			}
+			if le := (*errShareLimit)(nil); errors.As(err, &le) {
+				status = fasthttp.StatusTooManyRequests
+			}
 			b, _ := json.Marshal(errorBody{Error: err.Error()})
 			return status, b, nil, 1
 		}
@@ -214,6 +224,7 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	}
 	var res batchResult
 	var recs []*eventlog.Record
+	limited := 0 // lines rejected by a limit
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -227,6 +238,9 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 		}
 		rec, err := decode(line)
 		if err != nil {
+			if le := (*errShareLimit)(nil); errors.As(err, &le) {
+				limited++
+			}
 			res.Rejected++
 			if len(res.Errors) < 1000 {
 				res.Errors = append(res.Errors, lineError{Line: n, Error: err.Error()})
@@ -241,6 +255,8 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	case res.Accepted+res.Rejected == 0:
 		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON " + what + " per line"})
 		return fasthttp.StatusBadRequest, b, nil, 0
+	case res.Accepted == 0 && limited == res.Rejected:
+		status = fasthttp.StatusTooManyRequests // every line over a limit: retry later
 	case res.Rejected > 0:
 		status = fasthttp.StatusBadRequest
 	}
@@ -258,7 +274,7 @@ func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (
 	return s.buildEvents(ctx, body, batch, schema.TopicReads, "read", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		r, err := schema.DecodeRead(p, line)
 		return userEvent{user: r.UserID, ts: r.Timestamp, key: r.UserID}, err
-	}, func(ev userEvent) {
+	}, nil, func(ev userEvent) {
 		// The reader's feed pushes read stories down: compute it anew.
 		s.feeds.invalidate(ev.user)
 	})

@@ -241,6 +241,8 @@ type Server struct {
 	changes *changesWatcher // the trending.changes topic (changes.go); nil when disabled
 
 	stopping atomic.Bool // Run is shutting the server down (health.go)
+
+	shares *limiters // anonymous share events per client address (ratelimit.go)
 }
 
 // New returns a server; call Run to serve.
@@ -263,6 +265,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	s.peerErrors = s.m.peerErrs
 	s.peers = &fasthttp.Client{Name: "newsflow-peer", MaxConnsPerHost: 64, ReadTimeout: opts.PeerTimeout, WriteTimeout: opts.PeerTimeout}
+	rl := opts.RateLimits
+	s.shares = newLimiters(rl.SharesPerIP, rl.BurstSharesIP, rl.MaxKeys, rl.IdleAfter)
 	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.IdempotencyMaxKeys, opts.Now)
 	if deps.Auth != nil {
 		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
