@@ -44,10 +44,17 @@ func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
 	return true
 }
 
-// clientIP is the address of the peer (a proxy in front of the node is
-// the peer; trusting forwarded headers is a deployment choice not made
-// here).
+// clientIP is the client's address: the one resolveClient found (the peer,
+// or from X-Forwarded-For through a trusted proxy), or the peer's.
 func clientIP(ctx *fasthttp.RequestCtx) string {
+	if ip, ok := ctx.UserValue(clientKey).(string); ok {
+		return ip
+	}
+	return peerIP(ctx)
+}
+
+// peerIP is the address of the connection's other end.
+func peerIP(ctx *fasthttp.RequestCtx) string {
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		return a.IP.String()
 	}
@@ -99,26 +106,30 @@ func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
 }
 
 // handleLogin checks credentials and opens a session; attempts are
-// limited per client address and per username.
+// limited per client address, and failures back off per username and
+// client address (auth.Limiter): another client's failures on a username
+// never refuse its owner.
 func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 	var c credentials
 	if !decodeJSON(ctx, &c) {
 		return
 	}
-	if ok, retry := s.deps.Limiter.Allow(clientIP(ctx), c.Username); !ok {
+	ip := clientIP(ctx)
+	if ok, retry := s.deps.Limiter.Allow(ip, c.Username); !ok {
 		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
 	u, err := s.deps.Auth.Authenticate(context.Background(), c.Username, c.Password)
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
+		s.deps.Limiter.Failed(ip, c.Username)
 		writeError(ctx, fasthttp.StatusUnauthorized, "wrong username or password")
 		return
 	case err != nil:
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	s.deps.Limiter.ResetUser(c.Username)
+	s.deps.Limiter.Succeeded(ip, c.Username)
 	s.startSession(ctx, fasthttp.StatusOK, u)
 }
 

@@ -43,10 +43,10 @@ var largeBodyRoutes = map[string]bool{
 
 // bodyLimit returns the largest body a request on path may carry.
 func (s *Server) bodyLimit(path []byte) int {
-	switch p := string(path); {
-	case cookieRoutes[p]:
+	switch {
+	case cookieRoutes[string(path)]:
 		return min(s.opts.MaxAuthBodyBytes, s.opts.MaxBodyBytes)
-	case largeBodyRoutes[p]:
+	case largeBodyRoutes[string(path)]:
 		return s.opts.MaxBodyBytes
 	default:
 		return min(s.opts.MaxSmallBodyBytes, s.opts.MaxBodyBytes)

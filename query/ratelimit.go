@@ -31,7 +31,9 @@ type RateLimits struct {
 	// producers that write the Kafka topic are not limited.
 	SharesPerIP   rate.Limit `yaml:"share_rate_per_ip"`
 	BurstSharesIP int        `yaml:"share_burst_per_ip"`
-	// ExemptLoopback lets requests from the node's own host through.
+	// ExemptLoopback lets requests from the node's own host through (off
+	// by default: behind a reverse proxy on the same host, every client
+	// would be exempt unless the proxy is in TrustedProxies).
 	ExemptLoopback bool `yaml:"rate_exempt_loopback"`
 	// MaxKeys bounds the buckets kept per kind; IdleAfter is when a bucket
 	// may be dropped.
@@ -41,10 +43,11 @@ type RateLimits struct {
 
 // DefaultRateLimits: 200 requests/s per address (burst 400), 50 per user
 // (burst 100), 5 anonymous share events/s per address (burst 100);
-// loopback is exempt.
+// loopback is not exempt (a reverse proxy on the node's host would exempt
+// everyone).
 func DefaultRateLimits() RateLimits {
 	return RateLimits{PerIP: 200, BurstIP: 400, PerUser: 50, BurstUser: 100, SharesPerIP: 5, BurstSharesIP: 100,
-		ExemptLoopback: true, MaxKeys: 100000, IdleAfter: 10 * time.Minute}
+		MaxKeys: 100000, IdleAfter: 10 * time.Minute}
 }
 
 // limiters holds one token bucket per key, at most max of them: the least
@@ -136,11 +139,9 @@ func (s *Server) rateLimit(next fasthttp.RequestHandler) fasthttp.RequestHandler
 	}
 }
 
-// remoteLoopback reports whether the request comes from a loopback address.
+// remoteLoopback reports whether the request's client (clientIP: behind a
+// trusted proxy, the client it forwards for) has a loopback address.
 func remoteLoopback(ctx *fasthttp.RequestCtx) bool {
-	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
-		return a.IP.IsLoopback()
-	}
 	return isLoopback(clientIP(ctx))
 }
 

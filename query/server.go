@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -88,6 +89,11 @@ type Options struct {
 	// TrustedOrigins are origins (scheme://host[:port]) besides the node's
 	// own whose pages may send cookie-authenticated state-changing requests.
 	TrustedOrigins []string `yaml:"-"`
+	// TrustedProxies are CIDRs (or addresses) of reverse proxies whose
+	// X-Forwarded-For is believed: the client address of every limit and
+	// of the idempotency scope is then the rightmost address in it that is
+	// not a trusted proxy (clientaddr.go). Empty: the peer is the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// RateLimits bound requests per client address and per user (the zero
 	// value: no limits).
 	RateLimits RateLimits `yaml:",inline"`
@@ -133,6 +139,9 @@ func (o Options) Validate() error {
 		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 || o.IdempotencyMaxKeys < 0 ||
 		o.MaxStreams < 0 || o.StreamInterval < 0 || o.StreamHeartbeat < 0 {
 		return errors.New("query: sizes and durations must not be negative")
+	}
+	if _, err := parseProxies(o.TrustedProxies); err != nil {
+		return err
 	}
 	if err := o.Images.Validate(); err != nil {
 		return err
@@ -242,7 +251,8 @@ type Server struct {
 
 	stopping atomic.Bool // Run is shutting the server down (health.go)
 
-	shares *limiters // anonymous share events per client address (ratelimit.go)
+	shares  *limiters      // anonymous share events per client address (ratelimit.go)
+	proxies []netip.Prefix // Options.TrustedProxies (clientaddr.go)
 }
 
 // New returns a server; call Run to serve.
@@ -265,6 +275,9 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	s.peerErrors = s.m.peerErrs
 	s.peers = &fasthttp.Client{Name: "newsflow-peer", MaxConnsPerHost: 64, ReadTimeout: opts.PeerTimeout, WriteTimeout: opts.PeerTimeout}
+	if s.proxies, err = parseProxies(opts.TrustedProxies); err != nil {
+		return nil, err
+	}
 	rl := opts.RateLimits
 	s.shares = newLimiters(rl.SharesPerIP, rl.BurstSharesIP, rl.MaxKeys, rl.IdleAfter)
 	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.IdempotencyMaxKeys, opts.Now)
@@ -430,7 +443,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler)))),
+		Handler:            s.resolveClient(s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler))))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
 		// Bodies are limited per route before they are read.
