@@ -327,6 +327,7 @@ func (s *Server) handleSetupAdmin(ctx *fasthttp.RequestCtx) {
 	defer g.creating.Unlock()
 	switch {
 	case !g.open():
+		s.deps.Limiter.Failed(clientIP(ctx), setupLimiterKey)
 		writeError(ctx, fasthttp.StatusForbidden, "no setup token is active on this node: it was used, or an admin exists; log in as an admin (with no admin, restart the node for a new setup link)")
 		return
 	case req.Token == "" || !g.matches(req.Token):
