@@ -40,6 +40,15 @@ import (
 type Options struct {
 	// Addr is the listen address (default 127.0.0.1:8080).
 	Addr string `yaml:"addr"`
+	// OpsAddr, if set, is a listen address of its own for /metrics and
+	// /health/detailed (with /health/live and /health/ready); Addr then
+	// answers 404 to those two. OpsListener, if set, is that listener
+	// (for tests and embedders; OpsAddr is then not listened on).
+	// OpsToken, if set, is the bearer token /metrics and /health/detailed
+	// need, wherever they are served (ops.go).
+	OpsAddr     string       `yaml:"ops_addr"`
+	OpsListener net.Listener `yaml:"-"`
+	OpsToken    string       `yaml:"ops_token"`
 	// MaxBodyBytes caps the body of a batch (articles, share and read
 	// batches, the OPML import; default 32 MiB), MaxAuthBodyBytes the body
 	// of login, register and setup (default 4 KiB), MaxSmallBodyBytes the
@@ -139,6 +148,9 @@ func (o Options) Validate() error {
 		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 || o.IdempotencyMaxKeys < 0 ||
 		o.MaxStreams < 0 || o.StreamInterval < 0 || o.StreamHeartbeat < 0 {
 		return errors.New("query: sizes and durations must not be negative")
+	}
+	if o.OpsAddr != "" && o.OpsAddr == o.Addr {
+		return errors.New("query: ops_addr must differ from addr")
 	}
 	if _, err := parseProxies(o.TrustedProxies); err != nil {
 		return err
@@ -251,8 +263,9 @@ type Server struct {
 
 	stopping atomic.Bool // Run is shutting the server down (health.go)
 
-	shares  *limiters      // anonymous share events per client address (ratelimit.go)
-	proxies []netip.Prefix // Options.TrustedProxies (clientaddr.go)
+	ops     *fasthttp.Server // the ops listener's (ops.go); nil without one
+	shares  *limiters        // anonymous share events per client address (ratelimit.go)
+	proxies []netip.Prefix   // Options.TrustedProxies (clientaddr.go)
 }
 
 // New returns a server; call Run to serve.
@@ -289,10 +302,14 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.GET("/api/v1/openapi.json", s.instrument("openapi", s.handleOpenAPI))
 	r.GET("/health/live", s.instrument("live", s.handleLive))
 	r.GET("/health/ready", s.instrument("ready", s.handleReady))
-	r.GET("/health/detailed", s.instrument("health_detailed", s.handleHealthDetailed))
 	r.GET("/api/v1/setup", s.instrument("setup", s.handleSetup))
+	var metrics fasthttp.RequestHandler
 	if opts.Gatherer != nil {
-		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
+		metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	}
+	s.registerOps(r, metrics, false)
+	if s.separateOps() {
+		s.ops = s.newOpsServer(metrics)
 	}
 	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(s.expandOwner, s.handleTrending)))
 	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
@@ -508,6 +525,28 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
+	if s.ops != nil {
+		opsLn := s.opts.OpsListener
+		if opsLn == nil {
+			if opsLn, err = net.Listen("tcp", s.opts.OpsAddr); err != nil {
+				_ = s.srv.Shutdown()
+				<-errc
+				return fmt.Errorf("query: listen %s (ops_addr): %w", s.opts.OpsAddr, err)
+			}
+		}
+		s.opts.Logger.Info("serving the ops endpoints", "addr", opsLn.Addr().String())
+		opsDone := make(chan struct{})
+		go func() {
+			defer close(opsDone)
+			if err := s.ops.Serve(opsLn); err != nil {
+				s.opts.Logger.Error("stopped serving the ops endpoints", "err", err)
+			}
+		}()
+		defer func() {
+			_ = s.ops.Shutdown()
+			<-opsDone
+		}()
+	}
 	select {
 	case err := <-errc:
 		return err
