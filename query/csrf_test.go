@@ -22,11 +22,11 @@ func crossSiteForm(contentType string) []string {
 // (without a session yet) and take JSON bodies only.
 func TestLoginCSRFRefused(t *testing.T) {
 	n := newTestNode(t)
-	login(t, n, "/api/v1/auth/register", "mallory", "mallory's long password")
-	// A text/plain form named `{"username":"mallory","password":"...","x":"` with the
-	// value `"}` posts a JSON-looking body.
-	plain := `{"username":"mallory","password":"mallory's long password","x":"="}`
-	form := "username=mallory&password=mallory%27s+long+password"
+	login(t, n, "/api/v1/auth/register", "mallory", "mallory's long=password")
+	// A text/plain form with a field named `{"username":"mallory","password":"mallory's long`
+	// and the value `password"}` posts name=value: Mallory's JSON login.
+	plain := `{"username":"mallory","password":"mallory's long=password"}`
+	form := "username=mallory&password=mallory%27s+long%3Dpassword"
 	for _, c := range []struct {
 		name, path, body string
 		hdr              []string
@@ -34,6 +34,8 @@ func TestLoginCSRFRefused(t *testing.T) {
 		{"text/plain login", "/api/v1/auth/login", plain, crossSiteForm("text/plain")},
 		{"urlencoded login", "/api/v1/auth/login", form, crossSiteForm("application/x-www-form-urlencoded")},
 		{"text/plain register", "/api/v1/auth/register", strings.Replace(plain, "mallory", "mallory2", 1), crossSiteForm("text/plain")},
+		{"text/plain login with the cookie of another session", "/api/v1/auth/login", plain,
+			append(crossSiteForm("text/plain"), "Cookie", query.SessionCookie+"=whatever")},
 		{"setup", "/api/v1/setup/admin", `{"token":"x","username":"eve","password":"eve's long password"}`, crossSiteForm("text/plain")},
 		{"JSON from a foreign Origin, no Sec-Fetch-Site", "/api/v1/auth/login", plain,
 			[]string{"Origin", "http://evil.example", "Content-Type", "application/json"}},
@@ -50,7 +52,7 @@ func TestLoginCSRFRefused(t *testing.T) {
 	wantError(t, n.post(t, "/api/v1/auth/login", form, append(same, "Content-Type", "application/x-www-form-urlencoded")...), fasthttp.StatusUnsupportedMediaType)
 	wantError(t, n.post(t, "/api/v1/auth/login", plain, "Content-Type", "multipart/form-data; boundary=x"), fasthttp.StatusUnsupportedMediaType)
 	// The web UI's own post (fetch with Content-Type: application/json).
-	if r := n.post(t, "/api/v1/auth/login", `{"username":"mallory","password":"mallory's long password"}`, append(same, "Content-Type", "application/json; charset=utf-8")...); r.status != fasthttp.StatusOK {
+	if r := n.post(t, "/api/v1/auth/login", plain, append(same, "Content-Type", "application/json; charset=utf-8")...); r.status != fasthttp.StatusOK {
 		t.Fatalf("same-origin JSON login: %s", r)
 	}
 }
