@@ -15,7 +15,8 @@ import (
 // the answer is 413 (handleTransportError) on a closed connection. The
 // limits:
 //
-//   - login, register and setup (cookieRoutes): MaxAuthBodyBytes (4 KiB);
+//   - login, register and setup (cookieRoutes) and the Google Reader
+//     ClientLogin: MaxAuthBodyBytes (4 KiB);
 //   - the batch routes (largeBodyRoutes: articles, share and read batches,
 //     the OPML import) and the cluster's internal routes: MaxBodyBytes
 //     (32 MiB);
@@ -29,6 +30,10 @@ const (
 	defaultMaxAuthBody  = 4 << 10
 	defaultMaxSmallBody = 1 << 20
 )
+
+// clientLogin is the Google Reader API's login (readerapi): a form, no
+// cookie, but a login all the same.
+const clientLogin = "/accounts/ClientLogin"
 
 // largeBodyRoutes take bodies up to MaxBodyBytes.
 var largeBodyRoutes = map[string]bool{
@@ -44,7 +49,7 @@ var largeBodyRoutes = map[string]bool{
 // bodyLimit returns the largest body a request on path may carry.
 func (s *Server) bodyLimit(path []byte) int {
 	switch {
-	case cookieRoutes[string(path)]:
+	case cookieRoutes[string(path)], string(path) == clientLogin:
 		return min(s.opts.MaxAuthBodyBytes, s.opts.MaxBodyBytes)
 	case largeBodyRoutes[string(path)]:
 		return s.opts.MaxBodyBytes

@@ -93,6 +93,8 @@ func TestBodyLimitsPerRoute(t *testing.T) {
 	big := `{"username":"` + strings.Repeat("a", 5<<10) + `","password":"x"}`
 	wantError(t, n.post(t, "/api/v1/auth/login", big), fasthttp.StatusRequestEntityTooLarge, "login, register and setup take at most 4096 bytes")
 	wantError(t, n.post(t, "/api/v1/auth//register", big), fasthttp.StatusRequestEntityTooLarge)
+	wantError(t, n.post(t, "/accounts/ClientLogin", "Email=ann&Passwd="+strings.Repeat("p", 5<<10), "Content-Type", "application/x-www-form-urlencoded"),
+		fasthttp.StatusRequestEntityTooLarge)
 	var chunked strings.Builder
 	chunked.WriteString("POST /api/v1/auth/login HTTP/1.1\r\nHost: newsflow\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
 	for i := 0; i < len(big); i += 1 << 10 {
