@@ -1,11 +1,13 @@
 package query_test
 
 import (
+	"fmt"
 	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
@@ -83,5 +85,32 @@ func TestOpsListener(t *testing.T) {
 	}
 	if err := (query.Options{Addr: "127.0.0.1:9000", OpsAddr: "127.0.0.1:9000"}).Validate(); err == nil {
 		t.Error("ops_addr equal to addr was accepted")
+	}
+}
+
+// With ops_addr the server listens there itself, and stops listening
+// when it stops.
+func TestOpsAddr(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // a free port for the node to take
+	n := newTestNode(t, withQuery(query.Options{OpsAddr: addr}))
+	get := func(path string) (int, error) {
+		status, _, err := fasthttp.GetTimeout(nil, "http://"+addr+path, 5*time.Second)
+		return status, err
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if s, err := get("/metrics"); err != nil || s != fasthttp.StatusOK {
+			return fmt.Errorf("/metrics on %s: %d %v", addr, s, err)
+		}
+		return nil
+	})
+	wantError(t, n.get(t, "/metrics"), fasthttp.StatusNotFound, "ops address")
+	n.stop()
+	if _, err := get("/health/live"); err == nil {
+		t.Fatal("the ops address answers after the server stopped")
 	}
 }
