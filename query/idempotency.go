@@ -261,7 +261,7 @@ func idempotencyScope(path []byte, caller, key string) string {
 }
 
 // idempotencyRequestSum is the digest a retry must match: the request's
-// path and body.
+// path (with its query: ?batch=1 is another request) and body.
 func idempotencyRequestSum(path, body []byte) []byte {
 	h := sha256.New()
 	h.Write(binary.AppendUvarint(nil, uint64(len(path))))

@@ -60,6 +60,8 @@ func TestIdempotencyReplay(t *testing.T) {
 		wantError(t, n.post(t, pathShare, body, query.HeaderIdempotencyKey, "key-1"), fasthttp.StatusUnprocessableEntity, "different body")
 	}
 	wantReplay(t, first, n.post(t, pathShare, ev, query.HeaderIdempotencyKey, "key-1"))
+	// The query is part of the request.
+	wantError(t, n.post(t, pathShare+"?v=2", ev, query.HeaderIdempotencyKey, "key-1"), fasthttp.StatusUnprocessableEntity)
 	if got := n.appended(t); got != 1 {
 		t.Fatalf("appended %d after replays, want 1", got)
 	}

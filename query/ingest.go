@@ -72,7 +72,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	if key != "" {
 		// A key is the caller's, for one endpoint, and names one request.
 		key = idempotencyScope(ctx.Path(), s.caller(ctx), key)
-		sum = idempotencyRequestSum(ctx.Path(), ctx.PostBody())
+		sum = idempotencyRequestSum(ctx.URI().RequestURI(), ctx.PostBody())
 		if !s.idem.known(key) {
 			// Another node may have answered it: read what the topic
 			// holds first. A log that does not answer in time leaves the
