@@ -441,6 +441,9 @@ func (c Config) Validate() error {
 	if err := c.Tracing.Validate(); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	if err := c.HTTP.Validate(); err != nil {
+		return fmt.Errorf("config: http: %w", err)
+	}
 	if maxK := cmp.Or(c.Trending.MaxK, trending.DefaultOperatorOptions().MaxK); c.Trending.Changes.K < 1 || c.Trending.Changes.K > maxK {
 		return fmt.Errorf("config: trending.changes.k %d: want 1 to trending.max_k (%d)", c.Trending.Changes.K, maxK)
 	}

@@ -253,3 +253,36 @@ func TestConfigTracing(t *testing.T) {
 		t.Errorf("unknown exporter: %v", err)
 	}
 }
+
+// The HTTP guards are set from the file and the environment, and a node
+// refuses bad ones before it starts.
+func TestConfigHTTPGuards(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "newsflow.yaml")
+	if err := os.WriteFile(path, []byte("http:\n  ops_addr: 127.0.0.1:9090\n  trusted_proxies: [127.0.0.1/32, 10.0.0.0/8]\n  share_rate_per_ip: 2\n  max_auth_body_bytes: 2048\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path, []string{"NEWSFLOW_HTTP_OPS_TOKEN=ops-secret", "NEWSFLOW_HTTP_RATE_EXEMPT_LOOPBACK=true", "NEWSFLOW_AUTH_LOGIN_MAX_BACKOFF=5m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.HTTP
+	if h.OpsAddr != "127.0.0.1:9090" || h.OpsToken != "ops-secret" || fmt.Sprint(h.TrustedProxies) != "[127.0.0.1/32 10.0.0.0/8]" ||
+		h.RateLimits.SharesPerIP != 2 || h.RateLimits.BurstSharesIP != 100 || !h.RateLimits.ExemptLoopback || h.MaxAuthBodyBytes != 2048 ||
+		c.Auth.Limiter.MaxBackoff != 5*time.Minute {
+		t.Errorf("http section: %+v, login backoff %v", h, c.Auth.Limiter.MaxBackoff)
+	}
+	// The defaults: loopback not exempt, anonymous shares limited.
+	if d := Default().HTTP.RateLimits; d.ExemptLoopback || d.SharesPerIP <= 0 {
+		t.Errorf("default rate limits: %+v", d)
+	}
+	for _, env := range []string{"NEWSFLOW_HTTP_TRUSTED_PROXIES=proxy.example", "NEWSFLOW_HTTP_OPS_ADDR=127.0.0.1:8080"} {
+		c, err := Load("", []string{env})
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil {
+			t.Errorf("%s accepted", env)
+		}
+	}
+}

@@ -45,10 +45,17 @@ func decodeJSON(ctx *fasthttp.RequestCtx, v any) bool {
 	return true
 }
 
-// clientIP is the address of the peer (a proxy in front of the node is
-// the peer; trusting forwarded headers is a deployment choice not made
-// here).
+// clientIP is the client's address: the one resolveClient found (the peer,
+// or from X-Forwarded-For through a trusted proxy), or the peer's.
 func clientIP(ctx *fasthttp.RequestCtx) string {
+	if ip, ok := ctx.UserValue(clientKey).(string); ok {
+		return ip
+	}
+	return peerIP(ctx)
+}
+
+// peerIP is the address of the connection's other end.
+func peerIP(ctx *fasthttp.RequestCtx) string {
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		return a.IP.String()
 	}
@@ -100,36 +107,53 @@ func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
 }
 
 // handleLogin checks credentials and opens a session; attempts are
-// limited per client address and per username.
+// limited per client address, and failures back off per username and
+// client address (auth.Limiter): another client's failures on a username
+// never refuse its owner.
 func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 	var c credentials
 	if !decodeJSON(ctx, &c) {
 		return
 	}
-	if ok, retry := s.deps.Limiter.Allow(clientIP(ctx), c.Username); !ok {
+	ip := clientIP(ctx)
+	if ok, retry := s.deps.Limiter.Allow(ip, c.Username); !ok {
 		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
 	u, err := s.deps.Auth.Authenticate(context.Background(), c.Username, c.Password)
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
+		s.deps.Limiter.Failed(ip, c.Username)
 		writeError(ctx, fasthttp.StatusUnauthorized, "wrong username or password")
 		return
 	case err != nil:
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	s.deps.Limiter.ResetUser(c.Username)
+	s.deps.Limiter.Succeeded(ip, c.Username)
 	s.startSession(ctx, fasthttp.StatusOK, u)
 }
 
-// token returns the session token of a request, from the Authorization
-// header or the session cookie.
+// token returns the session token of a request: the bearer token of the
+// Authorization header if there is one, else the session cookie's. An
+// Authorization header of another scheme (Basic) leaves the cookie the
+// identity, which crossSite then checks.
 func token(ctx *fasthttp.RequestCtx) string {
-	if h := string(ctx.Request.Header.Peek("Authorization")); strings.HasPrefix(h, "Bearer ") {
-		return strings.TrimSpace(h[len("Bearer "):])
+	if t, ok := bearer(ctx); ok {
+		return t
 	}
 	return string(ctx.Request.Header.Cookie(SessionCookie))
+}
+
+// bearer returns the token of an "Authorization: Bearer TOKEN" header (the
+// scheme in any case) and whether the request has one.
+func bearer(ctx *fasthttp.RequestCtx) (string, bool) {
+	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	const scheme = "bearer "
+	if len(h) < len(scheme) || !strings.EqualFold(string(h[:len(scheme)]), scheme) {
+		return "", false
+	}
+	return strings.TrimSpace(string(h[len(scheme):])), true
 }
 
 // sessionUser is a request's resolved session, kept as a user value so

@@ -145,7 +145,7 @@ func TestLoginBruteForceIsLimited(t *testing.T) {
 	if !limited {
 		t.Fatal("20 wrong passwords and no 429")
 	}
-	// Even the right password waits.
+	// Even the right password waits, from the client that failed.
 	if r := n.post(t, "/api/v1/auth/login", `{"username":"carol","password":"carol's long password"}`); r.status != fasthttp.StatusTooManyRequests {
 		t.Errorf("right password during the lockout: %s", r)
 	}

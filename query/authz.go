@@ -87,18 +87,36 @@ func (s *Server) requireIngest(h fasthttp.RequestHandler) fasthttp.RequestHandle
 	}
 }
 
-// crossSite refuses (403) a state-changing request authenticated by the
-// session cookie when the browser says it comes from another site:
-// Sec-Fetch-Site other than same-origin or none, or, from browsers that do
-// not send it, an Origin other than the node's own (by Host) or a trusted
-// one. Requests with an Authorization header (bearer tokens, which a page
-// of another site cannot attach) and requests without the cookie are not
-// affected. The session cookie is SameSite=Lax as well; this is the second
-// line.
+// cookieRoutes are the writes that answer with a session cookie: they
+// have no session yet, but a page of another site that could post them
+// would log the victim's browser into an account of its choosing (login
+// CSRF). They are checked like cookie-authenticated writes and take JSON
+// bodies only, which a cross-site form cannot send.
+var cookieRoutes = map[string]bool{
+	"/api/v1/auth/login":    true,
+	"/api/v1/auth/register": true,
+	"/api/v1/setup/admin":   true,
+}
+
+// crossSite refuses (403) a state-changing request whose identity comes, or
+// would come, from the session cookie when the browser says it comes from
+// another site: Sec-Fetch-Site other than same-origin or none, or, from
+// browsers that do not send it, an Origin other than the node's own (by
+// Host) or a trusted one. That is every write carrying the cookie and the
+// writes that set it (cookieRoutes), which also answer 415 to a body that
+// is not application/json. A request is exempt only when it carries a
+// valid bearer credential (bearerCredential): then token takes the identity
+// from it and never from the cookie. Any other Authorization header (Basic,
+// a reader app's) exempts nothing. The session cookie is SameSite=Lax as
+// well; this is the second line.
 func (s *Server) crossSite(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if ctx.IsGet() || ctx.IsHead() || ctx.IsOptions() ||
-			len(ctx.Request.Header.Peek("Authorization")) > 0 || len(ctx.Request.Header.Cookie(SessionCookie)) == 0 {
+		if ctx.IsGet() || ctx.IsHead() || ctx.IsOptions() {
+			next(ctx)
+			return
+		}
+		setsCookie := cookieRoutes[string(ctx.Path())]
+		if !setsCookie && len(ctx.Request.Header.Cookie(SessionCookie)) == 0 || s.bearerCredential(ctx) {
 			next(ctx)
 			return
 		}
@@ -107,8 +125,36 @@ func (s *Server) crossSite(next fasthttp.RequestHandler) fasthttp.RequestHandler
 				" (a cookie-authenticated change must come from this site; send a bearer token instead)")
 			return
 		}
+		if setsCookie && !isJSON(ctx.Request.Header.ContentType()) {
+			writeError(ctx, fasthttp.StatusUnsupportedMediaType, string(ctx.Path())+" takes a JSON body (Content-Type: application/json)")
+			return
+		}
 		next(ctx)
 	}
+}
+
+// bearerCredential reports whether the request carries a bearer token the
+// node accepts: the admin or ingestion token, or a live session's token.
+// Such a request's identity is the token's (token prefers the header to
+// the cookie).
+func (s *Server) bearerCredential(ctx *fasthttp.RequestCtx) bool {
+	if _, ok := bearer(ctx); !ok {
+		return false
+	}
+	if s.adminToken(ctx) || s.ingestToken(ctx) {
+		return true
+	}
+	_, ok := s.user(ctx)
+	return ok
+}
+
+// isJSON reports whether a Content-Type is application/json (with any
+// parameters, such as a charset).
+func isJSON(ct []byte) bool {
+	if i := bytes.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	return bytes.EqualFold(bytes.TrimSpace(ct), []byte("application/json"))
 }
 
 // crossSiteReason says why a request looks cross-site, or "".

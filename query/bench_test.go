@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )
 
@@ -53,4 +55,41 @@ func BenchmarkTrending(b *testing.B) {
 			b.Fatalf("status %d", s)
 		}
 	}
+}
+
+// BenchmarkShareLimits posts anonymous 100-line share batches over HTTP
+// (the in-memory listener) to two nodes, one with the anonymous share
+// limit off and one with it on (a limit that admits every line, so both
+// append the same), alternating, and reports each one's time per batch
+// and their ratio: interleaved, the ratio holds on a busy machine.
+func BenchmarkShareLimits(b *testing.B) {
+	off := newTestNode(b, withoutEngine())
+	on := newTestNode(b, withoutEngine(), withQuery(query.Options{RateLimits: query.RateLimits{SharesPerIP: 1e12, BurstSharesIP: 1 << 30}}))
+	lines := make([]string, 100)
+	for i := range lines {
+		lines[i] = share(fmt.Sprintf("e%d", i), fmt.Sprintf("article-%d", i%37), off.clock.ms(0), "category", "tech")
+	}
+	body := []byte(strings.Join(lines, "\n"))
+	post := func(n *testNode) time.Duration {
+		start := time.Now()
+		r, err := n.tryDo(fasthttp.MethodPost, pathBatch, body, "X-Anonymous", "1")
+		if err != nil || r.status != fasthttp.StatusAccepted {
+			b.Fatalf("%v %s", err, r)
+		}
+		return time.Since(start)
+	}
+	var tOff, tOn time.Duration
+	i := 0
+	for b.Loop() {
+		if i++; i%2 == 0 {
+			tOff += post(off)
+			tOn += post(on)
+		} else {
+			tOn += post(on)
+			tOff += post(off)
+		}
+	}
+	b.ReportMetric(float64(tOff.Nanoseconds())/float64(i), "off-ns/batch")
+	b.ReportMetric(float64(tOn.Nanoseconds())/float64(i), "on-ns/batch")
+	b.ReportMetric(float64(tOn)/float64(tOff), "on/off")
 }

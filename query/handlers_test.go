@@ -445,7 +445,7 @@ func TestServeTCP(t *testing.T) {
 	if code, body := do(req); code != 202 || body != `{"accepted":1}` {
 		t.Fatalf("POST: %d %s", code, body)
 	}
-	req, _ = http.NewRequest("POST", base+pathShare, strings.NewReader("{}"))
+	req, _ = http.NewRequest("POST", base+pathShare, strings.NewReader(share("tcp1", "tcp", n.clock.ms(0))))
 	req.Header.Set(query.HeaderIdempotencyKey, "tcp-key")
 	resp, err := client.Do(req)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,9 +54,14 @@ func TestIdempotencyReplay(t *testing.T) {
 	for range 3 {
 		wantReplay(t, first, n.post(t, pathShare, ev, query.HeaderIdempotencyKey, "key-1"))
 	}
-	// The stored response is replayed whatever the body.
-	wantReplay(t, first, n.post(t, pathShare, share("e2", "idem", n.clock.ms(0)), query.HeaderIdempotencyKey, "key-1"))
-	wantReplay(t, first, n.post(t, pathShare, "not even JSON", query.HeaderIdempotencyKey, "key-1"))
+	// A key names one request: another body with it is refused, and the
+	// first is still replayed after.
+	for _, body := range []string{share("e2", "idem", n.clock.ms(0)), "not even JSON", ev + " "} {
+		wantError(t, n.post(t, pathShare, body, query.HeaderIdempotencyKey, "key-1"), fasthttp.StatusUnprocessableEntity, "different body")
+	}
+	wantReplay(t, first, n.post(t, pathShare, ev, query.HeaderIdempotencyKey, "key-1"))
+	// The query is part of the request.
+	wantError(t, n.post(t, pathShare+"?v=2", ev, query.HeaderIdempotencyKey, "key-1"), fasthttp.StatusUnprocessableEntity)
 	if got := n.appended(t); got != 1 {
 		t.Fatalf("appended %d after replays, want 1", got)
 	}
@@ -86,7 +92,7 @@ func TestIdempotencyBatch(t *testing.T) {
 	// key must not append them again.
 	wantReplay(t, first, n.post(t, pathBatch, mixed, query.HeaderIdempotencyKey, "batch-1"))
 	fixed := share("b1", "idem-b", now) + "\n" + share("b2", "idem-b", now) + "\n"
-	wantReplay(t, first, n.post(t, pathBatch, fixed, query.HeaderIdempotencyKey, "batch-1"))
+	wantError(t, n.post(t, pathBatch, fixed, query.HeaderIdempotencyKey, "batch-1"), fasthttp.StatusUnprocessableEntity, "different body")
 
 	ok := n.post(t, pathBatch, fixed, query.HeaderIdempotencyKey, "batch-2")
 	wantFresh(t, ok, fasthttp.StatusAccepted)
@@ -380,4 +386,52 @@ func (h *hideTopicLog) Partitions(ctx context.Context, topic string) (int32, err
 		return 0, fmt.Errorf("%w: %s", eventlog.ErrUnknownTopic, topic)
 	}
 	return h.gateLog.Partitions(ctx, topic)
+}
+
+// A key is its caller's: two callers that happen to pick one key both
+// count, whoever they are (anonymous, a reader's session, the ingestion
+// token), and a reader's read with a key cannot hide the ingestion
+// service's read with the same key.
+func TestIdempotencyScopedByCaller(t *testing.T) {
+	n := newFixtureNode(t)
+	ann := login(t, n, "/api/v1/auth/register", "ann", "correct horse battery")
+	bob := login(t, n, "/api/v1/auth/register", "bob", "a long enough password")
+	annID, bobID := userID(t, n, ann), userID(t, n, bob)
+	key := []string{query.HeaderIdempotencyKey, "batch-42"}
+	now := n.clock.ms(0)
+	callers := []struct {
+		name string
+		hdr  []string
+	}{
+		{"anonymous", []string{"X-Anonymous", "1"}},
+		{"ann", bearer(ann)},
+		{"bob's cookie", []string{"Cookie", query.SessionCookie + "=" + bob}},
+		{"ingestion token", bearer(testIngestToken)},
+		{"admin token", bearer(testAdminToken)},
+	}
+	for i, c := range callers {
+		var who []string
+		switch c.name {
+		case "ann":
+			who = []string{"user_id", annID}
+		case "bob's cookie":
+			who = []string{"user_id", bobID}
+		}
+		body := share(fmt.Sprintf("shared-key-%d", i), "scoped", now, who...)
+		r := n.post(t, pathShare, body, append(key, c.hdr...)...)
+		wantFresh(t, r, fasthttp.StatusAccepted)
+		wantReplay(t, r, n.post(t, pathShare, body, append(key, c.hdr...)...))
+	}
+	c := uint64(len(callers))
+	n.waitShares(t, "scoped", counts(c, c, c))
+
+	a1 := assignmentsByID(t, n)[0].id
+	if r := n.post(t, "/api/v1/events/read", read("r-ann", annID, a1, "s", now), append(key, bearer(ann)...)...); r.status != fasthttp.StatusAccepted {
+		t.Fatalf("ann's read: %s", r)
+	}
+	svc := n.post(t, "/api/v1/events/read", read("r-svc", bobID, a1, "s", now), append(key, bearer(testIngestToken)...)...)
+	wantFresh(t, svc, fasthttp.StatusAccepted)
+	if got := readsOnLog(t, n); !slices.Contains(got, annID) || !slices.Contains(got, bobID) {
+		t.Fatalf("reads on the log: %v, want ann's and bob's", got)
+	}
 }

@@ -3,13 +3,15 @@ package query
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
@@ -32,6 +34,8 @@ type batchResult struct {
 	Accepted int         `json:"accepted"`
 	Rejected int         `json:"rejected"`
 	Errors   []lineError `json:"errors,omitempty"`
+	// Truncated: a replayed response lists only the first line errors.
+	Truncated bool `json:"errors_truncated,omitempty"`
 }
 
 // handleShare ingests one share event (JSON object body).
@@ -64,9 +68,11 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		writeError(ctx, fasthttp.StatusBadRequest, HeaderIdempotencyKey+" longer than 200 bytes")
 		return
 	}
+	var sum []byte
 	if key != "" {
-		// A key is scoped to its endpoint.
-		key = string(ctx.Path()) + " " + key
+		// A key is the caller's, for one endpoint, and names one request.
+		key = idempotencyScope(ctx.Path(), s.caller(ctx), key)
+		sum = idempotencyRequestSum(ctx.URI().RequestURI(), ctx.PostBody())
 		if !s.idem.known(key) {
 			// Another node may have answered it: read what the topic
 			// holds first. A log that does not answer in time leaves the
@@ -82,6 +88,11 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 			writeError(ctx, fasthttp.StatusConflict, err.Error())
 			return
 		}
+		if prev != nil && !bytes.Equal(prev.Sum, sum) {
+			writeError(ctx, fasthttp.StatusUnprocessableEntity, HeaderIdempotencyKey+
+				" reused with another request: this key was sent before with a different body; use a new key for a new request")
+			return
+		}
 		if prev != nil {
 			ctx.Response.Header.Set("Idempotent-Replayed", "true")
 			writeRaw(ctx, prev.Status, prev.Body)
@@ -94,7 +105,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	var stored *storedResponse
 	if key != "" && len(recs) > 0 {
 		var marker *eventlog.Record
-		marker, stored = s.idem.marker(key, status, body)
+		marker, stored = s.idem.marker(key, sum, status, body)
 		recs = append(recs, marker)
 	}
 	if len(recs) > 0 {
@@ -119,6 +130,20 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 	writeRaw(ctx, status, body)
 }
 
+// caller names who sends a request, for the scope of its Idempotency-Key:
+// the admin or ingestion token (by its digest), the session's user, or for
+// an anonymous request the client address (clientIP, per ClientKey).
+func (s *Server) caller(ctx *fasthttp.RequestCtx) string {
+	if t, ok := bearer(ctx); ok && (s.adminToken(ctx) || s.ingestToken(ctx)) {
+		h := sha256.Sum256([]byte(t))
+		return "token:" + hex.EncodeToString(h[:])
+	}
+	if u, ok := s.user(ctx); ok {
+		return "user:" + u.ID
+	}
+	return "client:" + auth.ClientKey(clientIP(ctx))
+}
+
 // userEvent is what ingestion checks of a decoded event: whose it is,
 // when it happened, and the key that routes it.
 type userEvent struct {
@@ -129,9 +154,11 @@ type userEvent struct {
 
 // buildEvents validates the body's events of one kind (decode reads one)
 // and returns the response, the records to append to topic and the number
-// of rejected events; accepted, if set, hears of each accepted event.
+// of rejected events; admit, if set, is asked last whether a valid event
+// may be taken (a limit), and accepted, if set, hears of each accepted
+// event.
 func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, topic, kind string,
-	decode func(p *fastjson.Parser, line []byte) (userEvent, error), accepted func(userEvent)) (int, []byte, []*eventlog.Record, int) {
+	decode func(p *fastjson.Parser, line []byte) (userEvent, error), admit func() error, accepted func(userEvent)) (int, []byte, []*eventlog.Record, int) {
 	parts, err := s.partitions(topic)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: kind + "s topic unavailable: " + err.Error()})
@@ -154,6 +181,11 @@ func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 		if err := schema.CheckTime(ev.ts, now, s.opts.MaxPast, s.opts.MaxFuture); err != nil {
 			return nil, err
 		}
+		if admit != nil {
+			if err := admit(); err != nil {
+				return nil, err
+			}
+		}
 		if accepted != nil {
 			accepted(ev)
 		}
@@ -169,7 +201,7 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) 
 	return s.buildEvents(ctx, body, batch, schema.TopicShares, "share", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		sh, err := schema.DecodeShare(p, line)
 		return userEvent{user: sh.UserID, ts: sh.Timestamp, key: sh.ArticleID}, err
-	}, nil)
+	}, s.shareLimit(ctx), nil)
 }
 
 // decodeLines applies decode to a single-event body or to each line of an
@@ -182,6 +214,9 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 			if fe := (*errForbidden)(nil); errors.As(err, &fe) {
 				status = fasthttp.StatusForbidden
 			}
+			if le := (*errShareLimit)(nil); errors.As(err, &le) {
+				status = fasthttp.StatusTooManyRequests
+			}
 			b, _ := json.Marshal(errorBody{Error: err.Error()})
 			return status, b, nil, 1
 		}
@@ -189,6 +224,7 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	}
 	var res batchResult
 	var recs []*eventlog.Record
+	limited := 0 // lines rejected by a limit
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -202,6 +238,9 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 		}
 		rec, err := decode(line)
 		if err != nil {
+			if le := (*errShareLimit)(nil); errors.As(err, &le) {
+				limited++
+			}
 			res.Rejected++
 			if len(res.Errors) < 1000 {
 				res.Errors = append(res.Errors, lineError{Line: n, Error: err.Error()})
@@ -216,6 +255,8 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	case res.Accepted+res.Rejected == 0:
 		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON " + what + " per line"})
 		return fasthttp.StatusBadRequest, b, nil, 0
+	case res.Accepted == 0 && limited == res.Rejected:
+		status = fasthttp.StatusTooManyRequests // every line over a limit: retry later
 	case res.Rejected > 0:
 		status = fasthttp.StatusBadRequest
 	}
@@ -233,7 +274,7 @@ func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (
 	return s.buildEvents(ctx, body, batch, schema.TopicReads, "read", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		r, err := schema.DecodeRead(p, line)
 		return userEvent{user: r.UserID, ts: r.Timestamp, key: r.UserID}, err
-	}, func(ev userEvent) {
+	}, nil, func(ev userEvent) {
 		// The reader's feed pushes read stories down: compute it anew.
 		s.feeds.invalidate(ev.user)
 	})

@@ -365,6 +365,10 @@ func (n *testNode) tryDo(method, uri string, body []byte, hdr ...string) (respon
 	}
 	if body != nil {
 		req.SetBody(body)
+		if len(req.Header.Peek("Content-Type")) == 0 {
+			// fasthttp's default is a form: the API's bodies are JSON.
+			req.Header.SetContentType("application/json")
+		}
 	}
 	if err := n.client.DoTimeout(req, resp, 10*time.Second); err != nil {
 		return response{}, fmt.Errorf("%s %s: %w", method, uri, err)

@@ -31,8 +31,8 @@ type apiOp struct {
 var apiOps = []apiOp{
 	{method: "GET", path: "/health/live", tag: "health", summary: "Liveness", ok: 200, okSchema: "Status"},
 	{method: "GET", path: "/health/ready", tag: "health", summary: "Readiness: in a cluster the node runs every partition given to it and its copy of the cluster state has an owner for each, every task has restored its state and the standby copy of the story state has caught up once; 503 with reason (assigning, restoring, standby, stopping) and error otherwise", ok: 200, okSchema: "Status", errs: []int{503}},
-	{method: "GET", path: "/health/detailed", tag: "health", summary: "The node's health: status ok, degraded (200, with reasons: a stage paused or far behind, a cluster member down, partitions without an owner up, the story state stale, search partitions missing, the log or state store failing, the disk nearly full) or restoring (503); dependencies (log, state store, cluster, crawler) and stages (running, restoring, paused, standby, not_here; tasks here, lag) with their state; checks: lag per stage, story and search views (the story state's source and staleness_ms), trending memory", ok: 200, okSchema: "Object", errs: []int{503}},
-	{method: "GET", path: "/metrics", tag: "health", summary: "Prometheus metrics (text format)", ok: 200},
+	{method: "GET", path: "/health/detailed", tag: "health", summary: "The node's health: status ok, degraded (200, with reasons: a stage paused or far behind, a cluster member down, partitions without an owner up, the story state stale, search partitions missing, the log or state store failing, the disk nearly full) or restoring (503); dependencies (log, state store, cluster, crawler) and stages (running, restoring, paused, standby, not_here; tasks here, lag) with their state; checks: lag per stage, story and search views (the story state's source and staleness_ms), trending memory. With http.ops_token it needs Authorization: Bearer <ops_token> (401 otherwise); with http.ops_addr it is served only there (404 here)", ok: 200, okSchema: "Object", errs: []int{401, 404, 503}},
+	{method: "GET", path: "/metrics", tag: "health", summary: "Prometheus metrics (text format). With http.ops_token it needs Authorization: Bearer <ops_token> (401 otherwise); with http.ops_addr it is served only there (404 here)", ok: 200, errs: []int{401, 404}},
 	{method: "GET", path: "/api/v1/openapi.json", tag: "meta", summary: "This document", ok: 200, okSchema: "Object"},
 	{method: "GET", path: "/api/v1/setup", tag: "meta", summary: "First-run status for the web page: whether an admin exists, sources and why they fail, whether articles arrived, and what to do next. No secrets",
 		ok: 200, okSchema: "SetupStatus", errs: []int{429}},
@@ -49,10 +49,10 @@ var apiOps = []apiOp{
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
 	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window (with trending.counter: cms, estimates and their error bounds per window in bounds)", ok: 200, okSchema: "Object", errs: []int{400, 429}},
-	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 409, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 409, 413, 422, 429, 503}},
 	{method: "POST", path: "/api/v1/articles", tag: "articles", auth: "ingest", summary: "Ingest raw articles (one object, or NDJSON with Content-Type application/x-ndjson or ?batch=1)",
 		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
 
@@ -73,8 +73,8 @@ var apiOps = []apiOp{
 		query: []string{"limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "explain:string:1 to include each story's signals", "hide_read:string:1 to leave out stories the logged-in reader has read (each story carries unread, its unread article count, for a logged-in reader)"},
 		ok:    200, okSchema: "FeedPage", errs: []int{400, 429}},
 
-	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 409, 429}},
-	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; limited per address and username)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 429}},
+	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in (a JSON body only; refused from another site's page)", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 413, 415, 429}},
+	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; a JSON body only; refused from another site's page; limited per client address and per username from that address)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 403, 413, 415, 429}},
 	{method: "POST", path: "/api/v1/auth/logout", tag: "account", summary: "Revoke the request's session; with ?everywhere=true log its account out everywhere: every session ends and every API key is revoked (401 without a session)",
 		query: []string{"everywhere:string:true to end every session and revoke every API key of the account"}, ok: 204, errs: []int{400, 401}},
 	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
@@ -161,6 +161,7 @@ var apiOps = []apiOp{
 var statusText = map[int]string{
 	400: "Invalid request (JSON error with the reason)", 401: "No valid session or token", 403: "Not an admin",
 	404: "Not found", 409: "Conflict (name taken, or an Idempotency-Key in flight)", 413: "Body too large",
+	415: "The body is not application/json", 422: "Idempotency-Key reused with another request body",
 	429: "Too many requests (Retry-After)", 503: "Not ready or a dependency unavailable",
 	502: "The origin failed or sent something that is not an allowed image", 504: "The origin did not answer in time",
 }
@@ -252,7 +253,7 @@ func openAPIDocument() []byte {
 		}
 		if op.method == "POST" && strings.HasPrefix(op.path, "/api/v1/events") || op.path == "/api/v1/articles" {
 			params = append(params, map[string]any{"name": HeaderIdempotencyKey, "in": "header", "schema": map[string]string{"type": "string"},
-				"description": "makes a retry safe: a repeat gets the first response and appends nothing"})
+				"description": "makes a retry safe: a repeat of the same request (path and body) by the same caller (session user, token, or client address) gets the first response and appends nothing; the key with another body gets 422"})
 		}
 		if len(params) > 0 {
 			o["parameters"] = params

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,11 +41,26 @@ import (
 type Options struct {
 	// Addr is the listen address (default 127.0.0.1:8080).
 	Addr string `yaml:"addr"`
-	// MaxBodyBytes caps a request body (default 32 MiB); larger requests get 413.
-	MaxBodyBytes int           `yaml:"max_body_bytes"`
-	ReadTimeout  time.Duration `yaml:"-"` // default 30s
-	WriteTimeout time.Duration `yaml:"-"` // default 30s
-	IdleTimeout  time.Duration `yaml:"-"` // default 2m
+	// OpsAddr, if set, is a listen address of its own for /metrics and
+	// /health/detailed (with /health/live and /health/ready); Addr then
+	// answers 404 to those two. OpsListener, if set, is that listener
+	// (for tests and embedders; OpsAddr is then not listened on).
+	// OpsToken, if set, is the bearer token /metrics and /health/detailed
+	// need, wherever they are served (ops.go).
+	OpsAddr     string       `yaml:"ops_addr"`
+	OpsListener net.Listener `yaml:"-"`
+	OpsToken    string       `yaml:"ops_token"`
+	// MaxBodyBytes caps the body of a batch (articles, share and read
+	// batches, the OPML import; default 32 MiB), MaxAuthBodyBytes the body
+	// of login, register and setup (default 4 KiB), MaxSmallBodyBytes the
+	// body of every other route (default 1 MiB). A larger body gets 413
+	// before it is read (bodylimit.go).
+	MaxBodyBytes      int           `yaml:"max_body_bytes"`
+	MaxAuthBodyBytes  int           `yaml:"max_auth_body_bytes"`
+	MaxSmallBodyBytes int           `yaml:"max_small_body_bytes"`
+	ReadTimeout       time.Duration `yaml:"-"` // default 30s
+	WriteTimeout      time.Duration `yaml:"-"` // default 30s
+	IdleTimeout       time.Duration `yaml:"-"` // default 2m
 	// PeerTimeout bounds a request to another cluster node (default 2s).
 	PeerTimeout time.Duration `yaml:"-"`
 	// FailoverTimeout is how long a per-key query waits for the owner of
@@ -63,7 +79,10 @@ type Options struct {
 	MaxPast   time.Duration `yaml:"-"`
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
-	Logger         *slog.Logger  `yaml:"-"`
+	// IdempotencyMaxKeys bounds the keys remembered (default 50000, each
+	// at most about 1.2 KiB); beyond it the oldest are forgotten first.
+	IdempotencyMaxKeys int          `yaml:"idempotency_max_keys"`
+	Logger             *slog.Logger `yaml:"-"`
 	// Registerer and Gatherer: where HTTP metrics go and what /metrics serves.
 	Registerer prometheus.Registerer `yaml:"-"`
 	Gatherer   prometheus.Gatherer   `yaml:"-"`
@@ -86,6 +105,11 @@ type Options struct {
 	// TrustedOrigins are origins (scheme://host[:port]) besides the node's
 	// own whose pages may send cookie-authenticated state-changing requests.
 	TrustedOrigins []string `yaml:"-"`
+	// TrustedProxies are CIDRs (or addresses) of reverse proxies whose
+	// X-Forwarded-For is believed: the client address of every limit and
+	// of the idempotency scope is then the rightmost address in it that is
+	// not a trusted proxy (clientaddr.go). Empty: the peer is the client.
+	TrustedProxies []string `yaml:"trusted_proxies"`
 	// RateLimits bound requests per client address and per user (the zero
 	// value: no limits).
 	RateLimits RateLimits `yaml:",inline"`
@@ -117,10 +141,10 @@ type Options struct {
 // DefaultOptions returns the defaults the zero value stands for.
 func DefaultOptions() Options {
 	return Options{
-		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20,
+		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxAuthBodyBytes: defaultMaxAuthBody, MaxSmallBodyBytes: defaultMaxSmallBody,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
 		FailoverTimeout: 10 * time.Second,
-		MaxFuture:       5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
+		MaxFuture:       5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 		TrendingChanges: ChangesOptions{K: defaultChangesK},
 	}
@@ -128,10 +152,16 @@ func DefaultOptions() Options {
 
 // Validate reports invalid option values.
 func (o Options) Validate() error {
-	if o.MaxBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
-		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 ||
+	if o.MaxBodyBytes < 0 || o.MaxAuthBodyBytes < 0 || o.MaxSmallBodyBytes < 0 || o.ReadTimeout < 0 || o.WriteTimeout < 0 || o.IdleTimeout < 0 ||
+		o.MaxFuture < 0 || o.MaxPast < 0 || o.IdempotencyTTL < 0 || o.IdempotencyMaxKeys < 0 ||
 		o.MaxStreams < 0 || o.StreamInterval < 0 || o.StreamHeartbeat < 0 {
 		return errors.New("query: sizes and durations must not be negative")
+	}
+	if o.OpsAddr != "" && o.OpsAddr == o.Addr {
+		return errors.New("query: ops_addr must differ from addr")
+	}
+	if _, err := parseProxies(o.TrustedProxies); err != nil {
+		return err
 	}
 	if err := o.Images.Validate(); err != nil {
 		return err
@@ -243,6 +273,10 @@ type Server struct {
 	changes *changesWatcher // the trending.changes topic (changes.go); nil when disabled
 
 	stopping atomic.Bool // Run is shutting the server down (health.go)
+
+	ops     *fasthttp.Server // the ops listener's (ops.go); nil without one
+	shares  *limiters        // anonymous share events per client address (ratelimit.go)
+	proxies []netip.Prefix   // Options.TrustedProxies (clientaddr.go)
 }
 
 // New returns a server; call Run to serve.
@@ -265,7 +299,12 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	s.peerErrors = s.m.peerErrs
 	s.peers = &fasthttp.Client{Name: "newsflow-peer", MaxConnsPerHost: 64, ReadTimeout: opts.PeerTimeout, WriteTimeout: opts.PeerTimeout}
-	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.Now)
+	if s.proxies, err = parseProxies(opts.TrustedProxies); err != nil {
+		return nil, err
+	}
+	rl := opts.RateLimits
+	s.shares = newLimiters(rl.SharesPerIP, rl.BurstSharesIP, rl.MaxKeys, rl.IdleAfter)
+	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.IdempotencyMaxKeys, opts.Now)
 	if deps.Auth != nil {
 		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
 	}
@@ -274,10 +313,14 @@ func New(deps Deps, opts Options) (*Server, error) {
 	r.GET("/api/v1/openapi.json", s.instrument("openapi", s.handleOpenAPI))
 	r.GET("/health/live", s.instrument("live", s.handleLive))
 	r.GET("/health/ready", s.instrument("ready", s.handleReady))
-	r.GET("/health/detailed", s.instrument("health_detailed", s.handleHealthDetailed))
 	r.GET("/api/v1/setup", s.instrument("setup", s.handleSetup))
+	var metrics fasthttp.RequestHandler
 	if opts.Gatherer != nil {
-		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{})))
+		metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
+	}
+	s.registerOps(r, metrics, false)
+	if s.separateOps() {
+		s.ops = s.newOpsServer(metrics)
 	}
 	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(s.expandOwner, s.handleTrending)))
 	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
@@ -428,15 +471,20 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler)))),
+		Handler:            s.resolveClient(s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler))))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
-		ReadTimeout:        opts.ReadTimeout,
-		WriteTimeout:       opts.WriteTimeout,
-		IdleTimeout:        opts.IdleTimeout,
-		NoDefaultDate:      true,
-		Logger:             fasthttpLogger{opts.Logger},
-		ErrorHandler:       s.handleTransportError,
+		// Bodies are limited per route before they are read.
+		HeaderReceived: s.bodyConfig,
+		// No handler reads multipart forms: a body is not parsed (nor
+		// spooled to disk) before its route has looked at it.
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  opts.ReadTimeout,
+		WriteTimeout:                 opts.WriteTimeout,
+		IdleTimeout:                  opts.IdleTimeout,
+		NoDefaultDate:                true,
+		Logger:                       fasthttpLogger{opts.Logger},
+		ErrorHandler:                 s.handleTransportError,
 		// A response up to this size goes out in one write: with the
 		// default 4 KiB, a trending top 100 (about 8 KiB with 32-hex ids)
 		// took two write system calls. The buffer is kept per open
@@ -488,6 +536,28 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
+	if s.ops != nil {
+		opsLn := s.opts.OpsListener
+		if opsLn == nil {
+			if opsLn, err = net.Listen("tcp", s.opts.OpsAddr); err != nil {
+				_ = s.srv.Shutdown()
+				<-errc
+				return fmt.Errorf("query: listen %s (ops_addr): %w", s.opts.OpsAddr, err)
+			}
+		}
+		s.opts.Logger.Info("serving the ops endpoints", "addr", opsLn.Addr().String())
+		opsDone := make(chan struct{})
+		go func() {
+			defer close(opsDone)
+			if err := s.ops.Serve(opsLn); err != nil {
+				s.opts.Logger.Error("stopped serving the ops endpoints", "err", err)
+			}
+		}()
+		defer func() {
+			_ = s.ops.Shutdown()
+			<-opsDone
+		}()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -581,7 +651,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	var msg string
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		status, msg = fasthttp.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", s.opts.MaxBodyBytes)
+		status, msg = fasthttp.StatusRequestEntityTooLarge, s.bodyTooLargeMessage()
 	case errors.As(err, &small):
 		status, msg = fasthttp.StatusRequestHeaderFieldsTooLarge, "request headers too large"
 	case isTimeout(err):

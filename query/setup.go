@@ -71,8 +71,8 @@ func (g *setupGate) matches(token string) bool {
 func (g *setupGate) close() { g.live.Store(false) }
 
 // setupLimiterKey is the name the setup attempts are limited under, in
-// the login limiter: a few attempts per interval from everyone together,
-// on top of the limit per client address.
+// the login limiter: a wrong token backs off per client address, on top of
+// the limit per client address.
 const setupLimiterKey = "setup.token"
 
 // adminCacheFor is how long "an admin exists" is believed without
@@ -329,9 +329,11 @@ func (s *Server) handleSetupAdmin(ctx *fasthttp.RequestCtx) {
 	defer g.creating.Unlock()
 	switch {
 	case !g.open():
+		s.deps.Limiter.Failed(clientIP(ctx), setupLimiterKey)
 		writeError(ctx, fasthttp.StatusForbidden, "no setup token is active on this node: it was used, or an admin exists; log in as an admin (with no admin, restart the node for a new setup link)")
 		return
 	case req.Token == "" || !g.matches(req.Token):
+		s.deps.Limiter.Failed(clientIP(ctx), setupLimiterKey)
 		writeError(ctx, fasthttp.StatusForbidden, "wrong setup token: use the one-time link the node printed when it started")
 		return
 	}

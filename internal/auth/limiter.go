@@ -16,6 +16,7 @@ const (
 	DefaultIPInterval     = 6 * time.Second
 	DefaultUserBurst      = 5
 	DefaultUserInterval   = 30 * time.Second
+	DefaultMaxBackoff     = 15 * time.Minute
 	DefaultMaxLimiterKeys = 100_000
 )
 
@@ -27,13 +28,17 @@ type LimiterOptions struct {
 	// count per /64.
 	IPBurst    int           `yaml:"login_burst_per_ip"`
 	IPInterval time.Duration `yaml:"login_interval_per_ip"`
-	// UserBurst attempts are allowed at once on one username; one more per
-	// UserInterval (defaults 5 and 30s).
+	// UserBurst failed attempts on one username from one client address
+	// are allowed before that address must wait UserInterval for its next
+	// try on the username, twice as long after each further failure, up
+	// to MaxBackoff (defaults 5, 30s and 15m). A success forgets them.
 	UserBurst    int           `yaml:"login_burst_per_user"`
 	UserInterval time.Duration `yaml:"login_interval_per_user"`
-	// MaxKeys caps the addresses and the usernames tracked, each
-	// (default 100000). Buckets that have refilled are dropped first;
-	// beyond the cap the least recently used bucket is dropped.
+	MaxBackoff   time.Duration `yaml:"login_max_backoff"`
+	// MaxKeys caps the addresses and the (username, address) pairs
+	// tracked, each (default 100000). Buckets that have refilled and
+	// pairs untouched for twice MaxBackoff are dropped first; beyond the
+	// cap the least recently used is dropped.
 	MaxKeys int `yaml:"-"`
 }
 
@@ -45,6 +50,7 @@ func DefaultLimiterOptions() LimiterOptions {
 		IPInterval:   DefaultIPInterval,
 		UserBurst:    DefaultUserBurst,
 		UserInterval: DefaultUserInterval,
+		MaxBackoff:   DefaultMaxBackoff,
 		MaxKeys:      DefaultMaxLimiterKeys,
 	}
 }
@@ -54,7 +60,7 @@ func (o LimiterOptions) Validate() error {
 	if o.IPBurst < 0 || o.UserBurst < 0 {
 		return errors.New("negative limiter burst")
 	}
-	if o.IPInterval < 0 || o.UserInterval < 0 {
+	if o.IPInterval < 0 || o.UserInterval < 0 || o.MaxBackoff < 0 {
 		return errors.New("negative limiter interval")
 	}
 	if o.MaxKeys < 0 {
@@ -63,17 +69,29 @@ func (o LimiterOptions) Validate() error {
 	return nil
 }
 
-// Limiter limits login attempts with token buckets per client address and
-// per username, in memory. An attempt is allowed only if both buckets have
-// a token, and then takes one from each; a refused attempt takes nothing.
-// It is safe for concurrent use.
+// Limiter limits login attempts, in memory, so that an attacker cannot lock
+// the owner out: every attempt takes a token from its client address's
+// bucket, and failures back off per (username, client address), so the
+// owner's correct password from another address still works while one
+// address hammers the username. An attempt is allowed only if its address
+// has a token and its pair is not backing off; a refused attempt takes
+// nothing. The caller reports each outcome (Failed, Succeeded). It is safe
+// for concurrent use.
 type Limiter struct {
-	now func() time.Time
+	now  func() time.Time
+	opts LimiterOptions
 
 	mu struct {
 		sync.Mutex
-		ips, users buckets
+		ips   buckets
+		pairs *lru.Cache[string, *backoff]
 	}
+}
+
+// backoff is the failures of one username from one client address.
+type backoff struct {
+	failures int
+	until    time.Time // no attempt before
 }
 
 // NewLimiter returns a limiter; now is the clock (nil means time.Now).
@@ -85,59 +103,94 @@ func NewLimiter(opts LimiterOptions, now func() time.Time) (*Limiter, error) {
 		now = time.Now
 	}
 	option.Fill(&opts, DefaultLimiterOptions())
-	l := &Limiter{now: now}
+	l := &Limiter{now: now, opts: opts}
 	l.mu.ips = newBuckets(opts.IPBurst, opts.IPInterval, opts.MaxKeys)
-	l.mu.users = newBuckets(opts.UserBurst, opts.UserInterval, opts.MaxKeys)
+	// A pair untouched for twice the longest backoff is forgotten: its
+	// address starts over.
+	l.mu.pairs = lru.New[string, *backoff](opts.MaxKeys, 2*opts.MaxBackoff)
 	return l, nil
+}
+
+// pairKey is the key of a username from a client address, or "" when the
+// username is not valid (it cannot log in, so it has no pair).
+func pairKey(ip, username string) string {
+	name, err := NormalizeUsername(username)
+	if err != nil {
+		return ""
+	}
+	return name + "\x00" + ClientKey(ip)
 }
 
 // Allow reports whether a login attempt from ip on username may proceed,
 // and if not, how long until it may (round up for a Retry-After header).
 // ip is the client address ("192.0.2.1", "2001:db8::1" or with a port).
 // Usernames count regardless of case; a username that is not valid has no
-// bucket of its own, since it cannot log in.
+// backoff of its own, since it cannot log in.
 func (l *Limiter) Allow(ip, username string) (ok bool, retryAfter time.Duration) {
-	ipk := ClientKey(ip)
-	name, err := NormalizeUsername(username)
-	hasUser := err == nil
+	ipk, pk := ClientKey(ip), pairKey(ip, username)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.mu.ips.evictIdle(now)
-	l.mu.users.evictIdle(now)
+	l.mu.pairs.EvictIdle(now)
 	wait := l.mu.ips.wait(ipk, now)
-	if hasUser {
-		wait = max(wait, l.mu.users.wait(name, now))
+	if pk != "" {
+		if b, ok := l.mu.pairs.Peek(pk, now); ok {
+			wait = max(wait, b.until.Sub(now))
+		}
 	}
 	if wait > 0 {
 		return false, wait
 	}
 	l.mu.ips.take(ipk, now)
-	if hasUser {
-		l.mu.users.take(name, now)
-	}
 	return true, 0
 }
 
-// ResetUser forgets the attempts on a username, after a successful login.
-// The address's bucket is kept: a shared address may be guessing at other
-// accounts.
-func (l *Limiter) ResetUser(username string) {
-	name, err := NormalizeUsername(username)
-	if err != nil {
+// Failed records a failed attempt from ip on username: beyond UserBurst
+// failures the pair backs off, doubling each time up to MaxBackoff.
+func (l *Limiter) Failed(ip, username string) {
+	pk := pairKey(ip, username)
+	if pk == "" {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.users.remove(name)
+	now := l.now()
+	b, ok := l.mu.pairs.Get(pk, now)
+	if !ok {
+		b = &backoff{}
+		l.mu.pairs.Add(pk, b, now)
+	}
+	b.failures++
+	if over := b.failures - l.opts.UserBurst; over >= 0 {
+		wait := l.opts.MaxBackoff
+		if over < 32 {
+			wait = min(l.opts.UserInterval<<over, l.opts.MaxBackoff)
+		}
+		b.until = now.Add(wait)
+	}
 }
 
-// Len returns the number of addresses and usernames tracked.
-func (l *Limiter) Len() (ips, users int) {
+// Succeeded forgets the failures of username from ip, after a successful
+// login. The address's bucket is kept: a shared address may be guessing at
+// other accounts.
+func (l *Limiter) Succeeded(ip, username string) {
+	pk := pairKey(ip, username)
+	if pk == "" {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.ips.c.Len(), l.mu.users.c.Len()
+	l.mu.pairs.Remove(pk)
+}
+
+// Len returns the number of addresses and (username, address) pairs
+// tracked.
+func (l *Limiter) Len() (ips, pairs int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.ips.c.Len(), l.mu.pairs.Len()
 }
 
 // ClientKey returns the key under which the node counts a client address
@@ -208,5 +261,3 @@ func (bs *buckets) take(key string, now time.Time) {
 
 // evictIdle drops the buckets that have refilled.
 func (bs *buckets) evictIdle(now time.Time) { bs.c.EvictIdle(now) }
-
-func (bs *buckets) remove(key string) { bs.c.Remove(key) }

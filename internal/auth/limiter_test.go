@@ -33,13 +33,13 @@ func TestLimiterOptions(t *testing.T) {
 	if err := (LimiterOptions{}).Validate(); err != nil {
 		t.Error(err)
 	}
-	for _, o := range []LimiterOptions{{IPBurst: -1}, {UserInterval: -time.Second}, {MaxKeys: -1}} {
+	for _, o := range []LimiterOptions{{IPBurst: -1}, {UserInterval: -time.Second}, {MaxBackoff: -1}, {MaxKeys: -1}} {
 		if _, err := NewLimiter(o, nil); err == nil {
 			t.Errorf("NewLimiter(%+v) accepted", o)
 		}
 	}
 	d := DefaultLimiterOptions()
-	if d.IPBurst != 10 || d.IPInterval != 6*time.Second || d.UserBurst != 5 || d.UserInterval != 30*time.Second {
+	if d.IPBurst != 10 || d.IPInterval != 6*time.Second || d.UserBurst != 5 || d.UserInterval != 30*time.Second || d.MaxBackoff != 15*time.Minute {
 		t.Errorf("DefaultLimiterOptions() = %+v", d)
 	}
 }
@@ -64,35 +64,56 @@ func TestLimiterIPBurstAndRefill(t *testing.T) {
 	expect(t, l, "192.0.2.1", "newuser", false, 6*time.Second)
 }
 
-func TestLimiterUserBurstAndRefill(t *testing.T) {
-	l, c := newTestLimiter(t, LimiterOptions{})
-	for i := range 5 {
-		expect(t, l, fmt.Sprintf("198.51.100.%d", i), []string{"alice", "ALICE", "Alice"}[i%3], true, 0)
+// fail makes n failed attempts from ip on user, each allowed.
+func fail(t *testing.T, l *Limiter, ip, user string, n int) {
+	t.Helper()
+	for range n {
+		expect(t, l, ip, user, true, 0)
+		l.Failed(ip, user)
 	}
-	expect(t, l, "198.51.100.99", "aLiCe", false, 30*time.Second)
-	expect(t, l, "198.51.100.99", "bob", true, 0) // another user, same address
-	c.Advance(20 * time.Second)
-	expect(t, l, "203.0.113.1", "alice", false, 10*time.Second)
-	c.Advance(10 * time.Second)
-	expect(t, l, "203.0.113.1", "alice", true, 0)
-	expect(t, l, "203.0.113.2", "alice", false, 30*time.Second)
+}
 
-	// A successful login forgets the username's attempts.
-	l.ResetUser("ALICE")
-	for range 5 {
-		expect(t, l, "203.0.113.3", "alice", true, 0)
+// Failures back off per (username, address), doubling, up to MaxBackoff;
+// the same username from another address is not affected.
+func TestLimiterBackoffPerUserAndAddress(t *testing.T) {
+	l, c := newTestLimiter(t, LimiterOptions{IPBurst: 1000, IPInterval: time.Millisecond})
+	const attacker, owner = "198.51.100.7", "203.0.113.1"
+	fail(t, l, attacker, "alice", 4)
+	expect(t, l, attacker, "alice", true, 0) // the fifth try
+	l.Failed(attacker, "ALICE")              // usernames count regardless of case
+	for _, wait := range []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 15 * time.Minute, 15 * time.Minute} {
+		expect(t, l, attacker, "Alice", false, wait)
+		// The owner, from another address, is never refused.
+		expect(t, l, owner, "alice", true, 0)
+		expect(t, l, attacker, "bob", true, 0) // another username from the attacker
+		c.Advance(wait)
+		expect(t, l, attacker, "alice", true, 0)
+		l.Failed(attacker, "alice")
 	}
-	expect(t, l, "203.0.113.3", "alice", false, 30*time.Second)
+	// A success forgets the pair's failures; the owner's are its own.
+	fail(t, l, owner, "alice", 4)
+	l.Succeeded(owner, "alice")
+	fail(t, l, owner, "alice", 5)
+	expect(t, l, owner, "alice", false, 30*time.Second)
+	c.Advance(30 * time.Second)
+	expect(t, l, owner, "alice", true, 0)
+	l.Succeeded(owner, "alice")
+	fail(t, l, owner, "alice", 5)
+	// The attacker's pair backs off still (30s of it went by).
+	expect(t, l, attacker, "alice", false, 15*time.Minute-30*time.Second)
+	// A pair untouched for twice the longest backoff starts over.
+	c.Advance(30 * time.Minute)
+	fail(t, l, attacker, "alice", 5)
+	expect(t, l, attacker, "alice", false, 30*time.Second)
 }
 
 // TestLimiterIndependence checks that a refused attempt takes nothing,
-// and that the answer waits for the slower bucket.
+// and that the answer waits for the slower of the address's bucket and
+// the pair's backoff.
 func TestLimiterIndependence(t *testing.T) {
 	l, c := newTestLimiter(t, LimiterOptions{})
 	const ip = "192.0.2.7"
-	for range 5 {
-		expect(t, l, ip, "alice", true, 0) // 5 of the address's 10 left
-	}
+	fail(t, l, ip, "alice", 5) // 5 of the address's 10 left
 	for range 20 {
 		expect(t, l, ip, "alice", false, 30*time.Second) // refused: take nothing
 	}
@@ -105,6 +126,13 @@ func TestLimiterIndependence(t *testing.T) {
 	c.Advance(6 * time.Second)
 	expect(t, l, ip, "alice", false, 24*time.Second)
 	expect(t, l, ip, "carol", true, 0)
+	// Successful attempts take the address's tokens too.
+	c.Advance(time.Minute)
+	for range 10 {
+		expect(t, l, ip, "dave", true, 0)
+		l.Succeeded(ip, "dave")
+	}
+	expect(t, l, ip, "dave", false, 6*time.Second)
 }
 
 func TestLimiterInvalidUsernames(t *testing.T) {
@@ -112,10 +140,13 @@ func TestLimiterInvalidUsernames(t *testing.T) {
 	for i := range 50 {
 		expect(t, l, fmt.Sprintf("192.0.2.%d", i), "not a name!", true, 0)
 	}
-	if _, users := l.Len(); users != 0 {
-		t.Fatalf("%d username buckets for invalid names", users)
+	for i := range 50 {
+		l.Failed(fmt.Sprintf("192.0.2.%d", i), "not a name!")
 	}
-	l.ResetUser("not a name!") // no effect, no panic
+	if _, pairs := l.Len(); pairs != 0 {
+		t.Fatalf("%d pairs for invalid names", pairs)
+	}
+	l.Succeeded("192.0.2.1", "not a name!") // no effect, no panic
 }
 
 func TestLimiterIPKeys(t *testing.T) {
@@ -148,9 +179,11 @@ func TestLimiterIPKeys(t *testing.T) {
 func TestLimiterBoundedMemory(t *testing.T) {
 	l, c := newTestLimiter(t, LimiterOptions{MaxKeys: 100})
 	for i := range 10_000 {
-		l.Allow(fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&0xff, i&0xff), fmt.Sprintf("user%d", i))
-		if ips, users := l.Len(); ips > 100 || users > 100 {
-			t.Fatalf("after %d keys: tracking %d addresses and %d users", i+1, ips, users)
+		ip := fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&0xff, i&0xff)
+		l.Allow(ip, fmt.Sprintf("user%d", i))
+		l.Failed(ip, fmt.Sprintf("user%d", i))
+		if ips, pairs := l.Len(); ips > 100 || pairs > 100 {
+			t.Fatalf("after %d keys: tracking %d addresses and %d pairs", i+1, ips, pairs)
 		}
 	}
 	// The most recent buckets are kept: the last address is still limited.
@@ -159,31 +192,31 @@ func TestLimiterBoundedMemory(t *testing.T) {
 	}
 	expect(t, l, "10.0.39.15", "x!", false, 6*time.Second)
 
-	// Idle buckets (refilled) are dropped.
-	c.Advance(5 * time.Minute)
+	// Idle buckets (refilled) and pairs (twice the longest backoff) are
+	// dropped.
+	c.Advance(30 * time.Minute)
 	l.Allow("192.0.2.1", "someone")
-	if ips, users := l.Len(); ips != 1 || users != 1 {
-		t.Fatalf("after all refilled: tracking %d addresses and %d users, want 1 and 1", ips, users)
+	l.Failed("192.0.2.1", "someone")
+	if ips, pairs := l.Len(); ips != 1 || pairs != 1 {
+		t.Fatalf("after all refilled: tracking %d addresses and %d pairs, want 1 and 1", ips, pairs)
 	}
 }
 
 // TestLimiterIdleKeepsLimits checks that idle eviction drops only buckets
-// that have refilled.
+// that have refilled and pairs quiet for twice the longest backoff.
 func TestLimiterIdleKeepsLimits(t *testing.T) {
-	l, c := newTestLimiter(t, LimiterOptions{})
-	for range 5 {
-		l.Allow("192.0.2.1", "alice")
-	}
-	// Alice's bucket refills in 5×30s = 150s; the address's in 60s.
+	l, c := newTestLimiter(t, LimiterOptions{MaxBackoff: time.Minute})
+	fail(t, l, "192.0.2.1", "alice", 5)
+	// The address's bucket refills in 60s; the pair's backoff (30s) is
+	// over, and it is kept for 2m.
 	c.Advance(60 * time.Second)
-	l.Allow("192.0.2.2", "bob")
-	if ips, users := l.Len(); ips != 1 || users != 2 {
-		t.Fatalf("tracking %d addresses and %d users, want 1 and 2", ips, users)
+	expect(t, l, "192.0.2.2", "bob", true, 0)
+	if ips, pairs := l.Len(); ips != 1 || pairs != 1 {
+		t.Fatalf("tracking %d addresses and %d pairs, want 1 and 1", ips, pairs)
 	}
-	for range 2 {
-		expect(t, l, "192.0.2.3", "alice", true, 0)
-	}
-	expect(t, l, "192.0.2.3", "alice", false, 30*time.Second)
+	expect(t, l, "192.0.2.1", "alice", true, 0)
+	l.Failed("192.0.2.1", "alice")
+	expect(t, l, "192.0.2.1", "alice", false, time.Minute) // min(30s×2, MaxBackoff)
 }
 
 func TestLimiterConcurrent(t *testing.T) {
@@ -198,7 +231,8 @@ func TestLimiterConcurrent(t *testing.T) {
 				}
 				if i%100 == 0 {
 					l.Len()
-					l.ResetUser(fmt.Sprintf("user%d", g))
+					l.Failed("192.0.2.1", fmt.Sprintf("user%d", g))
+					l.Succeeded("192.0.2.1", fmt.Sprintf("user%d", g))
 				}
 			}
 		})

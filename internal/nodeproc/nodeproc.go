@@ -168,7 +168,10 @@ func Start(tb testing.TB, opts Options) *Proc {
 
 // env is the environment of a node: this process's without the
 // benchmarks' NEWSFLOW_BENCH_* variables, the tokens, no crawling (the
-// tests are about the stream, not the internet), then extra.
+// tests are about the stream, not the internet), the request and share
+// limits off for the node's own host (the tests and benchmarks are load
+// generators on it, not clients to limit; a test of the limits passes
+// NEWSFLOW_HTTP_RATE_EXEMPT_LOOPBACK=false), then extra.
 func env(extra []string) []string {
 	var e []string
 	for _, kv := range os.Environ() {
@@ -177,7 +180,7 @@ func env(extra []string) []string {
 		}
 	}
 	e = append(e, "NEWSFLOW_CRAWL_ENABLED=false", "NEWSFLOW_AUTH_ADMIN_TOKEN="+AdminToken,
-		"NEWSFLOW_AUTH_INGEST_TOKEN="+IngestToken)
+		"NEWSFLOW_AUTH_INGEST_TOKEN="+IngestToken, "NEWSFLOW_HTTP_RATE_EXEMPT_LOOPBACK=true")
 	return append(e, extra...)
 }
 
