@@ -43,11 +43,29 @@ var built struct {
 	err  error
 }
 
+// BinaryEnv names a newsflow binary the process tests and benchmarks run
+// instead of building one from the checkout: another release's, to
+// measure it beside this one.
+const BinaryEnv = "NEWSFLOW_TEST_BINARY"
+
 // Build builds ./cmd/newsflow once per test process, from the module root
-// (found with go env GOMOD), and returns the binary's path and the root.
-// Call Remove when the tests are done (TestMain).
+// (found with go env GOMOD), and returns the binary's path and the root;
+// with BinaryEnv set it uses that binary instead. Call Remove when the
+// tests are done (TestMain).
 func Build() (bin, root string, err error) {
 	built.once.Do(func() {
+		if b := os.Getenv(BinaryEnv); b != "" {
+			// A binary built elsewhere (another release, to compare with).
+			built.bin, built.err = b, nil
+			if _, err := os.Stat(b); err != nil {
+				built.err = fmt.Errorf("%s: %w", BinaryEnv, err)
+			}
+			out, err := exec.Command("go", "env", "GOMOD").Output()
+			if err == nil {
+				built.root = filepath.Dir(strings.TrimSpace(string(out)))
+			}
+			return
+		}
 		out, err := exec.Command("go", "env", "GOMOD").Output()
 		if err != nil {
 			built.err = fmt.Errorf("go env GOMOD: %w", err)
