@@ -63,23 +63,25 @@ import (
 // exact, like the counts, and watched by no budget of its own (its bytes
 // are in Operator.MemoryBytes). In cms mode its size is fixed by
 // RepeatPairs (the distinct pairs counted within the largest window that
-// it holds at 80% full): when both groups are full, the slot of the pair
-// whose record expires first moves into its group's spill record, the
-// per-window newest bucket of every pair spilled from the group, and a
-// pair found in neither group is judged by the spill records of its two
-// groups. A spilled pair's repeat is still found (its bucket is in a spill
-// record, or newer), so an overfull table can only make a share count
-// once that should count again; a new pair whose groups spilled in the
-// window's span is such a share. At RepeatPairs live pairs no group
-// spills (TestRepeatTableSpill); at twice as many, a few percent of new
-// pairs are judged by a spill record.
+// it holds at 75% full): when both groups are full, the slot of the pair
+// whose record expires first moves into its group's spill record: the
+// per-window newest bucket of the pairs spilled from the group, and a
+// 64-bit Bloom filter (2 bits a pair) of their fingerprints, cleared with
+// the buckets once no window covers them. A pair found in neither group
+// whose bits are set in the spill record of one of its groups is judged
+// by that record. A spilled pair's repeat is still found (its bits are
+// set and its bucket is in the record, or newer), so an overfull table can
+// only make a share count once that should count again: a new pair that
+// matches a spill record still covered. At RepeatPairs live pairs
+// hardly a slot spills (TestRepeatTableSpill: 0.01% of the pairs); at
+// twice as many, about 4% of the new pairs are taken for repeats.
 //
 // Keys, relative to the task's namespace:
 //
 //	'u' 0                  → setting (1 byte: 'o' once, 'e' every), fixed (1 byte),
 //	                         windows (1 byte), groups (uint64 BE), per window its origin (int64 BE)
 //	'u' 1 | group (uint64 BE) → 8 × fingerprint (uint64 BE), 8 × windows × bucket (uint32 BE),
-//	                         windows × spilled bucket (uint32 BE)
+//	                         windows × spilled bucket (uint32 BE), spilled pairs' filter (uint64 BE as 2 × uint32)
 //
 // A group's key is rewritten when the group changed since the last Flush;
 // growing the table rewrites them all after one DeleteRange. A bucket is
@@ -121,7 +123,7 @@ var ErrRepeatSharesChanged = errors.New("trending: stored counts were made with 
 const (
 	pairsPrefix   = 'u'
 	pairSlots     = 8 // per group
-	pairFill      = 0.8
+	pairFill      = 0.75
 	pairOriginLag = 1 << 31
 	// pairRebaseAt is how far past the origin a window's watermark bucket
 	// may go before the origin moves.
@@ -161,7 +163,7 @@ type repeatPairs struct {
 	groups  uint64
 	fps     []uint64 // groups × pairSlots; 0: empty
 	vals    []uint32 // groups × pairSlots × nw: newest counted bucket - origin; 0: none
-	spill   []uint32 // groups × nw (fixed only)
+	spill   []uint32 // groups × (nw + 2): buckets, then the filter (fixed only)
 	origin  []int64  // per window
 	started bool
 
@@ -202,7 +204,7 @@ func (t *repeatPairs) alloc(groups uint64) {
 	t.fps = make([]uint64, groups*pairSlots)
 	t.vals = make([]uint32, groups*pairSlots*uint64(t.nw))
 	if t.fixed {
-		t.spill = make([]uint32, groups*uint64(t.nw))
+		t.spill = make([]uint32, groups*uint64(t.nw+2))
 	}
 	t.isDirty = make([]uint64, (groups+63)/64)
 	t.dirty = t.dirty[:0]
@@ -220,9 +222,35 @@ func (t *repeatPairs) row(slot uint64) []uint32 {
 	return t.vals[i : i+uint64(t.nw) : i+uint64(t.nw)]
 }
 
+// spillRow is group g's spill record: nw buckets, then 64 filter bits.
 func (t *repeatPairs) spillRow(g uint64) []uint32 {
-	i := g * uint64(t.nw)
-	return t.spill[i : i+uint64(t.nw) : i+uint64(t.nw)]
+	n := uint64(t.nw + 2)
+	return t.spill[g*n : g*n+n : g*n+n]
+}
+
+// spillBits are the filter bits of fingerprint f (bits apart from those
+// that choose its groups).
+func spillBits(f uint64) uint64 { return 1<<(f>>8&63) | 1<<(f>>20&63) }
+
+func filterOf(sp []uint32, nw int) uint64 { return uint64(sp[nw])<<32 | uint64(sp[nw+1]) }
+
+// spilled returns group g's spill record if f may be in it, after
+// clearing a record no window covers any more.
+func (t *repeatPairs) spilled(g, f uint64) []uint32 {
+	sp := t.spillRow(g)
+	bits := filterOf(sp, t.nw)
+	if bits == 0 {
+		return nil
+	}
+	if !t.live(sp[:t.nw]) {
+		clear(sp)
+		t.markDirty(g)
+		return nil
+	}
+	if b := spillBits(f); bits&b == b {
+		return sp
+	}
+	return nil
 }
 
 // live reports whether a record row still covers a bucket of some window
@@ -273,8 +301,13 @@ func (t *repeatPairs) Decide(f uint64, ts, wm int64) (mask, covered uint64) {
 		judged = t.row(slot)
 	} else if t.fixed {
 		judged = t.judge
-		for w := range judged {
-			judged[w] = max(t.spillRow(g1)[w], t.spillRow(g2)[w])
+		clear(judged)
+		for _, g := range [2]uint64{g1, g2} {
+			if sp := t.spilled(g, f); sp != nil {
+				for w := range judged {
+					judged[w] = max(judged[w], sp[w])
+				}
+			}
 		}
 	}
 	for w := range t.win {
@@ -353,10 +386,13 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 		case t.fixed:
 			s = t.victim(g1, g2)
 			g := s / pairSlots
+			t.spilled(g, 0) // clears a record no window covers
 			sp, row := t.spillRow(g), t.row(s)
 			for w, v := range row {
 				sp[w] = max(sp[w], v)
 			}
+			bits := filterOf(sp, t.nw) | spillBits(t.fps[s])
+			sp[t.nw], sp[t.nw+1] = uint32(bits>>32), uint32(bits)
 			t.spills++
 		default:
 			t.grow()
@@ -444,7 +480,10 @@ func (t *repeatPairs) rebase(wm int64) {
 	}
 	if t.fixed {
 		for g := range t.groups {
-			move(t.spillRow(g), t.lo)
+			sp := t.spillRow(g)
+			if move(sp[:t.nw], t.lo); !slices.ContainsFunc(sp[:t.nw], func(v uint32) bool { return v != 0 }) {
+				clear(sp)
+			}
 		}
 	}
 	t.rewrite, t.wroteSet = true, false
@@ -476,7 +515,7 @@ func (t *repeatPairs) groupKey(g uint64) []byte {
 func (t *repeatPairs) groupBytes() int {
 	n := pairSlots*8 + pairSlots*t.nw*4
 	if t.fixed {
-		n += t.nw * 4
+		n += (t.nw + 2) * 4
 	}
 	return n
 }
@@ -608,7 +647,7 @@ func (t *repeatPairs) Load(r state.Reader, meta []byte) error {
 		}
 		if t.fixed {
 			v = v[4*len(vals):]
-			for i, sp := 0, t.spillRow(g); i < t.nw; i++ {
+			for i, sp := 0, t.spillRow(g); i < len(sp); i++ {
 				sp[i] = binary.BigEndian.Uint32(v[4*i:])
 			}
 		}
