@@ -503,8 +503,11 @@ func TestExactAnswersCarryNoBound(t *testing.T) {
 // (12 shares a second: nearly every share moves the 1m window on a
 // bucket) or at 10,000 shares a second (dense: the design's rate of a
 // partition). NEWSFLOW_BENCH_INGEST_SHARES=N sets the stream's size
-// (default 1,000,000). shares/s is the rate; counts-MB the counter's
-// MemoryBytes at the end.
+// (default 1,000,000). Each runs with repeat_shares every and once: every
+// share is another user's, so with once each is a new (user, article)
+// pair, the most the pairs table does per share. shares/s is the rate;
+// counts-MB the counter's MemoryBytes at the end, pairs-MB the pairs
+// table's (once).
 func BenchmarkOperatorIngest(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("NEWSFLOW_BENCH_INGEST_SHARES"); v != "" {
@@ -525,16 +528,21 @@ func BenchmarkOperatorIngest(b *testing.B) {
 			recs = append(recs, &r)
 		})
 		for _, mode := range []string{CounterExact, CounterCMS} {
-			b.Run(sp.name+"/"+mode, func(b *testing.B) { benchIngest(b, mode, recs) })
+			for _, repeat := range []string{RepeatEvery, RepeatOnce} {
+				b.Run(sp.name+"/"+mode+"/repeat="+repeat, func(b *testing.B) {
+					benchIngest(b, OperatorOptions{Counter: mode, RepeatShares: repeat}, recs)
+				})
+			}
 		}
 	}
 }
 
-func benchIngest(b *testing.B, mode string, recs []*eventlog.Record) {
-	var mem int
+func benchIngest(b *testing.B, opts OperatorOptions, recs []*eventlog.Record) {
+	b.ReportAllocs()
+	var mem, pairs int
 	for b.Loop() {
 		b.StopTimer()
-		o, err := New(OperatorOptions{Counter: mode}, 1, nil)
+		o, err := New(opts, 1, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -564,10 +572,14 @@ func benchIngest(b *testing.B, mode string, recs []*eventlog.Record) {
 		commit()
 		b.StopTimer()
 		mem = o.parts[0].Load().counts.MemoryBytes()
+		if p := tk.(*task).pairs; p != nil {
+			pairs = p.MemoryBytes()
+		}
 		tk.Close()
 		db.Close()
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "shares/s")
 	b.ReportMetric(float64(mem)/(1<<20), "counts-MB")
+	b.ReportMetric(float64(pairs)/(1<<20), "pairs-MB")
 }

@@ -315,7 +315,7 @@ func (o *Operator) dedupOptions() dedup.Options {
 
 // dedupPrefix starts the event id keys in a task's namespace (the exact
 // counts use 'c', 'm', 'n', 's' and 'w', the sketch 'k', the counter
-// mode 'o').
+// mode 'o', the repeat pairs 'u', the join 'a', 'j', 'p', 'q' and 'x').
 const dedupPrefix = 'e'
 
 // partition is the live state of one task, shared with queries.

@@ -611,3 +611,58 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestRepeatTableFlushLoad: a table flushed and loaded again (grown, fixed
+// and spilling, and after its origin moved) holds what it held and decides
+// as it would have.
+func TestRepeatTableFlushLoad(t *testing.T) {
+	fp := func(i int) uint64 { f, _ := pairFingerprint(nil, fmt.Sprint("u", i), fmt.Sprint("a", i%7)); return f }
+	for _, fixed := range []bool{false, true} {
+		t.Run(fmt.Sprint("fixed=", fixed), func(t *testing.T) {
+			_, ns := openNS(t)
+			tab := newRepeatPairs(DefaultWindows(), fixed, 4096)
+			load := func() *repeatPairs {
+				t.Helper()
+				flush(t, tab, ns)
+				_, meta, err := storedRepeat(ns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := newRepeatPairs(DefaultWindows(), fixed, 4096)
+				if err := got.Load(ns, meta); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.fps, tab.fps) || !slices.Equal(got.vals, tab.vals) || !slices.Equal(got.spill, tab.spill) ||
+					!slices.Equal(got.origin, tab.origin) {
+					t.Fatalf("loaded table differs: %d/%d pairs", got.Len(), tab.Len())
+				}
+				return got
+			}
+			ts := repeatT0
+			for i := range 12_000 { // the fixed table spills, the other grows
+				tab.Decide(fp(i), ts+int64(i), ts+int64(i))
+				if i%3000 == 2999 {
+					tab = load()
+				}
+			}
+			spilled := slices.ContainsFunc(tab.spill, func(v uint32) bool { return v != 0 })
+			if fixed && !spilled || !fixed && tab.groups <= 1024 {
+				t.Fatalf("spilled %v, groups %d", spilled, tab.groups)
+			}
+			// 70 years on every window has left every record, and the
+			// origins move.
+			far := ts + 70*365*24*time.Hour.Milliseconds()
+			wm := ts + 12_000
+			if mask, _ := tab.Decide(fp(1), far, wm); mask != 0b111 {
+				t.Fatalf("70 years on: mask %b", mask)
+			}
+			tab = load()
+			if mask, _ := tab.Decide(fp(1), far+1, far); mask != 0 {
+				t.Fatalf("70 years on, a repeat after a restore: mask %b", mask)
+			}
+			if mask, _ := tab.Decide(fp(2), far+2, far+1); mask != 0b111 {
+				t.Fatalf("70 years on, another pair: mask %b", mask)
+			}
+		})
+	}
+}

@@ -50,7 +50,8 @@ import (
 // topics (replay trending from the start of articles.indexed); at most MaxParked distinct
 // (article, time) pairs wait per task, later ones count without topics.
 
-// State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e'):
+// State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e';
+// repeat pairs 'u'):
 //
 //	'a' | article id → the article's publish time (8 bytes) and topic names
 //	      (JSON array; [] for an article without topics); a JSON array
