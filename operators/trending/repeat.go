@@ -80,11 +80,18 @@ import (
 //
 //	'u' 0                  → setting (1 byte: 'o' once, 'e' every), fixed (1 byte),
 //	                         windows (1 byte), groups (uint64 BE), per window its origin (int64 BE)
-//	'u' 1 | group (uint64 BE) → 8 × fingerprint (uint64 BE), 8 × windows × bucket (uint32 BE),
-//	                         windows × spilled bucket (uint32 BE), spilled pairs' filter (uint64 BE as 2 × uint32)
+//	'u' 1 | chunk (uint64 BE) → records, each one of
+//	        slot (uint64 BE), fingerprint (uint64 BE), windows × bucket (uint32 BE)
+//	        1<<63 | group (uint64 BE), windows × bucket (uint32 BE), the filter (2 × uint32 BE)
 //
-// A group's key is rewritten when the group changed since the last Flush;
-// growing the table rewrites them all after one DeleteRange. A bucket is
+// The table is a log: each Flush writes one chunk with the slots and
+// spill records changed since the previous one (a share of a new pair
+// adds 28 bytes with the default windows, and no key of its own, so the
+// memtable takes one insert per commit), and Load applies the chunks in
+// order. When the log holds more than twice the records the table has
+// (and at least 64Ki), and when the table grows or moves its origin, the
+// next Flush rewrites it: one DeleteRange, then every record in chunks of
+// up to 4096. A bucket is
 // stored as its offset from the window's origin (0: none), the origin
 // being 2^31 buckets before the first watermark; when the watermark
 // nears 2^32 buckets past the origin the table moves its origin forward
@@ -131,9 +138,9 @@ const (
 )
 
 var (
-	pairsMetaKey  = []byte{pairsPrefix, 0}
-	pairsGroupLo  = []byte{pairsPrefix, 1}
-	pairsGroupEnd = []byte{pairsPrefix, 2}
+	pairsMetaKey = []byte{pairsPrefix, 0}
+	pairsLogLo   = []byte{pairsPrefix, 1}
+	pairsLogHi   = []byte{pairsPrefix, 2}
 )
 
 // pairFingerprint returns the fingerprint of a (user, article) pair; never
@@ -167,9 +174,13 @@ type repeatPairs struct {
 	origin  []int64  // per window
 	started bool
 
-	dirty    []uint64 // groups changed since the last Flush
-	isDirty  []uint64 // bitset of dirty
-	rewrite  bool     // every group: the table grew or moved its origin
+	dirty    []uint64 // slots, and spillDirty|group, changed since the last Flush
+	isDirty  []uint64 // bitset of the dirty slots
+	spDirty  []uint64 // bitset of the dirty spill records
+	rewrite  bool     // every record: the table grew or moved its origin
+	chunk    uint64   // the next chunk's number
+	logged   int      // records in the log
+	used     int      // slots with a fingerprint
 	wroteSet bool     // the meta key holds the current layout
 	spills   uint64   // slots spilled, ever (since Load)
 
@@ -200,13 +211,14 @@ func newRepeatPairs(ws []WindowSpec, fixed bool, pairs int) *repeatPairs {
 }
 
 func (t *repeatPairs) alloc(groups uint64) {
-	t.groups = groups
+	t.groups, t.used = groups, 0
 	t.fps = make([]uint64, groups*pairSlots)
 	t.vals = make([]uint32, groups*pairSlots*uint64(t.nw))
 	if t.fixed {
 		t.spill = make([]uint32, groups*uint64(t.nw+2))
 	}
-	t.isDirty = make([]uint64, (groups+63)/64)
+	t.isDirty = make([]uint64, (groups*pairSlots+63)/64)
+	t.spDirty = make([]uint64, (groups+63)/64)
 	t.dirty = t.dirty[:0]
 }
 
@@ -244,7 +256,7 @@ func (t *repeatPairs) spilled(g, f uint64) []uint32 {
 	}
 	if !t.live(sp[:t.nw]) {
 		clear(sp)
-		t.markDirty(g)
+		t.markSpill(g)
 		return nil
 	}
 	if b := spillBits(f); bits&b == b {
@@ -264,10 +276,20 @@ func (t *repeatPairs) live(row []uint32) bool {
 	return false
 }
 
-func (t *repeatPairs) markDirty(g uint64) {
-	if t.isDirty[g/64]&(1<<(g%64)) == 0 {
-		t.isDirty[g/64] |= 1 << (g % 64)
-		t.dirty = append(t.dirty, g)
+// spillDirty marks a spill record's group in the dirty list.
+const spillDirty = 1 << 63
+
+func (t *repeatPairs) markSlot(s uint64) {
+	if t.isDirty[s/64]&(1<<(s%64)) == 0 {
+		t.isDirty[s/64] |= 1 << (s % 64)
+		t.dirty = append(t.dirty, s)
+	}
+}
+
+func (t *repeatPairs) markSpill(g uint64) {
+	if t.spDirty[g/64]&(1<<(g%64)) == 0 {
+		t.spDirty[g/64] |= 1 << (g % 64)
+		t.dirty = append(t.dirty, spillDirty|g)
 	}
 }
 
@@ -338,7 +360,7 @@ func (t *repeatPairs) Decide(f uint64, ts, wm int64) (mask, covered uint64) {
 			row[w] = uint32(t.b[w] - t.origin[w])
 		}
 	}
-	t.markDirty(slot / pairSlots)
+	t.markSlot(slot)
 	return mask, covered
 }
 
@@ -355,14 +377,14 @@ func (t *repeatPairs) find(f, g1, g2 uint64) (uint64, bool) {
 	return 0, false
 }
 
-// free returns a free slot of group g (empty, or expired in every
-// window) and how many g has.
-func (t *repeatPairs) free(g uint64) (slot uint64, n int) {
+// empties returns the first empty slot of group g and how many g has;
+// it reads the fingerprints only.
+func (t *repeatPairs) empties(g uint64) (slot uint64, n int) {
 	base := g * pairSlots
-	for i := range uint64(pairSlots) {
-		if t.fps[base+i] == 0 || !t.live(t.row(base+i)) {
+	for i, f := range t.fps[base : base+pairSlots] {
+		if f == 0 {
 			if n == 0 {
-				slot = base + i
+				slot = base + uint64(i)
 			}
 			n++
 		}
@@ -370,19 +392,41 @@ func (t *repeatPairs) free(g uint64) (slot uint64, n int) {
 	return slot, n
 }
 
+// expired returns a slot of group g whose buckets every window has left.
+func (t *repeatPairs) expired(g uint64) (uint64, bool) {
+	for s := g * pairSlots; s < (g+1)*pairSlots; s++ {
+		if !t.live(t.row(s)) {
+			return s, true
+		}
+	}
+	return 0, false
+}
+
+// free returns a free slot of g1 or g2: an empty one of the emptier
+// group, else one whose record expired.
+func (t *repeatPairs) free(g1, g2 uint64) (uint64, bool) {
+	s1, n1 := t.empties(g1)
+	s2, n2 := t.empties(g2)
+	switch {
+	case n1 > 0 && n1 >= n2:
+		return s1, true
+	case n2 > 0:
+		return s2, true
+	}
+	if s, ok := t.expired(g1); ok {
+		return s, true
+	}
+	return t.expired(g2)
+}
+
 // insert returns a slot for f, which neither group holds: a free one of
 // the emptier group; else the table grows (exact) or spills the slot
 // whose record in the longest window is oldest (fixed).
 func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 	for {
-		s1, n1 := t.free(g1)
-		s2, n2 := t.free(g2)
-		var s uint64
+		s, ok := t.free(g1, g2)
 		switch {
-		case n1 > 0 && n1 >= n2:
-			s = s1
-		case n2 > 0:
-			s = s2
+		case ok:
 		case t.fixed:
 			s = t.victim(g1, g2)
 			g := s / pairSlots
@@ -393,14 +437,18 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 			}
 			bits := filterOf(sp, t.nw) | spillBits(t.fps[s])
 			sp[t.nw], sp[t.nw+1] = uint32(bits>>32), uint32(bits)
+			t.markSpill(g)
 			t.spills++
 		default:
 			t.grow()
 			g1, g2 = t.groupsOf(f)
 			continue
 		}
+		if t.fps[s] == 0 {
+			t.used++
+		}
 		t.fps[s] = f
-		t.markDirty(s / pairSlots)
+		t.markSlot(s)
 		return s
 	}
 }
@@ -440,15 +488,12 @@ func (t *repeatPairs) reinsert(fps []uint64, vals []uint32) bool {
 			continue
 		}
 		g1, g2 := t.groupsOf(f)
-		s1, n1 := t.free(g1)
-		s2, n2 := t.free(g2)
-		s := s1
-		switch {
-		case n1 > 0 && n1 >= n2:
-		case n2 > 0:
-			s = s2
-		default:
+		s, ok := t.free(g1, g2)
+		if !ok {
 			return false
+		}
+		if t.fps[s] == 0 {
+			t.used++
 		}
 		t.fps[s] = f
 		copy(t.row(s), row)
@@ -490,64 +535,47 @@ func (t *repeatPairs) rebase(wm int64) {
 }
 
 // Len returns the occupied slots (live or not yet reclaimed).
-func (t *repeatPairs) Len() int {
-	n := 0
-	for _, f := range t.fps {
-		if f != 0 {
-			n++
-		}
-	}
-	return n
-}
+func (t *repeatPairs) Len() int { return t.used }
 
 // MemoryBytes is the table's heap.
 func (t *repeatPairs) MemoryBytes() int {
 	return int(unsafe.Sizeof(*t)) + 8*cap(t.fps) + 4*cap(t.vals) + 4*cap(t.spill) + 8*cap(t.dirty) + 8*cap(t.isDirty) +
-		cap(t.key) + cap(t.bb)
+		8*cap(t.spDirty) + cap(t.key) + cap(t.bb)
 }
 
-func (t *repeatPairs) groupKey(g uint64) []byte {
-	t.key = binary.BigEndian.AppendUint64(append(t.key[:0], pairsGroupLo...), g)
-	return t.key
+// appendRecord appends dirty item d (a slot, or spillDirty|group) to b.
+func (t *repeatPairs) appendRecord(b []byte, d uint64) []byte {
+	b = binary.BigEndian.AppendUint64(b, d)
+	var row []uint32
+	if d&spillDirty != 0 {
+		row = t.spillRow(d &^ spillDirty)
+	} else {
+		b = binary.BigEndian.AppendUint64(b, t.fps[d])
+		row = t.row(d)
+	}
+	for _, v := range row {
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	return b
 }
 
-// groupBytes is the size of a stored group.
-func (t *repeatPairs) groupBytes() int {
-	n := pairSlots*8 + pairSlots*t.nw*4
-	if t.fixed {
-		n += (t.nw + 2) * 4
+func (t *repeatPairs) writeChunk(w state.Writer, items []uint64) error {
+	b := t.bb[:0]
+	for _, d := range items {
+		b = t.appendRecord(b, d)
 	}
-	return n
+	t.bb = b
+	t.key = binary.BigEndian.AppendUint64(append(t.key[:0], pairsLogLo...), t.chunk)
+	t.chunk++
+	t.logged += len(items)
+	return w.Set(t.key, b)
 }
 
-func (t *repeatPairs) appendGroup(buf []byte, g uint64) []byte {
-	for _, f := range t.fps[g*pairSlots : (g+1)*pairSlots] {
-		buf = binary.BigEndian.AppendUint64(buf, f)
-	}
-	for _, v := range t.vals[g*pairSlots*uint64(t.nw) : (g+1)*pairSlots*uint64(t.nw)] {
-		buf = binary.BigEndian.AppendUint32(buf, v)
-	}
-	if t.fixed {
-		for _, v := range t.spillRow(g) {
-			buf = binary.BigEndian.AppendUint32(buf, v)
-		}
-	}
-	return buf
-}
+// rewriteChunk bounds the records of a chunk a rewrite writes.
+const rewriteChunk = 4096
 
-// empty reports whether group g holds nothing (never written, or grown
-// into with nothing in it).
-func (t *repeatPairs) empty(g uint64) bool {
-	for _, f := range t.fps[g*pairSlots : (g+1)*pairSlots] {
-		if f != 0 {
-			return false
-		}
-	}
-	return !t.fixed || !slices.ContainsFunc(t.spillRow(g), func(v uint32) bool { return v != 0 })
-}
-
-// Flush stages the groups changed since the last Flush (all of them after
-// a growth or a move of the origin) and the layout.
+// Flush stages the slots and spill records changed since the last Flush
+// as one chunk, or the whole table (see repeat.go), and the layout.
 func (t *repeatPairs) Flush(w state.Writer) error {
 	if !t.started {
 		return nil // nothing counted yet
@@ -558,26 +586,39 @@ func (t *repeatPairs) Flush(w state.Writer) error {
 		}
 		t.wroteSet = true
 	}
+	if !t.rewrite && t.logged > 1<<16 && t.logged > 2*(t.Len()+len(t.dirty)) {
+		t.rewrite = true
+	}
 	if t.rewrite {
-		if err := w.DeleteRange(pairsGroupLo, pairsGroupEnd); err != nil {
+		if err := w.DeleteRange(pairsLogLo, pairsLogHi); err != nil {
 			return fmt.Errorf("trending: flush repeat pairs: %w", err)
 		}
+		t.logged = 0
 		t.dirty = t.dirty[:0]
-		for g := range t.groups {
-			if !t.empty(g) {
-				t.dirty = append(t.dirty, g)
+		for s, f := range t.fps {
+			if f != 0 {
+				t.dirty = append(t.dirty, uint64(s))
+			}
+		}
+		if t.fixed {
+			for g := range t.groups {
+				if slices.ContainsFunc(t.spillRow(g), func(v uint32) bool { return v != 0 }) {
+					t.dirty = append(t.dirty, spillDirty|g)
+				}
 			}
 		}
 		t.rewrite = false
 	}
-	for _, g := range t.dirty {
-		t.bb = t.appendGroup(t.bb[:0], g)
-		if err := w.Set(t.groupKey(g), t.bb); err != nil {
+	for items := t.dirty; len(items) > 0; {
+		n := min(len(items), rewriteChunk)
+		if err := t.writeChunk(w, items[:n]); err != nil {
 			return fmt.Errorf("trending: flush repeat pairs: %w", err)
 		}
+		items = items[n:]
 	}
 	t.dirty = t.dirty[:0]
 	clear(t.isDirty)
+	clear(t.spDirty)
 	return nil
 }
 
@@ -628,28 +669,35 @@ func (t *repeatPairs) Load(r state.Reader, meta []byte) error {
 		t.origin[w] = int64(binary.BigEndian.Uint64(meta[11+8*w:]))
 	}
 	t.started, t.wroteSet = true, true
-	size := t.groupBytes()
-	return r.Scan(pairsGroupLo, pairsGroupEnd, func(k, v []byte) error {
-		if len(k) != 10 || len(v) != size {
-			return fmt.Errorf("trending: corrupt repeat pairs group %x (%d bytes)", k, len(v))
+	slotLen, spillLen := 16+4*t.nw, 8+4*(t.nw+2)
+	return r.Scan(pairsLogLo, pairsLogHi, func(k, v []byte) error {
+		if len(k) != 10 {
+			return fmt.Errorf("trending: corrupt repeat pairs key %x", k)
 		}
-		g := binary.BigEndian.Uint64(k[2:])
-		if g >= t.groups {
-			return fmt.Errorf("trending: repeat pairs group %d beyond %d", g, t.groups)
-		}
-		for i := range pairSlots {
-			t.fps[g*pairSlots+uint64(i)] = binary.BigEndian.Uint64(v[8*i:])
-		}
-		v = v[8*pairSlots:]
-		vals := t.vals[g*pairSlots*uint64(t.nw) : (g+1)*pairSlots*uint64(t.nw)]
-		for i := range vals {
-			vals[i] = binary.BigEndian.Uint32(v[4*i:])
-		}
-		if t.fixed {
-			v = v[4*len(vals):]
-			for i, sp := 0, t.spillRow(g); i < len(sp); i++ {
-				sp[i] = binary.BigEndian.Uint32(v[4*i:])
+		t.chunk = max(t.chunk, binary.BigEndian.Uint64(k[2:])+1)
+		for len(v) > 0 {
+			if len(v) < 8 {
+				return fmt.Errorf("trending: corrupt repeat pairs chunk %x", k)
 			}
+			d := binary.BigEndian.Uint64(v)
+			var row []uint32
+			switch {
+			case d&spillDirty == 0 && d < uint64(len(t.fps)) && len(v) >= slotLen:
+				if t.fps[d] == 0 {
+					t.used++
+				}
+				t.fps[d] = binary.BigEndian.Uint64(v[8:])
+				row, v = t.row(d), v[16:]
+			case d&spillDirty != 0 && t.fixed && d&^spillDirty < t.groups && len(v) >= spillLen:
+				row, v = t.spillRow(d&^spillDirty), v[8:]
+			default:
+				return fmt.Errorf("trending: corrupt repeat pairs chunk %x: record %x", k, d)
+			}
+			for i := range row {
+				row[i] = binary.BigEndian.Uint32(v[4*i:])
+			}
+			v = v[4*len(row):]
+			t.logged++
 		}
 		return nil
 	})
