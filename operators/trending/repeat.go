@@ -171,8 +171,11 @@ type repeatPairs struct {
 	fps     []uint64 // groups × pairSlots; 0: empty
 	vals    []uint32 // groups × pairSlots × nw: newest counted bucket - origin; 0: none
 	spill   []uint32 // groups × (nw + 2): buckets, then the filter (fixed only)
-	origin  []int64  // per window
-	started bool
+	// hasSpill is a bitset of the groups whose spill record is not empty,
+	// small enough to stay in cache: most lookups need not read a record.
+	hasSpill []uint64
+	origin   []int64 // per window
+	started  bool
 
 	dirty    []uint64 // slots, and spillDirty|group, changed since the last Flush
 	isDirty  []uint64 // bitset of the dirty slots
@@ -216,6 +219,7 @@ func (t *repeatPairs) alloc(groups uint64) {
 	t.vals = make([]uint32, groups*pairSlots*uint64(t.nw))
 	if t.fixed {
 		t.spill = make([]uint32, groups*uint64(t.nw+2))
+		t.hasSpill = make([]uint64, (groups+63)/64)
 	}
 	t.isDirty = make([]uint64, (groups*pairSlots+63)/64)
 	t.spDirty = make([]uint64, (groups+63)/64)
@@ -249,6 +253,9 @@ func filterOf(sp []uint32, nw int) uint64 { return uint64(sp[nw])<<32 | uint64(s
 // spilled returns group g's spill record if f may be in it, after
 // clearing a record no window covers any more.
 func (t *repeatPairs) spilled(g, f uint64) []uint32 {
+	if t.hasSpill[g/64]&(1<<(g%64)) == 0 {
+		return nil
+	}
 	sp := t.spillRow(g)
 	bits := filterOf(sp, t.nw)
 	if bits == 0 {
@@ -256,6 +263,7 @@ func (t *repeatPairs) spilled(g, f uint64) []uint32 {
 	}
 	if !t.live(sp[:t.nw]) {
 		clear(sp)
+		t.hasSpill[g/64] &^= 1 << (g % 64)
 		t.markSpill(g)
 		return nil
 	}
@@ -437,6 +445,7 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 			}
 			bits := filterOf(sp, t.nw) | spillBits(t.fps[s])
 			sp[t.nw], sp[t.nw+1] = uint32(bits>>32), uint32(bits)
+			t.hasSpill[g/64] |= 1 << (g % 64)
 			t.markSpill(g)
 			t.spills++
 		default:
@@ -528,6 +537,7 @@ func (t *repeatPairs) rebase(wm int64) {
 			sp := t.spillRow(g)
 			if move(sp[:t.nw], t.lo); !slices.ContainsFunc(sp[:t.nw], func(v uint32) bool { return v != 0 }) {
 				clear(sp)
+				t.hasSpill[g/64] &^= 1 << (g % 64)
 			}
 		}
 	}
@@ -540,7 +550,7 @@ func (t *repeatPairs) Len() int { return t.used }
 // MemoryBytes is the table's heap.
 func (t *repeatPairs) MemoryBytes() int {
 	return int(unsafe.Sizeof(*t)) + 8*cap(t.fps) + 4*cap(t.vals) + 4*cap(t.spill) + 8*cap(t.dirty) + 8*cap(t.isDirty) +
-		8*cap(t.spDirty) + cap(t.key) + cap(t.bb)
+		8*cap(t.spDirty) + 8*cap(t.hasSpill) + cap(t.key) + cap(t.bb)
 }
 
 // appendRecord appends dirty item d (a slot, or spillDirty|group) to b.
@@ -689,7 +699,9 @@ func (t *repeatPairs) Load(r state.Reader, meta []byte) error {
 				t.fps[d] = binary.BigEndian.Uint64(v[8:])
 				row, v = t.row(d), v[16:]
 			case d&spillDirty != 0 && t.fixed && d&^spillDirty < t.groups && len(v) >= spillLen:
-				row, v = t.spillRow(d&^spillDirty), v[8:]
+				g := d &^ spillDirty
+				row, v = t.spillRow(g), v[8:]
+				t.hasSpill[g/64] |= 1 << (g % 64) // a cleared record reads as empty
 			default:
 				return fmt.Errorf("trending: corrupt repeat pairs chunk %x: record %x", k, d)
 			}
