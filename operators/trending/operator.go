@@ -73,7 +73,7 @@ type OperatorOptions struct {
 	RepeatShares string `json:"repeat_shares,omitempty" yaml:"repeat_shares"`
 	// RepeatPairs sizes, in cms mode, each task's table of (user, article)
 	// pairs counted within the largest window (default DefaultRepeatPairs;
-	// about 26 bytes a pair with the default windows, fixed whatever the
+	// about 30 bytes a pair with the default windows, fixed whatever the
 	// number of pairs). Beyond it a new pair may be taken for a repeat
 	// (counting once where it should count again, never twice). Exact
 	// counts grow the table instead and ignore it.

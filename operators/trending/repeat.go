@@ -73,8 +73,9 @@ import (
 // set and its bucket is in the record, or newer), so an overfull table can
 // only make a share count once that should count again: a new pair that
 // matches a spill record still covered. At RepeatPairs live pairs
-// hardly a slot spills (TestRepeatTableSpill: 0.01% of the pairs); at
-// twice as many, about 4% of the new pairs are taken for repeats.
+// no slot spilled in TestRepeatTableSpill; at twice as many, 0.8% of the
+// new pairs were taken for repeats. Under a sustained overload the spill
+// records stay covered and their filters fill, and that share grows.
 //
 // Keys, relative to the task's namespace:
 //
@@ -108,8 +109,8 @@ const (
 )
 
 // DefaultRepeatPairs is how many (user, article) pairs counted within the
-// largest window a cms-mode task's table is sized for (RepeatPairs): 26
-// MiB per partition with the default windows.
+// largest window a cms-mode task's table is sized for (RepeatPairs): 30
+// MiB per partition with the default windows (about 30 bytes a pair).
 const DefaultRepeatPairs = 1 << 20
 
 // AllWindows is the window mask that counts a share in every window.
@@ -177,19 +178,23 @@ type repeatPairs struct {
 	origin   []int64 // per window
 	started  bool
 
-	dirty    []uint64 // slots, and spillDirty|group, changed since the last Flush
-	isDirty  []uint64 // bitset of the dirty slots
-	spDirty  []uint64 // bitset of the dirty spill records
-	rewrite  bool     // every record: the table grew or moved its origin
-	chunk    uint64   // the next chunk's number
-	logged   int      // records in the log
-	used     int      // slots with a fingerprint
-	wroteSet bool     // the meta key holds the current layout
-	spills   uint64   // slots spilled, ever (since Load)
+	// chunks hold the records of the slots and spill records changed since
+	// the last Flush, as they changed (a later record of one overrides an
+	// earlier), at most rewriteChunk a chunk; nChunks are in use, the last
+	// with chunkRecs records. Their buffers are kept for the next Flush.
+	chunks    [][]byte
+	nChunks   int
+	chunkRecs int
+	rewrite   bool   // every record: the table grew or moved its origin
+	chunk     uint64 // the next chunk's number
+	logged    int    // records in the log
+	used      int    // slots with a fingerprint
+	wroteSet  bool   // the meta key holds the current layout
+	spills    uint64 // slots spilled, ever (since Load)
 
-	lo, b   []int64  // scratch, per window
-	judge   []uint32 // scratch, per window
-	key, bb []byte
+	lo, b []int64  // scratch, per window
+	judge []uint32 // scratch, per window
+	key   []byte
 }
 
 // newRepeatPairs returns an empty table for the windows; fixed tables hold
@@ -221,9 +226,7 @@ func (t *repeatPairs) alloc(groups uint64) {
 		t.spill = make([]uint32, groups*uint64(t.nw+2))
 		t.hasSpill = make([]uint64, (groups+63)/64)
 	}
-	t.isDirty = make([]uint64, (groups*pairSlots+63)/64)
-	t.spDirty = make([]uint64, (groups+63)/64)
-	t.dirty = t.dirty[:0]
+	t.nChunks, t.chunkRecs = 0, 0
 }
 
 // groupsOf returns the two groups a fingerprint may sit in.
@@ -264,7 +267,7 @@ func (t *repeatPairs) spilled(g, f uint64) []uint32 {
 	if !t.live(sp[:t.nw]) {
 		clear(sp)
 		t.hasSpill[g/64] &^= 1 << (g % 64)
-		t.markSpill(g)
+		t.log(spillDirty | g)
 		return nil
 	}
 	if b := spillBits(f); bits&b == b {
@@ -284,21 +287,23 @@ func (t *repeatPairs) live(row []uint32) bool {
 	return false
 }
 
-// spillDirty marks a spill record's group in the dirty list.
+// spillDirty marks a spill record (by group) among the logged items.
 const spillDirty = 1 << 63
 
-func (t *repeatPairs) markSlot(s uint64) {
-	if t.isDirty[s/64]&(1<<(s%64)) == 0 {
-		t.isDirty[s/64] |= 1 << (s % 64)
-		t.dirty = append(t.dirty, s)
+// log appends the current record of item d (a slot, or spillDirty|group)
+// to the chunks of the next Flush.
+func (t *repeatPairs) log(d uint64) {
+	if t.nChunks == 0 || t.chunkRecs == rewriteChunk {
+		if t.nChunks == len(t.chunks) {
+			t.chunks = append(t.chunks, nil)
+		}
+		t.chunks[t.nChunks] = t.chunks[t.nChunks][:0]
+		t.nChunks++
+		t.chunkRecs = 0
 	}
-}
-
-func (t *repeatPairs) markSpill(g uint64) {
-	if t.spDirty[g/64]&(1<<(g%64)) == 0 {
-		t.spDirty[g/64] |= 1 << (g % 64)
-		t.dirty = append(t.dirty, spillDirty|g)
-	}
+	c := &t.chunks[t.nChunks-1]
+	*c = t.appendRecord(*c, d)
+	t.chunkRecs++
 }
 
 // Decide applies one share of the pair with fingerprint f at ts, with the
@@ -368,7 +373,7 @@ func (t *repeatPairs) Decide(f uint64, ts, wm int64) (mask, covered uint64) {
 			row[w] = uint32(t.b[w] - t.origin[w])
 		}
 	}
-	t.markSlot(slot)
+	t.log(slot)
 	return mask, covered
 }
 
@@ -446,7 +451,7 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 			bits := filterOf(sp, t.nw) | spillBits(t.fps[s])
 			sp[t.nw], sp[t.nw+1] = uint32(bits>>32), uint32(bits)
 			t.hasSpill[g/64] |= 1 << (g % 64)
-			t.markSpill(g)
+			t.log(spillDirty | g)
 			t.spills++
 		default:
 			t.grow()
@@ -456,8 +461,7 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 		if t.fps[s] == 0 {
 			t.used++
 		}
-		t.fps[s] = f
-		t.markSlot(s)
+		t.fps[s] = f // Decide logs the slot once it holds the pair's buckets
 		return s
 	}
 }
@@ -549,11 +553,14 @@ func (t *repeatPairs) Len() int { return t.used }
 
 // MemoryBytes is the table's heap.
 func (t *repeatPairs) MemoryBytes() int {
-	return int(unsafe.Sizeof(*t)) + 8*cap(t.fps) + 4*cap(t.vals) + 4*cap(t.spill) + 8*cap(t.dirty) + 8*cap(t.isDirty) +
-		8*cap(t.spDirty) + 8*cap(t.hasSpill) + cap(t.key) + cap(t.bb)
+	n := int(unsafe.Sizeof(*t)) + 8*cap(t.fps) + 4*cap(t.vals) + 4*cap(t.spill) + 8*cap(t.hasSpill) + cap(t.key)
+	for _, c := range t.chunks {
+		n += cap(c) + 24
+	}
+	return n
 }
 
-// appendRecord appends dirty item d (a slot, or spillDirty|group) to b.
+// appendRecord appends the record of item d (a slot, or spillDirty|group) to b.
 func (t *repeatPairs) appendRecord(b []byte, d uint64) []byte {
 	b = binary.BigEndian.AppendUint64(b, d)
 	var row []uint32
@@ -569,23 +576,11 @@ func (t *repeatPairs) appendRecord(b []byte, d uint64) []byte {
 	return b
 }
 
-func (t *repeatPairs) writeChunk(w state.Writer, items []uint64) error {
-	b := t.bb[:0]
-	for _, d := range items {
-		b = t.appendRecord(b, d)
-	}
-	t.bb = b
-	t.key = binary.BigEndian.AppendUint64(append(t.key[:0], pairsLogLo...), t.chunk)
-	t.chunk++
-	t.logged += len(items)
-	return w.Set(t.key, b)
-}
-
-// rewriteChunk bounds the records of a chunk a rewrite writes.
+// rewriteChunk bounds the records of a chunk.
 const rewriteChunk = 4096
 
-// Flush stages the slots and spill records changed since the last Flush
-// as one chunk, or the whole table (see repeat.go), and the layout.
+// Flush stages the records changed since the last Flush, as chunks of the
+// log, or the whole table (see repeat.go), and the layout.
 func (t *repeatPairs) Flush(w state.Writer) error {
 	if !t.started {
 		return nil // nothing counted yet
@@ -596,39 +591,41 @@ func (t *repeatPairs) Flush(w state.Writer) error {
 		}
 		t.wroteSet = true
 	}
-	if !t.rewrite && t.logged > 1<<16 && t.logged > 2*(t.Len()+len(t.dirty)) {
+	if !t.rewrite && t.logged > 1<<16 && t.logged > 2*t.Len() {
 		t.rewrite = true
 	}
 	if t.rewrite {
 		if err := w.DeleteRange(pairsLogLo, pairsLogHi); err != nil {
 			return fmt.Errorf("trending: flush repeat pairs: %w", err)
 		}
-		t.logged = 0
-		t.dirty = t.dirty[:0]
+		t.logged, t.nChunks, t.chunkRecs = 0, 0, 0
 		for s, f := range t.fps {
 			if f != 0 {
-				t.dirty = append(t.dirty, uint64(s))
+				t.log(uint64(s))
 			}
 		}
 		if t.fixed {
 			for g := range t.groups {
 				if slices.ContainsFunc(t.spillRow(g), func(v uint32) bool { return v != 0 }) {
-					t.dirty = append(t.dirty, spillDirty|g)
+					t.log(spillDirty | g)
 				}
 			}
 		}
 		t.rewrite = false
 	}
-	for items := t.dirty; len(items) > 0; {
-		n := min(len(items), rewriteChunk)
-		if err := t.writeChunk(w, items[:n]); err != nil {
+	for i, c := range t.chunks[:t.nChunks] {
+		t.key = binary.BigEndian.AppendUint64(append(t.key[:0], pairsLogLo...), t.chunk)
+		if err := w.Set(t.key, c); err != nil {
 			return fmt.Errorf("trending: flush repeat pairs: %w", err)
 		}
-		items = items[n:]
+		t.chunk++
+		if i < t.nChunks-1 {
+			t.logged += rewriteChunk
+		} else {
+			t.logged += t.chunkRecs
+		}
 	}
-	t.dirty = t.dirty[:0]
-	clear(t.isDirty)
-	clear(t.spDirty)
+	t.nChunks, t.chunkRecs = 0, 0
 	return nil
 }
 
