@@ -645,8 +645,16 @@ func (t *repeatPairs) Flush(w state.Writer) error {
 		}
 	}
 	t.nChunks, t.chunkRecs = 0, 0
+	// Keep the buffers of a usual commit, not those of a rewrite.
+	if len(t.chunks) > keptChunks {
+		clear(t.chunks[keptChunks:])
+		t.chunks = t.chunks[:keptChunks]
+	}
 	return nil
 }
+
+// keptChunks is how many chunk buffers a table keeps between commits.
+const keptChunks = 2
 
 func (t *repeatPairs) meta(setting string) []byte {
 	b := []byte{setting[0], 0, byte(t.nw)}
