@@ -783,8 +783,8 @@ func (t *task) flushRepeat(w state.Writer) error {
 	if t.pairs != nil {
 		return t.pairs.Flush(w)
 	}
-	if t.wroteEvery {
-		return nil
+	if t.wroteEvery || t.part.counts.Watermark() == 0 {
+		return nil // stored, or nothing counted yet: either setting may go on
 	}
 	if err := w.Set(pairsMetaKey, []byte{'e'}); err != nil {
 		return fmt.Errorf("trending: flush repeat_shares: %w", err)
