@@ -54,8 +54,8 @@ import (
 // A table of pairs, by 64-bit fingerprint of (user_id, article_id):
 // per window, the newest bucket in which a share of the pair counted. A
 // pair sits in one of two groups of 8 slots (chosen from its fingerprint,
-// the emptier one on insert); a group's slots are adjacent in memory, and
-// a slot whose buckets every window has left is free. Two pairs with one fingerprint would be taken for one: with n
+// the emptier one on insert); a slot whose buckets every window has left
+// is free. Two pairs with one fingerprint would be taken for one: with n
 // pairs live, a new pair does so with probability n/2^64, and then its
 // share counts once where it should count again, never twice.
 //
@@ -169,13 +169,9 @@ type repeatPairs struct {
 	longest int  // the window of the largest span: its bucket picks a spill victim
 	fixed   bool // cms mode: never grows, spills
 	groups  uint64
-	// slots are groups × pairSlots slots of st = 2 + nw values: the
-	// fingerprint (high half, low half; 0: empty), then per window the
-	// newest counted bucket - origin (0: none). A group's slots are
-	// adjacent, so a lookup reads a few neighbouring cache lines.
-	slots []uint32
-	st    uint64
-	spill []uint32 // groups × (nw + 2): buckets, then the filter (fixed only)
+	fps     []uint64 // groups × pairSlots; 0: empty
+	vals    []uint32 // groups × pairSlots × nw: newest counted bucket - origin; 0: none
+	spill   []uint32 // groups × (nw + 2): buckets, then the filter (fixed only)
 	// hasSpill is a bitset of the groups whose spill record is not empty,
 	// small enough to stay in cache: most lookups need not read a record.
 	hasSpill []uint64
@@ -224,8 +220,8 @@ func newRepeatPairs(ws []WindowSpec, fixed bool, pairs int) *repeatPairs {
 
 func (t *repeatPairs) alloc(groups uint64) {
 	t.groups, t.used = groups, 0
-	t.st = 2 + uint64(t.nw)
-	t.slots = make([]uint32, groups*pairSlots*t.st)
+	t.fps = make([]uint64, groups*pairSlots)
+	t.vals = make([]uint32, groups*pairSlots*uint64(t.nw))
 	if t.fixed {
 		t.spill = make([]uint32, groups*uint64(t.nw+2))
 		t.hasSpill = make([]uint64, (groups+63)/64)
@@ -241,23 +237,9 @@ func (t *repeatPairs) groupsOf(f uint64) (uint64, uint64) {
 }
 
 func (t *repeatPairs) row(slot uint64) []uint32 {
-	i := slot*t.st + 2
-	return t.slots[i : i+uint64(t.nw) : i+uint64(t.nw)]
+	i := slot * uint64(t.nw)
+	return t.vals[i : i+uint64(t.nw) : i+uint64(t.nw)]
 }
-
-// fp is the fingerprint in slot s (0: empty).
-func (t *repeatPairs) fp(s uint64) uint64 {
-	i := s * t.st
-	return uint64(t.slots[i])<<32 | uint64(t.slots[i+1])
-}
-
-func (t *repeatPairs) setFP(s, f uint64) {
-	i := s * t.st
-	t.slots[i], t.slots[i+1] = uint32(f>>32), uint32(f)
-}
-
-// nslots is the table's number of slots.
-func (t *repeatPairs) nslots() uint64 { return t.groups * pairSlots }
 
 // spillRow is group g's spill record: nw buckets, then 64 filter bits.
 func (t *repeatPairs) spillRow(g uint64) []uint32 {
@@ -398,9 +380,10 @@ func (t *repeatPairs) Decide(f uint64, ts, wm int64) (mask, covered uint64) {
 // find returns the slot holding f in g1 or g2.
 func (t *repeatPairs) find(f, g1, g2 uint64) (uint64, bool) {
 	for _, g := range [2]uint64{g1, g2} {
-		for s := g * pairSlots; s < (g+1)*pairSlots; s++ {
-			if t.fp(s) == f {
-				return s, true
+		base := g * pairSlots
+		for i, x := range t.fps[base : base+pairSlots] {
+			if x == f {
+				return base + uint64(i), true
 			}
 		}
 	}
@@ -410,10 +393,11 @@ func (t *repeatPairs) find(f, g1, g2 uint64) (uint64, bool) {
 // empties returns the first empty slot of group g and how many g has;
 // it reads the fingerprints only.
 func (t *repeatPairs) empties(g uint64) (slot uint64, n int) {
-	for s := g * pairSlots; s < (g+1)*pairSlots; s++ {
-		if t.fp(s) == 0 {
+	base := g * pairSlots
+	for i, f := range t.fps[base : base+pairSlots] {
+		if f == 0 {
 			if n == 0 {
-				slot = s
+				slot = base + uint64(i)
 			}
 			n++
 		}
@@ -464,7 +448,7 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 			for w, v := range row {
 				sp[w] = max(sp[w], v)
 			}
-			bits := filterOf(sp, t.nw) | spillBits(t.fp(s))
+			bits := filterOf(sp, t.nw) | spillBits(t.fps[s])
 			sp[t.nw], sp[t.nw+1] = uint32(bits>>32), uint32(bits)
 			t.hasSpill[g/64] |= 1 << (g % 64)
 			t.log(spillDirty | g)
@@ -474,10 +458,10 @@ func (t *repeatPairs) insert(f, g1, g2 uint64) uint64 {
 			g1, g2 = t.groupsOf(f)
 			continue
 		}
-		if t.fp(s) == 0 {
+		if t.fps[s] == 0 {
 			t.used++
 		}
-		t.setFP(s, f) // Decide logs the slot once it holds the pair's buckets
+		t.fps[s] = f // Decide logs the slot once it holds the pair's buckets
 		return s
 	}
 }
@@ -498,37 +482,34 @@ func (t *repeatPairs) victim(g1, g2 uint64) uint64 {
 
 // grow doubles the groups and moves the live records into them.
 func (t *repeatPairs) grow() {
-	old, oldSlots := t.slots, t.nslots()
+	fps, vals := t.fps, t.vals
 	for groups := t.groups * 2; ; groups *= 2 {
 		t.alloc(groups)
-		if t.reinsert(old, oldSlots) {
+		if t.reinsert(fps, vals) {
 			break
 		}
 	}
 	t.rewrite = true
 }
 
-// reinsert puts the live records of n slots of old (laid out as t.slots)
-// into the (empty, growing) table; false if a pair found both its groups
-// full.
-func (t *repeatPairs) reinsert(old []uint32, n uint64) bool {
-	for s := range n {
-		i := s * t.st
-		f := uint64(old[i])<<32 | uint64(old[i+1])
-		row := old[i+2 : i+t.st]
+// reinsert puts the live records of fps/vals into the (empty, growing)
+// table; false if a pair found both its groups full.
+func (t *repeatPairs) reinsert(fps []uint64, vals []uint32) bool {
+	for i, f := range fps {
+		row := vals[i*t.nw : (i+1)*t.nw]
 		if f == 0 || !t.live(row) {
 			continue
 		}
 		g1, g2 := t.groupsOf(f)
-		ns, ok := t.free(g1, g2)
+		s, ok := t.free(g1, g2)
 		if !ok {
 			return false
 		}
-		if t.fp(ns) == 0 {
+		if t.fps[s] == 0 {
 			t.used++
 		}
-		t.setFP(ns, f)
-		copy(t.row(ns), row)
+		t.fps[s] = f
+		copy(t.row(s), row)
 	}
 	return true
 }
@@ -550,9 +531,9 @@ func (t *repeatPairs) rebase(wm int64) {
 			}
 		}
 	}
-	for s := range t.nslots() {
-		if t.fp(s) != 0 {
-			move(t.row(s), t.lo)
+	for s, f := range t.fps {
+		if f != 0 {
+			move(t.row(uint64(s)), t.lo)
 		}
 	}
 	if t.fixed {
@@ -572,7 +553,7 @@ func (t *repeatPairs) Len() int { return t.used }
 
 // MemoryBytes is the table's heap.
 func (t *repeatPairs) MemoryBytes() int {
-	n := int(unsafe.Sizeof(*t)) + 4*cap(t.slots) + 4*cap(t.spill) + 8*cap(t.hasSpill) + cap(t.key)
+	n := int(unsafe.Sizeof(*t)) + 8*cap(t.fps) + 4*cap(t.vals) + 4*cap(t.spill) + 8*cap(t.hasSpill) + cap(t.key)
 	for _, c := range t.chunks {
 		n += cap(c) + 24
 	}
@@ -586,7 +567,7 @@ func (t *repeatPairs) appendRecord(b []byte, d uint64) []byte {
 	if d&spillDirty != 0 {
 		row = t.spillRow(d &^ spillDirty)
 	} else {
-		b = binary.BigEndian.AppendUint64(b, t.fp(d))
+		b = binary.BigEndian.AppendUint64(b, t.fps[d])
 		row = t.row(d)
 	}
 	for _, v := range row {
@@ -618,9 +599,9 @@ func (t *repeatPairs) Flush(w state.Writer) error {
 			return fmt.Errorf("trending: flush repeat pairs: %w", err)
 		}
 		t.logged, t.nChunks, t.chunkRecs = 0, 0, 0
-		for s := range t.nslots() {
-			if t.fp(s) != 0 {
-				t.log(s)
+		for s, f := range t.fps {
+			if f != 0 {
+				t.log(uint64(s))
 			}
 		}
 		if t.fixed {
@@ -716,11 +697,11 @@ func (t *repeatPairs) Load(r state.Reader, meta []byte) error {
 			d := binary.BigEndian.Uint64(v)
 			var row []uint32
 			switch {
-			case d&spillDirty == 0 && d < t.nslots() && len(v) >= slotLen:
-				if t.fp(d) == 0 {
+			case d&spillDirty == 0 && d < uint64(len(t.fps)) && len(v) >= slotLen:
+				if t.fps[d] == 0 {
 					t.used++
 				}
-				t.setFP(d, binary.BigEndian.Uint64(v[8:]))
+				t.fps[d] = binary.BigEndian.Uint64(v[8:])
 				row, v = t.row(d), v[16:]
 			case d&spillDirty != 0 && t.fixed && d&^spillDirty < t.groups && len(v) >= spillLen:
 				g := d &^ spillDirty

@@ -632,7 +632,7 @@ func TestRepeatTableFlushLoad(t *testing.T) {
 				if err := got.Load(ns, meta); err != nil {
 					t.Fatal(err)
 				}
-				if !slices.Equal(got.slots, tab.slots) || !slices.Equal(got.spill, tab.spill) ||
+				if !slices.Equal(got.fps, tab.fps) || !slices.Equal(got.vals, tab.vals) || !slices.Equal(got.spill, tab.spill) ||
 					!slices.Equal(got.origin, tab.origin) {
 					t.Fatalf("loaded table differs: %d/%d pairs", got.Len(), tab.Len())
 				}
