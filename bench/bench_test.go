@@ -80,6 +80,9 @@ func BenchmarkEndToEndEmbedded(b *testing.B) {
 		{"fsync=always", embedded.FsyncAlways, trending.OperatorOptions{}},
 		// Without event-id deduplication: what it costs.
 		{"fsync=always/dedup=off", embedded.FsyncAlways, trending.OperatorOptions{NoDedup: true}},
+		// Every share counting, a user's repeats too: what repeat_shares
+		// once (the default) costs.
+		{"fsync=always/repeat=every", embedded.FsyncAlways, trending.OperatorOptions{RepeatShares: trending.RepeatEvery}},
 		{"fsync=never", embedded.FsyncNever, trending.OperatorOptions{}},
 	}
 	for _, v := range variants {

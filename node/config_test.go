@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/trending"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -190,6 +191,41 @@ func TestConfigTrendingCounter(t *testing.T) {
 		err = cfg.Validate()
 		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.env, err, c.want)
+		}
+	}
+}
+
+// trending.repeat_shares is once unless set; every and once are the only
+// values, and repeat_pairs must not be negative.
+func TestConfigTrendingRepeatShares(t *testing.T) {
+	c, err := Load("../configs/newsflow.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.Trending.OperatorOptions; o.RepeatShares != trending.RepeatOnce || o.RepeatPairs != trending.DefaultRepeatPairs {
+		t.Fatalf("shipped repeat_shares %q, repeat_pairs %d", o.RepeatShares, o.RepeatPairs)
+	}
+	if d := Default().Trending.OperatorOptions; d.RepeatShares != trending.RepeatOnce {
+		t.Fatalf("default repeat_shares %q", d.RepeatShares)
+	}
+	for _, c := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"NEWSFLOW_TRENDING_REPEAT_SHARES=every"}, ""},
+		{[]string{"NEWSFLOW_TRENDING_REPEAT_SHARES=twice"}, `repeat_shares "twice": want once or every`},
+		{[]string{"NEWSFLOW_TRENDING_REPEAT_PAIRS=-1"}, "repeat_pairs must not be negative"},
+	} {
+		cfg, err := Load("../configs/newsflow.yaml", c.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v: %v, want %q", c.env, err, c.want)
+		}
+		if c.want == "" && cfg.Trending.RepeatShares != trending.RepeatEvery {
+			t.Errorf("%v: repeat_shares %q", c.env, cfg.Trending.RepeatShares)
 		}
 	}
 }

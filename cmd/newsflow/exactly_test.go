@@ -30,8 +30,8 @@ func genMixedShares(n, articles int, span time.Duration, dupFrac float64, seed u
 		id := fmt.Sprintf("mix-%05d", a)
 		s.counts[id]++
 		s.lines = append(s.lines, fmt.Appendf(nil,
-			`{"event_id":"mix-%d-%d","article_id":"%s","user_id":"u%d","category":"%s","timestamp":%d}`,
-			seed, i, id, rng.IntN(50000), cats[a%uint64(len(cats))], now-rng.Int64N(span.Milliseconds())))
+			`{"event_id":"mix-%d-%d","article_id":"%s","user_id":"u%d-%d","category":"%s","timestamp":%d}`,
+			seed, i, id, rng.IntN(50000), i, cats[a%uint64(len(cats))], now-rng.Int64N(span.Milliseconds())))
 	}
 	for range int(float64(n) * dupFrac) {
 		s.lines = append(s.lines, s.lines[rng.IntN(n)])

@@ -157,8 +157,8 @@ func sharesOver(n, articles int, seed uint64, start time.Time, span, jitter time
 		s.counts[id]++
 		s.keys = append(s.keys, []byte(id))
 		s.lines = append(s.lines, fmt.Appendf(nil,
-			`{"event_id":"ev-%d-%d","article_id":"%s","user_id":"u%d","share_type":"link","category":"%s","timestamp":%d}`,
-			seed, i, id, rng.IntN(50000), cats[a%uint64(len(cats))], ts))
+			`{"event_id":"ev-%d-%d","article_id":"%s","user_id":"u%d-%d","share_type":"link","category":"%s","timestamp":%d}`,
+			seed, i, id, rng.IntN(50000), i, cats[a%uint64(len(cats))], ts))
 	}
 	return s
 }

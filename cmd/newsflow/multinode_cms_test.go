@@ -172,8 +172,8 @@ func genRestoreShares(n1, n2, articles int, seed uint64) (first, second *shareSt
 				}
 				s.counts[id]++
 				s.lines = append(s.lines, fmt.Appendf(nil,
-					`{"event_id":"cms-%d-%d","article_id":"%s","user_id":"u%d","share_type":"link"%s,"timestamp":%d}`,
-					seed, seq, id, rng.IntN(50000), cat, ts))
+					`{"event_id":"cms-%d-%d","article_id":"%s","user_id":"u%d-%d","share_type":"link"%s,"timestamp":%d}`,
+					seed, seq, id, rng.IntN(50000), seq, cat, ts))
 				seq++
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -503,8 +504,20 @@ func TestExactAnswersCarryNoBound(t *testing.T) {
 // (12 shares a second: nearly every share moves the 1m window on a
 // bucket) or at 10,000 shares a second (dense: the design's rate of a
 // partition). NEWSFLOW_BENCH_INGEST_SHARES=N sets the stream's size
-// (default 1,000,000). shares/s is the rate; counts-MB the counter's
-// MemoryBytes at the end.
+// (default 1,000,000).
+//
+// Each iteration loads the stream twice on fresh stores, with
+// repeat_shares every and once, alternating which goes first, so that
+// both see the same machine. Every share is another user's, so with once
+// each is a new (user, article) pair: the most the pairs table does per
+// share. Reported: every-shares/s and once-shares/s (medians), once/every
+// (the median of the iterations' ratios), every-cpu-us/share and
+// once-cpu-us/share (the process's CPU time per share, GC included,
+// medians: steadier than rates on a shared machine) and once/every-cpu
+// (the median ratio), every-B/share and once-B/share
+// (bytes allocated per share while ingesting, medians), counts-MB (the
+// counter's MemoryBytes at the end) and pairs-MB (the pairs table's, with
+// once).
 func BenchmarkOperatorIngest(b *testing.B) {
 	n := 1_000_000
 	if v := os.Getenv("NEWSFLOW_BENCH_INGEST_SHARES"); v != "" {
@@ -530,44 +543,92 @@ func BenchmarkOperatorIngest(b *testing.B) {
 	}
 }
 
+// ingestRun is what one load of a stream measured.
+type ingestRun struct {
+	rate, cpu, bytesPerShare float64
+	counts, pairs            int // MemoryBytes at the end
+}
+
 func benchIngest(b *testing.B, mode string, recs []*eventlog.Record) {
-	var mem int
-	for b.Loop() {
-		b.StopTimer()
-		o, err := New(OperatorOptions{Counter: mode}, 1, nil)
-		if err != nil {
-			b.Fatal(err)
+	var every, once []ingestRun
+	var ratio, cpuRatio []float64
+	for i := 0; b.Loop(); i++ {
+		var e, o ingestRun
+		if i%2 == 0 {
+			e = ingestStream(b, OperatorOptions{Counter: mode, RepeatShares: RepeatEvery}, recs)
+			o = ingestStream(b, OperatorOptions{Counter: mode, RepeatShares: RepeatOnce}, recs)
+		} else {
+			o = ingestStream(b, OperatorOptions{Counter: mode, RepeatShares: RepeatOnce}, recs)
+			e = ingestStream(b, OperatorOptions{Counter: mode, RepeatShares: RepeatEvery}, recs)
 		}
-		db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ns := db.Namespace("trending/0")
-		tk, err := o.NewTask(engine.TaskContext{Partition: 0, Partitions: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := tk.Restore(ns); err != nil {
-			b.Fatal(err)
-		}
-		commit := func() { flush(b, tk, ns) }
-		b.StartTimer()
-		var pc engine.ProcessContext
-		for i, rec := range recs {
-			if err := tk.Process(&pc, rec); err != nil {
-				b.Fatal(err)
-			}
-			if i%20_000 == 19_999 {
-				commit()
-			}
-		}
-		commit()
-		b.StopTimer()
-		mem = o.parts[0].Load().counts.MemoryBytes()
-		tk.Close()
-		db.Close()
-		b.StartTimer()
+		every, once = append(every, e), append(once, o)
+		ratio, cpuRatio = append(ratio, o.rate/e.rate), append(cpuRatio, o.cpu/e.cpu)
+		b.Logf("every %.0f shares/s %.2f µs CPU a share, once %.0f %.2f (%.3f, CPU %.3f)", e.rate, e.cpu, o.rate, o.cpu, o.rate/e.rate, o.cpu/e.cpu)
 	}
-	b.ReportMetric(float64(len(recs))*float64(b.N)/b.Elapsed().Seconds(), "shares/s")
-	b.ReportMetric(float64(mem)/(1<<20), "counts-MB")
+	med := func(rs []ingestRun, get func(ingestRun) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = get(r)
+		}
+		slices.Sort(xs)
+		return xs[len(xs)/2]
+	}
+	rate := func(r ingestRun) float64 { return r.rate }
+	alloc := func(r ingestRun) float64 { return r.bytesPerShare }
+	cpu := func(r ingestRun) float64 { return r.cpu }
+	slices.Sort(ratio)
+	slices.Sort(cpuRatio)
+	b.ReportMetric(med(every, rate), "every-shares/s")
+	b.ReportMetric(med(once, rate), "once-shares/s")
+	b.ReportMetric(ratio[len(ratio)/2], "once/every")
+	b.ReportMetric(med(every, cpu), "every-cpu-us/share")
+	b.ReportMetric(med(once, cpu), "once-cpu-us/share")
+	b.ReportMetric(cpuRatio[len(cpuRatio)/2], "once/every-cpu")
+	b.ReportMetric(med(every, alloc), "every-B/share")
+	b.ReportMetric(med(once, alloc), "once-B/share")
+	b.ReportMetric(float64(once[0].counts)/(1<<20), "counts-MB")
+	b.ReportMetric(float64(once[0].pairs)/(1<<20), "pairs-MB")
+}
+
+// ingestStream loads recs into a fresh task as the engine would.
+func ingestStream(b *testing.B, opts OperatorOptions, recs []*eventlog.Record) ingestRun {
+	o, err := New(opts, 1, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := state.Open(b.TempDir(), state.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ns := db.Namespace("trending/0")
+	tk, err := o.NewTask(engine.TaskContext{Partition: 0, Partitions: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tk.Close()
+	if err := tk.Restore(ns); err != nil {
+		b.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start, cpu0 := time.Now(), cpuTime(b)
+	var pc engine.ProcessContext
+	for i, rec := range recs {
+		if err := tk.Process(&pc, rec); err != nil {
+			b.Fatal(err)
+		}
+		if i%20_000 == 19_999 {
+			flush(b, tk, ns)
+		}
+	}
+	flush(b, tk, ns)
+	el, cpu := time.Since(start), cpuTime(b)-cpu0
+	runtime.ReadMemStats(&after)
+	r := ingestRun{rate: float64(len(recs)) / el.Seconds(), cpu: float64(cpu.Microseconds()) / float64(len(recs)), bytesPerShare: float64(after.TotalAlloc-before.TotalAlloc) / float64(len(recs)),
+		counts: o.parts[0].Load().counts.MemoryBytes()}
+	if p := tk.(*task).pairs; p != nil {
+		r.pairs = p.MemoryBytes()
+	}
+	return r
 }

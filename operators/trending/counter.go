@@ -29,7 +29,7 @@ const (
 // watermark holds its bucket, in any arrival order) and the same top-K
 // order (count descending, then article id ascending).
 //
-// Concurrency: the task goroutine calls Add, AddToCategory, Flush and Load
+// Concurrency: the task goroutine calls the Add methods, Advance, Flush and Load
 // under the partition's write lock (and TooOld, Watermark and Horizon
 // without it: only it writes). Queries call Estimate, Categories,
 // Watermark and MemoryBytes under the read lock, and TopK under the write
@@ -37,6 +37,11 @@ const (
 type counter interface {
 	Add(articleID, category string, ts int64) bool
 	AddToCategory(articleID, category string, ts int64) bool
+	// AddIn and AddToCategoryIn count only in the windows of a mask (bit
+	// w; windows from 64 on always); Advance only moves the watermark.
+	AddIn(articleID, category string, ts int64, mask uint64) bool
+	AddToCategoryIn(articleID, category string, ts int64, mask uint64) bool
+	Advance(ts int64)
 	TooOld(ts int64) bool
 	Watermark() int64
 	Horizon() time.Duration

@@ -430,7 +430,34 @@ func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
 // if category begins with a NUL byte, or if articleID is longer than
 // MaxArticleIDBytes.
 func (c *Counts) Add(articleID, category string, ts int64) bool {
-	return c.add(articleID, category, ts, false)
+	return c.add(articleID, category, ts, false, AllWindows)
+}
+
+// AddIn is Add counting only in the windows of mask (bit w for window w;
+// windows from 64 on always count): the windows where the share is not a
+// repeat (OperatorOptions.RepeatShares). The watermark moves to ts as with
+// Add.
+func (c *Counts) AddIn(articleID, category string, ts int64, mask uint64) bool {
+	return c.add(articleID, category, ts, false, mask)
+}
+
+// AddToCategoryIn is AddToCategory counting only in the windows of mask,
+// for a share AddIn counted with the same mask.
+func (c *Counts) AddToCategoryIn(articleID, category string, ts int64, mask uint64) bool {
+	return category != "" && c.add(articleID, category, ts, true, mask)
+}
+
+// Advance moves the watermark to ts if it is newer, counting nothing: for
+// a share that counts in no window (a repeat in every one), which still
+// moves event time on as any share does.
+func (c *Counts) Advance(ts int64) {
+	switch {
+	case ts < 0:
+	case !c.started:
+		c.start(ts)
+	case ts > c.wm:
+		c.advance(ts)
+	}
 }
 
 // AddToCategory applies one share of articleID at ts to category's family
@@ -440,10 +467,10 @@ func (c *Counts) Add(articleID, category string, ts int64) bool {
 // changing nothing, for category "" (the global family) and where Add
 // would.
 func (c *Counts) AddToCategory(articleID, category string, ts int64) bool {
-	return category != "" && c.add(articleID, category, ts, true)
+	return category != "" && c.add(articleID, category, ts, true, AllWindows)
 }
 
-func (c *Counts) add(articleID, category string, ts int64, only bool) bool {
+func (c *Counts) add(articleID, category string, ts int64, only bool, mask uint64) bool {
 	if ts < 0 || (c.started && c.tooOld(ts)) || (category != "" && category[0] == categoryOnlyMark) || len(articleID) > MaxArticleIDBytes {
 		return false
 	}
@@ -465,7 +492,7 @@ func (c *Counts) add(articleID, category string, ts int64, only bool) bool {
 	for w := range c.win {
 		win := &c.win[w]
 		b := ts / win.width
-		if b < win.lo {
+		if b < win.lo || !inMask(mask, w) {
 			continue
 		}
 		s := win.slot(b)

@@ -38,8 +38,8 @@ func genExact(n int, dupFrac float64, parts int32, seed uint64) []exactShare {
 		art := fmt.Sprintf("art-%05d", a)
 		cat := cats[a%len(cats)]
 		ts := t0 + rng.Int64N(span)
-		line := fmt.Appendf(nil, `{"event_id":"ev-%d","article_id":"%s","user_id":"u%d","category":"%s","timestamp":%d}`,
-			i, art, rng.IntN(9999), cat, ts)
+		line := fmt.Appendf(nil, `{"event_id":"ev-%d","article_id":"%s","user_id":"u%d-%d","category":"%s","timestamp":%d}`,
+			i, art, rng.IntN(9999), i, cat, ts)
 		out = append(out, exactShare{line: line, art: art, cat: cat, ts: ts,
 			part: eventlog.PartitionFor([]byte(art), parts), source: int32(i % 8)})
 	}

@@ -103,7 +103,7 @@ func (h *joinHarness) categoryCount(w, category, article string) uint64 {
 }
 
 func shareRec(id, article, category string, ts int64) *eventlog.Record {
-	m := map[string]any{"event_id": id, "article_id": article, "user_id": "u", "timestamp": ts}
+	m := map[string]any{"event_id": id, "article_id": article, "user_id": "u-" + id, "timestamp": ts}
 	if category != "" {
 		m["category"] = category
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +65,19 @@ type OperatorOptions struct {
 	// counted in; a task refuses state of the other mode
 	// (ErrCounterChanged): rebuild it with a replay.
 	Counter string `json:"counter,omitempty" yaml:"counter"`
+	// RepeatShares is how a user's repeated shares of one article count:
+	// RepeatOnce (default), at most once in each window at any watermark,
+	// or RepeatEvery, every one (repeat.go). A partition's state holds the
+	// setting it was counted with; a task refuses state of the other
+	// (ErrRepeatSharesChanged): rebuild it with a replay.
+	RepeatShares string `json:"repeat_shares,omitempty" yaml:"repeat_shares"`
+	// RepeatPairs sizes, in cms mode, each task's table of (user, article)
+	// pairs counted within the largest window (default DefaultRepeatPairs;
+	// about 30 bytes a pair with the default windows, fixed whatever the
+	// number of pairs). Beyond it a new pair may be taken for a repeat
+	// (counting once where it should count again, never twice). Exact
+	// counts grow the table instead and ignore it.
+	RepeatPairs int `json:"repeat_pairs,omitempty" yaml:"repeat_pairs"`
 	// CMS configures the sketch of CounterCMS. Its Windows, MaxK and
 	// Prefix are the operator's (Counts.Windows, MaxK, and 'k'), whatever
 	// they are set to here, and MaxIDLen defaults to the longest article
@@ -83,6 +97,7 @@ const minCommitInterval = 100 * time.Millisecond
 func DefaultOperatorOptions() OperatorOptions {
 	return OperatorOptions{Counts: DefaultOptions(), MaxK: 100, SnapshotInterval: 200 * time.Millisecond, MaxFuture: 5 * time.Minute,
 		ParkFor: 10 * time.Minute, MaxParked: 100_000, Retention: schema.DefaultRetention, ExactMaxBytes: DefaultExactMaxBytes, Counter: CounterExact,
+		RepeatShares: RepeatOnce, RepeatPairs: DefaultRepeatPairs,
 		CMS: sketch.Options{Epsilon: sketch.DefaultEpsilon, Delta: sketch.DefaultDelta, CandidatesPerK: sketch.DefaultCandidatesPerK,
 			MaxCategories: sketch.DefaultMaxCategories, FreezeAfter: sketch.DefaultFreezeAfter}}
 }
@@ -92,8 +107,17 @@ func (o OperatorOptions) Validate() error {
 	if err := o.Counts.Validate(); err != nil {
 		return err
 	}
-	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 || o.ExactMaxBytes < 0 {
-		return errors.New("trending: max_k, snapshot_interval, max_future, park_for, max_parked and exact_max_bytes must not be negative")
+	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 || o.ExactMaxBytes < 0 || o.RepeatPairs < 0 {
+		return errors.New("trending: max_k, snapshot_interval, max_future, park_for, max_parked, exact_max_bytes and repeat_pairs must not be negative")
+	}
+	switch o.RepeatShares {
+	case "", RepeatOnce:
+		if n := len(o.Counts.withDefaults().Windows); n > maxRepeatWindows {
+			return fmt.Errorf("trending: repeat_shares: once: %d windows, at most %d", n, maxRepeatWindows)
+		}
+	case RepeatEvery:
+	default:
+		return fmt.Errorf("trending: repeat_shares %q: want %s or %s", o.RepeatShares, RepeatOnce, RepeatEvery)
 	}
 	switch o.Counter {
 	case "", CounterExact:
@@ -155,6 +179,9 @@ type Operator struct {
 	windows map[string]int
 	parts   []atomic.Pointer[partition]
 	dups    prometheus.Counter
+	// repeats counts, per window, the shares not counted there because
+	// the user's share of the article counts already (repeat.go).
+	repeats []prometheus.Counter
 	// untagged counts the shares without a category by what their
 	// article's topics did (topicOutcomes).
 	untagged *prometheus.CounterVec
@@ -207,8 +234,15 @@ func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Op
 			"waiting (the article was not known yet), late (counted under the topics when the article came), " +
 			"expired (the article did not come within park_for), full (too many shares waiting).",
 	}, []string{"outcome"})
+	repeats := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "newsflow_trending_repeat_shares_total",
+		Help: "Shares not counted in a window because a share of the same article by the same user counts there already (trending.repeat_shares: once).",
+	}, []string{"window"})
+	for _, w := range opts.Counts.Windows {
+		o.repeats = append(o.repeats, repeats.WithLabelValues(w.Name))
+	}
 	if reg != nil {
-		for _, c := range append([]prometheus.Collector{o.dups, o.untagged}, o.guardM.collectors()...) {
+		for _, c := range append([]prometheus.Collector{o.dups, o.untagged, repeats}, o.guardM.collectors()...) {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("trending: register metrics: %w", err)
 			}
@@ -281,15 +315,16 @@ func (o *Operator) dedupOptions() dedup.Options {
 
 // dedupPrefix starts the event id keys in a task's namespace (the exact
 // counts use 'c', 'm', 'n', 's' and 'w', the sketch 'k', the counter
-// mode 'o').
+// mode 'o', the repeat pairs 'u', the join 'a', 'j', 'p', 'q' and 'x').
 const dedupPrefix = 'e'
 
 // partition is the live state of one task, shared with queries.
 type partition struct {
 	mu     sync.RWMutex // guards counts
 	counts counter      // of the operator's mode (counter.go)
-	// seenBytes is the heap of the task's set of applied event ids, as of
-	// its last Flush (the set itself belongs to the task goroutine).
+	// seenBytes is the heap of the task's set of applied event ids and of
+	// its repeat pairs, as of its last Flush (both belong to the task
+	// goroutine).
 	seenBytes atomic.Int64
 	version   atomic.Uint64 // bumped on every applied share
 	snap      atomic.Pointer[snapshot]
@@ -351,6 +386,12 @@ type task struct {
 	guard  memoryGuard // owned by the task goroutine
 	// wroteMode is set once the counter mode is in the task's state.
 	wroteMode bool
+	// pairs are the (user, article) pairs counted per window with
+	// RepeatShares once (nil with every); wroteEvery is set once the
+	// every setting is in the task's state. Owned by the task goroutine.
+	pairs      *repeatPairs
+	pairBuf    []byte
+	wroteEvery bool
 }
 
 func (t *task) Restore(r state.Reader) error {
@@ -359,6 +400,10 @@ func (t *task) Restore(r state.Reader) error {
 		return err
 	}
 	if err := t.seen.Load(r); err != nil {
+		releaseCounter(c)
+		return err
+	}
+	if err := t.restoreRepeat(r); err != nil {
 		releaseCounter(c)
 		return err
 	}
@@ -409,6 +454,24 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 			return nil
 		}
 	}
+	// A repeated share counts only in the windows that do not count the
+	// user's share of the article already (repeat.go).
+	mask := AllWindows
+	if t.pairs != nil && s.UserID != "" {
+		var f, covered uint64
+		f, t.pairBuf = pairFingerprint(t.pairBuf, s.UserID, s.ArticleID)
+		mask, covered = t.pairs.Decide(f, s.Timestamp, t.part.counts.Watermark())
+		for rep := covered &^ mask; rep != 0; rep &= rep - 1 {
+			t.op.repeats[bits.TrailingZeros64(rep)].Inc()
+		}
+		if mask == 0 {
+			t.part.mu.Lock()
+			t.part.counts.Advance(s.Timestamp)
+			t.part.mu.Unlock()
+			t.part.version.Add(1)
+			return nil
+		}
+	}
 	// A share without a category counts under its article's topics too
 	// (topics.go).
 	var topics []string
@@ -419,9 +482,9 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		}
 	}
 	t.part.mu.Lock()
-	t.part.counts.Add(s.ArticleID, s.Category, s.Timestamp)
+	t.part.counts.AddIn(s.ArticleID, s.Category, s.Timestamp, mask)
 	for _, tp := range topics {
-		t.part.counts.AddToCategory(s.ArticleID, tp, s.Timestamp)
+		t.part.counts.AddToCategoryIn(s.ArticleID, tp, s.Timestamp, mask)
 	}
 	wm := t.part.counts.Watermark()
 	t.part.mu.Unlock()
@@ -433,7 +496,7 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	case s.Category != "":
 	case !known && at < limit:
 		t.op.untagged.WithLabelValues(outcomeExpired).Inc()
-	case !known && t.join.park(s.ArticleID, at, t.op.opts.MaxParked):
+	case !known && t.join.park(s.ArticleID, at, mask, t.op.opts.MaxParked):
 		t.op.untagged.WithLabelValues(outcomeWaiting).Inc()
 	case !known:
 		t.op.untagged.WithLabelValues(outcomeFull).Inc()
@@ -475,7 +538,7 @@ func (t *task) processArticle(rec *eventlog.Record) error {
 		late += int(w.n)
 		for range w.n {
 			for _, tp := range topics {
-				t.part.counts.AddToCategory(id, tp, w.ts)
+				t.part.counts.AddToCategoryIn(id, tp, w.ts, w.mask)
 			}
 		}
 	}
@@ -494,7 +557,14 @@ func (t *task) Flush(w state.Writer) error {
 	if err := t.join.flush(w); err != nil {
 		return err
 	}
-	t.part.seenBytes.Store(int64(t.seen.MemoryBytes()))
+	seen := t.seen.MemoryBytes()
+	if t.pairs != nil {
+		seen += t.pairs.MemoryBytes()
+	}
+	t.part.seenBytes.Store(int64(seen))
+	if err := t.flushRepeat(w); err != nil {
+		return err
+	}
 	if err := t.flushMode(w); err != nil {
 		return err
 	}

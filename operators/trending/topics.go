@@ -50,7 +50,8 @@ import (
 // topics (replay trending from the start of articles.indexed); at most MaxParked distinct
 // (article, time) pairs wait per task, later ones count without topics.
 
-// State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e'):
+// State keys of the join (the counts use 'c', 'm', 's', 'w'; event ids 'e';
+// repeat pairs 'u'):
 //
 //	'a' | article id → the article's first-seen time (8 bytes) and topic names
 //	      (JSON array; [] for an article without topics); a JSON array
@@ -59,6 +60,8 @@ import (
 //	      → nothing: the articles by time, for retention
 //	'j' → the newest first-seen time seen (8 bytes)
 //	'p' | article id → waiting shares: (uvarint ts, uvarint count)...
+//	'q' | article id → waiting shares that counted in some windows only
+//	      (repeat.go): (uvarint ts, uvarint count, uvarint window mask)...
 //
 // Retention (OperatorOptions.Retention): an article's topics are forgotten
 // once it is older than the retention age behind the newest article: a
@@ -66,6 +69,7 @@ import (
 const (
 	topicsPrefix = 'a'
 	parkedPrefix = 'p'
+	maskedPrefix = 'q'
 	timesPrefix  = 'x'
 )
 
@@ -85,10 +89,12 @@ type topicsEntry struct {
 // the store; shares concentrate on few articles.
 const topicCacheSize = 1 << 16
 
-// waiting is a number of shares of one article at one event time.
+// waiting is a number of shares of one article at one event time that
+// counted in the windows of mask (AllWindows, or fewer for repeats).
 type waiting struct {
-	ts int64
-	n  uint32
+	ts   int64
+	n    uint32
+	mask uint64
 }
 
 // articleTopics is a task's join state. It belongs to the task goroutine.
@@ -142,6 +148,7 @@ func (j *articleTopics) stored(id string) (topicsEntry, bool, error) {
 	return e, true, nil
 }
 func parkedKey(id string) []byte { return append([]byte{parkedPrefix}, id...) }
+func maskedKey(id string) []byte { return append([]byte{maskedPrefix}, id...) }
 
 // load reads the newest first-seen time and the waiting shares from
 // committed state.
@@ -151,28 +158,41 @@ func (j *articleTopics) load() error {
 	} else if ok && len(v) == 8 {
 		j.newest = int64(binary.BigEndian.Uint64(v))
 	}
-	err := j.r.Scan([]byte{parkedPrefix}, []byte{parkedPrefix + 1}, func(k, v []byte) error {
-		id := string(k[1:])
-		var ws []waiting
-		for len(v) > 0 {
-			ts, n1 := binary.Uvarint(v)
-			if n1 <= 0 {
-				return fmt.Errorf("trending: corrupt waiting shares of %q", id)
+	for _, prefix := range []byte{parkedPrefix, maskedPrefix} {
+		err := j.r.Scan([]byte{prefix}, []byte{prefix + 1}, func(k, v []byte) error {
+			id := string(k[1:])
+			ws := j.parked[id]
+			for len(v) > 0 {
+				ts, n1 := binary.Uvarint(v)
+				if n1 <= 0 {
+					return fmt.Errorf("trending: corrupt waiting shares of %q", id)
+				}
+				n, n2 := binary.Uvarint(v[n1:])
+				if n2 <= 0 || n == 0 || n > countMask {
+					return fmt.Errorf("trending: corrupt waiting shares of %q", id)
+				}
+				v = v[n1+n2:]
+				mask := AllWindows
+				if prefix == maskedPrefix {
+					m, n3 := binary.Uvarint(v)
+					if n3 <= 0 || m == AllWindows {
+						return fmt.Errorf("trending: corrupt waiting shares of %q", id)
+					}
+					mask, v = m, v[n3:]
+				}
+				ws = append(ws, waiting{int64(ts), uint32(n), mask})
+				j.expiry = append(j.expiry, parkRef{int64(ts), id})
+				j.entries++
 			}
-			n, n2 := binary.Uvarint(v[n1:])
-			if n2 <= 0 || n == 0 || n > countMask {
-				return fmt.Errorf("trending: corrupt waiting shares of %q", id)
-			}
-			v = v[n1+n2:]
-			ws = append(ws, waiting{int64(ts), uint32(n)})
-			j.expiry = append(j.expiry, parkRef{int64(ts), id})
+			j.parked[id] = ws
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		j.parked[id] = ws
-		j.entries += len(ws)
-		return nil
-	})
+	}
 	heap.Init(&j.expiry)
-	return err
+	return nil
 }
 
 // set records an article's topics and first-seen time.
@@ -215,13 +235,13 @@ func (j *articleTopics) lookup(id string) (topics []string, ok bool, err error) 
 	return e.topics, true, nil
 }
 
-// park records a share of an unknown article at ts. It returns false, and
-// records nothing, when max entries wait already and this share would
-// need a new one.
-func (j *articleTopics) park(id string, ts int64, max int) bool {
+// park records a share of an unknown article at ts that counted in the
+// windows of mask. It returns false, and records nothing, when max entries
+// wait already and this share would need a new one.
+func (j *articleTopics) park(id string, ts int64, mask uint64, max int) bool {
 	ws := j.parked[id]
 	for i := range ws {
-		if ws[i].ts == ts && ws[i].n < countMask {
+		if ws[i].ts == ts && ws[i].mask == mask && ws[i].n < countMask {
 			ws[i].n++
 			j.changed[id] = true
 			return true
@@ -230,7 +250,7 @@ func (j *articleTopics) park(id string, ts int64, max int) bool {
 	if j.entries >= max {
 		return false
 	}
-	j.parked[id] = append(ws, waiting{ts, 1})
+	j.parked[id] = append(ws, waiting{ts, 1, mask})
 	j.entries++
 	j.changed[id] = true
 	heap.Push(&j.expiry, parkRef{ts, id})
@@ -317,21 +337,29 @@ func (j *articleTopics) flush(w state.Writer) error {
 	if err := w.Set(newestKey, tb[:]); err != nil {
 		return fmt.Errorf("trending: flush topics: %w", err)
 	}
-	var buf []byte
+	var all, masked []byte
 	for id := range j.changed {
-		ws, ok := j.parked[id]
-		if !ok {
-			if err := w.Delete(parkedKey(id)); err != nil {
+		all, masked = all[:0], masked[:0]
+		for _, x := range j.parked[id] {
+			if x.mask == AllWindows {
+				all = binary.AppendUvarint(binary.AppendUvarint(all, uint64(x.ts)), uint64(x.n))
+			} else {
+				masked = binary.AppendUvarint(binary.AppendUvarint(binary.AppendUvarint(masked, uint64(x.ts)), uint64(x.n)), x.mask)
+			}
+		}
+		for _, kv := range [2]struct {
+			key []byte
+			v   []byte
+		}{{parkedKey(id), all}, {maskedKey(id), masked}} {
+			var err error
+			if len(kv.v) == 0 {
+				err = w.Delete(kv.key)
+			} else {
+				err = w.Set(kv.key, kv.v)
+			}
+			if err != nil {
 				return fmt.Errorf("trending: flush waiting shares: %w", err)
 			}
-			continue
-		}
-		buf = buf[:0]
-		for _, x := range ws {
-			buf = binary.AppendUvarint(binary.AppendUvarint(buf, uint64(x.ts)), uint64(x.n))
-		}
-		if err := w.Set(parkedKey(id), buf); err != nil {
-			return fmt.Errorf("trending: flush waiting shares: %w", err)
 		}
 	}
 	clear(j.changed)

@@ -306,7 +306,34 @@ func (w *window) slot(b int64) *bucket { return &w.slots[b%w.n] }
 // watermark has moved to ts (if ts is newer). It returns false, changing
 // nothing, if ts is negative or older than every window at the watermark.
 func (c *Counts) Add(articleID, category string, ts int64) bool {
-	return c.add(articleID, category, ts, false)
+	return c.add(articleID, category, ts, false, AllWindows)
+}
+
+// AllWindows is the window mask of AddIn that counts in every window.
+const AllWindows = ^uint64(0)
+
+// AddIn is Add counting only in the windows of mask (bit w for window w;
+// windows from 64 on always count). The watermark moves to ts as with Add.
+func (c *Counts) AddIn(articleID, category string, ts int64, mask uint64) bool {
+	return c.add(articleID, category, ts, false, mask)
+}
+
+// AddToCategoryIn is AddToCategory counting only in the windows of mask,
+// for a share AddIn counted globally with the same mask.
+func (c *Counts) AddToCategoryIn(articleID, category string, ts int64, mask uint64) bool {
+	return category != "" && c.add(articleID, category, ts, true, mask)
+}
+
+// Advance moves the watermark to ts if it is newer, counting nothing.
+func (c *Counts) Advance(ts int64) {
+	switch {
+	case ts < 0:
+	case !c.started:
+		c.start(ts)
+	case ts > c.wm:
+		c.advance(ts)
+	}
+	c.compactBlocks()
 }
 
 // AddToCategory applies one share of articleID at ts to category's group
@@ -322,10 +349,10 @@ func (c *Counts) Add(articleID, category string, ts int64) bool {
 // live, or the name is longer than MaxIDLen), and then the share only
 // moves the watermark.
 func (c *Counts) AddToCategory(articleID, category string, ts int64) bool {
-	return category != "" && c.add(articleID, category, ts, true)
+	return category != "" && c.add(articleID, category, ts, true, AllWindows)
 }
 
-func (c *Counts) add(id, category string, ts int64, only bool) bool {
+func (c *Counts) add(id, category string, ts int64, only bool, mask uint64) bool {
 	if ts < 0 || (c.started && c.tooOld(ts)) {
 		return false
 	}
@@ -354,6 +381,9 @@ func (c *Counts) add(id, category string, ts int64, only bool) bool {
 		}
 	}
 	for w := range c.win {
+		if w < 64 && mask&(1<<w) == 0 {
+			continue
+		}
 		win := &c.win[w]
 		var b int64
 		var s *bucket
