@@ -109,9 +109,10 @@ const (
 )
 
 // DefaultRepeatPairs is how many (user, article) pairs counted within the
-// largest window a cms-mode task's table is sized for (RepeatPairs): 30
-// MiB per partition with the default windows (about 30 bytes a pair).
-const DefaultRepeatPairs = 1 << 20
+// largest window a cms-mode task's table is sized for (RepeatPairs): about
+// 3.75 MiB per partition with the default windows (about 30 bytes a pair),
+// 30 MiB for a node's 8, so that a cms node keeps within its memory budget.
+const DefaultRepeatPairs = 1 << 17
 
 // AllWindows is the window mask that counts a share in every window.
 const AllWindows = ^uint64(0)
