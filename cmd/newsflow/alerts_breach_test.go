@@ -27,7 +27,8 @@ import (
 //
 //   - healthy traffic, replayed for seven hours at its steady state: no
 //     alert at any time;
-//   - malformed records (articles older than the retention) among the
+//   - malformed records (shares without an article, written to the topic
+//     by a producer of their own, as Kafka lets any producer) among the
 //     traffic: dead letters rising, for the stage that refused them;
 //   - the feed farm stopped: crawl coverage falling, and the crawl_coverage
 //     budget burning (page and ticket);
@@ -40,7 +41,11 @@ func TestAlertsFireOnBreaches(t *testing.T) {
 	defer farm.Close()
 	env := append(slices.Clone(crawlEnv), "NEWSFLOW_CRAWL_MIN_INTERVAL_FLOOR=1s",
 		"NEWSFLOW_CRAWL_HOST_RATE=100", "NEWSFLOW_CRAWL_HOST_CONCURRENCY=8")
-	n := runNode(t, t.TempDir(), env)
+	// Kafka (kfake), so that a producer of the test's own can write
+	// records to the topics that the HTTP API would refuse.
+	k := newKfake(t)
+	brokers := k.ListenAddrs()
+	n := runNode(t, t.TempDir(), env, "--brokers", brokers[0])
 	const feeds = 4
 	var ids []string
 	for i := range feeds {
@@ -56,7 +61,7 @@ func TestAlertsFireOnBreaches(t *testing.T) {
 	rules := filepath.Join(root, "configs", "alerts.yaml")
 	scr := startScraper(t, n.URL("/metrics"))
 	start := time.Now()
-	tr := &traffic{t: t, n: n}
+	tr := &traffic{t: t, n: n, brokers: brokers}
 
 	// Healthy: the traffic for 20 s, then its steady state for 7 hours (the
 	// longest windows and for clauses).
@@ -83,8 +88,8 @@ func TestAlertsFireOnBreaches(t *testing.T) {
 	}
 	runPromtoolTest(t, promtool, root, "healthy", base.testCase(7*time.Hour, quiet))
 
-	// Dead letters: four articles a second older than retention.articles
-	// behind the newest, among the traffic, for 25 s.
+	// Dead letters: four malformed shares a second written to the shares
+	// topic directly, among the traffic, for 25 s.
 	aStart := time.Now()
 	tr.drive(25*time.Second, 2, 1)
 	tl := newTimeline(scr.since(t, start))
@@ -99,7 +104,7 @@ func TestAlertsFireOnBreaches(t *testing.T) {
 		}
 	}
 	if len(dead) == 0 {
-		t.Fatalf("no stage dead-lettered the %d old articles", tr.old)
+		t.Fatalf("no stage dead-lettered the %d malformed shares", tr.bad)
 	}
 	runPromtoolTest(t, promtool, root, "dead_letters", tl.testCase(tl.end(), []alertCheck{
 		{at: onStep(base.end()), name: "NewsflowDeadLettersRising"},
@@ -230,31 +235,32 @@ func alertNames(t *testing.T, path string) []string {
 }
 
 // traffic is what a healthy node gets: fresh articles, shares, a search
-// and a feed read every tick; and, when asked, articles older than the
-// retention, which the articles pipeline dead-letters.
+// and a feed read every tick; and, when asked, malformed shares written to
+// the topic directly, which the trending stage dead-letters.
 type traffic struct {
 	t        *testing.T
 	n        *nodeProc
+	brokers  []string
 	articles int // fresh articles sent
-	old      int // old articles sent
+	bad      int // malformed shares sent
 	shares   int
 }
 
 // tick is how often traffic sends.
 const tick = 250 * time.Millisecond
 
-// drive sends fresh and old articles every tick for d, with the rest of
-// the traffic.
-func (tr *traffic) drive(d time.Duration, fresh, old int) {
+// drive sends fresh articles and malformed shares every tick for d, with
+// the rest of the traffic.
+func (tr *traffic) drive(d time.Duration, fresh, bad int) {
 	tr.t.Helper()
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
 	for end := time.Now().Add(d); time.Now().Before(end); <-tk.C {
-		tr.send(fresh, old)
+		tr.send(fresh, bad)
 	}
 }
 
-func (tr *traffic) send(fresh, old int) {
+func (tr *traffic) send(fresh, bad int) {
 	tr.t.Helper()
 	// Readers first, while the story view holds what the last tick sent:
 	// two visitors open the feed, the second from the cache.
@@ -280,9 +286,15 @@ func (tr *traffic) send(fresh, old int) {
 		tr.articles++
 		line(fmt.Sprintf("https://wire.example/harbour/%d", tr.articles), fmt.Sprintf("Harbour ferry line %d opens after council vote", tr.articles), now)
 	}
-	for range old {
-		tr.old++
-		line(fmt.Sprintf("https://archive.example/old/%d", tr.old), fmt.Sprintf("Archive report %d on the old town bridge", tr.old), now.Add(-40*24*time.Hour))
+	if bad > 0 {
+		var recs [][]byte
+		for range bad {
+			tr.bad++
+			recs = append(recs, fmt.Appendf(nil, `{"event_id":"malformed-%d","user_id":"u1","timestamp":%d}`, tr.bad, now.UnixMilli()))
+		}
+		if err := <-produceShares(tr.t, tr.brokers, recs, len(recs), 0); err != nil {
+			tr.t.Fatalf("produce malformed shares: %v", err)
+		}
 	}
 	if len(lines) > 0 {
 		tr.post(ingestPost, "/api/v1/articles", "application/x-ndjson", strings.Join(lines, "\n")+"\n")
