@@ -77,8 +77,10 @@ func TestDiskFull(t *testing.T) {
 		var b strings.Builder
 		now := time.Now().UnixMilli()
 		for i := range 4000 {
-			fmt.Fprintf(&b, `{"event_id":"full-%d-%d","article_id":"art-%d","user_id":"u%d","share_type":"link","category":"world","timestamp":%d}`+"\n",
-				batch, i, i%50, i%997, now)
+			// Each share its own user: a user's repeats of an article
+			// count once (trending.repeat_shares).
+			fmt.Fprintf(&b, `{"event_id":"full-%d-%d","article_id":"art-%d","user_id":"u%d-%d","share_type":"link","category":"world","timestamp":%d}`+"\n",
+				batch, i, i%50, batch, i, now)
 		}
 		batch++
 		resp, err := ingestPost(n.URL("/api/v1/events/share/batch"), "application/x-ndjson", strings.NewReader(b.String()))

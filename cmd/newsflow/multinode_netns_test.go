@@ -204,7 +204,9 @@ func TestClusterPartitionedNode(t *testing.T) {
 	ns.setPeerLink(false)
 	cut := time.Now()
 	t.Logf("c cut off from the cluster and Kafka")
-	// c notices within its lease and stops every partition; the others
+	// c notices within its lease and holds every stage (it commits
+	// nothing more, and answers reads from its state), then stops every
+	// partition once down_after has passed without contact; the others
 	// take them over. (Node a's view only: c's own would wait for peers
 	// it cannot reach.)
 	var stopped, down, reassigned, moved time.Duration
@@ -229,8 +231,8 @@ func TestClusterPartitionedNode(t *testing.T) {
 	})
 	t.Logf("after the cut: c stopped its partitions after %s; the leader saw c down after %s and reassigned its partitions after %s; a and b ran them after %s",
 		stopped.Round(time.Millisecond), down.Round(time.Millisecond), reassigned.Round(time.Millisecond), moved.Round(time.Millisecond))
-	if stopped > 5*time.Second || moved > 10*time.Second {
-		t.Errorf("c stopped after %s (want <= 5s), its partitions moved after %s (want <= 10s)", stopped, moved)
+	if stopped > 8*time.Second || moved > 10*time.Second {
+		t.Errorf("c stopped after %s (want <= 8s), its partitions moved after %s (want <= 10s)", stopped, moved)
 	}
 	// Cut off and without partitions, c commits nothing.
 	during, err := commits(c)

@@ -110,9 +110,9 @@ const (
 
 // DefaultRepeatPairs is how many (user, article) pairs counted within the
 // largest window a cms-mode task's table is sized for (RepeatPairs): about
-// 3.75 MiB per partition with the default windows (about 30 bytes a pair),
-// 30 MiB for a node's 8, so that a cms node keeps within its memory budget.
-const DefaultRepeatPairs = 1 << 17
+// 7.5 MiB per partition with the default windows (about 30 bytes a pair),
+// 60 MiB for a node's 8, so that a cms node keeps within its memory budget.
+const DefaultRepeatPairs = 1 << 18
 
 // AllWindows is the window mask that counts a share in every window.
 const AllWindows = ^uint64(0)
