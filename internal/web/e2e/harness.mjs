@@ -61,9 +61,9 @@ export async function eventually(fn, timeoutMs = 30000, everyMs = 250) {
 const run = promisify(execFile);
 
 // startNode runs `newsflow run` on a free port with a fresh data directory,
-// an admin account (none with admin: null: the node prints a one-time
-// setup link, node.setupURL()) and the admin token, and waits until it is
-// ready. sources is an OPML document the node seeds its sources from.
+// an admin account and the admin token (neither with admin: null: a node
+// without an admin or an admin token prints a one-time setup link,
+// node.setupURL()), and waits until it is ready. sources is an OPML document the node seeds its sources from.
 export async function startNode({ admin = { username: "admin", password: "admin-password-e2e" }, sources = "", name = "node" } = {}) {
   const dir = await mkdtemp(path.join(os.tmpdir(), "newsflow-e2e-"));
   const port = await freePort();
@@ -81,8 +81,7 @@ crawl:
 search:
   commit_interval: 300ms
 auth:
-  admin_token: ${adminToken}
-  ingest_token: ${ingestToken}
+${admin ? `  admin_token: ${adminToken}\n` : ""}  ingest_token: ${ingestToken}
   login_burst_per_ip: 100
   login_burst_per_user: 100
 logging:
