@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
@@ -85,6 +86,7 @@ func decodeStrict(body []byte, v any) error {
 
 func (s *Server) sourceError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
+	case metaUnavailable(ctx, err):
 	case errors.Is(err, crawl.ErrSourceNotFound):
 		writeError(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, crawl.ErrSourceExists):
@@ -95,9 +97,11 @@ func (s *Server) sourceError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
-	list, err := s.deps.Sources.List(ctx)
+	mctx, cancel := s.readCtx(ctx)
+	defer cancel()
+	list, err := s.deps.Sources.List(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list sources", err)
 		return
 	}
 	if list == nil {
@@ -131,9 +135,11 @@ func publicRecord(rec crawl.CrawlRecord) crawl.CrawlRecord {
 // category of every source, for readers choosing preferred and excluded
 // sources (the crawl state stays admin-only).
 func (s *Server) handlePublicSources(ctx *fasthttp.RequestCtx) {
-	list, err := s.deps.Sources.List(ctx)
+	mctx, cancel := s.readCtx(ctx)
+	defer cancel()
+	list, err := s.deps.Sources.List(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list sources", err)
 		return
 	}
 	type public struct {
@@ -223,7 +229,9 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 			src.Name = cmp.Or(src.Name, r.Title)
 		}
 	}
-	if added, err = s.deps.Sources.Add(ctx, src); err != nil {
+	mctx, cancel := s.writeCtx()
+	defer cancel()
+	if added, err = s.deps.Sources.Add(mctx, src); err != nil {
 		return src, "", nil, err // the source as resolved, to find the one that exists
 	}
 	return added, warning, nil, nil
@@ -310,7 +318,9 @@ func (s *Server) sourceByID(ctx *fasthttp.RequestCtx) (crawl.Source, bool) {
 	if !ok {
 		return crawl.Source{}, false
 	}
-	src, err := s.deps.Sources.Get(ctx, id)
+	mctx, cancel := s.readCtx(ctx)
+	defer cancel()
+	src, err := s.deps.Sources.Get(mctx, id)
 	if err != nil {
 		s.sourceError(ctx, err)
 		return crawl.Source{}, false
@@ -343,7 +353,9 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &in) {
 		return
 	}
-	src, err := s.deps.Sources.Update(ctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
+	mctx, cancel := s.writeCtx()
+	defer cancel()
+	src, err := s.deps.Sources.Update(mctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
 	if err != nil {
 		s.sourceError(ctx, err)
 		return
@@ -357,7 +369,9 @@ func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	if err := s.deps.Sources.Delete(ctx, id); err != nil {
+	mctx, cancel := s.writeCtx()
+	defer cancel()
+	if err := s.deps.Sources.Delete(mctx, id); err != nil {
 		s.sourceError(ctx, err)
 		return
 	}
@@ -375,7 +389,9 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	allowed, refused := s.checkImport(ctx, entries)
-	res := s.deps.Sources.Import(ctx, allowed)
+	mctx, cancel := s.writeCtx()
+	defer cancel()
+	res := s.deps.Sources.Import(mctx, allowed)
 	res.Errors = append(refused, res.Errors...)
 	if res.Added > 0 {
 		s.kickCrawler()
@@ -412,9 +428,11 @@ func (s *Server) checkImport(ctx context.Context, entries []opml.Entry) (allowed
 }
 
 func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
-	es, err := s.deps.Sources.Export(ctx)
+	mctx, cancel := s.readCtx(ctx)
+	defer cancel()
+	es, err := s.deps.Sources.Export(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "export sources", err)
 		return
 	}
 	var buf bytes.Buffer
@@ -479,6 +497,8 @@ func (s *Server) readerAddSource(ctx context.Context, u auth.User, feedURL strin
 		return crawl.Source{}, fmt.Errorf("%w: %s", readerapi.ErrSourceRefused, refused.Error)
 	case errors.Is(err, crawl.ErrSourceExists):
 		return s.deps.Sources.Get(ctx, crawl.SourceID(added.FeedURL))
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, context.DeadlineExceeded):
+		return crawl.Source{}, err // not the URL's fault: the reader may try again
 	case err != nil:
 		// As for an admin's addition (sourceError): what Add refuses is the
 		// URL's fault.
