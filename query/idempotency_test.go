@@ -149,7 +149,7 @@ func TestIdempotencyRestart(t *testing.T) {
 	first := n.post(t, pathShare, single, query.HeaderIdempotencyKey, "single")
 	wantFresh(t, first, fasthttp.StatusAccepted)
 	firstBatch := n.post(t, pathBatch, batch, query.HeaderIdempotencyKey, "batch")
-	wantFresh(t, firstBatch, fasthttp.StatusBadRequest)
+	wantFresh(t, firstBatch, fasthttp.StatusMultiStatus)
 	n.waitShares(t, "restart", counts(3, 3, 3))
 	appended := n.appended(t)
 	n.stop()
