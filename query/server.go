@@ -399,7 +399,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 					return page.Hits, page.Next, err
 				}
 			}
-			rd.AddSource = s.readerAddSource
+			rd.AddSource, rd.Timeout = s.readerAddSource, s.opts.MetaTimeout
 			readerapi.New(rd, s.instrument).Register(r)
 		}
 		history := s.requireUser(s.handleHistory)
