@@ -63,7 +63,7 @@ func peerIP(ctx *fasthttp.RequestCtx) string {
 }
 
 func (s *Server) startSession(ctx *fasthttp.RequestCtx, status int, u auth.User) {
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	token, sess, err := s.deps.Auth.NewSession(mctx, u.ID)
 	if err != nil {
@@ -93,7 +93,7 @@ func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
 		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	u, err := s.deps.Auth.Register(mctx, c.Username, c.Password)
 	switch {
@@ -124,7 +124,7 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	u, err := s.deps.Auth.Authenticate(mctx, c.Username, c.Password)
 	switch {
@@ -179,7 +179,7 @@ func (s *Server) user(ctx *fasthttp.RequestCtx) (auth.User, bool) {
 	var su sessionUser
 	if t := token(ctx); s.deps.Auth != nil && t != "" {
 		// A write only to delete an expired session: bounded as one.
-		mctx, cancel := s.writeCtx()
+		mctx, cancel := s.metaCtx()
 		_, u, err := s.deps.Auth.Lookup(mctx, t)
 		cancel()
 		su = sessionUser{u, err == nil}
@@ -221,7 +221,7 @@ func (s *Server) handleLogout(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("everywhere %q: want true or false", v))
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	t := token(ctx)
 	switch {
@@ -255,7 +255,7 @@ func (s *Server) handleMe(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 func (s *Server) handleGetPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	p, err := s.deps.Auth.GetPreferences(mctx, u.ID)
 	if err != nil {
@@ -270,7 +270,7 @@ func (s *Server) handlePutPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !decodeJSON(ctx, &p) {
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	p, err := s.deps.Auth.PutPreferences(mctx, u.ID, p)
 	switch {
@@ -332,7 +332,7 @@ type feedInterest struct {
 // user's partition (userProfile), decayed to the story view's watermark;
 // when it cannot be read the feed ranks with the preferences alone.
 func (s *Server) readerOf(ctx *fasthttp.RequestCtx, u auth.User) (string, func() *rank.Reader, feedInterest) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	prefs, prefsErr := s.deps.Auth.GetPreferences(mctx, u.ID)
 	cancel()
 	var prof *profileBody

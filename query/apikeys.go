@@ -12,7 +12,7 @@ import (
 
 // handleAPIKeys lists the logged-in reader's API keys (never a secret).
 func (s *Server) handleAPIKeys(ctx *fasthttp.RequestCtx, u auth.User) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	keys, err := s.deps.Auth.APIKeys(mctx, u.ID)
 	if err != nil {
@@ -37,7 +37,7 @@ func (s *Server) handleNewAPIKey(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	secret, k, err := s.deps.Auth.NewAPIKey(mctx, u.ID, req.Name)
 	switch {
@@ -56,7 +56,7 @@ func (s *Server) handleNewAPIKey(ctx *fasthttp.RequestCtx, u auth.User) {
 // handleRevokeAPIKey revokes one of the reader's API keys by its id.
 func (s *Server) handleRevokeAPIKey(ctx *fasthttp.RequestCtx, u auth.User) {
 	id, _ := ctx.UserValue("id").(string)
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	err := s.deps.Auth.RevokeAPIKey(mctx, u.ID, id)
 	switch {

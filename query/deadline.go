@@ -11,10 +11,10 @@ import (
 )
 
 // Handlers call the metadata store (accounts, sessions, API keys,
-// preferences, sources, webhooks: the Raft-replicated store in a cluster)
-// and the reader state (appends to the log, reads from the owner of the
-// reader's partition) with a deadline of Options.MetaTimeout, never with
-// none. A metadata write goes through the leader and is retried while
+// preferences, sources, webhooks, read marks and stars: the
+// Raft-replicated store in a cluster) with a deadline of
+// Options.MetaTimeout, never with none; a handler that makes several
+// changes gives each its own. A metadata write goes through the leader and is retried while
 // there is none (cluster.Node.Apply): without a deadline a request would
 // wait for an election that may not come. Metadata reads come from the
 // node's replica and do not wait for a leader.
@@ -26,18 +26,13 @@ const defaultMetaTimeout = 4 * time.Second
 // an election.
 const metaRetryAfter = 5 * time.Second
 
-// readCtx is the context of a handler's reads of the metadata store: the
-// request's (it ends when the server shuts down) with the deadline of
-// Options.MetaTimeout.
-func (s *Server) readCtx(ctx *fasthttp.RequestCtx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.opts.MetaTimeout)
-}
-
-// writeCtx is the context of a handler's writes to the metadata store
-// (and of the reads that decide them): bounded by Options.MetaTimeout but
-// not by the request, so a write once sent is not abandoned halfway by a
-// shutdown or a client that went away.
-func (s *Server) writeCtx() (context.Context, context.CancelFunc) {
+// metaCtx is the context of a handler's call to the metadata store,
+// bounded by Options.MetaTimeout. It does not derive from the request:
+// a change once sent is not abandoned halfway by a client that went away
+// or a shutdown, and a fasthttp.RequestCtx is pooled, so a context derived
+// from it would be watched past the handler's return (a data race on the
+// reused request).
+func (s *Server) metaCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), s.opts.MetaTimeout)
 }
 

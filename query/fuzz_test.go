@@ -145,7 +145,7 @@ func TestHandlerDirect(t *testing.T) {
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, nil, discardLogger{})
 		h(&ctx)
-		if ctx.Response.StatusCode() != fasthttp.StatusBadRequest {
+		if ctx.Response.StatusCode() != fasthttp.StatusMultiStatus {
 			t.Fatalf("%d %s", ctx.Response.StatusCode(), ctx.Response.Body())
 		}
 	}

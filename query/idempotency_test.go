@@ -84,7 +84,7 @@ func TestIdempotencyBatch(t *testing.T) {
 	now := n.clock.ms(0)
 	mixed := share("b1", "idem-b", now) + "\nbad\n" + share("b2", "idem-b", now) + "\n"
 	first := n.post(t, pathBatch, mixed, query.HeaderIdempotencyKey, "batch-1")
-	wantFresh(t, first, fasthttp.StatusBadRequest)
+	wantFresh(t, first, fasthttp.StatusMultiStatus)
 	if b := decodeBatch(t, first); *b.Accepted != 2 || *b.Rejected != 1 {
 		t.Fatalf("%s", first)
 	}

@@ -296,7 +296,7 @@ func upperFirstStr(s string) string {
 
 // handleSetup answers the setup status.
 func (s *Server) handleSetup(ctx *fasthttp.RequestCtx) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	st, err := s.setupStatus(mctx)
 	if err != nil {
@@ -339,7 +339,7 @@ func (s *Server) handleSetupAdmin(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusForbidden, "wrong setup token: use the one-time link the node printed when it started")
 		return
 	}
-	bg, cancel := s.writeCtx()
+	bg, cancel := s.metaCtx()
 	defer cancel()
 	if exists, err := s.adminExists(bg); err != nil {
 		metaError(ctx, "look for an admin", err)
@@ -389,7 +389,7 @@ func (s *Server) handleAddUser(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	u, err := s.deps.Auth.AddUser(mctx, req.Username, req.Password, cmp.Or(req.Role, auth.RoleUser))
 	if !s.accountError(ctx, err) {

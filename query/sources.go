@@ -97,7 +97,7 @@ func (s *Server) sourceError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	list, err := s.deps.Sources.List(mctx)
 	if err != nil {
@@ -135,7 +135,7 @@ func publicRecord(rec crawl.CrawlRecord) crawl.CrawlRecord {
 // category of every source, for readers choosing preferred and excluded
 // sources (the crawl state stays admin-only).
 func (s *Server) handlePublicSources(ctx *fasthttp.RequestCtx) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	list, err := s.deps.Sources.List(mctx)
 	if err != nil {
@@ -229,7 +229,7 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 			src.Name = cmp.Or(src.Name, r.Title)
 		}
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	if added, err = s.deps.Sources.Add(mctx, src); err != nil {
 		return src, "", nil, err // the source as resolved, to find the one that exists
@@ -318,7 +318,7 @@ func (s *Server) sourceByID(ctx *fasthttp.RequestCtx) (crawl.Source, bool) {
 	if !ok {
 		return crawl.Source{}, false
 	}
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	src, err := s.deps.Sources.Get(mctx, id)
 	if err != nil {
@@ -353,7 +353,7 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &in) {
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	src, err := s.deps.Sources.Update(mctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
 	if err != nil {
@@ -369,7 +369,7 @@ func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	if err := s.deps.Sources.Delete(mctx, id); err != nil {
 		s.sourceError(ctx, err)
@@ -389,7 +389,7 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	allowed, refused := s.checkImport(ctx, entries)
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	res := s.deps.Sources.Import(mctx, allowed)
 	res.Errors = append(refused, res.Errors...)
@@ -428,7 +428,7 @@ func (s *Server) checkImport(ctx context.Context, entries []opml.Entry) (allowed
 }
 
 func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	es, err := s.deps.Sources.Export(mctx)
 	if err != nil {

@@ -31,7 +31,7 @@ func (s *Server) readerState(ctx *fasthttp.RequestCtx) (*readstate.State, error)
 	if !ok {
 		return nil, nil
 	}
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	st, err := s.reads.Load(mctx, u.ID)
 	if err != nil {
@@ -149,7 +149,7 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	read := req.Read == nil || *req.Read
-	bg, cancel := s.writeCtx()
+	bg, cancel := s.metaCtx()
 	defer cancel()
 	unknown := []string{}
 	var arts []readstate.Article
@@ -249,7 +249,7 @@ func (s *Server) handleMarkAll(ctx *fasthttp.RequestCtx, u auth.User) {
 	if req.Before == 0 {
 		req.Before = s.deps.Stories.Watermark()
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	if err := s.reads.MarkScope(mctx, u.ID, sc, req.Before); err != nil {
 		metaError(ctx, "mark read", err)
@@ -262,7 +262,7 @@ func (s *Server) handleMarkAll(ctx *fasthttp.RequestCtx, u auth.User) {
 // handleStarred lists the reader's starred articles, the most recently
 // starred first, each with the story it is in now.
 func (s *Server) handleStarred(ctx *fasthttp.RequestCtx, u auth.User) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	stars, err := s.reads.Stars(mctx, u.ID)
 	if err != nil {
@@ -288,7 +288,7 @@ func (s *Server) handleStar(ctx *fasthttp.RequestCtx, u auth.User) {
 		writeError(ctx, fasthttp.StatusBadRequest, "article id must be 1 to 128 bytes")
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	if ctx.IsDelete() {
 		if _, err := s.reads.SetStar(mctx, u.ID, readstate.Article{ID: id}, false); err != nil {

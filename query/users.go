@@ -25,7 +25,7 @@ type usersPage struct {
 }
 
 func (s *Server) handleListUsers(ctx *fasthttp.RequestCtx) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	users, err := s.deps.Auth.ListUsers(mctx)
 	if err != nil {
@@ -38,7 +38,7 @@ func (s *Server) handleListUsers(ctx *fasthttp.RequestCtx) {
 // targetUser returns the account named by the path's id, or answers 404.
 func (s *Server) targetUser(ctx *fasthttp.RequestCtx) (auth.User, bool) {
 	id, _ := ctx.UserValue("id").(string)
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	u, err := s.deps.Auth.GetUser(mctx, id)
 	switch {
@@ -57,9 +57,9 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	// Each step has a deadline of its own (writeCtx).
+	// Each step has a deadline of its own (metaCtx).
 	if u.Role == auth.RoleAdmin {
-		mctx, cancel := s.readCtx(ctx)
+		mctx, cancel := s.metaCtx()
 		users, err := s.deps.Auth.ListUsers(mctx)
 		cancel()
 		if err != nil {
@@ -81,7 +81,7 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 	// again: its webhooks (queued deliveries of them are dropped), then
 	// the account with its sessions, API keys and preferences.
 	if s.deps.Webhooks != nil {
-		mctx, cancel := s.writeCtx()
+		mctx, cancel := s.metaCtx()
 		_, err := s.deps.Webhooks.DeleteOwner(mctx, u.ID)
 		cancel()
 		if err != nil {
@@ -89,7 +89,7 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	err := s.deps.Auth.DeleteUser(mctx, u.ID)
 	cancel()
 	if err != nil && !errors.Is(err, auth.ErrUserNotFound) {
@@ -97,7 +97,7 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	if s.reads != nil {
-		mctx, cancel := s.writeCtx()
+		mctx, cancel := s.metaCtx()
 		err := s.reads.DeleteUser(mctx, u.ID)
 		cancel()
 		if err != nil {
@@ -114,7 +114,7 @@ func (s *Server) handleRevokeSessions(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	if err := s.deps.Auth.RevokeAll(mctx, u.ID); err != nil {
 		metaError(ctx, "revoke sessions", err)

@@ -49,7 +49,7 @@ func (s *Server) hookViews(ctx context.Context, owner string, withSecret bool) (
 }
 
 func (s *Server) handleMyWebhooks(ctx *fasthttp.RequestCtx, u auth.User) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	hooks, err := s.hookViews(mctx, u.ID, true)
 	if err != nil {
@@ -74,7 +74,7 @@ func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 	// Deliveries dial through the crawler's SSRF guard: a URL it refuses
 	// is refused now, not at every delivery.
 	var be *fetch.BlockedError
-	gctx, cancel := s.readCtx(ctx)
+	gctx, cancel := s.metaCtx()
 	err := s.urlGuard().CheckURL(gctx, req.URL)
 	cancel()
 	if errors.As(err, &be) {
@@ -83,7 +83,7 @@ func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 				"(a node may deliver to such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)", be.Reason())})
 		return
 	}
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	h, err := s.deps.Webhooks.Add(mctx, u.ID, req.URL, req.Topics, req.Sources)
 	switch {
@@ -104,7 +104,7 @@ func (s *Server) handleDeleteMyWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 func (s *Server) handleAdminWebhooks(ctx *fasthttp.RequestCtx) {
-	mctx, cancel := s.readCtx(ctx)
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	hooks, err := s.hookViews(mctx, "", false)
 	if err != nil {
@@ -119,7 +119,7 @@ func (s *Server) handleAdminDeleteWebhook(ctx *fasthttp.RequestCtx) { s.deleteWe
 // deleteWebhook deletes the {id} hook of owner ("": any).
 func (s *Server) deleteWebhook(ctx *fasthttp.RequestCtx, owner string) {
 	id, _ := ctx.UserValue("id").(string)
-	mctx, cancel := s.writeCtx()
+	mctx, cancel := s.metaCtx()
 	defer cancel()
 	err := s.deps.Webhooks.Delete(mctx, owner, id)
 	switch {
