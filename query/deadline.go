@@ -44,15 +44,20 @@ func (s *Server) metaCtx() (context.Context, context.CancelFunc) {
 func metaUnavailable(ctx *fasthttp.RequestCtx, err error) bool {
 	switch {
 	case errors.Is(err, cluster.ErrNoLeader):
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(metaRetryAfter.Seconds())))
+		setMetaRetryAfter(ctx)
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "the cluster has no leader right now, so it cannot take this change; try again")
 		return true
 	case errors.Is(err, context.DeadlineExceeded):
-		ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(metaRetryAfter.Seconds())))
+		setMetaRetryAfter(ctx)
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "the metadata store did not answer in time; try again")
 		return true
 	}
 	return false
+}
+
+// setMetaRetryAfter sets the Retry-After of a 503 for want of a leader.
+func setMetaRetryAfter(ctx *fasthttp.RequestCtx) {
+	ctx.Response.Header.Set("Retry-After", strconv.Itoa(int(metaRetryAfter.Seconds())))
 }
 
 // metaError answers an error of the metadata store that no handler

@@ -389,19 +389,31 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	allowed, refused := s.checkImport(ctx, entries)
-	mctx, cancel := s.metaCtx()
+	// One change per feed: the deadline grows with the list.
+	mctx, cancel := context.WithTimeout(context.Background(), s.opts.MetaTimeout+time.Duration(len(allowed))*importPerFeed)
 	defer cancel()
 	res := s.deps.Sources.Import(mctx, allowed)
-	res.Errors = append(refused, res.Errors...)
 	if res.Added > 0 {
 		s.kickCrawler()
 	}
+	if mctx.Err() != nil {
+		// The store stopped taking changes (no leader): the feeds added
+		// stay, and a resend skips them.
+		setMetaRetryAfter(ctx)
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"added": res.Added, "skipped": res.Skipped,
+			"error": "the cluster has no leader right now, or did not answer in time: the import stopped; send it again (the feeds added are skipped)"})
+		return
+	}
+	res.Errors = append(refused, res.Errors...)
 	status := fasthttp.StatusOK
 	if len(res.Errors) > 0 {
 		status = fasthttp.StatusBadRequest
 	}
 	writeJSON(ctx, status, res)
 }
+
+// importPerFeed is what each feed of an import adds to its deadline.
+const importPerFeed = 50 * time.Millisecond
 
 // checkImport checks the feed URLs of an import against the crawler's
 // SSRF guard, a few at a time: allowed are the entries it lets through, in

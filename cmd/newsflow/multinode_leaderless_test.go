@@ -12,7 +12,7 @@ import (
 // TestClusterWithoutLeader: of three nodes, the leader and a follower are
 // SIGKILLed, so the survivor has no quorum and no leader. A metadata write
 // through it (registering an account, saving preferences, creating an API
-// key, a Miniflux category) answers 503 with a reason and Retry-After
+// key, a Miniflux category, a source, an OPML import) answers 503 with a reason and Retry-After
 // within 5 s instead of waiting for an election; reads of the metadata
 // (the logged-in reader, their preferences, the source list, the Miniflux
 // user of an API key whose first use would write its time of use) still
@@ -99,6 +99,10 @@ func TestClusterWithoutLeader(t *testing.T) {
 		{http.MethodPut, "/api/v1/preferences", `{"topics":["science"]}`, sess.Token},
 		{http.MethodPost, "/api/v1/me/api-keys", `{"name":"another app"}`, sess.Token},
 		{http.MethodPost, "/v1/categories", `{"title":"News"}`, key.Secret},
+		{http.MethodPost, "/api/v1/admin/sources?discover=false", `{"feed_url":"https://93.184.215.14/feed.xml"}`, testAdminToken},
+		{http.MethodPost, "/api/v1/admin/sources/import", `<opml version="2.0"><body>` +
+			`<outline type="rss" text="One" xmlUrl="https://93.184.215.14/one.xml"/>` +
+			`<outline type="rss" text="Two" xmlUrl="https://93.184.215.14/two.xml"/></body></opml>`, testAdminToken},
 	}
 	for _, w := range writes {
 		resp, body, took := do(w.method, w.path, w.body, w.bearer)
