@@ -226,7 +226,8 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
 // Apply replicates a command through the leader (forwarding it when this
 // node is a follower) and returns once it is committed and applied on the
-// leader. It retries while there is no leader, until ctx ends.
+// leader. It retries while there is no leader, until ctx ends; then it
+// returns ErrNoLeader with ctx's error.
 func (n *Node) Apply(ctx context.Context, c Command) error {
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -240,13 +241,19 @@ func (n *Node) Apply(ctx context.Context, c Command) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster: %s: %w (last: %v)", c.Op, ctx.Err(), err)
+			return fmt.Errorf("cluster: %s: %w: %w (last: %v)", c.Op, ErrNoLeader, ctx.Err(), err)
 		case <-n.stop:
 			return errors.New("cluster: node stopped")
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
+
+// ErrNoLeader is what Apply returns (with its context's error) when the
+// context ends before a leader took the command: there is no leader, it
+// changed, or it cannot be reached. The command may be retried; the
+// replica's reads go on meanwhile.
+var ErrNoLeader = errors.New("the cluster has no leader")
 
 // retryable marks errors worth another attempt (no leader yet, leader
 // changed, leader unreachable).
@@ -256,7 +263,7 @@ func (r retryable) Unwrap() error { return r.error }
 
 func (n *Node) applyOnce(ctx context.Context, data []byte) error {
 	if n.IsLeader() {
-		return n.applyLocal(data)
+		return n.applyLocal(ctx, data)
 	}
 	leader := n.leaderHTTP()
 	if leader == "" {
@@ -279,8 +286,12 @@ func (n *Node) applyOnce(ctx context.Context, data []byte) error {
 	return fmt.Errorf("cluster: leader %s answered %d: %s", leader, status, body)
 }
 
-func (n *Node) applyLocal(data []byte) error {
-	f := n.raft.Apply(data, 5*time.Second)
+func (n *Node) applyLocal(ctx context.Context, data []byte) error {
+	enqueue := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		enqueue = max(min(enqueue, time.Until(d)), time.Millisecond)
+	}
+	f := n.raft.Apply(data, enqueue)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrEnqueueTimeout) {
 			return retryable{err}
@@ -354,7 +365,7 @@ func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
 		if !n.IsLeader() {
 			return http.StatusMisdirectedRequest, errJSON("not the leader")
 		}
-		err := n.applyLocal(body)
+		err := n.applyLocal(context.Background(), body)
 		var retry retryable
 		switch {
 		case err == nil:

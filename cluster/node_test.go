@@ -341,3 +341,60 @@ func oneWins(t *testing.T, what string, lost error, members []*testMember, op fu
 		t.Fatalf("%d %s succeeded, want 1", won, what)
 	}
 }
+
+// TestApplyWithoutLeader: when the leader and a follower stop, the other
+// follower has no leader; a write through it gives up with ErrNoLeader
+// when its context ends (not later), and its replica still answers reads.
+func TestApplyWithoutLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node Raft test")
+	}
+	a := startMember(t, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
+	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	all := []*testMember{a, b, c}
+	waitFor(t, 15*time.Second, "three members", func() error {
+		if cnt, err := owners(a); err != nil || len(cnt) != 3 {
+			return fmt.Errorf("owners %v %v", cnt, err)
+		}
+		return nil
+	})
+	ctx := t.Context()
+	if err := a.node.Meta().Put(ctx, "sources", "s1", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "replicated source", func() error {
+		for _, m := range all {
+			if v, ok, _ := meta.NewLocal(m.db).Get(ctx, "sources", "s1"); !ok || string(v) != "v1" {
+				return fmt.Errorf("%s has %q", m.id, v)
+			}
+		}
+		return nil
+	})
+	leader := leaderOf(all...)
+	var survivor *testMember
+	for _, m := range all {
+		if m != leader && survivor == nil {
+			survivor = m
+			continue
+		}
+		m.stop()
+	}
+	const deadline = time.Second
+	wctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	start := time.Now()
+	err := survivor.node.Meta().Put(wctx, "sources", "s2", []byte("v2"))
+	took := time.Since(start)
+	if !errors.Is(err, ErrNoLeader) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write without a leader: %v, want ErrNoLeader and the deadline", err)
+	}
+	if took > deadline+500*time.Millisecond {
+		t.Fatalf("write without a leader answered after %s, deadline %s", took, deadline)
+	}
+	rctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	if v, ok, err := survivor.node.Meta().Get(rctx, "sources", "s1"); err != nil || !ok || string(v) != "v1" {
+		t.Fatalf("read without a leader: %q %v %v", v, ok, err)
+	}
+}

@@ -90,7 +90,7 @@ func BenchmarkRaftFailover(b *testing.B) {
 				testutil.EventuallyEvery(b, 30*time.Second, 2*time.Millisecond, func() error {
 					for _, s := range survivors {
 						if s.node.IsLeader() {
-							return s.node.applyLocal(mustJSON(b, Command{Op: OpMetaPut, Collection: "sources", Key: "failover", Value: []byte(id)}))
+							return s.node.applyLocal(context.Background(), mustJSON(b, Command{Op: OpMetaPut, Collection: "sources", Key: "failover", Value: []byte(id)}))
 						}
 					}
 					return errors.New("no leader")

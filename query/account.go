@@ -63,9 +63,11 @@ func peerIP(ctx *fasthttp.RequestCtx) string {
 }
 
 func (s *Server) startSession(ctx *fasthttp.RequestCtx, status int, u auth.User) {
-	token, sess, err := s.deps.Auth.NewSession(context.Background(), u.ID)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	token, sess, err := s.deps.Auth.NewSession(mctx, u.ID)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, "create session: "+err.Error())
+		metaError(ctx, "create session", err)
 		return
 	}
 	c := fasthttp.AcquireCookie()
@@ -91,7 +93,9 @@ func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
 		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
-	u, err := s.deps.Auth.Register(context.Background(), c.Username, c.Password)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	u, err := s.deps.Auth.Register(mctx, c.Username, c.Password)
 	switch {
 	case errors.Is(err, auth.ErrUsernameTaken):
 		writeError(ctx, fasthttp.StatusConflict, err.Error())
@@ -100,7 +104,7 @@ func (s *Server) handleRegister(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "register", err)
 		return
 	}
 	s.startSession(ctx, fasthttp.StatusCreated, u)
@@ -120,14 +124,16 @@ func (s *Server) handleLogin(ctx *fasthttp.RequestCtx) {
 		tooMany(ctx, retry, "too many attempts; retry later")
 		return
 	}
-	u, err := s.deps.Auth.Authenticate(context.Background(), c.Username, c.Password)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	u, err := s.deps.Auth.Authenticate(mctx, c.Username, c.Password)
 	switch {
 	case errors.Is(err, auth.ErrBadCredentials):
 		s.deps.Limiter.Failed(ip, c.Username)
 		writeError(ctx, fasthttp.StatusUnauthorized, "wrong username or password")
 		return
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "log in", err)
 		return
 	}
 	s.deps.Limiter.Succeeded(ip, c.Username)
@@ -172,7 +178,10 @@ func (s *Server) user(ctx *fasthttp.RequestCtx) (auth.User, bool) {
 	}
 	var su sessionUser
 	if t := token(ctx); s.deps.Auth != nil && t != "" {
-		_, u, err := s.deps.Auth.Lookup(context.Background(), t)
+		// A write only to delete an expired session: bounded as one.
+		mctx, cancel := s.metaCtx()
+		_, u, err := s.deps.Auth.Lookup(mctx, t)
+		cancel()
 		su = sessionUser{u, err == nil}
 	}
 	ctx.SetUserValue(userKey, su)
@@ -212,27 +221,28 @@ func (s *Server) handleLogout(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusBadRequest, fmt.Sprintf("everywhere %q: want true or false", v))
 		return
 	}
-	bg := context.Background()
+	mctx, cancel := s.metaCtx()
+	defer cancel()
 	t := token(ctx)
 	switch {
 	case everywhere:
-		_, u, err := s.deps.Auth.Lookup(bg, t)
+		_, u, err := s.deps.Auth.Lookup(mctx, t)
 		switch {
 		case errors.Is(err, auth.ErrNoSession):
 			writeError(ctx, fasthttp.StatusUnauthorized, "log in to log out everywhere")
 			return
 		case err != nil:
-			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			metaError(ctx, "log out", err)
 			return
 		}
-		if err := s.deps.Auth.RevokeAll(bg, u.ID); err != nil {
-			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		if err := s.deps.Auth.RevokeAll(mctx, u.ID); err != nil {
+			metaError(ctx, "log out everywhere", err)
 			return
 		}
 		s.opts.Logger.Info("logged out everywhere: every session ended and every API key revoked", "user", u.ID)
 	case t != "":
-		if err := s.deps.Auth.Revoke(bg, t); err != nil {
-			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		if err := s.deps.Auth.Revoke(mctx, t); err != nil {
+			metaError(ctx, "log out", err)
 			return
 		}
 	}
@@ -245,9 +255,11 @@ func (s *Server) handleMe(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 func (s *Server) handleGetPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
-	p, err := s.deps.Auth.GetPreferences(context.Background(), u.ID)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	p, err := s.deps.Auth.GetPreferences(mctx, u.ID)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "read preferences", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, p)
@@ -258,13 +270,15 @@ func (s *Server) handlePutPreferences(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !decodeJSON(ctx, &p) {
 		return
 	}
-	p, err := s.deps.Auth.PutPreferences(context.Background(), u.ID, p)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	p, err := s.deps.Auth.PutPreferences(mctx, u.ID, p)
 	switch {
 	case errors.Is(err, auth.ErrInvalidPreferences):
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "save preferences", err)
 		return
 	}
 	s.feeds.invalidate(u.ID)
@@ -318,7 +332,9 @@ type feedInterest struct {
 // user's partition (userProfile), decayed to the story view's watermark;
 // when it cannot be read the feed ranks with the preferences alone.
 func (s *Server) readerOf(ctx *fasthttp.RequestCtx, u auth.User) (string, func() *rank.Reader, feedInterest) {
-	prefs, prefsErr := s.deps.Auth.GetPreferences(context.Background(), u.ID)
+	mctx, cancel := s.metaCtx()
+	prefs, prefsErr := s.deps.Auth.GetPreferences(mctx, u.ID)
+	cancel()
 	var prof *profileBody
 	version := ""
 	if prefsErr == nil {

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"context"
 	"errors"
 
 	"github.com/newsflow/newsflow/internal/auth"
@@ -13,9 +12,11 @@ import (
 
 // handleAPIKeys lists the logged-in reader's API keys (never a secret).
 func (s *Server) handleAPIKeys(ctx *fasthttp.RequestCtx, u auth.User) {
-	keys, err := s.deps.Auth.APIKeys(context.Background(), u.ID)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	keys, err := s.deps.Auth.APIKeys(mctx, u.ID)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list API keys", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"api_keys": keys})
@@ -36,14 +37,16 @@ func (s *Server) handleNewAPIKey(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	secret, k, err := s.deps.Auth.NewAPIKey(context.Background(), u.ID, req.Name)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	secret, k, err := s.deps.Auth.NewAPIKey(mctx, u.ID, req.Name)
 	switch {
 	case errors.Is(err, auth.ErrInvalidAPIKeyName):
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, auth.ErrTooManyAPIKeys):
 		writeError(ctx, fasthttp.StatusConflict, err.Error())
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "create API key", err)
 	default:
 		ctx.Response.Header.Set("Cache-Control", "no-store")
 		writeJSON(ctx, fasthttp.StatusCreated, newAPIKeyBody{k, secret})
@@ -53,12 +56,14 @@ func (s *Server) handleNewAPIKey(ctx *fasthttp.RequestCtx, u auth.User) {
 // handleRevokeAPIKey revokes one of the reader's API keys by its id.
 func (s *Server) handleRevokeAPIKey(ctx *fasthttp.RequestCtx, u auth.User) {
 	id, _ := ctx.UserValue("id").(string)
-	err := s.deps.Auth.RevokeAPIKey(context.Background(), u.ID, id)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	err := s.deps.Auth.RevokeAPIKey(mctx, u.ID, id)
 	switch {
 	case errors.Is(err, auth.ErrNoAPIKey):
 		writeError(ctx, fasthttp.StatusNotFound, "no API key "+id)
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "revoke API key", err)
 	default:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	}

@@ -353,8 +353,8 @@ func TestArticleIngestRejectsBadLines(t *testing.T) {
 		`{"url":`,
 	}
 	r := n.post(t, "/api/v1/articles", strings.Join(lines, "\n"), "Content-Type", "application/x-ndjson")
-	if r.status != fasthttp.StatusBadRequest {
-		t.Fatalf("batch with bad lines: %s", r)
+	if r.status != fasthttp.StatusMultiStatus {
+		t.Fatalf("batch with bad lines: %s, want 207", r)
 	}
 	var res struct {
 		Accepted, Rejected int

@@ -325,7 +325,7 @@ func TestMetrics(t *testing.T) {
 		`newsflow_ingested_events_total{result="rejected",type="share"}`:      2,
 		`newsflow_http_requests_total{code="202",route="ingest_share"}`:       1,
 		`newsflow_http_requests_total{code="400",route="ingest_share"}`:       1,
-		`newsflow_http_requests_total{code="400",route="ingest_share_batch"}`: 1,
+		`newsflow_http_requests_total{code="207",route="ingest_share_batch"}`: 1,
 		`newsflow_http_requests_total{code="400",route="trending"}`:           1,
 		`newsflow_http_request_seconds_count{route="ingest_share"}`:           2,
 	}

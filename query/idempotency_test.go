@@ -84,7 +84,7 @@ func TestIdempotencyBatch(t *testing.T) {
 	now := n.clock.ms(0)
 	mixed := share("b1", "idem-b", now) + "\nbad\n" + share("b2", "idem-b", now) + "\n"
 	first := n.post(t, pathBatch, mixed, query.HeaderIdempotencyKey, "batch-1")
-	wantFresh(t, first, fasthttp.StatusBadRequest)
+	wantFresh(t, first, fasthttp.StatusMultiStatus)
 	if b := decodeBatch(t, first); *b.Accepted != 2 || *b.Rejected != 1 {
 		t.Fatalf("%s", first)
 	}
@@ -149,7 +149,7 @@ func TestIdempotencyRestart(t *testing.T) {
 	first := n.post(t, pathShare, single, query.HeaderIdempotencyKey, "single")
 	wantFresh(t, first, fasthttp.StatusAccepted)
 	firstBatch := n.post(t, pathBatch, batch, query.HeaderIdempotencyKey, "batch")
-	wantFresh(t, firstBatch, fasthttp.StatusBadRequest)
+	wantFresh(t, firstBatch, fasthttp.StatusMultiStatus)
 	n.waitShares(t, "restart", counts(3, 3, 3))
 	appended := n.appended(t)
 	n.stop()

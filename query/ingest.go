@@ -31,12 +31,20 @@ type lineError struct {
 
 // batchResult is the response to a batch ingestion.
 type batchResult struct {
-	Accepted int         `json:"accepted"`
+	Accepted int `json:"accepted"`
+	// Rejected counts every rejected line; Errors lists them in order.
 	Rejected int         `json:"rejected"`
 	Errors   []lineError `json:"errors,omitempty"`
-	// Truncated: a replayed response lists only the first line errors.
+	// Truncated: Errors lists only the first rejected lines (the first
+	// maxLineErrors, or in a replayed response those that were stored).
 	Truncated bool `json:"errors_truncated,omitempty"`
 }
+
+// maxLineErrors bounds the line errors a batch response lists (about
+// 10 MB of errors at most); beyond it the response says errors_truncated
+// and rejected still counts every line. A batch body of the default 32 MiB
+// limit needs about 300 bytes a line to have fewer lines than this.
+const maxLineErrors = 100_000
 
 // handleShare ingests one share event (JSON object body).
 func (s *Server) handleShare(ctx *fasthttp.RequestCtx) {
@@ -44,9 +52,10 @@ func (s *Server) handleShare(ctx *fasthttp.RequestCtx) {
 }
 
 // handleShareBatch ingests NDJSON share events, one per line. Valid lines are
-// appended even when others are rejected; the response lists the rejected
-// lines (the first 1000) with their reasons and is 400 if any line was
-// rejected, else 202.
+// appended even when others are rejected; the response counts both and
+// lists every rejected line (up to maxLineErrors) with its reason. It is 202
+// when every line was accepted, 207 when some were, 400 when none was (429
+// when every line was over a limit).
 func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
 	s.ingest(ctx, "share", true, s.buildShares)
 }
@@ -242,8 +251,10 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 				limited++
 			}
 			res.Rejected++
-			if len(res.Errors) < 1000 {
+			if len(res.Errors) < maxLineErrors {
 				res.Errors = append(res.Errors, lineError{Line: n, Error: err.Error()})
+			} else {
+				res.Truncated = true
 			}
 			continue
 		}
@@ -257,8 +268,10 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 		return fasthttp.StatusBadRequest, b, nil, 0
 	case res.Accepted == 0 && limited == res.Rejected:
 		status = fasthttp.StatusTooManyRequests // every line over a limit: retry later
-	case res.Rejected > 0:
+	case res.Accepted == 0:
 		status = fasthttp.StatusBadRequest
+	case res.Rejected > 0:
+		status = fasthttp.StatusMultiStatus // the accepted lines are taken: resend only the rejected
 	}
 	b, _ := json.Marshal(res)
 	return status, b, recs, res.Rejected

@@ -202,6 +202,7 @@ type batchResult struct {
 		Line  int    `json:"line"`
 		Error string `json:"error"`
 	} `json:"errors"`
+	Truncated bool `json:"errors_truncated"`
 }
 
 func decodeBatch(t testing.TB, r response) batchResult {
@@ -258,8 +259,8 @@ func TestBatchMixed(t *testing.T) {
 		share("m8", "mix", baseTime.Add(-time.Second).Format(time.RFC3339)),                              // 11, no newline at the end
 	}, "\n")
 	r := n.post(t, pathBatch, body)
-	if r.status != fasthttp.StatusBadRequest {
-		t.Fatalf("mixed batch: %s, want 400", r)
+	if r.status != fasthttp.StatusMultiStatus {
+		t.Fatalf("mixed batch: %s, want 207", r)
 	}
 	b := decodeBatch(t, r)
 	if *b.Accepted != 4 || *b.Rejected != 5 {
@@ -308,7 +309,7 @@ func TestBatchBlankLinesIgnored(t *testing.T) {
 	// Line numbers count blank lines.
 	r = n.post(t, pathBatch, "\n\n"+share("b3", "blank", now)+"\n\nnope\n")
 	b := decodeBatch(t, r)
-	if r.status != fasthttp.StatusBadRequest || *b.Accepted != 1 || *b.Rejected != 1 || len(b.Errors) != 1 || b.Errors[0].Line != 5 {
+	if r.status != fasthttp.StatusMultiStatus || *b.Accepted != 1 || *b.Rejected != 1 || len(b.Errors) != 1 || b.Errors[0].Line != 5 {
 		t.Fatalf("%s, want the error on line 5", r)
 	}
 	n.waitShares(t, "blank", counts(3, 3, 3))
@@ -330,7 +331,7 @@ func TestBatchEmpty(t *testing.T) {
 
 func TestBatchAllInvalid(t *testing.T) {
 	n := newTestNode(t)
-	// More rejected lines than the response lists.
+	// Every rejected line is listed, also beyond a thousand.
 	lines := make([]string, 1200)
 	for i := range lines {
 		lines[i] = fmt.Sprintf(`{"event_id":"e%d"}`, i)
@@ -340,8 +341,8 @@ func TestBatchAllInvalid(t *testing.T) {
 	if r.status != fasthttp.StatusBadRequest || *b.Accepted != 0 || *b.Rejected != 1200 {
 		t.Fatalf("status %d accepted %d rejected %d", r.status, *b.Accepted, *b.Rejected)
 	}
-	if len(b.Errors) != 1000 {
-		t.Fatalf("%d errors listed, want the first 1000", len(b.Errors))
+	if len(b.Errors) != 1200 || b.Truncated {
+		t.Fatalf("%d errors listed (truncated %v), want all 1200", len(b.Errors), b.Truncated)
 	}
 	for i, e := range b.Errors {
 		if e.Line != i+1 || !strings.Contains(e.Error, `"article_id": missing`) {
@@ -351,6 +352,59 @@ func TestBatchAllInvalid(t *testing.T) {
 	if got := n.appended(t); got != 0 {
 		t.Fatalf("appended %d", got)
 	}
+}
+
+// TestBatchPartlyAcceptedListsEveryError: a batch of valid lines among
+// thousands of invalid ones answers 207, counts the valid lines once,
+// and lists every rejected line with its line number and reason, up to
+// the documented 100,000; beyond that it says errors_truncated and still
+// counts them all.
+func TestBatchPartlyAcceptedListsEveryError(t *testing.T) {
+	n := newTestNode(t)
+	now := n.clock.ms(0)
+	const listed = 100_000 // README: the most line errors a response lists
+	var lines []string
+	valid := map[int]bool{}
+	for i := range listed + 7 {
+		if i%25_000 == 3 {
+			valid[len(lines)+1] = true
+			lines = append(lines, share(fmt.Sprintf("p%d", i), "partly", now))
+		}
+		lines = append(lines, fmt.Sprintf(`{"event_id":"x%d","user_id":"u"}`, i))
+	}
+	r := n.post(t, pathBatch, strings.Join(lines, "\n"))
+	b := decodeBatch(t, r)
+	rejected := len(lines) - len(valid)
+	if r.status != fasthttp.StatusMultiStatus || *b.Accepted != len(valid) || *b.Rejected != rejected {
+		t.Fatalf("status %d accepted %d rejected %d, want 207, %d and %d", r.status, *b.Accepted, *b.Rejected, len(valid), rejected)
+	}
+	if len(b.Errors) != listed || !b.Truncated {
+		t.Fatalf("%d errors listed (truncated %v), want %d and errors_truncated", len(b.Errors), b.Truncated, listed)
+	}
+	line := 0
+	for i, e := range b.Errors {
+		line++
+		for valid[line] {
+			line++
+		}
+		if e.Line != line || !strings.Contains(e.Error, `"article_id": missing`) {
+			t.Fatalf("error %d: %+v, want line %d", i, e, line)
+		}
+	}
+	if got := n.appended(t); got != int64(len(valid)) {
+		t.Fatalf("appended %d, want the %d valid lines once", got, len(valid))
+	}
+	v := uint64(len(valid))
+	n.waitShares(t, "partly", counts(v, v, v))
+
+	// Fewer rejected lines than that: each is listed, nothing truncated.
+	r = n.post(t, pathBatch, strings.Join([]string{share("q1", "partly2", now), "[]", share("q2", "partly2", now), `{"event_id":`}, "\n"))
+	b = decodeBatch(t, r)
+	if r.status != fasthttp.StatusMultiStatus || *b.Accepted != 2 || *b.Rejected != 2 || b.Truncated ||
+		len(b.Errors) != 2 || b.Errors[0].Line != 2 || b.Errors[1].Line != 4 || !strings.Contains(b.Errors[1].Error, "malformed JSON") {
+		t.Fatalf("small mixed batch: %s", r)
+	}
+	n.waitShares(t, "partly2", counts(2, 2, 2))
 }
 
 // oversizedRequests returns raw requests whose bodies are over limit: one

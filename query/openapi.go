@@ -24,6 +24,8 @@ type apiOp struct {
 	okSchema string
 	// errs lists the error statuses the operation may answer.
 	errs []int
+	// batch: a batch of lines, answered 207 when only some are accepted.
+	batch bool
 }
 
 // apiOps is the whole API. TestOpenAPICoversRoutes checks it against the
@@ -37,24 +39,24 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/setup", tag: "meta", summary: "First-run status for the web page: whether an admin exists, sources and why they fail, whether articles arrived, and what to do next. No secrets",
 		ok: 200, okSchema: "SetupStatus", errs: []int{429}},
 	{method: "POST", path: "/api/v1/setup/admin", tag: "account", summary: "Create the first admin account with the one-time setup token the node printed at start, and log in. The token dies with it, and when any admin exists; limited like login",
-		body: "SetupAdmin", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 429}},
+		body: "SetupAdmin", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 429, 503}},
 	{method: "POST", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Create an account with a role (user or admin; newsflow user add against a running node)",
-		body: "NewUser", ok: 201, okSchema: "User", errs: []int{400, 401, 403, 409}},
+		body: "NewUser", ok: 201, okSchema: "User", errs: []int{400, 401, 403, 409, 503}},
 	{method: "GET", path: "/api/v1/admin/users", tag: "admin", auth: "admin", summary: "Every account, by username", ok: 200, okSchema: "Users", errs: []int{401, 403}},
 	{method: "DELETE", path: "/api/v1/admin/users/{id}", tag: "admin", auth: "admin", summary: "Delete an account with its sessions, API keys, webhooks (their queued deliveries dropped), preferences and read state (not the last admin: 409)",
-		ok: 204, errs: []int{401, 403, 404, 409}},
-	{method: "DELETE", path: "/api/v1/admin/users/{id}/sessions", tag: "admin", auth: "admin", summary: "Log an account out everywhere: end every session and revoke every API key", ok: 204, errs: []int{401, 403, 404}},
+		ok: 204, errs: []int{401, 403, 404, 409, 503}},
+	{method: "DELETE", path: "/api/v1/admin/users/{id}/sessions", tag: "admin", auth: "admin", summary: "Log an account out everywhere: end every session and revoke every API key", ok: 204, errs: []int{401, 403, 404, 503}},
 
 	{method: "GET", path: "/api/v1/trending", tag: "trending", summary: "Top articles by shares in a sliding window",
 		query: []string{"window:string:1m, 1h or 24h (default 1h)", "k:integer:how many (default 10)", "category:string:only this category", "expand:string:articles to add each article's title, url, source and story_id", "by:string:article (default) or story: the shares of each story's articles summed, one item per story"},
 		ok:    200, okSchema: "Trending", errs: []int{400, 429}},
 	{method: "GET", path: "/api/v1/articles/{id}/shares", tag: "trending", summary: "Share counts of one article per window (with trending.counter: cms, estimates and their error bounds per window in bounds)", ok: 200, okSchema: "Object", errs: []int{400, 429}},
 	{method: "POST", path: "/api/v1/events/share", tag: "events", summary: "Ingest one share event (open to anonymous clients; with a session, only as its user)", body: "Share", ok: 202, okSchema: "Accepted", errs: []int{400, 403, 409, 413, 422, 429, 503}},
-	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/share/batch", tag: "events", summary: "Ingest share events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", batch: true, errs: []int{400, 409, 413, 422, 429, 503}},
 	{method: "POST", path: "/api/v1/events/read", tag: "events", auth: "reader", summary: "Ingest one read event", body: "Read", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 422, 429, 503}},
-	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 409, 413, 422, 429, 503}},
+	{method: "POST", path: "/api/v1/events/read/batch", tag: "events", auth: "reader", summary: "Ingest read events, one JSON object per line", body: "ndjson", ok: 202, okSchema: "Accepted", batch: true, errs: []int{400, 401, 409, 413, 422, 429, 503}},
 	{method: "POST", path: "/api/v1/articles", tag: "articles", auth: "ingest", summary: "Ingest raw articles (one object, or NDJSON with Content-Type application/x-ndjson or ?batch=1)",
-		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", errs: []int{400, 401, 403, 409, 413, 429, 503}},
+		query: []string{"batch:string:1 for NDJSON"}, body: "RawArticle", ok: 202, okSchema: "Accepted", batch: true, errs: []int{400, 401, 403, 409, 413, 429, 503}},
 
 	{method: "GET", path: "/api/v1/stories", tag: "stories", summary: "Recent stories ranked by size, authority, freshness and velocity",
 		query: []string{"topic:string:only this topic", "since:string:latest article at or after (RFC 3339 or ms)", "limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "hide_read:string:1 to leave out stories the logged-in reader has read (each story carries unread for a logged-in reader; a page may come back short, with next_cursor)"},
@@ -73,13 +75,13 @@ var apiOps = []apiOp{
 		query: []string{"limit:integer:1-100 (default 20)", "cursor:string:next_cursor of the previous page", "explain:string:1 to include each story's signals", "hide_read:string:1 to leave out stories the logged-in reader has read (each story carries unread, its unread article count, for a logged-in reader)"},
 		ok:    200, okSchema: "FeedPage", errs: []int{400, 429}},
 
-	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in (a JSON body only; refused from another site's page)", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 413, 415, 429}},
+	{method: "POST", path: "/api/v1/auth/register", tag: "account", summary: "Create an account and log in (a JSON body only; refused from another site's page)", body: "Credentials", ok: 201, okSchema: "Session", errs: []int{400, 403, 409, 413, 415, 429, 503}},
 	{method: "POST", path: "/api/v1/auth/login", tag: "account", summary: "Log in (sets the nf_session cookie; a JSON body only; refused from another site's page; limited per client address and per username from that address)", body: "Credentials", ok: 200, okSchema: "Session", errs: []int{400, 401, 403, 413, 415, 429}},
 	{method: "POST", path: "/api/v1/auth/logout", tag: "account", summary: "Revoke the request's session; with ?everywhere=true log its account out everywhere: every session ends and every API key is revoked (401 without a session)",
-		query: []string{"everywhere:string:true to end every session and revoke every API key of the account"}, ok: 204, errs: []int{400, 401}},
+		query: []string{"everywhere:string:true to end every session and revoke every API key of the account"}, ok: 204, errs: []int{400, 401, 503}},
 	{method: "GET", path: "/api/v1/me", tag: "account", auth: "user", summary: "The logged-in user", ok: 200, okSchema: "User", errs: []int{401, 429}},
 	{method: "GET", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "The user's preferences", ok: 200, okSchema: "Preferences", errs: []int{401, 429}},
-	{method: "PUT", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "Replace the user's preferences", body: "Preferences", ok: 200, okSchema: "Preferences", errs: []int{400, 401, 429}},
+	{method: "PUT", path: "/api/v1/preferences", tag: "account", auth: "user", summary: "Replace the user's preferences", body: "Preferences", ok: 200, okSchema: "Preferences", errs: []int{400, 401, 429, 503}},
 	{method: "GET", path: "/v1/me", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the reader (id, username, is_admin, display settings)", ok: 200, okSchema: "Object", errs: []int{401}},
 	{method: "GET", path: "/v1/categories", tag: "miniflux", auth: "apikey", summary: "Miniflux API: the reader's folders as categories ({id, title, user_id, hide_globally}; 1 is \"All\")", ok: 200, okSchema: "Object", errs: []int{401}},
 	{method: "POST", path: "/v1/categories", tag: "miniflux", auth: "apikey", summary: "Miniflux API: create a category ({\"title\"})", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401}},
@@ -113,20 +115,20 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/reader/api/0/unread-count", tag: "greader", auth: "greader", summary: "Google Reader API: unread items per feed, label and the reading list ({max, unreadcounts: [{id, count, newestItemTimestampUsec}]})", ok: 200, errs: []int{401}},
 	{method: "GET", path: "/reader/atom/{stream:*}", tag: "greader", auth: "greader", summary: "Google Reader API (FeedHQ, TheOldReader): a stream as Atom, each entry with the Google Reader categories (label=\"read\" when read); no validators", ok: 200, errs: []int{400, 401}},
 	{method: "GET", path: "/api/v1/me/webhooks", tag: "webhooks", auth: "user", summary: "The reader's breaking-news webhooks, each with its secret and delivery status (delivered, retried, dead_lettered, last_attempt_at, last_status, last_error)", ok: 200, okSchema: "Object", errs: []int{401, 429}},
-	{method: "POST", path: "/api/v1/me/webhooks", tag: "webhooks", auth: "user", summary: "Register a webhook ({\"url\": http(s), \"topics\": [...], \"sources\": [...]}): when a story that passes the filter becomes breaking, a signed JSON POST (X-Newsflow-Signature: sha256=HMAC-SHA256(secret, timestamp + \".\" + body)); the answer holds the secret. At most 10 per reader (409). A URL on an address the SSRF guard refuses (loopback, private, link-local, metadata, in any numeric form; crawl.allow_cidrs and crawl.allow_private allow some) is refused: 400 with reason blocked_address", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401, 409, 429}},
-	{method: "DELETE", path: "/api/v1/me/webhooks/{id}", tag: "webhooks", auth: "user", summary: "Delete one of the reader's webhooks", ok: 204, errs: []int{401, 404, 429}},
+	{method: "POST", path: "/api/v1/me/webhooks", tag: "webhooks", auth: "user", summary: "Register a webhook ({\"url\": http(s), \"topics\": [...], \"sources\": [...]}): when a story that passes the filter becomes breaking, a signed JSON POST (X-Newsflow-Signature: sha256=HMAC-SHA256(secret, timestamp + \".\" + body)); the answer holds the secret. At most 10 per reader (409). A URL on an address the SSRF guard refuses (loopback, private, link-local, metadata, in any numeric form; crawl.allow_cidrs and crawl.allow_private allow some) is refused: 400 with reason blocked_address", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401, 409, 429, 503}},
+	{method: "DELETE", path: "/api/v1/me/webhooks/{id}", tag: "webhooks", auth: "user", summary: "Delete one of the reader's webhooks", ok: 204, errs: []int{401, 404, 429, 503}},
 	{method: "GET", path: "/api/v1/admin/webhooks", tag: "webhooks", auth: "admin", summary: "Every webhook with its owner and delivery status (no secrets)", ok: 200, okSchema: "Object", errs: []int{401, 403}},
-	{method: "DELETE", path: "/api/v1/admin/webhooks/{id}", tag: "webhooks", auth: "admin", summary: "Delete any webhook", ok: 204, errs: []int{401, 403, 404}},
+	{method: "DELETE", path: "/api/v1/admin/webhooks/{id}", tag: "webhooks", auth: "admin", summary: "Delete any webhook", ok: 204, errs: []int{401, 403, 404, 503}},
 	{method: "GET", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "The reader's API keys, the passwords of the client APIs (id, name, created_at, last_used_at; never the secret)", ok: 200, okSchema: "Object", errs: []int{401, 429}},
-	{method: "POST", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "Create an API key ({\"name\": ...}, 1 to 64 bytes); the answer is the only time its secret is shown. At most 20 per reader (409)", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401, 409, 429}},
-	{method: "DELETE", path: "/api/v1/me/api-keys/{id}", tag: "account", auth: "user", summary: "Revoke an API key: apps using it are logged out", ok: 204, errs: []int{401, 404, 429}},
+	{method: "POST", path: "/api/v1/me/api-keys", tag: "account", auth: "user", summary: "Create an API key ({\"name\": ...}, 1 to 64 bytes); the answer is the only time its secret is shown. At most 20 per reader (409)", body: "Object", ok: 201, okSchema: "Object", errs: []int{400, 401, 409, 429, 503}},
+	{method: "DELETE", path: "/api/v1/me/api-keys/{id}", tag: "account", auth: "user", summary: "Revoke an API key: apps using it are logged out", ok: 204, errs: []int{401, 404, 429, 503}},
 	{method: "GET", path: "/api/v1/history", tag: "account", auth: "user", summary: "The user's latest reads, newest first, with each article's title and story", ok: 200, okSchema: "Object", errs: []int{401, 429, 503}},
 	{method: "GET", path: "/api/v1/me/unread", tag: "reading", auth: "user", summary: "Unread counts over the stories of the story view: in total, per topic (stories with an unread article, unread articles) and per source (unread articles); as_of is the latest event time", ok: 200, okSchema: "Object", errs: []int{401, 429}},
-	{method: "POST", path: "/api/v1/me/read", tag: "reading", auth: "user", summary: "Mark articles and whole stories read ({\"articles\": [...], \"stories\": [...]}) or unread (\"read\": false). A story marked read is read up to its latest article: an article that joins it later is unread. Unknown ids are listed in unknown (404 when none is known)", body: "Object", ok: 200, okSchema: "Object", errs: []int{400, 401, 404, 413, 429}},
-	{method: "POST", path: "/api/v1/me/read/all", tag: "reading", auth: "user", summary: "Mark everything read, or everything of one topic or source ({\"topic\": ...} or {\"source\": ...}), published up to before (ms; default: as_of of /api/v1/me/unread)", body: "Object", ok: 200, okSchema: "Object", errs: []int{400, 401, 429}},
+	{method: "POST", path: "/api/v1/me/read", tag: "reading", auth: "user", summary: "Mark articles and whole stories read ({\"articles\": [...], \"stories\": [...]}) or unread (\"read\": false). A story marked read is read up to its latest article: an article that joins it later is unread. Unknown ids are listed in unknown (404 when none is known)", body: "Object", ok: 200, okSchema: "Object", errs: []int{400, 401, 404, 413, 429, 503}},
+	{method: "POST", path: "/api/v1/me/read/all", tag: "reading", auth: "user", summary: "Mark everything read, or everything of one topic or source ({\"topic\": ...} or {\"source\": ...}), published up to before (ms; default: as_of of /api/v1/me/unread)", body: "Object", ok: 200, okSchema: "Object", errs: []int{400, 401, 429, 503}},
 	{method: "GET", path: "/api/v1/me/starred", tag: "reading", auth: "user", summary: "Starred articles, the most recently starred first, each with the story it is in now", ok: 200, okSchema: "Object", errs: []int{401, 429}},
-	{method: "PUT", path: "/api/v1/me/starred/{id}", tag: "reading", auth: "user", summary: "Star an article (it must be in the story view)", ok: 200, okSchema: "Object", errs: []int{400, 401, 404, 429}},
-	{method: "DELETE", path: "/api/v1/me/starred/{id}", tag: "reading", auth: "user", summary: "Unstar an article", ok: 204, errs: []int{400, 401, 429}},
+	{method: "PUT", path: "/api/v1/me/starred/{id}", tag: "reading", auth: "user", summary: "Star an article (it must be in the story view)", ok: 200, okSchema: "Object", errs: []int{400, 401, 404, 429, 503}},
+	{method: "DELETE", path: "/api/v1/me/starred/{id}", tag: "reading", auth: "user", summary: "Unstar an article", ok: 204, errs: []int{400, 401, 429, 503}},
 	{method: "GET", path: "/api/v1/me/interest", tag: "account", auth: "user", summary: "The user's interest vector and reading history, from the owner of the user's partition (the feed reads the profile through it)",
 		query: []string{"at:string:decay the vector to this event time (RFC 3339 or ms; default now)"}, ok: 200, okSchema: "Profile", errs: []int{400, 401, 429, 503}},
 
@@ -148,12 +150,12 @@ var apiOps = []apiOp{
 	{method: "GET", path: "/api/v1/sources", tag: "stories", summary: "Sources (id, name, site, category), for choosing preferred and excluded sources", ok: 200, okSchema: "Object", errs: []int{429}},
 	{method: "GET", path: "/api/v1/admin/sources", tag: "admin", auth: "admin", summary: "All sources", ok: 200, okSchema: "Object", errs: []int{401, 403}},
 	{method: "POST", path: "/api/v1/admin/sources", tag: "admin", auth: "admin", summary: "Add a source (a page URL is resolved to its feed unless ?discover=false); either way a URL on an address the crawler's SSRF guard refuses is refused: 400 with reason blocked_address",
-		query: []string{"discover:string:false to keep the URL as given, unfetched"}, body: "Source", ok: 201, okSchema: "Source", errs: []int{400, 401, 403, 409}},
-	{method: "POST", path: "/api/v1/admin/sources/import", tag: "admin", auth: "admin", summary: "Import sources from OPML; feeds that are invalid or on addresses the crawler's SSRF guard refuses are reported in errors (400)", body: "opml", ok: 200, okSchema: "Object", errs: []int{400, 401, 403}},
+		query: []string{"discover:string:false to keep the URL as given, unfetched"}, body: "Source", ok: 201, okSchema: "Source", errs: []int{400, 401, 403, 409, 503}},
+	{method: "POST", path: "/api/v1/admin/sources/import", tag: "admin", auth: "admin", summary: "Import sources from OPML; feeds that are invalid or on addresses the crawler's SSRF guard refuses are reported in errors (400)", body: "opml", ok: 200, okSchema: "Object", errs: []int{400, 401, 403, 503}},
 	{method: "GET", path: "/api/v1/admin/sources/export", tag: "admin", auth: "admin", summary: "Export sources as OPML", ok: 200, errs: []int{401, 403}},
 	{method: "GET", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "One source", ok: 200, okSchema: "Source", errs: []int{401, 403, 404}},
-	{method: "PATCH", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Change a source (name, category, authority, paused, ...)", body: "Source", ok: 200, okSchema: "Source", errs: []int{400, 401, 403, 404}},
-	{method: "DELETE", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Delete a source", ok: 204, errs: []int{401, 403, 404}},
+	{method: "PATCH", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Change a source (name, category, authority, paused, ...)", body: "Source", ok: 200, okSchema: "Source", errs: []int{400, 401, 403, 404, 503}},
+	{method: "DELETE", path: "/api/v1/admin/sources/{id}", tag: "admin", auth: "admin", summary: "Delete a source", ok: 204, errs: []int{401, 403, 404, 503}},
 	{method: "GET", path: "/api/v1/admin/sources/{id}/status", tag: "admin", auth: "admin", summary: "Crawl status: last and next crawl, errors, circuit (times in ms since the epoch)", ok: 200, okSchema: "Object", errs: []int{401, 403, 404}},
 	{method: "POST", path: "/api/v1/admin/sources/{id}/crawl", tag: "admin", auth: "admin", summary: "Crawl now (at most once a minute per source)", ok: 200, okSchema: "Object", errs: []int{401, 403, 404, 429}},
 }
@@ -162,7 +164,7 @@ var statusText = map[int]string{
 	400: "Invalid request (JSON error with the reason)", 401: "No valid session or token", 403: "Not an admin",
 	404: "Not found", 409: "Conflict (name taken, or an Idempotency-Key in flight)", 413: "Body too large",
 	415: "The body is not application/json", 422: "Idempotency-Key reused with another request body",
-	429: "Too many requests (Retry-After)", 503: "Not ready or a dependency unavailable",
+	429: "Too many requests (Retry-After)", 503: "Not ready or a dependency unavailable (Retry-After when the cluster has no leader to take a change)",
 	502: "The origin failed or sent something that is not an allowed image", 504: "The origin did not answer in time",
 }
 
@@ -199,7 +201,7 @@ var apiSchemas = map[string]any{
 	"Error":     obj(map[string]string{"error": "string"}, "error"),
 	"Status":    obj(map[string]string{"status": "string"}),
 	"Object":    map[string]any{"type": "object"},
-	"Accepted":  obj(map[string]string{"accepted": "integer", "rejected": "integer", "errors": "[]LineError"}),
+	"Accepted":  obj(map[string]string{"accepted": "integer", "rejected": "integer", "errors": "[]LineError", "errors_truncated": "boolean"}),
 	"LineError": obj(map[string]string{"line": "integer", "error": "string"}),
 	"Share": obj(map[string]string{"event_id": "string", "article_id": "string", "user_id": "string", "share_type": "string", "category": "string",
 		"timestamp": "integer"}, "event_id", "article_id", "user_id", "timestamp"),
@@ -275,6 +277,13 @@ func openAPIDocument() []byte {
 		resp[strconv.Itoa(op.ok)] = ok
 		for _, e := range op.errs {
 			resp[strconv.Itoa(e)] = map[string]any{"description": statusText[e], "content": map[string]any{"application/json": map[string]any{"schema": typeOf("Error")}}}
+		}
+		if op.batch {
+			accepted := map[string]any{"application/json": map[string]any{"schema": typeOf("Accepted")}}
+			resp["207"] = map[string]any{"description": "Some lines accepted (they are appended, once), the others rejected: accepted and rejected count them, " +
+				"errors lists every rejected line with its number and reason (the first 100,000; errors_truncated says there were more)", "content": accepted}
+			resp["400"] = map[string]any{"description": "No line accepted: the lines' errors as for 207 (or an error for an empty batch or a bad single object)",
+				"content": map[string]any{"application/json": map[string]any{"schema": map[string]any{"oneOf": []any{typeOf("Accepted"), typeOf("Error")}}}}}
 		}
 		o["responses"] = resp
 		switch op.auth {

@@ -30,7 +30,7 @@ func TestReadIngestion(t *testing.T) {
 	}, "\n")
 	r := n.post(t, "/api/v1/events/read/batch", batch)
 	res := decodeBatch(t, r)
-	if r.status != fasthttp.StatusBadRequest || res.Accepted == nil || *res.Accepted != 2 || res.Rejected == nil || *res.Rejected != 1 || len(res.Errors) != 1 || res.Errors[0].Line != 2 {
+	if r.status != fasthttp.StatusMultiStatus || res.Accepted == nil || *res.Accepted != 2 || res.Rejected == nil || *res.Rejected != 1 || len(res.Errors) != 1 || res.Errors[0].Line != 2 {
 		t.Fatalf("batch: %s", r)
 	}
 	for _, bad := range []string{

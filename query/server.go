@@ -69,6 +69,11 @@ type Options struct {
 	// before it answers 503 (default 10s; each request to a node is still
 	// bounded by PeerTimeout).
 	FailoverTimeout time.Duration `yaml:"-"`
+	// MetaTimeout bounds each handler's call to the metadata store
+	// (accounts, sessions, API keys, preferences, sources, webhooks):
+	// a write that no leader takes within it answers 503 with
+	// Retry-After (default 4s, so that it answers within 5s).
+	MetaTimeout time.Duration `yaml:"-"`
 	// OnLeave, if set, is called after the node left its cluster
 	// (POST /api/v1/admin/cluster/leave), to stop the process.
 	OnLeave func() `yaml:"-"`
@@ -143,8 +148,8 @@ func DefaultOptions() Options {
 	return Options{
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxAuthBodyBytes: defaultMaxAuthBody, MaxSmallBodyBytes: defaultMaxSmallBody,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
-		FailoverTimeout: 10 * time.Second,
-		MaxFuture:       5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
+		FailoverTimeout: 10 * time.Second, MetaTimeout: defaultMetaTimeout,
+		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 		TrendingChanges: ChangesOptions{K: defaultChangesK},
 	}
@@ -394,7 +399,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 					return page.Hits, page.Next, err
 				}
 			}
-			rd.AddSource = s.readerAddSource
+			rd.AddSource, rd.Timeout = s.readerAddSource, s.opts.MetaTimeout
 			readerapi.New(rd, s.instrument).Register(r)
 		}
 		history := s.requireUser(s.handleHistory)

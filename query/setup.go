@@ -296,9 +296,11 @@ func upperFirstStr(s string) string {
 
 // handleSetup answers the setup status.
 func (s *Server) handleSetup(ctx *fasthttp.RequestCtx) {
-	st, err := s.setupStatus(context.Background())
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	st, err := s.setupStatus(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, "setup status: "+err.Error())
+		metaError(ctx, "setup status", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, st)
@@ -337,9 +339,10 @@ func (s *Server) handleSetupAdmin(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusForbidden, "wrong setup token: use the one-time link the node printed when it started")
 		return
 	}
-	bg := context.Background()
+	bg, cancel := s.metaCtx()
+	defer cancel()
 	if exists, err := s.adminExists(bg); err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "look for an admin", err)
 		return
 	} else if exists {
 		g.close()
@@ -367,7 +370,7 @@ func (s *Server) accountError(ctx *fasthttp.RequestCtx, err error) bool {
 	case errors.Is(err, auth.ErrInvalidUsername), errors.Is(err, auth.ErrWeakPassword), errors.Is(err, auth.ErrInvalidRole):
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 	default:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "create account", err)
 	}
 	return false
 }
@@ -386,7 +389,9 @@ func (s *Server) handleAddUser(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &req) {
 		return
 	}
-	u, err := s.deps.Auth.AddUser(context.Background(), req.Username, req.Password, cmp.Or(req.Role, auth.RoleUser))
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	u, err := s.deps.Auth.AddUser(mctx, req.Username, req.Password, cmp.Or(req.Role, auth.RoleUser))
 	if !s.accountError(ctx, err) {
 		return
 	}

@@ -28,7 +28,7 @@ func TestShareFloodLimited(t *testing.T) {
 	// A batch of 25 fresh event ids: 10 count.
 	r := n.post(t, pathBatch, strings.Join(lines, "\n"), anon...)
 	b := decodeBatch(t, r)
-	if r.status != fasthttp.StatusBadRequest || *b.Accepted != 10 || *b.Rejected != 15 || len(b.Errors) != 15 || !strings.Contains(b.Errors[0].Error, "share limit") || b.Errors[0].Line != 11 {
+	if r.status != fasthttp.StatusMultiStatus || *b.Accepted != 10 || *b.Rejected != 15 || len(b.Errors) != 15 || !strings.Contains(b.Errors[0].Error, "share limit") || b.Errors[0].Line != 11 {
 		t.Fatalf("flood batch: %s", r)
 	}
 	if r.header["Retry-After"] == "" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
@@ -85,6 +86,7 @@ func decodeStrict(body []byte, v any) error {
 
 func (s *Server) sourceError(ctx *fasthttp.RequestCtx, err error) {
 	switch {
+	case metaUnavailable(ctx, err):
 	case errors.Is(err, crawl.ErrSourceNotFound):
 		writeError(ctx, fasthttp.StatusNotFound, err.Error())
 	case errors.Is(err, crawl.ErrSourceExists):
@@ -95,9 +97,11 @@ func (s *Server) sourceError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 func (s *Server) handleListSources(ctx *fasthttp.RequestCtx) {
-	list, err := s.deps.Sources.List(ctx)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	list, err := s.deps.Sources.List(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list sources", err)
 		return
 	}
 	if list == nil {
@@ -131,9 +135,11 @@ func publicRecord(rec crawl.CrawlRecord) crawl.CrawlRecord {
 // category of every source, for readers choosing preferred and excluded
 // sources (the crawl state stays admin-only).
 func (s *Server) handlePublicSources(ctx *fasthttp.RequestCtx) {
-	list, err := s.deps.Sources.List(ctx)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	list, err := s.deps.Sources.List(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list sources", err)
 		return
 	}
 	type public struct {
@@ -223,7 +229,9 @@ func (s *Server) addSource(ctx context.Context, src crawl.Source, discover bool)
 			src.Name = cmp.Or(src.Name, r.Title)
 		}
 	}
-	if added, err = s.deps.Sources.Add(ctx, src); err != nil {
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	if added, err = s.deps.Sources.Add(mctx, src); err != nil {
 		return src, "", nil, err // the source as resolved, to find the one that exists
 	}
 	return added, warning, nil, nil
@@ -310,7 +318,9 @@ func (s *Server) sourceByID(ctx *fasthttp.RequestCtx) (crawl.Source, bool) {
 	if !ok {
 		return crawl.Source{}, false
 	}
-	src, err := s.deps.Sources.Get(ctx, id)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	src, err := s.deps.Sources.Get(mctx, id)
 	if err != nil {
 		s.sourceError(ctx, err)
 		return crawl.Source{}, false
@@ -343,7 +353,9 @@ func (s *Server) handlePatchSource(ctx *fasthttp.RequestCtx) {
 	if !decodeJSON(ctx, &in) {
 		return
 	}
-	src, err := s.deps.Sources.Update(ctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	src, err := s.deps.Sources.Update(mctx, id, func(src *crawl.Source) error { return in.apply(src, false) })
 	if err != nil {
 		s.sourceError(ctx, err)
 		return
@@ -357,7 +369,9 @@ func (s *Server) handleDeleteSource(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	if err := s.deps.Sources.Delete(ctx, id); err != nil {
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	if err := s.deps.Sources.Delete(mctx, id); err != nil {
 		s.sourceError(ctx, err)
 		return
 	}
@@ -375,17 +389,31 @@ func (s *Server) handleImportSources(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	allowed, refused := s.checkImport(ctx, entries)
-	res := s.deps.Sources.Import(ctx, allowed)
-	res.Errors = append(refused, res.Errors...)
+	// One change per feed: the deadline grows with the list.
+	mctx, cancel := context.WithTimeout(context.Background(), s.opts.MetaTimeout+time.Duration(len(allowed))*importPerFeed)
+	defer cancel()
+	res := s.deps.Sources.Import(mctx, allowed)
 	if res.Added > 0 {
 		s.kickCrawler()
 	}
+	if mctx.Err() != nil {
+		// The store stopped taking changes (no leader): the feeds added
+		// stay, and a resend skips them.
+		setMetaRetryAfter(ctx)
+		writeJSON(ctx, fasthttp.StatusServiceUnavailable, map[string]any{"added": res.Added, "skipped": res.Skipped,
+			"error": "the cluster has no leader right now, or did not answer in time: the import stopped; send it again (the feeds added are skipped)"})
+		return
+	}
+	res.Errors = append(refused, res.Errors...)
 	status := fasthttp.StatusOK
 	if len(res.Errors) > 0 {
 		status = fasthttp.StatusBadRequest
 	}
 	writeJSON(ctx, status, res)
 }
+
+// importPerFeed is what each feed of an import adds to its deadline.
+const importPerFeed = 50 * time.Millisecond
 
 // checkImport checks the feed URLs of an import against the crawler's
 // SSRF guard, a few at a time: allowed are the entries it lets through, in
@@ -412,9 +440,11 @@ func (s *Server) checkImport(ctx context.Context, entries []opml.Entry) (allowed
 }
 
 func (s *Server) handleExportSources(ctx *fasthttp.RequestCtx) {
-	es, err := s.deps.Sources.Export(ctx)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	es, err := s.deps.Sources.Export(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "export sources", err)
 		return
 	}
 	var buf bytes.Buffer
@@ -479,6 +509,8 @@ func (s *Server) readerAddSource(ctx context.Context, u auth.User, feedURL strin
 		return crawl.Source{}, fmt.Errorf("%w: %s", readerapi.ErrSourceRefused, refused.Error)
 	case errors.Is(err, crawl.ErrSourceExists):
 		return s.deps.Sources.Get(ctx, crawl.SourceID(added.FeedURL))
+	case errors.Is(err, cluster.ErrNoLeader), errors.Is(err, context.DeadlineExceeded):
+		return crawl.Source{}, err // not the URL's fault: the reader may try again
 	case err != nil:
 		// As for an admin's addition (sourceError): what Add refuses is the
 		// URL's fault.

@@ -31,7 +31,9 @@ func (s *Server) readerState(ctx *fasthttp.RequestCtx) (*readstate.State, error)
 	if !ok {
 		return nil, nil
 	}
-	st, err := s.reads.Load(context.Background(), u.ID)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	st, err := s.reads.Load(mctx, u.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +149,8 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	read := req.Read == nil || *req.Read
-	bg := context.Background()
+	bg, cancel := s.metaCtx()
+	defer cancel()
 	unknown := []string{}
 	var arts []readstate.Article
 	for _, id := range req.Articles {
@@ -168,7 +171,7 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 			unknown = append(unknown, id)
 			continue
 		} else if err != nil {
-			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			metaError(ctx, "mark story", err)
 			return
 		}
 		arts = append(arts, storyArts...)
@@ -178,7 +181,7 @@ func (s *Server) handleMark(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	if err := s.reads.MarkArticles(bg, u.ID, read, arts...); err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "mark read", err)
 		return
 	}
 	s.feeds.invalidate(u.ID)
@@ -246,8 +249,10 @@ func (s *Server) handleMarkAll(ctx *fasthttp.RequestCtx, u auth.User) {
 	if req.Before == 0 {
 		req.Before = s.deps.Stories.Watermark()
 	}
-	if err := s.reads.MarkScope(context.Background(), u.ID, sc, req.Before); err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	if err := s.reads.MarkScope(mctx, u.ID, sc, req.Before); err != nil {
+		metaError(ctx, "mark read", err)
 		return
 	}
 	s.feeds.invalidate(u.ID)
@@ -257,9 +262,11 @@ func (s *Server) handleMarkAll(ctx *fasthttp.RequestCtx, u auth.User) {
 // handleStarred lists the reader's starred articles, the most recently
 // starred first, each with the story it is in now.
 func (s *Server) handleStarred(ctx *fasthttp.RequestCtx, u auth.User) {
-	stars, err := s.reads.Stars(context.Background(), u.ID)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	stars, err := s.reads.Stars(mctx, u.ID)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list stars", err)
 		return
 	}
 	if stars == nil {
@@ -281,9 +288,11 @@ func (s *Server) handleStar(ctx *fasthttp.RequestCtx, u auth.User) {
 		writeError(ctx, fasthttp.StatusBadRequest, "article id must be 1 to 128 bytes")
 		return
 	}
+	mctx, cancel := s.metaCtx()
+	defer cancel()
 	if ctx.IsDelete() {
-		if _, err := s.reads.SetStar(context.Background(), u.ID, readstate.Article{ID: id}, false); err != nil {
-			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		if _, err := s.reads.SetStar(mctx, u.ID, readstate.Article{ID: id}, false); err != nil {
+			metaError(ctx, "unstar", err)
 			return
 		}
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -294,9 +303,9 @@ func (s *Server) handleStar(ctx *fasthttp.RequestCtx, u auth.User) {
 		writeError(ctx, fasthttp.StatusNotFound, "no article "+strconv.Quote(id))
 		return
 	}
-	st, err := s.reads.SetStar(context.Background(), u.ID, readstate.ArticleOf(a.Article, storyID), true)
+	st, err := s.reads.SetStar(mctx, u.ID, readstate.ArticleOf(a.Article, storyID), true)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "star", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, st)

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"context"
 	"errors"
 
 	"github.com/newsflow/newsflow/internal/auth"
@@ -26,9 +25,11 @@ type usersPage struct {
 }
 
 func (s *Server) handleListUsers(ctx *fasthttp.RequestCtx) {
-	users, err := s.deps.Auth.ListUsers(context.Background())
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	users, err := s.deps.Auth.ListUsers(mctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list users", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, usersPage{Users: users})
@@ -37,12 +38,14 @@ func (s *Server) handleListUsers(ctx *fasthttp.RequestCtx) {
 // targetUser returns the account named by the path's id, or answers 404.
 func (s *Server) targetUser(ctx *fasthttp.RequestCtx) (auth.User, bool) {
 	id, _ := ctx.UserValue("id").(string)
-	u, err := s.deps.Auth.GetUser(context.Background(), id)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	u, err := s.deps.Auth.GetUser(mctx, id)
 	switch {
 	case errors.Is(err, auth.ErrUserNotFound):
 		writeError(ctx, fasthttp.StatusNotFound, "no user "+id)
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "read user", err)
 	default:
 		return u, true
 	}
@@ -54,11 +57,13 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	bg := context.Background()
+	// Each step has a deadline of its own (metaCtx).
 	if u.Role == auth.RoleAdmin {
-		users, err := s.deps.Auth.ListUsers(bg)
+		mctx, cancel := s.metaCtx()
+		users, err := s.deps.Auth.ListUsers(mctx)
+		cancel()
 		if err != nil {
-			writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			metaError(ctx, "list users", err)
 			return
 		}
 		admins := 0
@@ -76,17 +81,26 @@ func (s *Server) handleDeleteUser(ctx *fasthttp.RequestCtx) {
 	// again: its webhooks (queued deliveries of them are dropped), then
 	// the account with its sessions, API keys and preferences.
 	if s.deps.Webhooks != nil {
-		if _, err := s.deps.Webhooks.DeleteOwner(bg, u.ID); err != nil {
-			writeError(ctx, fasthttp.StatusInternalServerError, "delete the account's webhooks: "+err.Error())
+		mctx, cancel := s.metaCtx()
+		_, err := s.deps.Webhooks.DeleteOwner(mctx, u.ID)
+		cancel()
+		if err != nil {
+			metaError(ctx, "delete the account's webhooks", err)
 			return
 		}
 	}
-	if err := s.deps.Auth.DeleteUser(bg, u.ID); err != nil && !errors.Is(err, auth.ErrUserNotFound) {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	mctx, cancel := s.metaCtx()
+	err := s.deps.Auth.DeleteUser(mctx, u.ID)
+	cancel()
+	if err != nil && !errors.Is(err, auth.ErrUserNotFound) {
+		metaError(ctx, "delete user", err)
 		return
 	}
 	if s.reads != nil {
-		if err := s.reads.DeleteUser(bg, u.ID); err != nil {
+		mctx, cancel := s.metaCtx()
+		err := s.reads.DeleteUser(mctx, u.ID)
+		cancel()
+		if err != nil {
 			writeError(ctx, fasthttp.StatusInternalServerError, "the account is deleted, its read state not: "+err.Error())
 			return
 		}
@@ -100,8 +114,10 @@ func (s *Server) handleRevokeSessions(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	if err := s.deps.Auth.RevokeAll(context.Background(), u.ID); err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	if err := s.deps.Auth.RevokeAll(mctx, u.ID); err != nil {
+		metaError(ctx, "revoke sessions", err)
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -22,8 +22,7 @@ type hookView struct {
 	Status webhook.Status `json:"status"`
 }
 
-func (s *Server) hookViews(owner string, withSecret bool) ([]hookView, error) {
-	ctx := context.Background()
+func (s *Server) hookViews(ctx context.Context, owner string, withSecret bool) ([]hookView, error) {
 	hooks, err := s.deps.Webhooks.List(ctx, owner)
 	if err != nil {
 		return nil, err
@@ -50,9 +49,11 @@ func (s *Server) hookViews(owner string, withSecret bool) ([]hookView, error) {
 }
 
 func (s *Server) handleMyWebhooks(ctx *fasthttp.RequestCtx, u auth.User) {
-	hooks, err := s.hookViews(u.ID, true)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	hooks, err := s.hookViews(mctx, u.ID, true)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list webhooks", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": hooks})
@@ -73,20 +74,25 @@ func (s *Server) handleAddWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 	// Deliveries dial through the crawler's SSRF guard: a URL it refuses
 	// is refused now, not at every delivery.
 	var be *fetch.BlockedError
-	if err := s.urlGuard().CheckURL(context.Background(), req.URL); errors.As(err, &be) {
+	gctx, cancel := s.metaCtx()
+	err := s.urlGuard().CheckURL(gctx, req.URL)
+	cancel()
+	if errors.As(err, &be) {
 		writeJSON(ctx, fasthttp.StatusBadRequest, refusal{Reason: "blocked_address",
 			Error: fmt.Sprintf("the webhook URL cannot be delivered to: %s, which the SSRF guard refuses "+
 				"(a node may deliver to such addresses when its configuration allows them: crawl.allow_cidrs or crawl.allow_private)", be.Reason())})
 		return
 	}
-	h, err := s.deps.Webhooks.Add(context.Background(), u.ID, req.URL, req.Topics, req.Sources)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	h, err := s.deps.Webhooks.Add(mctx, u.ID, req.URL, req.Topics, req.Sources)
 	switch {
 	case errors.Is(err, webhook.ErrInvalid):
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 	case errors.Is(err, webhook.ErrTooMany):
 		writeError(ctx, fasthttp.StatusConflict, err.Error())
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "add webhook", err)
 	default:
 		ctx.Response.Header.Set("Cache-Control", "no-store")
 		writeJSON(ctx, fasthttp.StatusCreated, h)
@@ -98,9 +104,11 @@ func (s *Server) handleDeleteMyWebhook(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 func (s *Server) handleAdminWebhooks(ctx *fasthttp.RequestCtx) {
-	hooks, err := s.hookViews("", false)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	hooks, err := s.hookViews(mctx, "", false)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "list webhooks", err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"webhooks": hooks})
@@ -111,12 +119,14 @@ func (s *Server) handleAdminDeleteWebhook(ctx *fasthttp.RequestCtx) { s.deleteWe
 // deleteWebhook deletes the {id} hook of owner ("": any).
 func (s *Server) deleteWebhook(ctx *fasthttp.RequestCtx, owner string) {
 	id, _ := ctx.UserValue("id").(string)
-	err := s.deps.Webhooks.Delete(context.Background(), owner, id)
+	mctx, cancel := s.metaCtx()
+	defer cancel()
+	err := s.deps.Webhooks.Delete(mctx, owner, id)
 	switch {
 	case errors.Is(err, webhook.ErrNotFound):
 		writeError(ctx, fasthttp.StatusNotFound, "no webhook "+id)
 	case err != nil:
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "delete webhook", err)
 	default:
 		ctx.SetStatusCode(fasthttp.StatusNoContent)
 	}

@@ -241,6 +241,7 @@ func (p *producer) result(status int, resp []byte, firstLine int) error {
 			Line  int    `json:"line"`
 			Error string `json:"error"`
 		} `json:"errors"`
+		Truncated bool `json:"errors_truncated"`
 	}
 	if jerr := json.Unmarshal(resp, &res); jerr != nil {
 		return fmt.Errorf("batch at line %d: status %d: %s", firstLine, status, resp)
@@ -252,6 +253,9 @@ func (p *producer) result(status int, resp []byte, firstLine int) error {
 	p.rejected += res.Rejected
 	for _, e := range res.Errors {
 		fmt.Fprintf(p.stderr, "line %d: %s\n", firstLine+e.Line-1, e.Error)
+	}
+	if res.Truncated {
+		fmt.Fprintf(p.stderr, "batch at line %d: %d more rejected lines not listed by the node\n", firstLine, res.Rejected-len(res.Errors))
 	}
 	return nil
 }

@@ -66,6 +66,10 @@ type apiKeyEntry struct {
 // only when it is older, not on every request.
 const lastUsedEvery = time.Hour
 
+// touchTimeout bounds the write of an API key's time of last use during a
+// lookup.
+const touchTimeout = 500 * time.Millisecond
+
 const (
 	colAPIKeys           = "api-keys"
 	colUserAPIKeysPrefix = "user-api-keys/"
@@ -221,7 +225,14 @@ func (s *Store) LookupAPIKey(ctx context.Context, username, secret string) (APIK
 	}
 	if now := s.now(); now.Sub(k.LastUsed.Time) >= lastUsedEvery {
 		k.LastUsed = jsontime.Of(now)
-		if err := s.touchAPIKey(ctx, key, k); err != nil {
+		// The time of last use is advisory: a store that cannot take the
+		// write soon (a cluster without a leader) neither fails nor holds
+		// the lookup, which reads only the local replica; the next use
+		// writes it.
+		tctx, cancel := context.WithTimeout(ctx, touchTimeout)
+		err := s.touchAPIKey(tctx, key, k)
+		cancel()
+		if err != nil && ctx.Err() != nil {
 			return APIKey{}, User{}, err
 		}
 	}

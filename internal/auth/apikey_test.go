@@ -1,11 +1,15 @@
 package auth
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/meta"
 )
 
 // TestAPIKeyLifecycle: a key is shown once, authenticates its user (with
@@ -143,4 +147,51 @@ func otherSecret(secret string) string {
 		last = "Q"
 	}
 	return secret[:len(secret)-1] + last
+}
+
+// noLeaderStore is a meta.Store whose reads answer from its replica and
+// whose writes wait until their context ends, as in a cluster without a
+// leader.
+type noLeaderStore struct{ meta.Store }
+
+func (noLeaderStore) Put(ctx context.Context, _, _ string, _ []byte) error {
+	<-ctx.Done()
+	return fmt.Errorf("no leader took it: %w", ctx.Err())
+}
+
+func (s noLeaderStore) PutLazy(ctx context.Context, c, k string, v []byte) error {
+	return s.Put(ctx, c, k, v)
+}
+
+func (s noLeaderStore) Delete(ctx context.Context, c, k string) error { return s.Put(ctx, c, k, nil) }
+
+// TestAPIKeyLookupWithoutWrites: the first use of a key writes its time
+// of use, but a store that cannot take the write (a cluster without a
+// leader) neither fails the lookup nor holds it for the caller's whole
+// deadline: it reads the replica.
+func TestAPIKeyLookupWithoutWrites(t *testing.T) {
+	t.Parallel()
+	e, ctx := newTestEnv(t, fastOptions())
+	ann := e.mustRegister(t, "ann", "ann's long password")
+	secret, k, err := e.NewAPIKey(ctx, ann.ID, "reader app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck, err := NewStore(noLeaderStore{e.meta}, e.clock.Now, fastOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	got, u, err := stuck.LookupAPIKey(lctx, "ann", secret)
+	if took := time.Since(start); err != nil || got.ID != k.ID || u.ID != ann.ID || took > 2*time.Second {
+		t.Fatalf("lookup without writes: %+v %+v %v after %s, want the key at once", got, u, err, took)
+	}
+	// The caller's own deadline still ends it.
+	done, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	if _, _, err := stuck.LookupAPIKey(done, "ann", secret); err == nil {
+		t.Fatal("lookup with an ended context succeeded")
+	}
 }

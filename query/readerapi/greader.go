@@ -75,7 +75,9 @@ func (a *API) grLogin(ctx *fasthttp.RequestCtx) {
 		}
 		return string(ctx.QueryArgs().Peek(name))
 	}
-	_, _, err := a.deps.Auth.LookupAPIKey(context.Background(), arg("Email"), arg("Passwd"))
+	bctx, cancel := a.bounded()
+	defer cancel()
+	_, _, err := a.deps.Auth.LookupAPIKey(bctx, arg("Email"), arg("Passwd"))
 	if err != nil {
 		status := fasthttp.StatusUnauthorized
 		if !errors.Is(err, auth.ErrNoAPIKey) {
@@ -104,14 +106,16 @@ func (a *API) greaderAuth(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.Requ
 		if len(hdr) > len(prefix) && strings.EqualFold(hdr[:len(prefix)], prefix) {
 			secret = hdr[len(prefix):]
 		}
-		_, u, err := a.deps.Auth.LookupAPIKey(context.Background(), "", secret)
+		bctx, cancel := a.bounded()
+		defer cancel()
+		_, u, err := a.deps.Auth.LookupAPIKey(bctx, "", secret)
 		switch {
 		case errors.Is(err, auth.ErrNoAPIKey):
 			ctx.SetStatusCode(fasthttp.StatusUnauthorized)
 			ctx.SetContentType("text/plain; charset=utf-8")
 			ctx.SetBodyString("Unauthorized\n")
 		case err != nil:
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 		default:
 			h(ctx, u)
 		}
@@ -157,17 +161,18 @@ type grCategory struct {
 }
 
 func (a *API) grSubscriptions(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	subs, folders, err := a.subsAndFolders(c, u)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	out := []grSub{}
 	for _, sub := range subs {
 		f, err := a.feedOf(c, u, sub, folders)
 		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 			return
 		}
 		s := grSub{ID: fmt.Sprint("feed/", f.ID), Title: f.Title, Categories: []grCategory{}, URL: f.FeedURL, HTMLURL: f.SiteURL}
@@ -180,9 +185,11 @@ func (a *API) grSubscriptions(ctx *fasthttp.RequestCtx, u auth.User) {
 }
 
 func (a *API) grTags(ctx *fasthttp.RequestCtx, u auth.User) {
-	folders, err := a.deps.Reads.Folders(context.Background(), u.ID)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	folders, err := a.deps.Reads.Folders(bctx, u.ID)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	tags := []map[string]string{{"id": stateStarred}}
@@ -228,7 +235,8 @@ func arg(ctx *fasthttp.RequestCtx, name string) string {
 // (i, repeatable); other tags (kept-unread, broadcast, labels) are
 // accepted and ignored.
 func (a *API) grEditTag(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	add, remove := args(ctx, "a"), args(ctx, "r")
 	has := func(tags []string, t string) bool {
 		for _, x := range tags {
@@ -266,7 +274,7 @@ func (a *API) grEditTag(ctx *fasthttp.RequestCtx, u auth.User) {
 		}
 	}
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	grOK(ctx)
@@ -275,7 +283,8 @@ func (a *API) grEditTag(ctx *fasthttp.RequestCtx, u auth.User) {
 // streamSelection maps a stream id to a selection; ok is false (and a 400
 // answered) for one the reader has not.
 func (a *API) streamSelection(ctx *fasthttp.RequestCtx, u auth.User, stream string) (selection, bool) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	// A stream in the path may come escaped as one segment (feed%2F1).
 	if un, err := url.PathUnescape(stream); err == nil {
 		stream = un
@@ -292,7 +301,7 @@ func (a *API) streamSelection(ctx *fasthttp.RequestCtx, u auth.User, stream stri
 	}
 	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return selection{}, false
 	}
 	all := make([]string, len(subs))
@@ -394,8 +403,10 @@ func (a *API) streamPage(ctx *fasthttp.RequestCtx, u auth.User, stream string, m
 	var es []entry
 	if sel.status != "none" && (sel.starredOnly || len(sel.sources) > 0) {
 		var err error
-		if es, err = a.listEntries(context.Background(), u.ID, nil, sel); err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		bctx, cancel := a.bounded()
+		defer cancel()
+		if es, err = a.listEntries(bctx, u.ID, nil, sel); err != nil {
+			grServerError(ctx, err)
 			return nil, "", false
 		}
 	}
@@ -500,9 +511,11 @@ func (a *API) grStream(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	items, err := a.items(context.Background(), u, baseURL(ctx), page)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	items, err := a.items(bctx, u, baseURL(ctx), page)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	out := map[string]any{"id": cmp.Or(stream, stateReadingList), "updated": time.Now().Unix(), "items": items}
@@ -518,9 +531,11 @@ func (a *API) grItemContents(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	items, err := a.items(context.Background(), u, baseURL(ctx), es)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	items, err := a.items(bctx, u, baseURL(ctx), es)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"id": stateReadingList, "updated": time.Now().Unix(), "items": items})
@@ -545,7 +560,8 @@ func (a *API) grMarkAllRead(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	scopes := []readstate.Scope{}
 	if strings.HasSuffix(stream, "/state/com.google/reading-list") || stream == "" {
 		scopes = append(scopes, readstate.Scope{Kind: readstate.ScopeAll})
@@ -556,7 +572,7 @@ func (a *API) grMarkAllRead(ctx *fasthttp.RequestCtx, u auth.User) {
 	}
 	for _, sc := range scopes {
 		if err := a.deps.Reads.MarkScope(c, u.ID, sc, before); err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 			return
 		}
 	}
@@ -566,14 +582,15 @@ func (a *API) grMarkAllRead(ctx *fasthttp.RequestCtx, u auth.User) {
 // grUnreadCount counts the unread entries per subscribed feed, per label
 // and for the reading list.
 func (a *API) grUnreadCount(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	subs, folders, err := a.subsAndFolders(c, u)
 	var rs *readstate.State
 	if err == nil {
 		rs, err = a.deps.Reads.Load(c, u.ID)
 	}
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	type count struct {
@@ -588,12 +605,12 @@ func (a *API) grUnreadCount(ctx *fasthttp.RequestCtx, u auth.User) {
 	for _, sub := range subs {
 		es, err := a.listEntries(c, u.ID, rs, selection{sources: []string{sub.SourceID}, status: "unread"})
 		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 			return
 		}
 		num, err := a.deps.Reads.FeedNum(c, sub.SourceID)
 		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 			return
 		}
 		var newest int64
@@ -670,9 +687,11 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	items, err := a.items(context.Background(), u, baseURL(ctx), page)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	items, err := a.items(bctx, u, baseURL(ctx), page)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	feed := atomFeed{ID: "tag:google.com,2005:reader/" + stream, Title: stream, Updated: time.Now().UTC().Format(time.RFC3339)}
@@ -698,7 +717,7 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	}
 	b, err := xml.Marshal(feed)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	// No validators: read and star changes must not hide behind a 304.
@@ -712,7 +731,8 @@ func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 // with the error, as FreshRSS answers.
 func (a *API) grQuickAdd(ctx *fasthttp.RequestCtx, u auth.User) {
 	feedURL := strings.TrimPrefix(strings.TrimSpace(arg(ctx, "quickadd")), "feed/")
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	fail := func(err error) {
 		writeJSON(ctx, fasthttp.StatusOK, map[string]any{"numResults": 0, "query": feedURL, "error": err.Error()})
 	}
@@ -730,12 +750,12 @@ func (a *API) grQuickAdd(ctx *fasthttp.RequestCtx, u auth.User) {
 		sub, err = a.deps.Reads.Subscribe(c, u.ID, readstate.Subscription{SourceID: src.ID})
 	}
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	num, err := a.deps.Reads.FeedNum(c, sub.SourceID)
 	if err != nil {
-		ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+		grServerError(ctx, err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, map[string]any{"numResults": 1, "query": feedURL, "streamId": fmt.Sprint("feed/", num),
@@ -747,7 +767,8 @@ func (a *API) grQuickAdd(ctx *fasthttp.RequestCtx, u auth.User) {
 // t, into the folder of label a (created if needed) or out of the folder
 // of label r.
 func (a *API) grEditSubscription(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	action := arg(ctx, "ac")
 	if action != "subscribe" && action != "unsubscribe" && action != "edit" {
 		grBad(ctx, "ac must be subscribe, unsubscribe or edit")
@@ -797,7 +818,7 @@ func (a *API) grEditSubscription(ctx *fasthttp.RequestCtx, u auth.User) {
 			_, err = a.deps.Reads.Subscribe(c, u.ID, sub)
 		}
 		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 			return
 		}
 	}
@@ -848,7 +869,8 @@ func (a *API) streamSource(ctx context.Context, u auth.User, stream string, add 
 // name, leaving out those gone; it answers the request and returns false
 // on a malformed id or an error.
 func (a *API) itemEntries(ctx *fasthttp.RequestCtx, u auth.User) ([]entry, bool) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	var es []entry
 	for _, raw := range args(ctx, "i") {
 		num, ok := parseItemID(raw)
@@ -861,7 +883,7 @@ func (a *API) itemEntries(ctx *fasthttp.RequestCtx, u auth.User) ([]entry, bool)
 			continue
 		}
 		if err != nil {
-			ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
+			grServerError(ctx, err)
 			return nil, false
 		}
 		es = append(es, e)

@@ -67,13 +67,15 @@ func (a *API) minifluxAuth(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.Req
 			mfError(ctx, fasthttp.StatusUnauthorized, "access unauthorized")
 			return
 		}
-		_, u, err := a.deps.Auth.LookupAPIKey(context.Background(), username, secret)
+		bctx, cancel := a.bounded()
+		defer cancel()
+		_, u, err := a.deps.Auth.LookupAPIKey(bctx, username, secret)
 		switch {
 		case errors.Is(err, auth.ErrNoAPIKey):
 			ctx.Response.Header.Set("WWW-Authenticate", `Basic realm="Restricted"`)
 			mfError(ctx, fasthttp.StatusUnauthorized, "access unauthorized")
 		case err != nil:
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 		default:
 			h(ctx, u)
 		}
@@ -146,9 +148,11 @@ func categoryOf(u auth.User, f readstate.Folder) mfCategory {
 }
 
 func (a *API) mfCategories(ctx *fasthttp.RequestCtx, u auth.User) {
-	folders, err := a.deps.Reads.Folders(context.Background(), u.ID)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	folders, err := a.deps.Reads.Folders(bctx, u.ID)
 	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	out := make([]mfCategory, len(folders))
@@ -166,14 +170,16 @@ func (a *API) mfCreateCategory(ctx *fasthttp.RequestCtx, u auth.User) {
 		mfError(ctx, fasthttp.StatusBadRequest, "invalid JSON body: "+err.Error())
 		return
 	}
-	f, err := a.deps.Reads.AddFolder(context.Background(), u.ID, req.Title)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	f, err := a.deps.Reads.AddFolder(bctx, u.ID, req.Title)
 	switch {
 	case errors.Is(err, readstate.ErrFolderExists):
 		mfError(ctx, fasthttp.StatusBadRequest, "This category already exists.")
 	case errors.Is(err, readstate.ErrInvalidFolderName), errors.Is(err, readstate.ErrTooMany):
 		mfError(ctx, fasthttp.StatusBadRequest, err.Error())
 	case err != nil:
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 	default:
 		writeJSON(ctx, fasthttp.StatusCreated, categoryOf(u, f))
 	}
@@ -276,17 +282,18 @@ func (a *API) folderMap(ctx context.Context, u auth.User) (map[int64]readstate.F
 }
 
 func (a *API) mfFeeds(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	subs, folders, err := a.subsAndFolders(c, u)
 	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	out := make([]mfFeed, 0, len(subs))
 	for _, sub := range subs {
 		f, err := a.feedOf(c, u, sub, folders)
 		if err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 		out = append(out, f)
@@ -308,7 +315,8 @@ func (a *API) subscription(ctx *fasthttp.RequestCtx, u auth.User, raw string) (r
 		mfError(ctx, fasthttp.StatusBadRequest, "invalid feed id")
 		return readstate.Subscription{}, false
 	}
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	src, ok, err := a.deps.Reads.SourceOfFeed(c, num)
 	if err == nil && ok {
 		var sub readstate.Subscription
@@ -317,7 +325,7 @@ func (a *API) subscription(ctx *fasthttp.RequestCtx, u auth.User, raw string) (r
 		}
 	}
 	if err != nil && !errors.Is(err, readstate.ErrNotSubscribed) {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return readstate.Subscription{}, false
 	}
 	mfError(ctx, fasthttp.StatusNotFound, "resource not found")
@@ -329,7 +337,8 @@ func (a *API) mfFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	folders, err := a.folderMap(c, u)
 	if err == nil {
 		var f mfFeed
@@ -338,7 +347,7 @@ func (a *API) mfFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 			return
 		}
 	}
-	mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	mfServerError(ctx, err)
 }
 
 func (a *API) mfDeleteFeed(ctx *fasthttp.RequestCtx, u auth.User) {
@@ -346,8 +355,10 @@ func (a *API) mfDeleteFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	if err := a.deps.Reads.Unsubscribe(context.Background(), u.ID, sub.SourceID); err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	bctx, cancel := a.bounded()
+	defer cancel()
+	if err := a.deps.Reads.Unsubscribe(bctx, u.ID, sub.SourceID); err != nil {
+		mfServerError(ctx, err)
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -365,7 +376,8 @@ func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 		mfError(ctx, fasthttp.StatusBadRequest, "the feed URL is required (a JSON body with feed_url)")
 		return
 	}
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	if req.CategoryID != 0 {
 		if _, err := a.deps.Reads.Folder(c, u.ID, req.CategoryID); err != nil {
 			mfError(ctx, fasthttp.StatusBadRequest, "this category does not exist or does not belong to this user")
@@ -381,7 +393,7 @@ func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 		mfError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
 	case err != nil:
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	if _, err := a.deps.Reads.Subscription(c, u.ID, src.ID); err == nil {
@@ -389,12 +401,12 @@ func (a *API) mfCreateFeed(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	if _, err := a.deps.Reads.Subscribe(c, u.ID, readstate.Subscription{SourceID: src.ID, Folder: req.CategoryID}); err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	num, err := a.deps.Reads.FeedNum(c, src.ID)
 	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusCreated, map[string]int64{"feed_id": num})

@@ -235,11 +235,12 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 	if !ok {
 		return
 	}
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	if sources == nil {
 		subs, err := a.deps.Reads.Subscriptions(c, u.ID)
 		if err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 		for _, s := range subs {
@@ -250,7 +251,7 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 	if sel.status != "none" && len(sel.sources) > 0 {
 		var err error
 		if es, err = a.listEntries(c, u.ID, nil, sel); err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 	}
@@ -268,7 +269,7 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 	for _, e := range es[min(offset, len(es)):min(offset+limit, len(es))] {
 		me, err := cache.entry(c, e)
 		if err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 		out.Entries = append(out.Entries, me)
@@ -321,14 +322,15 @@ func (a *API) mfCategoryEntries(ctx *fasthttp.RequestCtx, u auth.User) {
 // non-nil slice when none); it answers 404 and returns nil when the reader
 // has no such folder.
 func (a *API) folderSources(ctx *fasthttp.RequestCtx, u auth.User, id int64) []string {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	if _, err := a.deps.Reads.Folder(c, u.ID, id); err != nil {
 		mfError(ctx, fasthttp.StatusNotFound, "resource not found")
 		return nil
 	}
 	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
 	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return nil
 	}
 	out := []string{}
@@ -348,13 +350,15 @@ func (a *API) entryOfPath(ctx *fasthttp.RequestCtx, u auth.User, param string) (
 		mfError(ctx, fasthttp.StatusBadRequest, "invalid entry id")
 		return entry{}, false
 	}
-	e, err := a.entryByNum(context.Background(), u.ID, num)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	e, err := a.entryByNum(bctx, u.ID, num)
 	switch {
 	case errors.Is(err, errNoEntry):
 		mfError(ctx, fasthttp.StatusNotFound, "resource not found")
 		return entry{}, false
 	case err != nil:
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return entry{}, false
 	}
 	return e, true
@@ -365,9 +369,11 @@ func (a *API) mfEntry(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	me, err := (&feedsCache{a: a, u: u, base: baseURL(ctx)}).entry(context.Background(), e)
+	bctx, cancel := a.bounded()
+	defer cancel()
+	me, err := (&feedsCache{a: a, u: u, base: baseURL(ctx)}).entry(bctx, e)
 	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, me)
@@ -397,7 +403,8 @@ func (a *API) mfUpdateEntries(ctx *fasthttp.RequestCtx, u auth.User) {
 		mfError(ctx, fasthttp.StatusBadRequest, "invalid entry status: "+req.Status)
 		return
 	}
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	var arts []readstate.Article
 	for _, id := range req.EntryIDs {
 		e, err := a.entryByNum(c, u.ID, id)
@@ -405,21 +412,21 @@ func (a *API) mfUpdateEntries(ctx *fasthttp.RequestCtx, u auth.User) {
 			continue // gone: nothing to mark
 		}
 		if err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 		arts = append(arts, readstateArticle(e))
 	}
 	if req.Status != "" && len(arts) > 0 {
 		if err := a.deps.Reads.MarkArticles(c, u.ID, req.Status == "read", arts...); err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 	}
 	if req.Starred != nil {
 		for _, art := range arts {
 			if _, err := a.deps.Reads.SetStar(c, u.ID, art, *req.Starred); err != nil {
-				mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+				mfServerError(ctx, err)
 				return
 			}
 		}
@@ -433,8 +440,10 @@ func (a *API) mfToggleBookmark(ctx *fasthttp.RequestCtx, u auth.User) {
 	if !ok {
 		return
 	}
-	if _, err := a.deps.Reads.SetStar(context.Background(), u.ID, readstateArticle(e), !e.Starred); err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	bctx, cancel := a.bounded()
+	defer cancel()
+	if _, err := a.deps.Reads.SetStar(bctx, u.ID, readstateArticle(e), !e.Starred); err != nil {
+		mfServerError(ctx, err)
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -443,14 +452,15 @@ func (a *API) mfToggleBookmark(ctx *fasthttp.RequestCtx, u auth.User) {
 // mfCounters is GET /v1/feeds/counters: read and unread entries per
 // subscribed feed, only the counts that are not zero.
 func (a *API) mfCounters(ctx *fasthttp.RequestCtx, u auth.User) {
-	c := context.Background()
+	c, cancel := a.bounded()
+	defer cancel()
 	subs, err := a.deps.Reads.Subscriptions(c, u.ID)
 	var rs *readstate.State
 	if err == nil {
 		rs, err = a.deps.Reads.Load(c, u.ID)
 	}
 	if err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		mfServerError(ctx, err)
 		return
 	}
 	out := struct {
@@ -472,7 +482,7 @@ func (a *API) mfCounters(ctx *fasthttp.RequestCtx, u auth.User) {
 			}
 		}
 		if err != nil {
-			mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+			mfServerError(ctx, err)
 			return
 		}
 	}
@@ -487,8 +497,10 @@ func (a *API) mfMarkFeedRead(ctx *fasthttp.RequestCtx, u auth.User) {
 		return
 	}
 	sc := readstate.Scope{Kind: readstate.ScopeSource, Value: sub.SourceID}
-	if err := a.deps.Reads.MarkScope(context.Background(), u.ID, sc, time.Now().UnixMilli()); err != nil {
-		mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+	bctx, cancel := a.bounded()
+	defer cancel()
+	if err := a.deps.Reads.MarkScope(bctx, u.ID, sc, time.Now().UnixMilli()); err != nil {
+		mfServerError(ctx, err)
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

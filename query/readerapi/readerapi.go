@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/fasthttp/router"
+	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/readstate"
@@ -34,6 +36,10 @@ type Deps struct {
 	// returns the source added, or the one that has the URL the page led
 	// to, or an error wrapping ErrMayNotAddSources or ErrSourceRefused.
 	AddSource func(ctx context.Context, u auth.User, feedURL string) (crawl.Source, error)
+	// Timeout bounds each handler's calls to the metadata store (API keys,
+	// read state, subscriptions; default 4s): without a cluster leader a
+	// change answers 503 with Retry-After instead of waiting for one.
+	Timeout time.Duration
 }
 
 // Errors of AddSource.
@@ -56,7 +62,52 @@ func New(deps Deps, instrument func(string, fasthttp.RequestHandler) fasthttp.Re
 	if instrument == nil {
 		instrument = func(_ string, h fasthttp.RequestHandler) fasthttp.RequestHandler { return h }
 	}
+	if deps.Timeout <= 0 {
+		deps.Timeout = defaultTimeout
+	}
 	return &API{deps: deps, instrument: instrument}
+}
+
+// defaultTimeout is Deps.Timeout's default.
+const defaultTimeout = 4 * time.Second
+
+// bounded is the context of a handler's calls to the metadata store: not
+// the request's, so a change once sent is not abandoned halfway, and
+// bounded by Deps.Timeout.
+func (a *API) bounded() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), a.deps.Timeout)
+}
+
+// unavailable reports whether err says the metadata store could not answer
+// in time: the cluster has no leader to take a change, or it did not
+// answer within Deps.Timeout.
+func unavailable(err error) bool {
+	return errors.Is(err, cluster.ErrNoLeader) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// retryAfter is the Retry-After of a 503 for want of a leader: about an
+// election.
+const retryAfter = "5"
+
+// mfServerError answers a Miniflux API request whose store call failed:
+// 503 with Retry-After when the store is unavailable, else 500.
+func mfServerError(ctx *fasthttp.RequestCtx, err error) {
+	if unavailable(err) {
+		ctx.Response.Header.Set("Retry-After", retryAfter)
+		mfError(ctx, fasthttp.StatusServiceUnavailable, "the cluster has no leader right now, or did not answer in time; try again")
+		return
+	}
+	mfError(ctx, fasthttp.StatusInternalServerError, err.Error())
+}
+
+// grServerError is mfServerError for the Google Reader API (plain text).
+func grServerError(ctx *fasthttp.RequestCtx, err error) {
+	if unavailable(err) {
+		ctx.Response.Header.Set("Retry-After", retryAfter)
+		ctx.Error("the cluster has no leader right now, or did not answer in time; try again", fasthttp.StatusServiceUnavailable)
+		return
+	}
+	ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 }
 
 // Register adds the APIs' routes to r.
