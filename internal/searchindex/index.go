@@ -661,16 +661,9 @@ func (ix *Index) SeenBefore(ctx context.Context, t time.Time, limit int) (ids []
 		old.AddMustNot(anySeen)
 		q = bleve.NewDisjunctionQuery(seen, old)
 	}
-	req := bleve.NewSearchRequestOptions(q, limit+1, 0, false)
-	req.Score = "none"
-	res, err := ix.bi.SearchInContext(ctx, req)
-	if err != nil {
+	if ids, more, err = ix.matching(ctx, q, limit); err != nil {
 		return nil, false, fmt.Errorf("seen before: %w", err)
 	}
-	for _, h := range res.Hits[:min(limit, len(res.Hits))] {
-		ids = append(ids, h.ID)
-	}
-	more = len(res.Hits) > limit
 	if legacy != math.MinInt64 && !more && indexedTime(t).UnixNano() > legacy {
 		// Every document without a first-seen time was published before
 		// t: once the next Apply deletes these, none is left.
@@ -693,11 +686,20 @@ func (ix *Index) PublishedBefore(ctx context.Context, t time.Time, limit int) (i
 	if !t.After(minTime) {
 		return nil, false, nil
 	}
-	req := bleve.NewSearchRequestOptions(timeRange(time.Time{}, indexedTime(t)), limit+1, 0, false)
+	if ids, more, err = ix.matching(ctx, timeRange(time.Time{}, indexedTime(t)), limit); err != nil {
+		return nil, false, fmt.Errorf("published before: %w", err)
+	}
+	return ids, more, nil
+}
+
+// matching returns the ids of up to limit documents q matches, unscored,
+// and whether more match. Called with mu held for reading.
+func (ix *Index) matching(ctx context.Context, q query.Query, limit int) (ids []string, more bool, err error) {
+	req := bleve.NewSearchRequestOptions(q, limit+1, 0, false)
 	req.Score = "none"
 	res, err := ix.bi.SearchInContext(ctx, req)
 	if err != nil {
-		return nil, false, fmt.Errorf("published before: %w", err)
+		return nil, false, err
 	}
 	for _, h := range res.Hits[:min(limit, len(res.Hits))] {
 		ids = append(ids, h.ID)
