@@ -191,13 +191,18 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	if err := s.meta.Delete(ctx, colStatus, id); err != nil {
 		return err
 	}
-	return s.meta.Delete(ctx, colHooks, id)
+	if err := s.meta.Delete(ctx, colHooks, id); err != nil {
+		return err
+	}
+	// The hook first: a delivery left by a crash here is dropped when it
+	// falls due, as the hook is gone.
+	return s.dropPending(ctx, id)
 }
 
-// DeleteOwner removes every hook of owner with its status, when the
-// account goes, and returns how many it removed. Deliveries of them that
-// are queued or waiting for a retry are dropped before their next try
-// (Dispatcher).
+// DeleteOwner removes every hook of owner with its status and the
+// deliveries of the outbox, when the account goes, and returns how many
+// hooks it removed. A delivery of them that is queued or waits for a retry
+// is dropped before its next try (Dispatcher).
 func (s *Store) DeleteOwner(ctx context.Context, owner string) (int, error) {
 	if owner == "" {
 		return 0, fmt.Errorf("%w: no owner", ErrInvalid)
@@ -218,6 +223,16 @@ func (s *Store) DeleteOwner(ctx context.Context, owner string) (int, error) {
 func (s *Store) exists(ctx context.Context, id string) (bool, error) {
 	_, ok, err := s.meta.Get(ctx, colHooks, id)
 	return ok, err
+}
+
+// hook returns the hook id, false if there is none.
+func (s *Store) hook(ctx context.Context, id string) (Hook, bool, error) {
+	var h Hook
+	v, ok, err := s.meta.Get(ctx, colHooks, id)
+	if err == nil && ok {
+		err = json.Unmarshal(v, &h)
+	}
+	return h, ok, err
 }
 
 // Status returns what became of a hook's deliveries.
