@@ -71,7 +71,7 @@ func TestOutboxResumes(t *testing.T) {
 		if tries.Add(1) == 1 {
 			firstID.Store(r.Header.Get("X-Newsflow-Delivery"))
 			_, _ = io.ReadAll(r.Body) // then the server notices when the sender hangs up
-			<-r.Context().Done() // the first try hangs until the sender gives up
+			<-r.Context().Done()      // the first try hangs until the sender gives up
 			return
 		}
 		rcv.ServeHTTP(w, r)
