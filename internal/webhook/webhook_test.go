@@ -48,15 +48,11 @@ type receiver struct {
 	mu     sync.Mutex
 	got    []Payload
 	at     []time.Time
-	seen   []string // X-Newsflow-Delivery of every try
 	tries  atomic.Int32
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.tries.Add(1)
-	r.mu.Lock()
-	r.seen = append(r.seen, req.Header.Get("X-Newsflow-Delivery"))
-	r.mu.Unlock()
 	body, _ := io.ReadAll(req.Body)
 	ts, err := strconv.ParseInt(req.Header.Get("X-Newsflow-Timestamp"), 10, 64)
 	if err != nil || req.Header.Get("X-Newsflow-Signature") != Sign(r.secret(), ts, body) || req.Header.Get("Content-Type") != "application/json" {
@@ -73,12 +69,6 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.got, r.at = append(r.got, p), append(r.at, time.Now())
 	r.mu.Unlock()
-}
-
-func (r *receiver) deliveryIDs() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.seen...)
 }
 
 func (r *receiver) deliveries() []Payload {
