@@ -6,10 +6,17 @@
 // Hooks live in the metadata store ("webhooks": id → Hook; "webhook-status":
 // id → Status), so every node of a cluster knows them; the node that runs
 // the story writer delivers (the caller decides: New's isWriter). What was
-// announced last is marked in the metadata store ("webhook-state"), so a
-// restarted node, or the next writer after a failover, announces what
-// became breaking meanwhile and nothing twice. A delivery is at least
-// once: a receiver deduplicates by the X-Newsflow-Delivery header.
+// announced last is marked in the metadata store ("webhook-state"), and
+// every delivery waits in the outbox ("webhook-outbox") from before the
+// mark moves past its story until it is delivered, dead-lettered or its
+// hook goes, so a restarted node, or the next writer after a failover,
+// announces what became breaking meanwhile and resumes what was pending. A
+// delivery is at least once: a receiver deduplicates by the
+// X-Newsflow-Delivery header, the same on every try (DeliveryID).
+//
+// Retries are scheduled, not slept (sched.go): a hook has one try in
+// flight at most and an owner's hooks at most half the workers, so a
+// receiver that never answers delays only its own hook.
 //
 // Signature: X-Newsflow-Signature is "sha256=" and the hex HMAC-SHA256,
 // keyed by the hook's secret, of X-Newsflow-Timestamp (ms), a dot, and the
