@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -149,13 +150,20 @@ func TestWebhooksDeliverBreakingNews(t *testing.T) {
 // of the story once the breaking list shows it.
 func makeBreaking(t *testing.T, n *nodeProc) string {
 	t.Helper()
-	// Six outlets report an eruption within minutes: a breaking story.
+	return makeBreakingAbout(t, n, "volcano", "Volcano erupts near Reykjavik, flights grounded across Iceland",
+		"A volcano erupted near Reykjavik on Friday, grounding flights across Iceland.")
+}
+
+// makeBreakingAbout is makeBreaking for another event: it returns the id
+// of the first breaking story that is none of known.
+func makeBreakingAbout(t *testing.T, n *nodeProc, slug, title, summary string, known ...string) string {
+	t.Helper()
+	// Seven outlets report the event within minutes: a breaking story.
 	now := time.Now().UTC()
 	var lines []string
 	for i, outlet := range []string{"wire", "daily", "post", "herald", "times", "globe", "courier"} {
-		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://%s.example/volcano", outlet), "source_id": outlet,
-			"title":        fmt.Sprintf("Volcano erupts near Reykjavik, flights grounded across Iceland (%s)", outlet),
-			"summary":      "A volcano erupted near Reykjavik on Friday, grounding flights across Iceland.",
+		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://%s.example/%s", outlet, slug), "source_id": outlet,
+			"title": fmt.Sprintf("%s (%s)", title, outlet), "summary": summary,
 			"published_at": now.Add(-time.Duration(7-i) * time.Minute).Format(time.RFC3339)})
 		lines = append(lines, string(b))
 	}
@@ -171,11 +179,16 @@ func makeBreaking(t *testing.T, n *nodeProc) string {
 				ID string `json:"id"`
 			} `json:"stories"`
 		}
-		if err := getJSON(n.URL("/api/v1/breaking"), &page); err != nil || len(page.Stories) == 0 {
-			return fmt.Errorf("no breaking story yet (%v)", err)
+		if err := getJSON(n.URL("/api/v1/breaking"), &page); err != nil {
+			return err
 		}
-		storyID = page.Stories[0].ID
-		return nil
+		for _, st := range page.Stories {
+			if !slices.Contains(known, st.ID) {
+				storyID = st.ID
+				return nil
+			}
+		}
+		return fmt.Errorf("no new breaking story yet (%d known)", len(page.Stories))
 	})
 	return storyID
 }
