@@ -145,15 +145,21 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// resync is how often the writer reads the whole outbox again.
+const resync = time.Minute
+
 // loop runs the schedule until ctx is done.
 func (d *Dispatcher) loop(ctx context.Context, work chan<- pending, outcomes <-chan outcome) {
 	s := newSched(d.opts.PerOwner)
 	idle, writer := d.opts.Workers, false
+	var resumed time.Time
 	poll := func() {
 		switch w := d.isWriter(); {
-		case w && !writer:
+		case w && (!writer || time.Since(resumed) >= resync):
+			// Also now and then: in a cluster, the replica a new writer
+			// resumed from may have lagged the old writer's last entries.
 			d.resume(ctx, s)
-			writer = true
+			writer, resumed = true, time.Now()
 		case !w && writer:
 			s.reset() // the outbox keeps them for the next writer
 			writer = false
@@ -196,8 +202,9 @@ func (d *Dispatcher) loop(ctx context.Context, work chan<- pending, outcomes <-c
 	}
 }
 
-// resume schedules every delivery of the outbox: after a start, a crash,
-// or on the node that took the writer role.
+// resume schedules every delivery of the outbox that is not scheduled
+// yet: after a start, a crash, or on the node that took the writer role,
+// and every resync.
 func (d *Dispatcher) resume(ctx context.Context, s *sched) {
 	n := 0
 	err := d.store.scanPending(ctx, "", func(p pending) error {
