@@ -223,9 +223,8 @@ func (d *Dispatcher) resume(ctx context.Context, s *sched) {
 
 // watch announces each story once per breaking episode: the stories whose
 // BreakingAt is after what was announced last. Their deliveries go to the
-// outbox before that mark moves past them, with ids that depend only on
-// the hook and the episode: a crash between the two announces them again
-// under the same ids, a receiver sees a repeat at worst, never a loss.
+// outbox with the mark that moves past them (Store.announce), with ids
+// that depend only on the hook and the episode.
 // The mark is in the metadata store, so a restarted node, or the next
 // writer after a failover, announces what became breaking meanwhile.
 func (d *Dispatcher) watch(ctx context.Context, s *sched) {
@@ -263,16 +262,12 @@ func (d *Dispatcher) watch(ctx context.Context, s *sched) {
 				d.deadLetter(ctx, h, body, "too many deliveries pending")
 				continue
 			}
-			p := pending{ID: id, Hook: h.ID, Owner: h.Owner, NextAt: now, Body: body}
-			if err := d.store.putPending(ctx, p); err != nil {
-				d.log.Error("webhooks: write the outbox", "err", err)
-				return // the mark stays: announced again at the next check
-			}
-			ps = append(ps, p)
+			ps = append(ps, pending{ID: id, Hook: h.ID, Owner: h.Owner, NextAt: now, Body: body})
 		}
 	}
-	if err := d.store.setAnnounced(ctx, next); err != nil {
-		d.log.Error("webhooks: write the announced mark", "err", err)
+	if err := d.store.announce(ctx, ps, next); err != nil {
+		d.log.Error("webhooks: announce", "err", err)
+		return // the mark stays: announced again at the next check, under the same ids
 	}
 	for _, p := range ps {
 		s.add(p)

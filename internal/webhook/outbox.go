@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/newsflow/newsflow/internal/meta"
 )
 
 // The outbox ("webhook-outbox" in the metadata store: hook id, "/",
@@ -43,6 +45,32 @@ func DeliveryID(hook, storyID string, breakingAt int64) string {
 	h.Write([]byte{0})
 	h.Write([]byte(strconv.FormatInt(breakingAt, 10)))
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// announce writes the deliveries ps to the outbox and moves the announced
+// mark to m: in one atomic write where the metadata store can
+// (meta.Batcher: a node's own store), else each delivery before the mark
+// (a cluster's, one Raft command a write). Then a crash between them
+// leaves the mark where it was: the stories are announced again under the
+// same delivery ids, overwriting the entries, and a receiver sees a repeat
+// at worst, never a loss.
+func (s *Store) announce(ctx context.Context, ps []pending, m mark) error {
+	mv, _ := json.Marshal(m)
+	if b, ok := s.meta.(meta.Batcher); ok {
+		pairs := make([]meta.Pair, 0, len(ps)+1)
+		for _, p := range ps {
+			v, _ := json.Marshal(p)
+			pairs = append(pairs, meta.Pair{Collection: colOutbox, Key: p.key(), Value: v})
+		}
+		pairs = append(pairs, meta.Pair{Collection: colState, Key: "announced", Value: mv})
+		return b.PutBatch(ctx, pairs)
+	}
+	for _, p := range ps {
+		if err := s.putPending(ctx, p); err != nil {
+			return err
+		}
+	}
+	return s.meta.Put(ctx, colState, "announced", mv)
 }
 
 // putPending stores p durably.

@@ -60,10 +60,17 @@ func addHook(t *testing.T, store *Store, owner, url string, r *receiver) Hook {
 // dispatcher stops (the node shuts down) is cut short after the drain
 // bound and stays in the outbox, not dead-lettered; the next dispatcher
 // over the same store delivers it under the same delivery id, the one
-// DeliveryID gives for the hook and the breaking episode.
+// DeliveryID gives for the hook and the breaking episode. Whether the
+// metadata store writes the outbox and the mark in one batch (a node's
+// own) or one after the other (a cluster's).
 func TestOutboxResumes(t *testing.T) {
+	t.Run("batch", func(t *testing.T) { testOutboxResumes(t, meta.NewLocal(statetest.Open(t))) })
+	t.Run("ordered", func(t *testing.T) { testOutboxResumes(t, struct{ meta.Store }{meta.NewLocal(statetest.Open(t))}) })
+}
+
+func testOutboxResumes(t *testing.T, m meta.Store) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
+	store := NewStore(m, nil, true)
 	rcv := &receiver{t: t}
 	var tries atomic.Int32
 	var firstID atomic.Value
