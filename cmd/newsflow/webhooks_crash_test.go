@@ -255,3 +255,72 @@ func TestWebhooksBlackHoleFairAndDeletedUser(t *testing.T) {
 		t.Errorf("bob got %s then %s, want %s then %s; problems %v", got[0].Story.ID, got[1].Story.ID, first, second, bad)
 	}
 }
+
+// TestClusterWebhookFailover: in a cluster of three, a story becomes
+// breaking while its webhook's receiver refuses; the node that runs the
+// story writer is SIGKILLed after a refused try and the receiver
+// recovers: the node that takes the writer role over delivers it from the
+// replicated outbox, under the refused tries' delivery id.
+func TestClusterWebhookFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process cluster test skipped in -short mode")
+	}
+	rcv := &refusingReceiver{}
+	rcv.refuse.Store(true)
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	tc := startTestCluster(t, "NEWSFLOW_CRAWL_ALLOW_CIDRS=127.0.0.1/32", "NEWSFLOW_WEBHOOKS_ALLOW_HTTP=true",
+		"NEWSFLOW_WEBHOOKS_ATTEMPTS=1000", "NEWSFLOW_WEBHOOKS_BACKOFF=100ms", "NEWSFLOW_WEBHOOKS_MAX_BACKOFF=200ms",
+		"NEWSFLOW_STORIES_BREAKING_RATE=0.1")
+	a := tc.nodes["a"]
+	h := addWebhook(t, a, signUp(t, a, "ann"), srv.URL+"/hook")
+	rcv.secret.Store(&h.Secret)
+	storyID := makeBreaking(t, a)
+	var refused string
+	testutil.Eventually(t, 20*time.Second, func() error {
+		tried, _, _ := rcv.state()
+		if len(tried) == 0 {
+			return fmt.Errorf("no try yet")
+		}
+		refused = tried[0]
+		return nil
+	})
+	writer := ""
+	for _, id := range tc.ids {
+		var page struct {
+			Stages []struct {
+				Stage   string `json:"stage"`
+				Running int    `json:"running"`
+			} `json:"stages"`
+		}
+		if err := getJSON(tc.nodes[id].URL("/api/v1/admin/stages"), &page); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range page.Stages {
+			if st.Stage == "stories" && st.Running > 0 {
+				writer = id
+			}
+		}
+	}
+	if writer == "" {
+		t.Fatal("no node runs the story writer")
+	}
+	tc.nodes[writer].Kill()
+	killed := time.Now()
+	rcv.refuse.Store(false)
+	testutil.Eventually(t, 90*time.Second, func() error {
+		if _, got, _ := rcv.state(); len(got) == 0 {
+			return fmt.Errorf("no delivery since the story writer's node %s was killed", writer)
+		}
+		return nil
+	})
+	tried, got, bad := rcv.state()
+	t.Logf("the story writer's node %s killed after a refused try; delivered %v later by the next writer, %d tries in all",
+		writer, time.Since(killed).Round(time.Millisecond), len(tried))
+	if len(bad) > 0 {
+		t.Errorf("problems: %v", bad)
+	}
+	if p := got[0]; p.Delivery != refused || p.Story.ID != storyID || p.Hook != h.ID {
+		t.Errorf("delivered %+v, want story %s with the refused tries' delivery id %s", p, storyID, refused)
+	}
+}

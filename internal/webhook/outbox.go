@@ -94,9 +94,9 @@ func (s *Store) deletePending(ctx context.Context, p pending) error {
 	return s.meta.Delete(ctx, colOutbox, p.key())
 }
 
-// Pending returns the deliveries in the outbox of hook ("" for every
+// pendingIDs returns the deliveries in the outbox of hook ("" for every
 // hook): their delivery ids, in key order.
-func (s *Store) Pending(ctx context.Context, hook string) ([]string, error) {
+func (s *Store) pendingIDs(ctx context.Context, hook string) ([]string, error) {
 	var ids []string
 	err := s.scanPending(ctx, hook, func(p pending) error { ids = append(ids, p.ID); return nil })
 	return ids, err

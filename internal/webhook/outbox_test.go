@@ -101,7 +101,7 @@ func testOutboxResumes(t *testing.T, m meta.Store) {
 	if id, _ := firstID.Load().(string); id != want {
 		t.Errorf("delivery id %q, want %q", id, want)
 	}
-	if ids, err := store.Pending(ctx, h.ID); err != nil || !slices.Equal(ids, []string{want}) {
+	if ids, err := store.pendingIDs(ctx, h.ID); err != nil || !slices.Equal(ids, []string{want}) {
 		t.Fatalf("outbox after the stop: %v %v, want the delivery", ids, err)
 	}
 	if len(dead.list()) != 0 {
@@ -113,7 +113,7 @@ func testOutboxResumes(t *testing.T, m meta.Store) {
 	if p := rcv.deliveries()[0]; p.Delivery != want || p.Story.ID != "quake" || p.Hook != h.ID {
 		t.Errorf("resumed payload %+v", p)
 	}
-	waitFor(t, 5*time.Second, func() bool { ids, _ := store.Pending(ctx, ""); return len(ids) == 0 }, "the outbox empty once delivered")
+	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return len(ids) == 0 }, "the outbox empty once delivered")
 	if n := tries.Load(); n != 2 {
 		t.Errorf("%d tries, want 2 (one cut short, one delivered)", n)
 	}
@@ -251,7 +251,7 @@ func TestDeletedOwnerPending(t *testing.T) {
 		return s1.Retried == 1 && s2.Retried == 1 && len(bob.deliveries()) == 1
 	}, "ann's hooks failed once, bob's delivered")
 	stop()
-	if ids, _ := store.Pending(ctx, ""); len(ids) != 2 {
+	if ids, _ := store.pendingIDs(ctx, ""); len(ids) != 2 {
 		t.Fatalf("outbox %v, want ann's two deliveries", ids)
 	}
 	// A crash after a hook went but before its deliveries did.
@@ -262,14 +262,14 @@ func TestDeletedOwnerPending(t *testing.T) {
 	if n, err := store.DeleteOwner(ctx, "u-ann"); err != nil || n != 2 {
 		t.Fatalf("delete ann's hooks: %d %v", n, err)
 	}
-	if ids, _ := store.Pending(ctx, ""); !slices.Equal(ids, []string{"stale"}) {
+	if ids, _ := store.pendingIDs(ctx, ""); !slices.Equal(ids, []string{"stale"}) {
 		t.Errorf("outbox after ann went: %v, want only the stale delivery", ids)
 	}
 	tries := ann.tries.Load() + ann2.tries.Load()
 	ann.status.Store(0)
 	ann2.status.Store(0)
 	startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
-	waitFor(t, 5*time.Second, func() bool { ids, _ := store.Pending(ctx, ""); return len(ids) == 0 }, "the stale delivery dropped")
+	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return len(ids) == 0 }, "the stale delivery dropped")
 	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000}, &story.Story{ID: "flood", Title: "Flood", BreakingAt: 2000})
 	waitFor(t, 5*time.Second, func() bool { return len(bob.deliveries()) == 2 }, "bob's second delivery")
 	if n := ann.tries.Load() + ann2.tries.Load(); n != tries {
