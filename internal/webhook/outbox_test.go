@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -274,5 +275,55 @@ func TestDeletedOwnerPending(t *testing.T) {
 	waitFor(t, 5*time.Second, func() bool { return len(bob.deliveries()) == 2 }, "bob's second delivery")
 	if n := ann.tries.Load() + ann2.tries.Load(); n != tries {
 		t.Errorf("ann's hooks were tried %d times after her account went", n-tries)
+	}
+}
+
+// failingMark is a metadata store without batches whose writes of the
+// announced mark fail while fail is set: a crash between a delivery's
+// outbox entry and the mark.
+type failingMark struct {
+	meta.Store
+	fail atomic.Bool
+}
+
+func (f *failingMark) Put(ctx context.Context, collection, key string, value []byte) error {
+	if collection == colState && f.fail.Load() {
+		return errors.New("the disk is gone")
+	}
+	return f.Store.Put(ctx, collection, key, value)
+}
+
+// TestAnnounceTornWrite: on a store that writes the outbox entries, then
+// the mark, a dispatcher stops after the entries while the mark stayed
+// behind; the next one announces the story again under the same delivery
+// id: the receiver gets it once, not twice, and nothing is left pending.
+func TestAnnounceTornWrite(t *testing.T) {
+	ctx := t.Context()
+	m := &failingMark{Store: meta.NewLocal(statetest.Open(t))}
+	m.fail.Store(true)
+	store := NewStore(m, nil, true)
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	h := addHook(t, store, "u-ann", srv.URL, rcv)
+	stories := &breakingNow{}
+	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000})
+	opts := Options{Attempts: 5, Backoff: time.Second, Timeout: time.Second, Every: 20 * time.Millisecond}
+	stop := startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
+	want := DeliveryID(h.ID, "quake", 1000)
+	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return slices.Equal(ids, []string{want}) }, "the entry written")
+	stop()
+	if n := rcv.tries.Load(); n != 0 {
+		t.Fatalf("%d tries before the mark moved", n)
+	}
+	if mk, _ := store.announced(ctx); mk.At != 0 {
+		t.Fatalf("the mark moved: %+v", mk)
+	}
+	m.fail.Store(false)
+	startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
+	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return len(ids) == 0 }, "the delivery done")
+	waitFor(t, 5*time.Second, func() bool { mk, _ := store.announced(ctx); return mk.At == 1000 }, "the mark moved")
+	if got := rcv.deliveries(); len(got) != 1 || got[0].Delivery != want {
+		t.Errorf("deliveries %+v, want one with id %s", got, want)
 	}
 }
