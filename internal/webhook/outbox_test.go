@@ -184,7 +184,7 @@ func newBlackHole(t *testing.T) *blackHole {
 // connection and never answers delay another user's delivery by less
 // than one try's timeout, also while their retries wait; that user's
 // tries hold at most half the workers at once: as each lasts the
-// timeout, no three of them start within less.
+// timeout, no three of them start within much less.
 func TestBlackHoleFair(t *testing.T) {
 	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
 	hole := newBlackHole(t)
@@ -220,7 +220,7 @@ func TestBlackHoleFair(t *testing.T) {
 			t.Errorf("bob's delivery took %v, want at most the try timeout %v and 500ms", lag, timeout)
 		}
 	}
-	if crowded < timeout-100*time.Millisecond {
+	if crowded < timeout/2 { // three at once start within milliseconds; the half spares a slow accept
 		t.Errorf("three tries to mallory's hooks began within %v, want at most 2 at once (half the 4 workers) for the try timeout %v", crowded, timeout)
 	}
 }
