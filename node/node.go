@@ -651,7 +651,11 @@ func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
 		f, ok := n.engine.Freshness(story.Name, engine.SingletonPartition)
 		return ok && f.Source == "task"
 	}
-	return webhook.New(opts, n.webhooks, n.stories, f.Client(timeout), dead, isWriter, n.logger.With("component", "webhooks"))
+	d, err := webhook.New(opts, n.webhooks, n.stories, f.Client(timeout), dead, isWriter, n.logger.With("component", "webhooks"))
+	if err != nil {
+		return nil, err
+	}
+	return d, d.Register(n.reg)
 }
 
 // Webhooks returns the node's webhook store.

@@ -97,6 +97,7 @@ type Dispatcher struct {
 	log      *slog.Logger
 	isWriter func() bool
 	now      func() time.Time
+	metrics  *metrics
 }
 
 // outcome is what became of a try: again, p waits for its next try at
@@ -118,7 +119,8 @@ func New(opts Options, store *Store, stories Breaking, client *http.Client, dead
 	if opts.PerOwner == 0 {
 		opts.PerOwner = max(1, opts.Workers/2)
 	}
-	return &Dispatcher{opts: opts, store: store, stories: stories, client: client, dead: dead, isWriter: isWriter, log: log, now: store.now}, nil
+	return &Dispatcher{opts: opts, store: store, stories: stories, client: client, dead: dead, isWriter: isWriter, log: log, now: store.now,
+		metrics: newMetrics()}, nil
 }
 
 // Run watches and delivers until ctx is done. Then it takes no new try,
@@ -174,6 +176,7 @@ func (d *Dispatcher) loop(ctx context.Context, work chan<- pending, outcomes <-c
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
+		d.metrics.pending.Set(float64(s.len()))
 		var wake <-chan time.Time
 		if writer {
 			for idle > 0 {
@@ -301,6 +304,7 @@ func (d *Dispatcher) attempt(ctx context.Context, p pending) outcome {
 		if err := d.store.dropPending(ctx, p.Hook); err != nil {
 			d.log.Error("webhooks: drop the deliveries of a deleted hook", "hook", p.Hook, "err", err)
 		}
+		d.metrics.tries.WithLabelValues(outcomeDropped).Inc()
 		return outcome{p: p, gone: true}
 	}
 	tctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
@@ -311,6 +315,7 @@ func (d *Dispatcher) attempt(ctx context.Context, p pending) outcome {
 			d.log.Error("webhooks: outbox", "delivery", p.ID, "err", err) // tried again: at least once
 		}
 		_ = d.store.record(ctx, h.ID, func(s *Status) { s.Delivered++; s.LastStatus, s.LastError = status, "" })
+		d.metrics.tries.WithLabelValues(outcomeDelivered).Inc()
 		return outcome{p: p}
 	}
 	if ctx.Err() != nil {
@@ -324,12 +329,14 @@ func (d *Dispatcher) attempt(ctx context.Context, p pending) outcome {
 	_ = d.store.record(ctx, h.ID, func(s *Status) { s.Retried++; s.LastStatus, s.LastError = status, reason })
 	p.Tries++
 	if p.Tries >= d.opts.Attempts {
+		d.metrics.tries.WithLabelValues(outcomeDeadLettered).Inc()
 		d.deadLetter(ctx, h, p.Body, fmt.Sprintf("%d tries failed, the last: %s", p.Tries, reason))
 		if err := d.store.deletePending(ctx, p); err != nil {
 			d.log.Error("webhooks: outbox", "delivery", p.ID, "err", err)
 		}
 		return outcome{p: p}
 	}
+	d.metrics.tries.WithLabelValues(outcomeFailed).Inc()
 	p.NextAt = d.now().Add(retryDelay(d.opts.Backoff, d.opts.MaxBackoff, p.Tries)).UnixMilli()
 	if err := d.store.retryPending(ctx, p); err != nil {
 		d.log.Error("webhooks: outbox", "delivery", p.ID, "err", err)
