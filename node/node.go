@@ -627,7 +627,10 @@ func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
 // webhookDispatcher delivers breaking stories to the registered webhooks
 // from the node that runs the story writer, through the crawler's fetch
 // options (its SSRF guard and allowed addresses); a delivery that fails
-// its last try goes to the dead-letter topic with its reason.
+// its last try goes to the dead-letter topic with its reason. The outbox
+// is in the metadata store (replicated in a cluster), so the node that
+// becomes the writer (isWriter turns true: at start, after a crash, after
+// a failover) resumes every pending delivery.
 func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
 	f, err := fetch.New(n.cfg.Crawl.fetchOptions(n.logger))
 	if err != nil {
@@ -648,7 +651,11 @@ func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
 		f, ok := n.engine.Freshness(story.Name, engine.SingletonPartition)
 		return ok && f.Source == "task"
 	}
-	return webhook.New(opts, n.webhooks, n.stories, f.Client(timeout), dead, isWriter, n.logger.With("component", "webhooks"))
+	d, err := webhook.New(opts, n.webhooks, n.stories, f.Client(timeout), dead, isWriter, n.logger.With("component", "webhooks"))
+	if err != nil {
+		return nil, err
+	}
+	return d, d.Register(n.reg)
 }
 
 // Webhooks returns the node's webhook store.

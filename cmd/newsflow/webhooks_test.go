@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,34 +86,7 @@ func TestWebhooksDeliverBreakingNews(t *testing.T) {
 	}
 	goodID, failingID := register(good, goodSrv.URL+"/hook"), register(failing, failingSrv.URL)
 
-	// Six outlets report an eruption within minutes: a breaking story.
-	now := time.Now().UTC()
-	var lines []string
-	for i, outlet := range []string{"wire", "daily", "post", "herald", "times", "globe", "courier"} {
-		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://%s.example/volcano", outlet), "source_id": outlet,
-			"title":        fmt.Sprintf("Volcano erupts near Reykjavik, flights grounded across Iceland (%s)", outlet),
-			"summary":      "A volcano erupted near Reykjavik on Friday, grounding flights across Iceland.",
-			"published_at": now.Add(-time.Duration(7-i) * time.Minute).Format(time.RFC3339)})
-		lines = append(lines, string(b))
-	}
-	resp, err = ingestPost(n.URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("articles: %v %v", err, resp)
-	}
-	resp.Body.Close()
-	var storyID string
-	testutil.EventuallyEvery(t, 30*time.Second, 20*time.Millisecond, func() error {
-		var page struct {
-			Stories []struct {
-				ID string `json:"id"`
-			} `json:"stories"`
-		}
-		if err := getJSON(n.URL("/api/v1/breaking"), &page); err != nil || len(page.Stories) == 0 {
-			return fmt.Errorf("no breaking story yet (%v)", err)
-		}
-		storyID = page.Stories[0].ID
-		return nil
-	})
+	storyID := makeBreaking(t, n)
 	breakingAt := time.Now()
 	testutil.Eventually(t, 10*time.Second, func() error {
 		good.mu.Lock()
@@ -169,4 +143,52 @@ func TestWebhooksDeliverBreakingNews(t *testing.T) {
 	if err := getJSON(n.URL("/health/ready"), &map[string]any{}); err != nil {
 		t.Errorf("node not ready after the dead letter: %v", err)
 	}
+}
+
+// makeBreaking posts seven outlets' reports of an eruption within
+// minutes to n, a node with stories.breaking_rate 0.1, and returns the id
+// of the story once the breaking list shows it.
+func makeBreaking(t *testing.T, n *nodeProc) string {
+	t.Helper()
+	return makeBreakingAbout(t, n, "volcano", "Volcano erupts near Reykjavik, flights grounded across Iceland",
+		"A volcano erupted near Reykjavik on Friday, grounding flights across Iceland.")
+}
+
+// makeBreakingAbout is makeBreaking for another event: it returns the id
+// of the first breaking story that is none of known.
+func makeBreakingAbout(t *testing.T, n *nodeProc, slug, title, summary string, known ...string) string {
+	t.Helper()
+	// Seven outlets report the event within minutes: a breaking story.
+	now := time.Now().UTC()
+	var lines []string
+	for i, outlet := range []string{"wire", "daily", "post", "herald", "times", "globe", "courier"} {
+		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://%s.example/%s", outlet, slug), "source_id": outlet,
+			"title": fmt.Sprintf("%s (%s)", title, outlet), "summary": summary,
+			"published_at": now.Add(-time.Duration(7-i) * time.Minute).Format(time.RFC3339)})
+		lines = append(lines, string(b))
+	}
+	resp, err := ingestPost(n.URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("articles: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	var storyID string
+	testutil.EventuallyEvery(t, 30*time.Second, 20*time.Millisecond, func() error {
+		var page struct {
+			Stories []struct {
+				ID string `json:"id"`
+			} `json:"stories"`
+		}
+		if err := getJSON(n.URL("/api/v1/breaking"), &page); err != nil {
+			return err
+		}
+		for _, st := range page.Stories {
+			if !slices.Contains(known, st.ID) {
+				storyID = st.ID
+				return nil
+			}
+		}
+		return fmt.Errorf("no new breaking story yet (%d known)", len(page.Stories))
+	})
+	return storyID
 }

@@ -195,3 +195,37 @@ func (l *Local) Swap(ctx context.Context, collection, k string, old, value []byt
 	}
 	return l.Put(ctx, collection, k, value)
 }
+
+// Pair is a value under a key of a collection, for Batcher.
+type Pair struct {
+	Collection, Key string
+	Value           []byte
+}
+
+// Batcher is a Store that writes several pairs in one write: after a
+// crash all of them are there or none.
+type Batcher interface {
+	// PutBatch stores every pair, durably, atomically.
+	PutBatch(ctx context.Context, pairs []Pair) error
+}
+
+var _ Batcher = (*Local)(nil)
+
+// PutBatch implements Batcher with one Pebble batch.
+func (l *Local) PutBatch(_ context.Context, pairs []Pair) error {
+	b := l.ns.NewBatch()
+	for _, p := range pairs {
+		kk, err := key(p.Collection, p.Key)
+		if err == nil {
+			err = b.Set(kk, p.Value)
+		}
+		if err != nil {
+			b.Discard()
+			return err
+		}
+	}
+	if err := b.CommitSync(); err != nil {
+		return fmt.Errorf("meta: put a batch of %d: %w", len(pairs), err)
+	}
+	return nil
+}

@@ -96,3 +96,29 @@ func TestLocalSwap(t *testing.T) {
 		t.Fatalf("value after the swaps: %q", v)
 	}
 }
+
+// TestLocalPutBatch: a batch writes pairs of several collections; a batch
+// with a bad pair writes none.
+func TestLocalPutBatch(t *testing.T) {
+	db, err := state.Open(t.TempDir(), state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	s := NewLocal(db)
+	if err := s.PutBatch(ctx, []Pair{{"outbox", "a", []byte("1")}, {"mark", "m", []byte("2")}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []Pair{{"outbox", "a", []byte("1")}, {"mark", "m", []byte("2")}} {
+		if v, ok, err := s.Get(ctx, p.Collection, p.Key); err != nil || !ok || string(v) != string(p.Value) {
+			t.Errorf("%s/%s: %q %v %v", p.Collection, p.Key, v, ok, err)
+		}
+	}
+	if err := s.PutBatch(ctx, []Pair{{"outbox", "b", []byte("3")}, {"bad\x00", "x", nil}}); !errors.Is(err, ErrBadName) {
+		t.Errorf("a batch with a bad collection: %v", err)
+	}
+	if _, ok, _ := s.Get(ctx, "outbox", "b"); ok {
+		t.Error("a batch that failed wrote a pair")
+	}
+}

@@ -6,10 +6,17 @@
 // Hooks live in the metadata store ("webhooks": id → Hook; "webhook-status":
 // id → Status), so every node of a cluster knows them; the node that runs
 // the story writer delivers (the caller decides: New's isWriter). What was
-// announced last is marked in the metadata store ("webhook-state"), so a
-// restarted node, or the next writer after a failover, announces what
-// became breaking meanwhile and nothing twice. A delivery is at least
-// once: a receiver deduplicates by the X-Newsflow-Delivery header.
+// announced last is marked in the metadata store ("webhook-state"), and
+// every delivery waits in the outbox ("webhook-outbox") from before the
+// mark moves past its story until it is delivered, dead-lettered or its
+// hook goes, so a restarted node, or the next writer after a failover,
+// announces what became breaking meanwhile and resumes what was pending. A
+// delivery is at least once: a receiver deduplicates by the
+// X-Newsflow-Delivery header, the same on every try (DeliveryID).
+//
+// Retries are scheduled, not slept (sched.go): a hook has one try in
+// flight at most and an owner's hooks at most half the workers, so a
+// receiver that never answers delays only its own hook.
 //
 // Signature: X-Newsflow-Signature is "sha256=" and the hex HMAC-SHA256,
 // keyed by the hook's secret, of X-Newsflow-Timestamp (ms), a dot, and the
@@ -191,13 +198,18 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	if err := s.meta.Delete(ctx, colStatus, id); err != nil {
 		return err
 	}
-	return s.meta.Delete(ctx, colHooks, id)
+	if err := s.meta.Delete(ctx, colHooks, id); err != nil {
+		return err
+	}
+	// The hook first: a delivery left by a crash here is dropped when it
+	// falls due, as the hook is gone.
+	return s.dropPending(ctx, id)
 }
 
-// DeleteOwner removes every hook of owner with its status, when the
-// account goes, and returns how many it removed. Deliveries of them that
-// are queued or waiting for a retry are dropped before their next try
-// (Dispatcher).
+// DeleteOwner removes every hook of owner with its status and the
+// deliveries of the outbox, when the account goes, and returns how many
+// hooks it removed. A delivery of them that is queued or waits for a retry
+// is dropped before its next try (Dispatcher).
 func (s *Store) DeleteOwner(ctx context.Context, owner string) (int, error) {
 	if owner == "" {
 		return 0, fmt.Errorf("%w: no owner", ErrInvalid)
@@ -218,6 +230,16 @@ func (s *Store) DeleteOwner(ctx context.Context, owner string) (int, error) {
 func (s *Store) exists(ctx context.Context, id string) (bool, error) {
 	_, ok, err := s.meta.Get(ctx, colHooks, id)
 	return ok, err
+}
+
+// hook returns the hook id, false if there is none.
+func (s *Store) hook(ctx context.Context, id string) (Hook, bool, error) {
+	var h Hook
+	v, ok, err := s.meta.Get(ctx, colHooks, id)
+	if err == nil && ok {
+		err = json.Unmarshal(v, &h)
+	}
+	return h, ok, err
 }
 
 // Status returns what became of a hook's deliveries.

@@ -17,6 +17,8 @@ import (
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state/statetest"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // breakingNow is a settable list of breaking stories.
@@ -75,6 +77,19 @@ func (r *receiver) deliveries() []Payload {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Payload(nil), r.got...)
+}
+
+// value is a gauge's or a counter's value.
+func value(t *testing.T, m prometheus.Metric) float64 {
+	t.Helper()
+	var pb dto.Metric
+	if err := m.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	if pb.Gauge != nil {
+		return pb.Gauge.GetValue()
+	}
+	return pb.Counter.GetValue()
 }
 
 type deadLetters struct {
@@ -189,6 +204,12 @@ func TestDeliveries(t *testing.T) {
 			t.Errorf("dead letter %q", r)
 		}
 	}
+	for outcome, want := range map[string]float64{outcomeDelivered: 3, outcomeFailed: 4, outcomeDeadLettered: 2, outcomeDropped: 0} {
+		if got := value(t, d.metrics.tries.WithLabelValues(outcome)); got != want {
+			t.Errorf("newsflow_webhook_tries_total{outcome=%q} = %v, want %v", outcome, got, want)
+		}
+	}
+	waitFor(t, 5*time.Second, func() bool { return value(t, d.metrics.pending) == 0 }, "nothing pending")
 	st, err := store.Status(ctx, bh.ID)
 	if err != nil || st.DeadLettered != 2 || st.Retried != 6 || st.LastStatus != 503 || st.Delivered != 0 {
 		t.Errorf("status of the failing hook: %+v %v", st, err)
