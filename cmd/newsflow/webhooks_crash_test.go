@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -136,52 +135,6 @@ func TestWebhookDeliveryOutlivesKill(t *testing.T) {
 	}
 }
 
-// blackHole accepts connections and never answers; it counts the
-// connections accepted and those the sender has not hung up yet.
-type blackHole struct {
-	ln       net.Listener
-	accepted atomic.Int32
-	open     atomic.Int32
-}
-
-func newBlackHole(t *testing.T) *blackHole {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &blackHole{ln: ln}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			b.accepted.Add(1)
-			b.open.Add(1)
-			wg.Go(func() {
-				_, _ = io.Copy(io.Discard, c) // until the sender hangs up
-				b.open.Add(-1)
-			})
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return b
-}
-
 // TestWebhooksBlackHoleFairAndDeletedUser: a user's ten hooks point at an
 // address that accepts connections and never answers; another user's
 // delivery arrives within the try timeout (plus the 1 s check interval
@@ -191,7 +144,7 @@ func newBlackHole(t *testing.T) *blackHole {
 // the next breaking story, which the other user gets.
 func TestWebhooksBlackHoleFairAndDeletedUser(t *testing.T) {
 	const timeout = 2 * time.Second
-	hole := newBlackHole(t)
+	hole := testutil.NewBlackHole(t)
 	rcv := &refusingReceiver{}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
@@ -201,7 +154,7 @@ func TestWebhooksBlackHoleFairAndDeletedUser(t *testing.T) {
 	mallory := signUp(t, n, "mallory")
 	var owner string
 	for i := range webhook.MaxPerUser {
-		owner = addWebhook(t, n, mallory, fmt.Sprintf("http://%s/hook/%d", hole.ln.Addr(), i)).Owner
+		owner = addWebhook(t, n, mallory, fmt.Sprintf("http://%s/hook/%d", hole.Addr(), i)).Owner
 	}
 	h := addWebhook(t, n, signUp(t, n, "bob"), srv.URL+"/hook")
 	rcv.secret.Store(&h.Secret)
@@ -209,17 +162,17 @@ func TestWebhooksBlackHoleFairAndDeletedUser(t *testing.T) {
 	first := makeBreaking(t, n)
 	lag := testutil.Eventually(t, 30*time.Second, func() error {
 		if _, got, _ := rcv.state(); len(got) == 0 {
-			return fmt.Errorf("no delivery to bob (%d tries to the black hole)", hole.accepted.Load())
+			return fmt.Errorf("no delivery to bob (%d tries to the black hole)", hole.Accepted())
 		}
 		return nil
 	})
-	t.Logf("bob's delivery %v after the story was listed breaking; %d tries to the black hole meanwhile", lag.Round(time.Millisecond), hole.accepted.Load())
+	t.Logf("bob's delivery %v after the story was listed breaking; %d tries to the black hole meanwhile", lag.Round(time.Millisecond), hole.Accepted())
 	if limit := timeout + 1500*time.Millisecond; lag > limit {
 		t.Errorf("bob's delivery took %v with mallory's hooks black-holed, want at most %v (the try timeout, the check interval and a margin)", lag, limit)
 	}
 	testutil.Eventually(t, 3*timeout, func() error {
-		if hole.accepted.Load() < 4 {
-			return fmt.Errorf("%d tries to the black hole", hole.accepted.Load())
+		if hole.Accepted() < 4 {
+			return fmt.Errorf("%d tries to the black hole", hole.Accepted())
 		}
 		return nil
 	})
@@ -232,12 +185,12 @@ func TestWebhooksBlackHoleFairAndDeletedUser(t *testing.T) {
 	}
 	resp.Body.Close()
 	ended := testutil.Eventually(t, timeout+2*time.Second, func() error {
-		if o := hole.open.Load(); o > 0 {
+		if o := hole.Open(); o > 0 {
 			return fmt.Errorf("%d tries to the deleted user's hooks still open", o)
 		}
 		return nil
 	})
-	before := hole.accepted.Load()
+	before := hole.Accepted()
 	second := makeBreakingAbout(t, n, "dam", "Dam bursts in Valencia, thousands evacuated from flooded towns",
 		"A dam burst in Valencia on Sunday; thousands were evacuated as the river flooded towns.", first)
 	testutil.Eventually(t, 30*time.Second, func() error {
@@ -248,7 +201,7 @@ func TestWebhooksBlackHoleFairAndDeletedUser(t *testing.T) {
 	})
 	_, got, bad := rcv.state()
 	t.Logf("the tries to the deleted user's hooks ended %v after the deletion; %d tries in all", ended.Round(time.Millisecond), before)
-	if after := hole.accepted.Load(); after != before || hole.open.Load() != 0 {
+	if after := hole.Accepted(); after != before || hole.Open() != 0 {
 		t.Errorf("%d tries to the deleted user's hooks after theirs ended", after-before)
 	}
 	if len(bad) > 0 || got[0].Story.ID != first || got[1].Story.ID != second {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state/statetest"
 )
@@ -120,66 +120,6 @@ func testOutboxResumes(t *testing.T, m meta.Store) {
 	}
 }
 
-// blackHole accepts connections and never answers; it notes when it
-// accepted each.
-type blackHole struct {
-	ln       net.Listener
-	accepted atomic.Int32
-	mu       sync.Mutex
-	at       []time.Time // of the accepts
-}
-
-// crowded returns the shortest time within which n+1 connections were
-// accepted (0 when there were not that many).
-func (b *blackHole) crowded(n int) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var least time.Duration
-	for i := 0; i+n < len(b.at); i++ {
-		if d := b.at[i+n].Sub(b.at[i]); i == 0 || d < least {
-			least = d
-		}
-	}
-	return least
-}
-
-func newBlackHole(t *testing.T) *blackHole {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &blackHole{ln: ln}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			b.mu.Lock()
-			b.at = append(b.at, time.Now())
-			b.mu.Unlock()
-			b.accepted.Add(1)
-			wg.Go(func() { _, _ = io.Copy(io.Discard, c) }) // until the client gives up
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return b
-}
-
 // TestBlackHoleFair: one user's ten hooks to an address that accepts the
 // connection and never answers delay another user's delivery by less
 // than one try's timeout, also while their retries wait; that user's
@@ -187,9 +127,9 @@ func newBlackHole(t *testing.T) *blackHole {
 // timeout, no three of them start within much less.
 func TestBlackHoleFair(t *testing.T) {
 	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
-	hole := newBlackHole(t)
+	hole := testutil.NewBlackHole(t)
 	for range MaxPerUser {
-		addHook(t, store, "u-mallory", "http://"+hole.ln.Addr().String()+"/hook", nil)
+		addHook(t, store, "u-mallory", "http://"+hole.Addr()+"/hook", nil)
 	}
 	rcv := &receiver{t: t}
 	srv := httptest.NewServer(rcv)
@@ -207,14 +147,14 @@ func TestBlackHoleFair(t *testing.T) {
 	lag1 := time.Since(began)
 	// Mallory's first tries time out and fall due again 100 ms later,
 	// with the tries her other hooks have not made yet.
-	waitFor(t, 10*time.Second, func() bool { return hole.accepted.Load() >= 4 }, "a second round of tries to the black hole")
+	waitFor(t, 10*time.Second, func() bool { return hole.Accepted() >= 4 }, "a second round of tries to the black hole")
 	began = time.Now()
 	stories.set(first, &story.Story{ID: "flood", Title: "Flood", BreakingAt: 2000})
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 2 }, "bob's second delivery")
 	lag2 := time.Since(began)
-	crowded := hole.crowded(2)
+	crowded := hole.Crowded(2)
 	t.Logf("bob's deliveries %v and %v after the stories became breaking; %d tries to the black hole, three of them within %v at least",
-		lag1.Round(time.Millisecond), lag2.Round(time.Millisecond), hole.accepted.Load(), crowded.Round(time.Millisecond))
+		lag1.Round(time.Millisecond), lag2.Round(time.Millisecond), hole.Accepted(), crowded.Round(time.Millisecond))
 	for _, lag := range []time.Duration{lag1, lag2} {
 		if lag > timeout+500*time.Millisecond {
 			t.Errorf("bob's delivery took %v, want at most the try timeout %v and 500ms", lag, timeout)
