@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
@@ -60,13 +61,33 @@ func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
 	s.ingest(ctx, "share", true, s.buildShares)
 }
 
-// recordBuilder validates a request body and returns the response, the
-// records to append and the number of rejected schema.
-type recordBuilder func(ctx *fasthttp.RequestCtx, body []byte, batch bool) (status int, resp []byte, recs []*eventlog.Record, rejected int)
+// recordBuilder validates a request body and returns the response and
+// the number of rejected events; it hands the records it makes to sink in
+// order, a chunk at a time (ingestChunk), and stops at the first error
+// sink returns, which it returns.
+type recordBuilder func(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (status int, resp []byte, rejected int, err error)
+
+// recordSink takes the next records a builder made of a body. It may keep
+// the records but not the slice.
+type recordSink func(recs []*eventlog.Record) error
+
+// A batch is appended in chunks of at most ingestChunkRecords records and
+// about ingestChunkBytes of values, as it is decoded, so that a request
+// holds its body and one chunk, not a record for each of its lines (a
+// 100,000-line batch would otherwise hold about three times its body
+// until the end). A batch with an Idempotency-Key is appended whole, with
+// its key, in one atomic append.
+const (
+	ingestChunkRecords = 4096
+	ingestChunkBytes   = 1 << 20
+)
 
 // idempotencyCatchUp bounds the wait for the idempotency topic before a
 // key is taken for new.
 const idempotencyCatchUp = 2 * time.Second
+
+// appendTimeout bounds one append of ingested records.
+const appendTimeout = 30 * time.Second
 
 // ingest appends the records build makes of the body, with idempotency.
 func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build recordBuilder) {
@@ -108,35 +129,57 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 			return
 		}
 	}
-	status, body, recs, rejected := build(ctx, ctx.PostBody(), batch)
-	span.Stamp(recs...)
-	accepted := len(recs)
+	var whole []*eventlog.Record // with a key: appended at the end, with it
+	appended := 0
+	sink := func(recs []*eventlog.Record) error {
+		span.Stamp(recs...)
+		if key != "" {
+			whole = append(whole, recs...)
+			return nil
+		}
+		if err := s.appendIngested(recs); err != nil {
+			return err
+		}
+		appended += len(recs)
+		return nil
+	}
+	status, body, rejected, err := build(ctx, ctx.PostBody(), batch, sink)
 	var stored *storedResponse
-	if key != "" && len(recs) > 0 {
+	if err == nil && len(whole) > 0 {
 		var marker *eventlog.Record
 		marker, stored = s.idem.marker(key, sum, status, body)
-		recs = append(recs, marker)
-	}
-	if len(recs) > 0 {
-		actx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := s.deps.Log.Append(actx, recs)
-		cancel()
-		if err != nil {
-			if key != "" {
-				s.idem.abort(key)
-			}
-			s.m.ingested.WithLabelValues(kind, "failed").Add(float64(accepted))
-			s.opts.Logger.Error("append "+kind+"s", "err", err)
-			writeError(ctx, fasthttp.StatusServiceUnavailable, "log unavailable: "+err.Error())
-			return
+		if err = s.appendIngested(append(whole, marker)); err == nil {
+			appended = len(whole)
 		}
+	}
+	if err != nil {
+		if key != "" {
+			s.idem.abort(key)
+		}
+		s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(appended))
+		s.m.ingested.WithLabelValues(kind, "failed").Add(float64(max(len(whole)-appended, 0)))
+		s.opts.Logger.Error("append "+kind+"s", "err", err, "appended", appended)
+		msg := "log unavailable: " + err.Error()
+		if appended > 0 {
+			msg = fmt.Sprintf("log unavailable after the first %d accepted %ss of this batch were appended: %v; "+
+				"resending the whole batch is safe (what was appended is deduplicated)", appended, kind, err)
+		}
+		writeError(ctx, fasthttp.StatusServiceUnavailable, msg)
+		return
 	}
 	if key != "" {
 		s.idem.finish(key, stored)
 	}
-	s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(accepted))
+	s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(appended))
 	s.m.ingested.WithLabelValues(kind, "rejected").Add(float64(rejected))
 	writeRaw(ctx, status, body)
+}
+
+// appendIngested appends ingested records to the log.
+func (s *Server) appendIngested(recs []*eventlog.Record) error {
+	actx, cancel := context.WithTimeout(context.Background(), appendTimeout)
+	defer cancel()
+	return s.deps.Log.Append(actx, recs)
 }
 
 // caller names who sends a request, for the scope of its Idempotency-Key:
@@ -166,12 +209,12 @@ type userEvent struct {
 // of rejected events; admit, if set, is asked last whether a valid event
 // may be taken (a limit), and accepted, if set, hears of each accepted
 // event.
-func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, topic, kind string,
-	decode func(p *fastjson.Parser, line []byte) (userEvent, error), admit func() error, accepted func(userEvent)) (int, []byte, []*eventlog.Record, int) {
+func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink, topic, kind string,
+	decode func(p *fastjson.Parser, line []byte) (userEvent, error), admit func() error, accepted func(userEvent)) (int, []byte, int, error) {
 	parts, err := s.partitions(topic)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: kind + "s topic unavailable: " + err.Error()})
-		return fasthttp.StatusServiceUnavailable, b, nil, 0
+		return fasthttp.StatusServiceUnavailable, b, 0, nil
 	}
 	p := s.parsers.Get()
 	defer s.parsers.Put(p)
@@ -202,20 +245,22 @@ func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 		return &eventlog.Record{Topic: topic, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: bytes.Clone(line), Timestamp: ev.ts, Headers: []eventlog.Header{origin}}, nil
 	}
-	return decodeLines(body, batch, kind+" event", record)
+	return decodeLines(body, batch, kind+" event", record, sink)
 }
 
 // buildShares validates share events, keyed by article_id.
-func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	return s.buildEvents(ctx, body, batch, schema.TopicShares, "share", func(p *fastjson.Parser, line []byte) (userEvent, error) {
+func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (int, []byte, int, error) {
+	return s.buildEvents(ctx, body, batch, sink, schema.TopicShares, "share", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		sh, err := schema.DecodeShare(p, line)
 		return userEvent{user: sh.UserID, ts: sh.Timestamp, key: sh.ArticleID}, err
 	}, s.shareLimit(ctx), nil)
 }
 
 // decodeLines applies decode to a single-event body or to each line of an
-// NDJSON batch, and builds the response.
-func decodeLines(body []byte, batch bool, what string, decode func(line []byte) (*eventlog.Record, error)) (int, []byte, []*eventlog.Record, int) {
+// NDJSON batch, hands the records to sink in chunks (ingestChunkRecords,
+// ingestChunkBytes), and builds the response. An error of sink ends it and
+// is returned.
+func decodeLines(body []byte, batch bool, what string, decode func(line []byte) (*eventlog.Record, error), sink recordSink) (int, []byte, int, error) {
 	if !batch {
 		rec, err := decode(bytes.TrimSpace(body))
 		if err != nil {
@@ -227,12 +272,16 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 				status = fasthttp.StatusTooManyRequests
 			}
 			b, _ := json.Marshal(errorBody{Error: err.Error()})
-			return status, b, nil, 1
+			return status, b, 1, nil
 		}
-		return fasthttp.StatusAccepted, []byte(`{"accepted":1}`), []*eventlog.Record{rec}, 0
+		if err := sink([]*eventlog.Record{rec}); err != nil {
+			return 0, nil, 0, err
+		}
+		return fasthttp.StatusAccepted, []byte(`{"accepted":1}`), 0, nil
 	}
 	var res batchResult
-	var recs []*eventlog.Record
+	var chunk []*eventlog.Record
+	chunkBytes := 0
 	limited := 0 // lines rejected by a limit
 	for n := 1; len(body) > 0; n++ {
 		line := body
@@ -259,13 +308,25 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 			continue
 		}
 		res.Accepted++
-		recs = append(recs, rec)
+		chunk = append(chunk, rec)
+		if chunkBytes += len(rec.Key) + len(rec.Value); len(chunk) >= ingestChunkRecords || chunkBytes >= ingestChunkBytes {
+			if err := sink(chunk); err != nil {
+				return 0, nil, 0, err
+			}
+			clear(chunk)
+			chunk, chunkBytes = chunk[:0], 0
+		}
+	}
+	if len(chunk) > 0 {
+		if err := sink(chunk); err != nil {
+			return 0, nil, 0, err
+		}
 	}
 	status := fasthttp.StatusAccepted
 	switch {
 	case res.Accepted+res.Rejected == 0:
 		b, _ := json.Marshal(errorBody{Error: "empty batch: send one JSON " + what + " per line"})
-		return fasthttp.StatusBadRequest, b, nil, 0
+		return fasthttp.StatusBadRequest, b, 0, nil
 	case res.Accepted == 0 && limited == res.Rejected:
 		status = fasthttp.StatusTooManyRequests // every line over a limit: retry later
 	case res.Accepted == 0:
@@ -274,7 +335,7 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 		status = fasthttp.StatusMultiStatus // the accepted lines are taken: resend only the rejected
 	}
 	b, _ := json.Marshal(res)
-	return status, b, recs, res.Rejected
+	return status, b, res.Rejected, nil
 }
 
 // handleRead ingests one read event; handleReadBatch NDJSON read schema.
@@ -283,8 +344,8 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", fa
 
 func (s *Server) handleReadBatch(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", true, s.buildReads) }
 
-func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
-	return s.buildEvents(ctx, body, batch, schema.TopicReads, "read", func(p *fastjson.Parser, line []byte) (userEvent, error) {
+func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (int, []byte, int, error) {
+	return s.buildEvents(ctx, body, batch, sink, schema.TopicReads, "read", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		r, err := schema.DecodeRead(p, line)
 		return userEvent{user: r.UserID, ts: r.Timestamp, key: r.UserID}, err
 	}, nil, func(ev userEvent) {

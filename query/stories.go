@@ -36,11 +36,11 @@ type rawArticleIn struct {
 	Source    string `json:"source"`
 }
 
-func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool) (int, []byte, []*eventlog.Record, int) {
+func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (int, []byte, int, error) {
 	parts, err := s.partitions(schema.TopicArticlesRaw)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "articles topic unavailable: " + err.Error()})
-		return fasthttp.StatusServiceUnavailable, b, nil, 0
+		return fasthttp.StatusServiceUnavailable, b, 0, nil
 	}
 	now := s.opts.Now().UnixMilli()
 	origin := engine.OriginHeader(time.Now())
@@ -75,7 +75,7 @@ func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool
 		return &eventlog.Record{Topic: schema.TopicArticlesRaw, Partition: eventlog.PartitionFor(k, parts),
 			Key: k, Value: val, Timestamp: now, Headers: []eventlog.Header{origin}}, nil
 	}
-	return decodeLines(body, batch, "article", decode)
+	return decodeLines(body, batch, "article", decode, sink)
 }
 
 // storiesPage is the response of the story list endpoints.
