@@ -49,24 +49,28 @@ type Config struct {
 	// ShutdownTimeout bounds a stop: after a signal the node drains and
 	// closes, and exits (status 3) if that has not ended by then
 	// (default 30s).
-	ShutdownTimeout time.Duration         `yaml:"shutdown_timeout"`
-	HTTP            query.Options         `yaml:"http"`
-	Log             LogConfig             `yaml:"log"`
-	State           state.Options         `yaml:"state"`
-	Disk            DiskConfig            `yaml:"disk"`
-	Engine          engine.Options        `yaml:"engine"`
-	Trending        TrendingConfig        `yaml:"trending"`
-	Crawl           CrawlConfig           `yaml:"crawl"`
-	Articles        ArticlesConfig        `yaml:"articles"`
-	Stories         story.OperatorOptions `yaml:"stories"`
-	Search          search.Options        `yaml:"search"`
-	Interest        InterestConfig        `yaml:"interest"`
-	Retention       RetentionConfig       `yaml:"retention"`
-	Auth            AuthConfig            `yaml:"auth"`
-	Webhooks        webhook.Options       `yaml:"webhooks"`
-	Logging         LoggingConfig         `yaml:"logging"`
-	Tracing         tracing.Options       `yaml:"tracing"`
-	Cluster         ClusterConfig         `yaml:"cluster"`
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// MemoryLimit is the node's memory limit in bytes (MemoryPlan): 0
+	// is DefaultCMSMemoryLimit with trending.counter cms and none with
+	// exact, a negative value none.
+	MemoryLimit int64                 `yaml:"memory_limit"`
+	HTTP        query.Options         `yaml:"http"`
+	Log         LogConfig             `yaml:"log"`
+	State       state.Options         `yaml:"state"`
+	Disk        DiskConfig            `yaml:"disk"`
+	Engine      engine.Options        `yaml:"engine"`
+	Trending    TrendingConfig        `yaml:"trending"`
+	Crawl       CrawlConfig           `yaml:"crawl"`
+	Articles    ArticlesConfig        `yaml:"articles"`
+	Stories     story.OperatorOptions `yaml:"stories"`
+	Search      search.Options        `yaml:"search"`
+	Interest    InterestConfig        `yaml:"interest"`
+	Retention   RetentionConfig       `yaml:"retention"`
+	Auth        AuthConfig            `yaml:"auth"`
+	Webhooks    webhook.Options       `yaml:"webhooks"`
+	Logging     LoggingConfig         `yaml:"logging"`
+	Tracing     tracing.Options       `yaml:"tracing"`
+	Cluster     ClusterConfig         `yaml:"cluster"`
 
 	// unknownEnv lists NEWSFLOW_* variables that name no setting; they are
 	// reported as warnings (another tool may own them).
@@ -237,7 +241,7 @@ func Default() Config {
 		ShutdownTimeout: 30 * time.Second,
 		HTTP:            query.DefaultOptions(),
 		Log:             LogConfig{Backend: "embedded", Partitions: engine.DefaultOptions().Partitions, Embedded: embedded.DefaultOptions()},
-		State:           state.DefaultOptions(),
+		State:           state.Options{}, // sized by MemoryPlan
 		Disk:            DefaultDiskConfig(),
 		Engine:          engine.DefaultOptions(),
 		Trending: TrendingConfig{OperatorOptions: trending.DefaultOperatorOptions(),
@@ -256,6 +260,8 @@ func Default() Config {
 		Cluster: ClusterConfig{RaftAddr: "127.0.0.1:7000", DownAfter: 2 * time.Second, Lease: 1500 * time.Millisecond, QueryTimeout: 2 * time.Second,
 			FailoverTimeout: 10 * time.Second},
 	}
+	// Sized by MemoryPlan.
+	c.Log.Embedded.MemTableSize, c.Log.Embedded.CacheSize = 0, 0
 	// The server alone limits nothing; a node limits each client and user.
 	c.HTTP.RateLimits = query.DefaultRateLimits()
 	ft := c.Crawl.Options.FullText

@@ -144,6 +144,7 @@ func Open(ctx context.Context, cfg Config, opts Options) (*Node, error) {
 			return nil, fmt.Errorf("node: operator %q: want one of %v", name, operatorNames)
 		}
 	}
+	cfg.MemoryPlan().apply(&cfg)
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}

@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -202,11 +204,25 @@ func (c *commonFlags) openNode(ctx context.Context) (*node.Node, error) {
 	for _, w := range cfg.Warnings() {
 		logger.Warn(w)
 	}
+	limitMemory(cfg.MemoryPlan(), logger)
 	n, err := node.Open(ctx, cfg, node.Options{Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("%w (data dir %s: is another node running on it?)", err, cfg.DataDir)
 	}
 	return n, nil
+}
+
+// limitMemory gives the Go runtime the plan's soft limit, unless
+// GOMEMLIMIT sets one.
+func limitMemory(p node.MemoryPlan, logger *slog.Logger) {
+	p.Log(logger)
+	switch {
+	case p.GoLimit == 0:
+	case os.Getenv("GOMEMLIMIT") != "":
+		logger.Info("GOMEMLIMIT is set: it, not memory_limit, is the Go runtime's limit", "GOMEMLIMIT", os.Getenv("GOMEMLIMIT"))
+	default:
+		debug.SetMemoryLimit(p.GoLimit)
+	}
 }
 
 func cmdRun(ctx context.Context, args []string, stderr io.Writer) error {

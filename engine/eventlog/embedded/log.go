@@ -167,8 +167,11 @@ func Open(opts Options) (*Log, error) {
 	// A log is written once, read mostly at its tail and deleted in whole
 	// intervals, so compacting it early only rewrites data that retention
 	// will delete: let L0 grow before compacting, into a large base level.
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // the database holds its own reference
 	db, err := pebble.Open(opts.Dir, &pebble.Options{
 		Logger:                pebbleLogger{l.log},
+		Cache:                 cache,
 		MemTableSize:          uint64(opts.MemTableSize),
 		L0CompactionThreshold: 16,
 		L0StopWritesThreshold: 64,

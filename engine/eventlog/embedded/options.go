@@ -56,6 +56,10 @@ type Options struct {
 	// bytes. Default 64 MiB: appends land in the memtable first, and a
 	// larger one flushes less often under heavy ingestion.
 	MemTableSize int64 `yaml:"memtable_size"`
+	// CacheSize is the log's Pebble block cache in bytes. Readers mostly
+	// read the tail, from the memtables; the cache holds the blocks of
+	// older records. Default 8 MiB.
+	CacheSize int64 `yaml:"-"`
 
 	// IndexIntervalRecords and IndexIntervalBytes bound an index interval,
 	// the unit of retention and of the time index. Defaults 1024 records and
@@ -85,6 +89,7 @@ func DefaultOptions() Options {
 		RetentionBytes:         0,
 		RetentionCheckInterval: time.Minute,
 		MemTableSize:           64 << 20,
+		CacheSize:              8 << 20,
 		IndexIntervalRecords:   1024,
 		IndexIntervalBytes:     1 << 20,
 		MaxBatchRecords:        16384,
@@ -117,6 +122,7 @@ func (o Options) Validate() error {
 	if o.MemTableSize < 0 || o.MemTableSize >= 4<<30 {
 		errs = append(errs, fmt.Errorf("memtable size %d: want 0 (the default) to 4 GiB", o.MemTableSize))
 	}
+	errs = append(errs, option.NotNegative("cache size", o.CacheSize))
 	return option.Join("embedded log", errs...)
 }
 
