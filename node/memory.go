@@ -35,7 +35,7 @@ const DefaultCMSMemoryLimit = 256 << 20
 
 // memoryReserve is what a limit keeps for the binary's pages, the C
 // allocations and the runtime's own structures outside its limit.
-const memoryReserve = 40 << 20
+const memoryReserve = 56 << 20
 
 // pebbleTables is how many memtables of a database may be held at once:
 // the mutable one and the queued ones Pebble flushes (its default

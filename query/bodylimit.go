@@ -1,8 +1,11 @@
 package query
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/valyala/fasthttp"
@@ -59,9 +62,27 @@ func (s *Server) bodyLimit(path []byte) int {
 }
 
 // bodyConfig returns the body limit of a request whose headers have been
-// read. The path is taken as the router will see it (normalised: //, /./
-// and %-escapes), so another spelling of a route has the route's limit.
+// read.
 func (s *Server) bodyConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	limit := s.bodyLimit(routePath(h))
+	h.Del(headerBodyRefused)
+	if h.ContentLength() > limit {
+		// Refused on its length alone: none of it is read (readBody
+		// answers 413 and closes the connection).
+		h.Set(headerBodyRefused, "1")
+		h.SetContentLength(0)
+	}
+	return fasthttp.RequestConfig{MaxRequestBodySize: limit}
+}
+
+// headerBodyRefused marks, from bodyConfig to readBody, a request whose
+// Content-Length is over its route's limit. A client's own is dropped.
+const headerBodyRefused = "X-Newsflow-Body-Refused"
+
+// routePath returns a request's path as the router will see it
+// (normalised: //, /./ and %-escapes), so that another spelling of a route
+// has the route's limit.
+func routePath(h *fasthttp.RequestHeader) []byte {
 	path := h.RequestURI()
 	if i := bytes.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]
@@ -70,10 +91,162 @@ func (s *Server) bodyConfig(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 		u := fasthttp.AcquireURI()
 		defer fasthttp.ReleaseURI(u)
 		if err := u.Parse(nil, h.RequestURI()); err == nil {
-			path = u.Path()
+			path = append([]byte(nil), u.Path()...)
 		}
 	}
-	return fasthttp.RequestConfig{MaxRequestBodySize: s.bodyLimit(path)}
+	return path
+}
+
+// The server streams request bodies (fasthttp's StreamRequestBody: it
+// reads at most 8 KiB before the handlers run), and readBody reads each
+// body up to its route's limit before the handlers, as fasthttp would,
+// with one exception: the share and read batches (streamRoutes) without
+// an Idempotency-Key are decoded from the connection line by line as they
+// arrive (ingest), so a request holds one buffered line and one chunk of
+// records, not its body, however many clients post at once.
+
+// streamRoutes decode their bodies from the connection.
+var streamRoutes = map[string]bool{
+	"/api/v1/events/share/batch": true,
+	"/api/v1/events/read/batch":  true,
+}
+
+// readBody reads a streamed request body up to its route's limit (413
+// beyond it, and for a Content-Length over it before reading anything),
+// unless the route decodes the stream itself.
+func (s *Server) readBody(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if len(ctx.Request.Header.Peek(headerBodyRefused)) > 0 {
+			s.bodyUnread(ctx, fasthttp.ErrBodyTooLarge)
+			return
+		}
+		if !ctx.Request.IsBodyStream() {
+			next(ctx)
+			return
+		}
+		path := routePath(&ctx.Request.Header)
+		limit := s.bodyLimit(path)
+		if ctx.Request.Header.ContentLength() > limit {
+			s.bodyUnread(ctx, fasthttp.ErrBodyTooLarge)
+			return
+		}
+		if streamRoutes[string(path)] && len(ctx.Request.Header.Peek(HeaderIdempotencyKey)) == 0 {
+			lines := &bodyLines{r: bufio.NewReaderSize(ctx.RequestBodyStream(), maxStreamLine), limit: limit}
+			ctx.SetUserValue(bodyLinesKey{}, lines)
+			next(ctx)
+			if !lines.closed {
+				// Answered before the end of its body: the rest is
+				// still on the connection.
+				ctx.SetConnectionClose()
+			}
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
+		switch {
+		case err != nil:
+			s.bodyUnread(ctx, err)
+			return
+		case len(body) > limit:
+			s.bodyUnread(ctx, fasthttp.ErrBodyTooLarge)
+			return
+		}
+		ctx.Request.SetBodyRaw(body)
+		next(ctx)
+	}
+}
+
+// bodyUnread answers a request whose body could not be read (or was too
+// large) as a transport error, and closes the connection, which may still
+// hold the rest of the body.
+func (s *Server) bodyUnread(ctx *fasthttp.RequestCtx, err error) {
+	s.handleTransportError(ctx, err)
+	ctx.SetConnectionClose()
+}
+
+// maxStreamLine is the longest line a streamed batch may hold; a longer
+// one is rejected (events are at most 8 KiB) and the batch goes on.
+const maxStreamLine = 64 << 10
+
+// errLineTooLong rejects a line of a streamed batch over maxStreamLine.
+var errLineTooLong = fmt.Errorf("line longer than %d bytes", maxStreamLine)
+
+// errBodyRead ends the decoding of a streamed batch: its body was over the
+// limit, or reading it failed.
+type errBodyRead struct{ err error }
+
+func (e *errBodyRead) Error() string { return e.err.Error() }
+func (e *errBodyRead) Unwrap() error { return e.err }
+
+// bodyLines yields the lines of a request body, from memory or from the
+// connection (a stream route's), at most limit bytes of it.
+type bodyLines struct {
+	rest   []byte        // a body in memory
+	r      *bufio.Reader // or its stream
+	read   int
+	limit  int
+	closed bool // the stream ended
+}
+
+// bodyLinesKey is the user value of a request whose body the handler
+// decodes from the connection: its *bodyLines.
+type bodyLinesKey struct{}
+
+// linesOf returns the lines of ctx's body: from the connection on a
+// stream route (readBody), else from memory.
+func linesOf(ctx *fasthttp.RequestCtx) *bodyLines {
+	if b, ok := ctx.UserValue(bodyLinesKey{}).(*bodyLines); ok {
+		return b
+	}
+	return &bodyLines{rest: ctx.PostBody()}
+}
+
+// whole returns a body in memory.
+func (b *bodyLines) whole() []byte { return b.rest }
+
+// next returns the next line (nil at the end), errLineTooLong for a line
+// over maxStreamLine (skipped), or an *errBodyRead.
+func (b *bodyLines) next() ([]byte, error) {
+	if b.r == nil {
+		if len(b.rest) == 0 {
+			return nil, nil
+		}
+		line := b.rest
+		if i := bytes.IndexByte(b.rest, '\n'); i >= 0 {
+			line, b.rest = b.rest[:i], b.rest[i+1:]
+		} else {
+			b.rest = nil
+		}
+		return line, nil
+	}
+	if b.closed {
+		return nil, nil
+	}
+	line, err := b.r.ReadSlice('\n')
+	tooLong := false
+	for errors.Is(err, bufio.ErrBufferFull) {
+		b.read += len(line)
+		tooLong = true
+		line, err = b.r.ReadSlice('\n')
+	}
+	b.read += len(line)
+	switch {
+	case b.read > b.limit:
+		return nil, &errBodyRead{fasthttp.ErrBodyTooLarge}
+	case errors.Is(err, io.EOF):
+		b.closed = true
+		if len(line) == 0 && !tooLong {
+			return nil, nil
+		}
+	case err != nil:
+		return nil, &errBodyRead{err}
+	}
+	if tooLong {
+		return nil, errLineTooLong
+	}
+	if line = bytes.TrimSuffix(line, []byte("\n")); len(line) == 0 {
+		line = []byte{} // a blank line, not the end
+	}
+	return line, nil
 }
 
 // bodyTooLargeMessage is the 413 answer's error.

@@ -18,7 +18,11 @@ func (s *Server) requireDisk(h fasthttp.RequestHandler) fasthttp.RequestHandler 
 		return h
 	}
 	return func(ctx *fasthttp.RequestCtx) {
-		if err := s.deps.Disk.Allow(max(ctx.Request.Header.ContentLength(), len(ctx.Request.Body()))); err != nil {
+		n := ctx.Request.Header.ContentLength()
+		if !ctx.Request.IsBodyStream() {
+			n = max(n, len(ctx.Request.Body()))
+		}
+		if err := s.deps.Disk.Allow(max(n, 0)); err != nil {
 			ctx.Response.Header.Set("Retry-After", "30")
 			writeError(ctx, fasthttp.StatusInsufficientStorage, err.Error()+"; nothing of this request was kept: send it again later")
 			return

@@ -65,7 +65,7 @@ func (s *Server) handleShareBatch(ctx *fasthttp.RequestCtx) {
 // the number of rejected events; it hands the records it makes to sink in
 // order, a chunk at a time (ingestChunk), and stops at the first error
 // sink returns, which it returns.
-type recordBuilder func(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (status int, resp []byte, rejected int, err error)
+type recordBuilder func(ctx *fasthttp.RequestCtx, body *bodyLines, batch bool, sink recordSink) (status int, resp []byte, rejected int, err error)
 
 // recordSink takes the next records a builder made of a body. It may keep
 // the records but not the slice.
@@ -143,7 +143,7 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		appended += len(recs)
 		return nil
 	}
-	status, body, rejected, err := build(ctx, ctx.PostBody(), batch, sink)
+	status, body, rejected, err := build(ctx, linesOf(ctx), batch, sink)
 	var stored *storedResponse
 	if err == nil && len(whole) > 0 {
 		var marker *eventlog.Record
@@ -159,12 +159,24 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(appended))
 		s.m.ingested.WithLabelValues(kind, "failed").Add(float64(max(len(whole)-appended, 0)))
 		s.opts.Logger.Error("append "+kind+"s", "err", err, "appended", appended)
-		msg := "log unavailable: " + err.Error()
-		if appended > 0 {
-			msg = fmt.Sprintf("log unavailable after the first %d accepted %ss of this batch were appended: %v; "+
-				"resending the whole batch is safe (what was appended is deduplicated)", appended, kind, err)
+		status, msg := fasthttp.StatusServiceUnavailable, "log unavailable"
+		if be := (*errBodyRead)(nil); errors.As(err, &be) {
+			ctx.SetConnectionClose()
+			status, msg = fasthttp.StatusBadRequest, "cannot read the request body"
+			switch {
+			case errors.Is(err, fasthttp.ErrBodyTooLarge):
+				status, msg = fasthttp.StatusRequestEntityTooLarge, s.bodyTooLargeMessage()
+			case isTimeout(err):
+				status, msg = fasthttp.StatusRequestTimeout, "timed out reading the request body"
+			}
 		}
-		writeError(ctx, fasthttp.StatusServiceUnavailable, msg)
+		if appended > 0 {
+			msg = fmt.Sprintf("%s after the first %d accepted %ss of this batch were appended: %v; "+
+				"resending the whole batch is safe (what was appended is deduplicated)", msg, appended, kind, err)
+		} else {
+			msg += ": " + err.Error()
+		}
+		writeError(ctx, status, msg)
 		return
 	}
 	if key != "" {
@@ -209,7 +221,7 @@ type userEvent struct {
 // of rejected events; admit, if set, is asked last whether a valid event
 // may be taken (a limit), and accepted, if set, hears of each accepted
 // event.
-func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink, topic, kind string,
+func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body *bodyLines, batch bool, sink recordSink, topic, kind string,
 	decode func(p *fastjson.Parser, line []byte) (userEvent, error), admit func() error, accepted func(userEvent)) (int, []byte, int, error) {
 	parts, err := s.partitions(topic)
 	if err != nil {
@@ -249,7 +261,7 @@ func (s *Server) buildEvents(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 }
 
 // buildShares validates share events, keyed by article_id.
-func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (int, []byte, int, error) {
+func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body *bodyLines, batch bool, sink recordSink) (int, []byte, int, error) {
 	return s.buildEvents(ctx, body, batch, sink, schema.TopicShares, "share", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		sh, err := schema.DecodeShare(p, line)
 		return userEvent{user: sh.UserID, ts: sh.Timestamp, key: sh.ArticleID}, err
@@ -260,9 +272,9 @@ func (s *Server) buildShares(ctx *fasthttp.RequestCtx, body []byte, batch bool, 
 // NDJSON batch, hands the records to sink in chunks (ingestChunkRecords,
 // ingestChunkBytes), and builds the response. An error of sink ends it and
 // is returned.
-func decodeLines(body []byte, batch bool, what string, decode func(line []byte) (*eventlog.Record, error), sink recordSink) (int, []byte, int, error) {
+func decodeLines(body *bodyLines, batch bool, what string, decode func(line []byte) (*eventlog.Record, error), sink recordSink) (int, []byte, int, error) {
 	if !batch {
-		rec, err := decode(bytes.TrimSpace(body))
+		rec, err := decode(bytes.TrimSpace(body.whole()))
 		if err != nil {
 			status := fasthttp.StatusBadRequest
 			if fe := (*errForbidden)(nil); errors.As(err, &fe) {
@@ -283,18 +295,21 @@ func decodeLines(body []byte, batch bool, what string, decode func(line []byte) 
 	var chunk []*eventlog.Record
 	chunkBytes := 0
 	limited := 0 // lines rejected by a limit
-	for n := 1; len(body) > 0; n++ {
-		line := body
-		if i := bytes.IndexByte(body, '\n'); i >= 0 {
-			line, body = body[:i], body[i+1:]
-		} else {
-			body = nil
+	for n := 1; ; n++ {
+		line, err := body.next()
+		if be := (*errBodyRead)(nil); errors.As(err, &be) {
+			return 0, nil, 0, err
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
-			continue
+		if line == nil && err == nil {
+			break
 		}
-		rec, err := decode(line)
+		var rec *eventlog.Record
+		if err == nil {
+			if line = bytes.TrimSpace(line); len(line) == 0 {
+				continue
+			}
+			rec, err = decode(line)
+		}
 		if err != nil {
 			if le := (*errShareLimit)(nil); errors.As(err, &le) {
 				limited++
@@ -344,7 +359,7 @@ func (s *Server) handleRead(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", fa
 
 func (s *Server) handleReadBatch(ctx *fasthttp.RequestCtx) { s.ingest(ctx, "read", true, s.buildReads) }
 
-func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (int, []byte, int, error) {
+func (s *Server) buildReads(ctx *fasthttp.RequestCtx, body *bodyLines, batch bool, sink recordSink) (int, []byte, int, error) {
 	return s.buildEvents(ctx, body, batch, sink, schema.TopicReads, "read", func(p *fastjson.Parser, line []byte) (userEvent, error) {
 		r, err := schema.DecodeRead(p, line)
 		return userEvent{user: r.UserID, ts: r.Timestamp, key: r.UserID}, err

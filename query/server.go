@@ -476,11 +476,13 @@ func New(deps Deps, opts Options) (*Server, error) {
 		writeError(ctx, fasthttp.StatusInternalServerError, "internal error")
 	}
 	s.srv = &fasthttp.Server{
-		Handler:            s.resolveClient(s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler))))),
+		Handler:            s.readBody(s.resolveClient(s.secure(s.crossSite(s.rateLimit(s.guardAdmin(r.Handler)))))),
 		Name:               "newsflow",
 		MaxRequestBodySize: opts.MaxBodyBytes,
-		// Bodies are limited per route before they are read.
-		HeaderReceived: s.bodyConfig,
+		// Bodies are limited per route before they are read (readBody;
+		// bodyConfig for the 8 KiB fasthttp reads first).
+		HeaderReceived:    s.bodyConfig,
+		StreamRequestBody: true,
 		// No handler reads multipart forms: a body is not parsed (nor
 		// spooled to disk) before its route has looked at it.
 		DisablePreParseMultipartForm: true,

@@ -36,7 +36,7 @@ type rawArticleIn struct {
 	Source    string `json:"source"`
 }
 
-func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body []byte, batch bool, sink recordSink) (int, []byte, int, error) {
+func (s *Server) buildArticles(ctx *fasthttp.RequestCtx, body *bodyLines, batch bool, sink recordSink) (int, []byte, int, error) {
 	parts, err := s.partitions(schema.TopicArticlesRaw)
 	if err != nil {
 		b, _ := json.Marshal(errorBody{Error: "articles topic unavailable: " + err.Error()})
