@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ type manyArticles struct {
 	distinct int
 	start    int64 // ms
 	span     int64 // ms
+	batch    int   // lines a request; 0: trendingRestartBatch
 }
 
 // ndjson appends shares [from, to) as NDJSON lines; rng draws the popular
@@ -76,12 +78,13 @@ func (m manyArticles) ndjson(dst []byte, from, to int, rng *rand.Rand, zipf *ran
 // ingest posts the stream to the node's batch endpoint from workers
 // goroutines, in order of batch number.
 func (m manyArticles) ingest(ctx context.Context, n *nodeProc, workers int) error {
-	batches := (m.n + trendingRestartBatch - 1) / trendingRestartBatch
+	size := cmp.Or(m.batch, trendingRestartBatch)
+	batches := (m.n + size - 1) / size
 	return ingestBatches(ctx, n.URL("/api/v1/events/share/batch"), 5*time.Minute, workers, batches, func(w int) func([]byte, int) []byte {
 		rng := rand.New(rand.NewPCG(uint64(m.n), uint64(w)))
 		zipf := rand.NewZipf(rng, 1.1, 1, uint64(max(m.distinct, 2)-1))
 		return func(dst []byte, i int) []byte {
-			return m.ndjson(dst, i*trendingRestartBatch, min((i+1)*trendingRestartBatch, m.n), rng, zipf)
+			return m.ndjson(dst, i*size, min((i+1)*size, m.n), rng, zipf)
 		}
 	})
 }

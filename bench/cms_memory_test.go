@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"os"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkCMSIngestMemory measures the peak RSS of a whole cms node
+// (trending.counter: cms, otherwise the default configuration: its
+// memory_limit is 256 MiB) while it ingests, against the 256 MB budget:
+// the real binary, embedded log, loaded over HTTP by 4 posters with
+//
+//   - 10,000,000 shares over 5,000,000 and over 10,000,000 distinct
+//     articles in 2,000-line batches, event times rising at the design's
+//     100,000 shares a second (the stream of BenchmarkTrendingIngest);
+//   - 1,000,000 shares over 500,000 articles in 100,000-line batches
+//     (12 MB bodies).
+//
+// NEWSFLOW_BENCH_TRENDING_SHARES=N loads N shares instead of 10,000,000
+// (and N/10 in the large batches). Each load runs on a fresh node, once
+// an op. Reported per load: peak-rss-MB (VmHWM when everything is
+// committed), events/s (from the first request to everything committed)
+// and cpu-us/event (the node's CPU time a share).
+func BenchmarkCMSIngestMemory(b *testing.B) {
+	if testing.Short() {
+		b.Skip("loads 21,000,000 shares into three nodes")
+	}
+	shares := trendingShares(b)
+	loads := []struct {
+		name string
+		m    manyArticles
+	}{
+		{"shares=" + countName(shares) + "/articles=" + countName(shares/2), manyArticles{n: shares, distinct: shares / 2}},
+		{"shares=" + countName(shares) + "/articles=" + countName(shares), manyArticles{n: shares, distinct: shares}},
+		{"shares=" + countName(shares/10) + "/articles=" + countName(shares/20) + "/batch=" + countName(100_000),
+			manyArticles{n: shares / 10, distinct: shares / 20, batch: 100_000}},
+	}
+	for _, l := range loads {
+		b.Run(l.name, func(b *testing.B) {
+			var f loadFigures
+			for b.Loop() {
+				n := startNodeIn(b, "", "NEWSFLOW_TRENDING_COUNTER=cms")
+				n.WaitReady(time.Minute)
+				f = l.m.load(n, time.Duration(l.m.n)*time.Second/trendingIngestRate)
+				n.Kill()
+				if err := os.RemoveAll(n.Args[slices.Index(n.Args, "--data")+1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(f.rss, "peak-rss-MB")
+			b.ReportMetric(f.rate, "events/s")
+			b.ReportMetric(f.cpu, "cpu-us/event")
+			b.Logf("%.0f shares/s, %.2f µs CPU a share, peak RSS %.0f MB", f.rate, f.cpu, f.rss)
+		})
+	}
+}
