@@ -133,9 +133,9 @@ const baselineBinaryEnv = "NEWSFLOW_BENCH_BASELINE_BINARY"
 //   - refused counts the reads that clients asking every survivor every
 //     50 ms (per-key queries of every article in turn and trending,
 //     alternately) got refused from the kill until a second after
-//     complete: a transport error, a status other than 2xx, or a partial
-//     answer (missing_partitions, failed_nodes or Warning: 199). reads is
-//     how many they sent. rejoin-refused counts the same clients' refused
+//     complete: a transport error, a status other than 2xx (failed, also
+//     counted apart), or a partial answer (missing_partitions,
+//     failed_nodes or Warning: 199). reads is how many they sent. rejoin-refused counts the same clients' refused
 //     reads while the killed node starts again and gets its partitions
 //     back.
 //
@@ -187,9 +187,9 @@ func BenchmarkClusterFailover(b *testing.B) {
 			if c.refused > 0 {
 				b.ReportMetric(float64(bs.refused)/float64(c.refused), "base-"+kind+"-refused-x")
 			}
-			b.Logf("%s kills: complete after %s (baseline %s), refused %d of %d reads (baseline %d of %d)",
+			b.Logf("%s kills: complete after %s (baseline %s), refused %d of %d reads, %d of them failed (baseline %d of %d, %d failed)",
 				kind, c.complete.Round(10*time.Millisecond), bs.complete.Round(10*time.Millisecond),
-				c.refused, c.reads, bs.refused, bs.reads)
+				c.refused, c.reads, c.failed, bs.refused, bs.reads, bs.failed)
 		}
 	}
 	b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
@@ -211,14 +211,15 @@ type failoverResult struct {
 	complete      time.Duration // to every survivor answering complete results
 	reads         int
 	refused       int // of reads
+	failed        int // of refused: no answer or not 2xx (the rest were partial)
 	wrong         int // per-key answers of 200 with other counts
 	rejoinRefused int
 }
 
 // failoverSummary is the figures of one kind of kill.
 type failoverSummary struct {
-	correct, complete             time.Duration // medians
-	reads, refused, wrong, rejoin int           // totals
+	correct, complete                     time.Duration // medians
+	reads, refused, failed, wrong, rejoin int           // totals
 }
 
 func (r *failoverRun) summary(kind string) failoverSummary {
@@ -232,6 +233,7 @@ func (r *failoverRun) summary(kind string) failoverSummary {
 		complete = append(complete, res.complete)
 		s.reads += res.reads
 		s.refused += res.refused
+		s.failed += res.failed
 		s.wrong += res.wrong
 		s.rejoin += res.rejoinRefused
 	}
@@ -242,9 +244,9 @@ func (r *failoverRun) summary(kind string) failoverSummary {
 func (r *failoverRun) report(b *testing.B) {
 	var times []string
 	for _, res := range r.results {
-		t := fmt.Sprintf("%s%s complete %s (first correct %s), %d/%d refused, %d wrong, %d refused on rejoin",
+		t := fmt.Sprintf("%s%s complete %s (first correct %s), %d/%d refused (%d failed), %d wrong, %d refused on rejoin",
 			res.node, map[bool]string{true: " (leader)"}[res.leader], res.complete.Round(10*time.Millisecond),
-			res.correct.Round(10*time.Millisecond), res.refused, res.reads, res.wrong, res.rejoinRefused)
+			res.correct.Round(10*time.Millisecond), res.refused, res.reads, res.failed, res.wrong, res.rejoinRefused)
 		times = append(times, t)
 	}
 	bin := cmp.Or(r.bc.bin, "this checkout's")
@@ -254,6 +256,7 @@ func (r *failoverRun) report(b *testing.B) {
 		b.ReportMetric(s.complete.Seconds(), r.prefix+kind+"-complete-s")
 		b.ReportMetric(s.correct.Seconds(), r.prefix+kind+"-failover-s")
 		b.ReportMetric(float64(s.refused), r.prefix+kind+"-refused")
+		b.ReportMetric(float64(s.failed), r.prefix+kind+"-failed")
 		b.ReportMetric(float64(s.reads), r.prefix+kind+"-reads")
 		b.ReportMetric(float64(s.rejoin), r.prefix+kind+"-rejoin-refused")
 		if s.wrong > 0 {
@@ -673,6 +676,9 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) fai
 			res.reads++
 			if a.refused() {
 				res.refused++
+				if a.failed() {
+					res.failed++
+				}
 			} else if a.wrong {
 				res.wrong++
 			}
@@ -697,10 +703,13 @@ type benchAnswer struct {
 }
 
 // refused reports whether a client would count the answer as a refused
-// read: no answer, not 2xx, or partial.
+// read: failed, or partial.
 func (a benchAnswer) refused() bool {
-	return a.err != nil || a.code < 200 || a.code > 299 || strings.HasPrefix(a.warning, "199") || a.partial
+	return a.failed() || strings.HasPrefix(a.warning, "199") || a.partial
 }
+
+// failed reports whether the read got no answer, or not a 2xx.
+func (a benchAnswer) failed() bool { return a.err != nil || a.code < 200 || a.code > 299 }
 
 // benchRead GETs path of node n and classifies the answer; want, if the
 // path is an article's shares, holds the counts its answer must have.
