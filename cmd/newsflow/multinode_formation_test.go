@@ -20,9 +20,9 @@ import (
 // only once its previous owner's tasks have stopped (a handoff), so no
 // joiner's claim of a changelog fences a task that still runs: no node's
 // log shows a fenced or failed task, and newsflow_task_restarts_total is
-// 0 on every node. (Before the handoff, 1 formation in 25 restarted a
+// 0 on every node. (Before the handoff, 1 formation in 35 restarted a
 // task fenced by the next owner's claim: this test catches a regression
-// about one run in four; TestAssignmentHandoff and
+// about one run in five; TestAssignmentHandoff and
 // TestClusterHandoffOnRelease in cluster/ catch it every time.)
 func TestClusterFormationFencesNothing(t *testing.T) {
 	if testing.Short() {
