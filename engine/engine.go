@@ -138,7 +138,7 @@ type Engine struct {
 		runners  []*taskRunner // the tasks running now
 		applied  uint64        // cluster mode: the assignment version they run
 		// runnersChanged, if not nil, is closed when runners next change
-		// (Running).
+		// (Stopped).
 		runnersChanged chan struct{}
 		standbys       map[standbyKey]*standby
 	}
