@@ -31,9 +31,28 @@ type Member struct {
 // Owner is who processes a partition, and since which assignment epoch. A
 // partition's epoch grows every time its owner changes, so a node that
 // still acts on an older epoch is stale and must stop.
+//
+// A partition the balance moves away from a member that is up is handed
+// off, not taken: Next names the member it goes to, Node still owns it but
+// runs none of its tasks (OwnedBy leaves it out), and once Node reports
+// that its tasks have stopped (OpRelease) the partition passes to Next
+// with a new epoch. So the new owner's claim of the changelogs never
+// fences a task that still runs. The leader completes a handoff that Node
+// has not released within DownAfter itself; a partition of a member that
+// is down or gone moves at once.
 type Owner struct {
 	Node  string `json:"node"`
 	Epoch uint64 `json:"epoch"`
+	Next  string `json:"next,omitempty"`
+}
+
+// target is where the partition is headed: Next while handed off, else
+// Node.
+func (o Owner) target() string {
+	if o.Next != "" {
+		return o.Next
+	}
+	return o.Node
 }
 
 // State is the replicated cluster state (the metadata key-value pairs live
@@ -64,9 +83,13 @@ type Command struct {
 	// init
 	Partitions int32 `json:"partitions,omitempty"`
 	Weights    []int `json:"weights,omitempty"`
-	// join, up, down, leave, remove
+	// join, up, down, leave, remove, release
 	Member *Member `json:"member,omitempty"`
 	ID     string  `json:"id,omitempty"`
+	// release: the partitions member ID hands off, each with the epoch it
+	// owned it at (a release of another epoch, or of a partition not
+	// handed off, changes nothing)
+	Released map[int32]uint64 `json:"released,omitempty"`
 	// meta_put, meta_create, meta_delete, meta_swap (Old: the value the
 	// key must hold for the swap to happen)
 	Collection string `json:"collection,omitempty"`
@@ -83,6 +106,7 @@ const (
 	OpDown       = "down"
 	OpLeave      = "leave"
 	OpRemove     = "remove"
+	OpRelease    = "release"
 	OpMetaPut    = "meta_put"
 	OpMetaCreate = "meta_create"
 	OpMetaDelete = "meta_delete"
@@ -192,6 +216,14 @@ func (f *fsm) applyState(c Command) error {
 		s.Members[c.ID] = m
 	case OpRemove:
 		delete(s.Members, c.ID)
+	case OpRelease:
+		// In partition order: every replica hands out the same epochs.
+		for p, o := range s.Owners {
+			if e, ok := c.Released[int32(p)]; ok && o.Node == c.ID && o.Epoch == e && o.Next != "" {
+				s.EpochSeq++
+				s.Owners[p] = Owner{Node: o.Next, Epoch: s.EpochSeq}
+			}
+		}
 	default:
 		return fmt.Errorf("cluster: unknown command %q", c.Op)
 	}
@@ -204,9 +236,11 @@ func (f *fsm) applyState(c Command) error {
 // rebalance assigns every partition to a live member: balanced (by
 // weight: members' loads differ by at most the heaviest partition's weight;
 // with equal weights, their counts by at most one), sticky (a partition
-// stays where it is unless its owner is gone or over its share),
-// deterministic (every replica computes the same owners from the same
-// state). A partition whose owner changes gets a new epoch.
+// stays where it is, or where it is being handed to, unless that member is
+// gone or over its share), deterministic (every replica computes the same
+// owners from the same state). A partition whose owner is up is handed off
+// (Owner.Next); any other changes owner at once. A partition whose owner
+// changes gets a new epoch.
 func (s *State) rebalance() {
 	var live []string
 	for id, m := range s.Members {
@@ -217,7 +251,7 @@ func (s *State) rebalance() {
 	load := map[string]int{}
 	total := 0
 	for p, o := range s.Owners {
-		load[o.Node] += s.weight(p)
+		load[o.target()] += s.weight(p)
 		total += s.weight(p)
 	}
 	// The members holding most now get the larger shares, so fewer move.
@@ -245,9 +279,9 @@ func (s *State) rebalance() {
 	kept := map[string]int{}
 	var moving []int
 	for _, p := range order {
-		o, w := s.Owners[p], s.weight(p)
-		if c, ok := capacity[o.Node]; ok && kept[o.Node]+w <= c {
-			kept[o.Node] += w
+		t, w := s.Owners[p].target(), s.weight(p)
+		if c, ok := capacity[t]; ok && kept[t]+w <= c {
+			kept[t] += w
 			continue
 		}
 		moving = append(moving, p)
@@ -261,14 +295,41 @@ func (s *State) rebalance() {
 				best = id
 			}
 		}
-		if s.Owners[p].Node != best {
-			s.EpochSeq++
-			s.Owners[p] = Owner{Node: best, Epoch: s.EpochSeq}
-		}
+		s.place(p, best)
 		if best != "" {
 			kept[best] += s.weight(p)
 		}
 	}
+	// A handoff whose owner went down or away meanwhile completes at once:
+	// nothing of it runs to wait for.
+	for p, o := range s.Owners {
+		if o.Next != "" && !s.handsOff(o.Node) {
+			s.place(p, o.Next)
+		}
+	}
+}
+
+// place sends partition p to member to: it stays if to owns it (calling
+// off a handoff), is handed off if its owner is up, and otherwise changes
+// owner, with a new epoch.
+func (s *State) place(p int, to string) {
+	o := s.Owners[p]
+	switch {
+	case to == o.Node:
+		s.Owners[p].Next = ""
+	case to != "" && s.handsOff(o.Node):
+		s.Owners[p].Next = to
+	default:
+		s.EpochSeq++
+		s.Owners[p] = Owner{Node: to, Epoch: s.EpochSeq}
+	}
+}
+
+// handsOff reports whether member id is up, so that it releases its
+// partitions before they move (it may be leaving: it is still running).
+func (s *State) handsOff(id string) bool {
+	m, ok := s.Members[id]
+	return ok && m.Up
 }
 
 // weight returns partition p's weight.
@@ -358,11 +419,24 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 	return nil
 }
 
-// OwnedBy returns the partitions node owns, with their epochs.
+// OwnedBy returns the partitions node owns, with their epochs, but not
+// those it hands off: their tasks are to stop.
 func (s State) OwnedBy(node string) map[int32]uint64 {
 	out := map[int32]uint64{}
 	for p, o := range s.Owners {
-		if o.Node == node {
+		if o.Node == node && o.Next == "" {
+			out[int32(p)] = o.Epoch
+		}
+	}
+	return out
+}
+
+// HandingOff returns the partitions node owns and hands off, with their
+// epochs: what it is to release (OpRelease) once their tasks stopped.
+func (s State) HandingOff(node string) map[int32]uint64 {
+	out := map[int32]uint64{}
+	for p, o := range s.Owners {
+		if o.Node == node && o.Next != "" {
 			out[int32(p)] = o.Epoch
 		}
 	}

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -35,9 +37,25 @@ func join(id string) Command {
 	return Command{Op: OpJoin, Member: &Member{ID: id, RaftAddr: id + ":7000", HTTPAddr: id + ":8080"}}
 }
 
-// checkBalanced: every partition has a live owner and loads (partition
-// weights, 1 each by default) differ by at most the heaviest weight. It
-// returns the loads.
+// settle releases every partition handed off, as each owner does once its
+// tasks have stopped.
+func settle(t *testing.T, f *fsm) {
+	t.Helper()
+	st, _ := f.snapshot()
+	for id := range st.Members {
+		if parts := st.HandingOff(id); len(parts) > 0 {
+			mustApply(t, f, Command{Op: OpRelease, ID: id, Released: parts})
+		}
+	}
+	if st, _ := f.snapshot(); slices.ContainsFunc(st.Owners, func(o Owner) bool { return o.Next != "" }) {
+		t.Fatalf("handoffs left after every owner released: %+v", st.Owners)
+	}
+}
+
+// checkBalanced: every partition is headed to a live member (owned by it,
+// or handed to it by a member that is up) and loads (partition weights, 1
+// each by default) differ by at most the heaviest weight. It returns the
+// loads.
 func checkBalanced(t *testing.T, s State) map[string]int {
 	t.Helper()
 	count := map[string]int{}
@@ -49,13 +67,16 @@ func checkBalanced(t *testing.T, s State) map[string]int {
 		}
 	}
 	for p, o := range s.Owners {
-		if _, ok := count[o.Node]; !ok {
+		if m, ok := s.Members[o.Node]; o.Next != "" && (!ok || !m.Up) {
+			t.Fatalf("partition %d handed off by %q, not a member that is up (%+v)", p, o.Node, s.Members)
+		}
+		if _, ok := count[o.target()]; !ok {
 			if live > 0 || o.Node != "" {
-				t.Fatalf("partition %d owned by %q, not a live member (%+v)", p, o.Node, s.Members)
+				t.Fatalf("partition %d headed to %q, not a live member (%+v)", p, o.target(), s.Members)
 			}
 			continue
 		}
-		count[o.Node] += s.weight(p)
+		count[o.target()] += s.weight(p)
 	}
 	lo, hi := int(s.Partitions), 0
 	for _, c := range count {
@@ -81,6 +102,7 @@ func TestAssignmentBalancedStickyWithEpochs(t *testing.T) {
 	}
 	mustApply(t, f, join("b"))
 	mustApply(t, f, join("c"))
+	settle(t, f)
 	s2, _ := f.snapshot()
 	c := checkBalanced(t, s2)
 	// Sticky: a kept its share; only what b and c took moved.
@@ -113,11 +135,13 @@ func TestAssignmentBalancedStickyWithEpochs(t *testing.T) {
 	}
 	// Back up: it gets a share again; leave empties a node.
 	mustApply(t, f, Command{Op: OpUp, ID: "c"})
+	settle(t, f)
 	s4, _ := f.snapshot()
 	if c := checkBalanced(t, s4); c["c"] < 2 {
 		t.Fatalf("c back with %v", c)
 	}
 	mustApply(t, f, Command{Op: OpLeave, ID: "a"})
+	settle(t, f)
 	s5, _ := f.snapshot()
 	if c := checkBalanced(t, s5); c["a"] != 0 || c["b"]+c["c"] != 8 {
 		t.Fatalf("after a leaves: %v", c)
@@ -161,9 +185,20 @@ func checkRandomChanges(t *testing.T, init Command, seed uint64) {
 	cmds := []Command{init}
 	for range 300 {
 		id := ids[rng.IntN(len(ids))]
-		cmds = append(cmds, []Command{join(id), {Op: OpDown, ID: id}, {Op: OpUp, ID: id}, {Op: OpRemove, ID: id}}[rng.IntN(4)])
+		cmds = append(cmds, []Command{join(id), {Op: OpDown, ID: id}, {Op: OpUp, ID: id}, {Op: OpRemove, ID: id}, {Op: OpRelease, ID: id}}[rng.IntN(5)])
 	}
 	for _, c := range cmds {
+		if c.Op == OpRelease {
+			// What the member hands off now (in both replicas, as they
+			// agree), or a part of it.
+			sa, _ := a.snapshot()
+			c.Released = sa.HandingOff(c.ID)
+			for p := range c.Released {
+				if rng.IntN(3) == 0 {
+					delete(c.Released, p)
+				}
+			}
+		}
 		ea, eb := a.apply(c), b.apply(c)
 		if (ea == nil) != (eb == nil) {
 			t.Fatalf("%+v: %v vs %v", c, ea, eb)
@@ -194,6 +229,7 @@ func TestAssignmentWeighted(t *testing.T) {
 	}
 	for i, id := range []string{"a", "b", "c"} {
 		mustApply(t, f, join(id))
+		settle(t, f)
 		s, _ := f.snapshot()
 		load := checkBalanced(t, s)
 		// 9 units over i+1 members: p0's owner holds p0 and 7, 3, 1 more.
@@ -204,6 +240,7 @@ func TestAssignmentWeighted(t *testing.T) {
 	for _, id := range []string{"d", "e", "f", "g", "h", "i"} {
 		mustApply(t, f, join(id))
 	}
+	settle(t, f)
 	s, _ := f.snapshot()
 	checkBalanced(t, s)
 	if others(s) != 0 {
@@ -220,6 +257,88 @@ func TestAssignmentWeighted(t *testing.T) {
 	}
 	// Random changes stay balanced by weight and deterministic.
 	checkRandomChanges(t, Command{Op: OpInit, Partitions: 12, Weights: []int{3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}}, 3)
+}
+
+// A partition moving away from a member that is up is handed off: the
+// owner keeps it (running nothing of it) until it releases it at its
+// epoch, and only then does the next member own it, at a new epoch. A
+// handoff is called off when the next member goes down, and completes at
+// once when the owner does.
+func TestAssignmentHandoff(t *testing.T) {
+	f := newTestFSM(t)
+	mustApply(t, f, Command{Op: OpInit, Partitions: 8})
+	mustApply(t, f, join("a"))
+	s1, _ := f.snapshot()
+	if n := len(s1.OwnedBy("a")); n != 8 {
+		t.Fatalf("the first member owns %d partitions at once, want 8 (nobody to hand off from)", n)
+	}
+	mustApply(t, f, join("b"))
+	s2, _ := f.snapshot()
+	checkBalanced(t, s2)
+	handed := s2.HandingOff("a")
+	if len(handed) != 4 || len(s2.OwnedBy("a")) != 4 || len(s2.OwnedBy("b")) != 0 {
+		t.Fatalf("after b joins: a hands off %v, owns %v; b owns %v (want 4, 4, 0)", handed, s2.OwnedBy("a"), s2.OwnedBy("b"))
+	}
+	for p, o := range s2.Owners {
+		if o.Node != "a" || o.Epoch != s1.Owners[p].Epoch {
+			t.Fatalf("partition %d changed owner or epoch before a release: %+v → %+v", p, s1.Owners[p], o)
+		}
+	}
+	// Releases by another member, or at another epoch, change nothing.
+	var first int32 = -1
+	for p := range handed {
+		first = max(first, p)
+	}
+	mustApply(t, f, Command{Op: OpRelease, ID: "b", Released: handed})
+	mustApply(t, f, Command{Op: OpRelease, ID: "a", Released: map[int32]uint64{first: handed[first] + 100}})
+	mustApply(t, f, Command{Op: OpRelease, ID: "a", Released: map[int32]uint64{1000: 1, -1: 1}})
+	if s, _ := f.snapshot(); fmt.Sprint(s.Owners) != fmt.Sprint(s2.Owners) {
+		t.Fatalf("a wrong release moved partitions:\n%v\n%v", s2.Owners, s.Owners)
+	}
+	// a releases one: it passes to b at a new epoch; the rest wait.
+	mustApply(t, f, Command{Op: OpRelease, ID: "a", Released: map[int32]uint64{first: handed[first]}})
+	s3, _ := f.snapshot()
+	if o := s3.Owners[first]; o.Node != "b" || o.Next != "" || o.Epoch <= s2.EpochSeq {
+		t.Fatalf("released partition %d: %+v, want b's at an epoch above %d", first, o, s2.EpochSeq)
+	}
+	if n := len(s3.HandingOff("a")); n != 3 {
+		t.Fatalf("a still hands off %d, want 3", n)
+	}
+	// b goes down: the other three stay with a, at their epochs.
+	mustApply(t, f, Command{Op: OpDown, ID: "b"})
+	s4, _ := f.snapshot()
+	checkBalanced(t, s4)
+	for p, o := range s4.Owners {
+		if o.Node != "a" || o.Next != "" {
+			t.Fatalf("b down: partition %d is %+v, want a's", p, o)
+		}
+		if int32(p) != first && o.Epoch != s1.Owners[p].Epoch {
+			t.Fatalf("b down: partition %d kept by a at a new epoch: %+v", p, o)
+		}
+	}
+	// b back, a down with its handoffs pending: b owns everything at
+	// once.
+	mustApply(t, f, Command{Op: OpUp, ID: "b"})
+	if s, _ := f.snapshot(); len(s.HandingOff("a")) != 4 {
+		t.Fatalf("b back: a hands off %v, want 4", s.HandingOff("a"))
+	}
+	mustApply(t, f, Command{Op: OpDown, ID: "a"})
+	s5, _ := f.snapshot()
+	if owned := s5.OwnedBy("b"); len(owned) != 8 {
+		t.Fatalf("a down: b owns %v, want all 8", owned)
+	}
+	for p, o := range s5.Owners {
+		if o.Epoch <= s4.Owners[p].Epoch {
+			t.Fatalf("partition %d moved to b without a new epoch: %+v → %+v", p, s4.Owners[p], o)
+		}
+	}
+	// A released handoff is not released twice: a's old epochs are gone.
+	mustApply(t, f, Command{Op: OpUp, ID: "a"})
+	s6, _ := f.snapshot()
+	mustApply(t, f, Command{Op: OpRelease, ID: "a", Released: maps.Clone(s2.HandingOff("a"))})
+	if s, _ := f.snapshot(); fmt.Sprint(s.Owners) != fmt.Sprint(s6.Owners) {
+		t.Fatalf("a stale release moved partitions:\n%v\n%v", s6.Owners, s.Owners)
+	}
 }
 
 func TestMetaCommandsAndSnapshotRestore(t *testing.T) {

@@ -472,8 +472,9 @@ func (n *Node) leaderDuties() {
 	defer n.raft.DeregisterObserver(observer)
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
-	failing := map[string]time.Time{} // peer → last contact, while heartbeats fail
-	targets := map[string]uint64{}    // down peer → the index it must apply to be up
+	failing := map[string]time.Time{}   // peer → last contact, while heartbeats fail
+	targets := map[string]uint64{}      // down peer → the index it must apply to be up
+	handoffs := map[handoff]time.Time{} // handoff → when this leader first saw it
 	for {
 		select {
 		case <-n.stop:
@@ -490,12 +491,14 @@ func (n *Node) leaderDuties() {
 			case raft.LeaderObservation:
 				clear(failing)
 				clear(targets)
+				clear(handoffs)
 			}
 		case <-tick.C:
 			if !n.IsLeader() {
 				continue
 			}
 			n.leaderTick(failing, targets)
+			n.completeHandoffs(handoffs)
 		}
 	}
 }
@@ -568,6 +571,60 @@ func (n *Node) leaderTick(failing map[string]time.Time, targets map[string]uint6
 			}
 		}
 	}
+}
+
+// handoff is a partition handed off by its owner at an epoch.
+type handoff struct {
+	partition int
+	epoch     uint64
+}
+
+// completeHandoffs releases, on their owners' behalf, the partitions they
+// have handed off for DownAfter without releasing them (an owner whose
+// tasks do not stop, or whose release was lost): the new owner's claim
+// then fences whatever still runs, as when a member is down. seen holds
+// when this leader first saw each handoff.
+func (n *Node) completeHandoffs(seen map[handoff]time.Time) {
+	st, _ := n.fsm.snapshot()
+	late := map[string]map[int32]uint64{}
+	pending := map[handoff]bool{}
+	for p, o := range st.Owners {
+		if o.Next == "" {
+			continue
+		}
+		h := handoff{p, o.Epoch}
+		pending[h] = true
+		at, ok := seen[h]
+		switch {
+		case !ok:
+			seen[h] = time.Now()
+		case time.Since(at) > n.cfg.DownAfter:
+			if late[o.Node] == nil {
+				late[o.Node] = map[int32]uint64{}
+			}
+			late[o.Node][int32(p)] = o.Epoch
+		}
+	}
+	for h := range seen {
+		if !pending[h] {
+			delete(seen, h)
+		}
+	}
+	for id, parts := range late {
+		n.log.Warn("member did not release handed-off partitions within down_after; moving them", "member", id, "partitions", len(parts))
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := n.Apply(ctx, Command{Op: OpRelease, ID: id, Released: parts}); err != nil {
+			n.log.Warn("cluster release", "member", id, "error", err)
+		}
+		cancel()
+	}
+}
+
+// Release tells the cluster that this node's tasks of the partitions it
+// hands off (State.HandingOff, with the epochs it owned them at) have
+// stopped: each passes to the member it is handed to.
+func (n *Node) Release(ctx context.Context, parts map[int32]uint64) error {
+	return n.Apply(ctx, Command{Op: OpRelease, ID: n.cfg.ID, Released: parts})
 }
 
 func (n *Node) self() Member {

@@ -36,9 +36,10 @@ func startMember(t testing.TB, id, dir, httpAddr, raftAddr string, bootstrap boo
 
 // memberOptions are what a test changes in a member's Config.
 type memberOptions struct {
-	secret   string // default testSecret
-	tls      TLSConfig
-	plainTCP bool
+	secret    string // default testSecret
+	tls       TLSConfig
+	plainTCP  bool
+	downAfter time.Duration
 }
 
 func startMemberWith(t testing.TB, o memberOptions, id, dir, httpAddr, raftAddr string, bootstrap bool, join ...string) *testMember {
@@ -74,7 +75,7 @@ func startMemberWith(t testing.TB, o memberOptions, id, dir, httpAddr, raftAddr 
 	m.node, err = Start(context.Background(), Config{
 		ID: id, RaftAddr: raftAddr, HTTPAddr: m.httpAddr, Dir: filepath.Join(dir, "cluster"), Partitions: 8,
 		Bootstrap: bootstrap, Join: join, Secret: cmp.Or(o.secret, testSecret), Logger: logger, Meta: meta.NewLocal(m.db),
-		TLS: o.tls, plainTCP: o.plainTCP,
+		TLS: o.tls, plainTCP: o.plainTCP, DownAfter: o.downAfter,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -270,6 +271,72 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 	defer cancel()
 	if err := survivor.node.Apply(ctx, Command{Op: OpMetaPut, Collection: "sources", Key: "s1", Value: []byte("x")}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A joiner gets its share of partitions once their owner releases them,
+// long before down_after; an owner that never releases them loses them
+// when the leader completes the handoff after down_after.
+func TestClusterHandoffOnRelease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-node Raft test")
+	}
+	for _, releases := range []bool{true, false} {
+		t.Run(fmt.Sprintf("releases=%v", releases), func(t *testing.T) {
+			downAfter := 6 * time.Second
+			a := startMemberWith(t, memberOptions{downAfter: downAfter}, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
+			waitFor(t, 10*time.Second, "a owns every partition", func() error {
+				if cnt, err := owners(a); err != nil || cnt["a"] != 8 {
+					return fmt.Errorf("%v %v", cnt, err)
+				}
+				return nil
+			})
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					st, changed := a.node.State()
+					if parts := st.HandingOff("a"); releases && len(parts) > 0 {
+						ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+						if err := a.node.Release(ctx, parts); err != nil {
+							t.Errorf("release: %v", err)
+						}
+						cancel()
+					}
+					select {
+					case <-stop:
+						return
+					case <-changed:
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+			}()
+			defer func() { close(stop); <-done }()
+			before, _ := a.node.State()
+			joined := time.Now()
+			startMemberWith(t, memberOptions{downAfter: downAfter}, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+			took := waitFor(t, 20*time.Second, "b owns 4 partitions", func() error {
+				st, _ := a.node.State()
+				if n := len(st.OwnedBy("b")); n != 4 {
+					return fmt.Errorf("b owns %d (a hands off %v)", n, st.HandingOff("a"))
+				}
+				return nil
+			})
+			after, _ := a.node.State()
+			for p, o := range after.Owners {
+				if o.Node == "b" && o.Epoch <= before.Owners[p].Epoch {
+					t.Errorf("partition %d passed to b without a new epoch: %+v → %+v", p, before.Owners[p], o)
+				}
+			}
+			t.Logf("b owns its share %s after it started (releases: %v)", took.Round(time.Millisecond), releases)
+			if releases && time.Since(joined) >= downAfter {
+				t.Errorf("released partitions passed to b after %s, not before down_after %s", time.Since(joined), downAfter)
+			}
+			if !releases && time.Since(joined) < downAfter {
+				t.Errorf("partitions never released passed to b after %s, before down_after %s", time.Since(joined), downAfter)
+			}
+		})
 	}
 }
 

@@ -210,12 +210,39 @@ func (e *Engine) startPartition(ctx context.Context, p int32, epoch uint64) *par
 	return g
 }
 
+// Stopped reports, in cluster mode, whether no task of partition p runs
+// on this node, nor will until an Assign gives p again: the last Assign
+// did not give it, and the engine has stopped whatever of it ran before
+// (a task being revoked runs until it has returned). It also returns a
+// channel closed when the running tasks next change, to ask again then.
+func (e *Engine) Stopped(p int32) (bool, <-chan struct{}) {
+	parts, version := e.assigned()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.mu.runnersChanged == nil {
+		e.mu.runnersChanged = make(chan struct{})
+	}
+	if _, ok := parts[p]; ok || e.mu.applied < version {
+		return false, e.mu.runnersChanged
+	}
+	for _, tr := range e.mu.runners {
+		if tr.p%e.opts.Partitions == p {
+			return false, e.mu.runnersChanged
+		}
+	}
+	return true, e.mu.runnersChanged
+}
+
 // setRunners records the running tasks and, in cluster mode, the
 // assignment version they run.
 func (e *Engine) setRunners(rs []*taskRunner, version uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.mu.runners, e.mu.applied = rs, version
+	if e.mu.runnersChanged != nil {
+		close(e.mu.runnersChanged)
+		e.mu.runnersChanged = nil
+	}
 	if e.opts.Cluster {
 		// Progress of partitions this node no longer runs is not its to
 		// report.

@@ -216,3 +216,87 @@ func TestClusterStaleOwnerCannotDoubleCount(t *testing.T) {
 	a.waitCaughtUp()
 	equalCounts(t, a.counts("count", 0, 1, 2, 3), want)
 }
+
+// Stopped says a revoked partition's tasks have returned: not while the
+// partition is assigned, nor before the engine has stopped what ran of it;
+// then its channel closes, the partition reads stopped, and the new owner
+// claims its changelog without fencing a task that still runs (no task
+// restarts on either node).
+func TestClusterStoppedAfterRevoke(t *testing.T) {
+	_, brokers, dir, op := newClusterTest(t)
+	a := startClusterNode(t, brokers, dir+"/a", op, 4)
+	defer a.stop()
+	if _, err := eventlog.EnsureTopic(context.Background(), a.log, "in", 4); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{}
+	a.e.Assign(map[int32]uint64{0: 1, 1: 1})
+	produceKafka(t, a.log, "in", 0, 2000, want)
+	a.waitCaughtUp()
+	for _, p := range []int32{0, 1} {
+		if stopped, _ := a.e.Stopped(p); stopped {
+			t.Fatalf("partition %d assigned and running, yet stopped", p)
+		}
+	}
+	if stopped, _ := a.e.Stopped(2); !stopped {
+		t.Fatal("partition 2, never assigned, not stopped")
+	}
+	a.e.Assign(map[int32]uint64{1: 1})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		stopped, changed := a.e.Stopped(0)
+		if stopped {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-time.After(time.Second):
+		}
+		return fmt.Errorf("partition 0 revoked but not stopped")
+	})
+	for _, in := range a.e.Progress() {
+		if in.Partition%4 == 0 {
+			t.Fatalf("partition 0 stopped, yet its task reports progress: %+v", in)
+		}
+	}
+	if stopped, _ := a.e.Stopped(1); stopped {
+		t.Fatal("partition 1, still assigned, stopped")
+	}
+	// The next owner claims it while producers go on: nothing is fenced.
+	b := startClusterNode(t, brokers, dir+"/b", op, 4)
+	defer b.stop()
+	b.e.Assign(map[int32]uint64{0: 2})
+	for i := range 5 {
+		produceKafka(t, a.log, "in", 2000+i*400, 400, want)
+		time.Sleep(20 * time.Millisecond)
+	}
+	a.waitCaughtUp()
+	b.waitCaughtUp()
+	for name, n := range map[string]*clusterNode{"a": a, "b": b} {
+		if r := taskRestarts(t, n.reg); r != 0 {
+			t.Errorf("node %s restarted %v tasks", name, r)
+		}
+	}
+	// A partition given again is not stopped.
+	a.e.Assign(map[int32]uint64{1: 1, 3: 4})
+	if stopped, _ := a.e.Stopped(3); stopped {
+		t.Fatal("partition 3 just assigned, stopped")
+	}
+}
+
+// taskRestarts sums newsflow_task_restarts_total over the stages.
+func taskRestarts(t *testing.T, g prometheus.Gatherer) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == "newsflow_task_restarts_total" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
+}

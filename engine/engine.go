@@ -137,7 +137,10 @@ type Engine struct {
 		progress map[progressKey]*Progress
 		runners  []*taskRunner // the tasks running now
 		applied  uint64        // cluster mode: the assignment version they run
-		standbys map[standbyKey]*standby
+		// runnersChanged, if not nil, is closed when runners next change
+		// (Stopped).
+		runnersChanged chan struct{}
+		standbys       map[standbyKey]*standby
 	}
 }
 

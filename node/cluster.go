@@ -141,18 +141,51 @@ func (n *Node) followAssignments(ctx context.Context) {
 				n.crawler.Kick()
 			}
 		}
+		var stopping <-chan struct{}
 		if inSync {
 			// After Assign: a partition moved away meanwhile stops before
 			// anything commits again.
 			n.engine.Release("cluster")
+			stopping = n.releaseHandedOff(ctx, st)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-changed:
 		case <-t.C:
+		case <-stopping:
 		}
 	}
+}
+
+// releaseHandedOff tells the cluster which of the partitions it hands off
+// (st.HandingOff) this node's engine has stopped, so that they pass to
+// their next owners; a partition moves only once its tasks here have
+// returned, and the next owner's claim of its changelogs fences nothing
+// that runs. It returns a channel closed when the engine's running tasks
+// next change while some partition is still stopping (nil when none is).
+func (n *Node) releaseHandedOff(ctx context.Context, st cluster.State) <-chan struct{} {
+	var stopping <-chan struct{}
+	released := map[int32]uint64{}
+	for p, epoch := range st.HandingOff(n.cluster.ID()) {
+		stopped, changed := n.engine.Stopped(p)
+		if !stopped {
+			stopping = changed
+			continue
+		}
+		released[p] = epoch
+	}
+	if len(released) == 0 {
+		return stopping
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.Lease)
+	defer cancel()
+	if err := n.cluster.Release(rctx, released); err != nil {
+		n.logger.Warn("releasing handed-off partitions", "partitions", len(released), "error", err)
+	} else {
+		n.logger.Info("partitions released to their next owners", "count", len(released))
+	}
+	return stopping
 }
 
 // queryCluster keeps a nil *cluster.Node from becoming a non-nil interface.

@@ -129,7 +129,9 @@ func (s *Server) notAssigned() string {
 		if o.Node == "" {
 			return fmt.Sprintf("partition %d has no owner yet", p)
 		}
-		if e, ok := assigned[int32(p)]; o.Node == me && (!ok || e != o.Epoch) {
+		// A partition this node hands off (Next) is stopping here, not
+		// starting.
+		if e, ok := assigned[int32(p)]; o.Node == me && o.Next == "" && (!ok || e != o.Epoch) {
 			return fmt.Sprintf("this node has not started its partition %d yet", p)
 		}
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -103,57 +105,164 @@ func BenchmarkClusterThroughput(b *testing.B) {
 	}
 }
 
-// BenchmarkClusterFailover measures the time from SIGKILL of a node to the
-// first correct answer about an article whose partition it owned, asked
-// of a surviving node: GET /api/v1/articles/{id}/shares is polled every
-// 5 ms (each request waits up to cluster.query_timeout, 2 s, for an owner)
-// until it answers 200 with the article's exact 1h and 24h counts. This
-// spans the failure detection (cluster.down_after, 2 s, and a Raft election
-// when the node was the leader), the reassignment, the new owner's claim of
-// the changelogs and its restore, and the routing of the query.
+// BaselineBinaryEnv names the binary of an older release that
+// BenchmarkClusterFailover measures beside this checkout's, in the same
+// run.
+const baselineBinaryEnv = "NEWSFLOW_BENCH_BASELINE_BINARY"
+
+// BenchmarkClusterFailover measures what clients see when a node of a
+// three-node cluster (8 partitions) is SIGKILLed: the time until every
+// survivor answers complete results again, and how many reads the
+// survivors refused meanwhile.
 //
-// Setup: three nodes (8 partitions), 200,000 shares of 5,000 articles
-// produced and every node caught up. One op is a round of 10 kills
-// (NEWSFLOW_BENCH_FAILOVER_KILLS) that alternate between a follower (the
-// two followers in turn) and the Raft leader, each time for an article
-// whose partition the killed node owns; after each kill the node is
-// started again and the benchmark waits for it to get partitions back and
-// for every node to catch up, so ns/op is the whole round.
-// follower-failover-s and leader-failover-s are the medians of the two
-// kinds of kills (a leader's death adds an election before its partitions
-// move), failover-max-s the slowest kill. All three nodes and kfake share
-// this machine's cores (host-cores).
+// Setup: 200,000 shares of 5,000 articles produced and every node caught
+// up. One op is a round of 10 kills (NEWSFLOW_BENCH_FAILOVER_KILLS) that
+// alternate between a follower (the two followers in turn) and the Raft
+// leader. For each kill:
+//
+//   - complete-s is the time from the SIGKILL until, in one round of
+//     polls (every 5 ms), every survivor answers both a per-key query,
+//     GET /api/v1/articles/{id}/shares for an article whose partition the
+//     killed node owned, with its exact 1h and 24h counts, and a fan-out
+//     read, GET /api/v1/trending, complete: 200, no missing_partitions, no
+//     failed_nodes, no Warning: 199. It spans the failure detection
+//     (cluster.down_after, 2 s, and an election when the node led), the
+//     reassignment, the new owners' claims and restores, and the routing.
+//   - failover-s is the time to the first exact per-key answer through
+//     one survivor (the figure this benchmark reported before complete-s).
+//   - refused counts the reads that clients asking every survivor every
+//     50 ms (per-key queries of every article in turn and trending,
+//     alternately) got refused from the kill until a second after
+//     complete: a transport error, a status other than 2xx (failed, also
+//     counted apart), or a partial answer (missing_partitions,
+//     failed_nodes or Warning: 199). reads is how many they sent. rejoin-refused counts the same clients' refused
+//     reads while the killed node starts again and gets its partitions
+//     back.
+//
+// The figures are medians (complete-s, failover-s) and totals (refused,
+// reads) over the kills of each kind, follower-* and leader-*.
+//
+// Before and after: with NEWSFLOW_BENCH_BASELINE_BINARY naming another
+// release's binary, a second cluster runs it (on its own defaults, see
+// nodeproc.Options.Binary), and each kill is made on both clusters in
+// turn, the first of each pair alternating; its figures are reported as
+// base-*, and base-*-x are baseline over current. Both clusters, kfake and
+// the benchmark share this machine's cores (host-cores): the cluster not
+// being killed idles, caught up.
 func BenchmarkClusterFailover(b *testing.B) {
 	kills := testutil.EnvInt(b, "NEWSFLOW_BENCH_FAILOVER_KILLS", benchFailoverKills)
-	bc := startBenchCluster(b, 3)
 	stream := benchShares(benchFailoverEvents, benchClusterArticles, 7)
-	bc.produce(bc.producer(), stream.records())
-	bc.WaitCaughtUp(5 * time.Minute)
-	var all, leader, follower []time.Duration
-	var times []string // in kill order
+	runs := []*failoverRun{{prefix: "", bc: startBenchClusterBin(b, 3, "current", "")}}
+	if base := os.Getenv(baselineBinaryEnv); base != "" {
+		runs = append(runs, &failoverRun{prefix: "base-", bc: startBenchClusterBin(b, 3, "baseline", base)})
+	}
+	for _, r := range runs {
+		r.bc.produce(r.bc.producer(), stream.records())
+		r.bc.WaitCaughtUp(5 * time.Minute)
+	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k := 0; k < kills; k++ {
 			isLeader := k%2 == 1
-			id, took := bc.failover(isLeader, stream.counts, k)
-			all = append(all, took)
-			t := id + " " + took.Round(10*time.Millisecond).String()
-			if isLeader {
-				leader = append(leader, took)
-				t += " (leader)"
-			} else {
-				follower = append(follower, took)
+			order := slices.Clone(runs)
+			if (k/2)%2 == 1 {
+				slices.Reverse(order)
 			}
-			times = append(times, t)
+			for _, r := range order {
+				r.results = append(r.results, r.bc.failover(isLeader, stream.counts, k))
+			}
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(benchMedian(follower).Seconds(), "follower-failover-s")
-	b.ReportMetric(benchMedian(leader).Seconds(), "leader-failover-s")
-	b.ReportMetric(slices.Max(all).Seconds(), "failover-max-s")
+	for _, r := range runs {
+		r.report(b)
+	}
+	if len(runs) == 2 {
+		cur, base := runs[0], runs[1]
+		for _, kind := range []string{"follower", "leader"} {
+			c, bs := cur.summary(kind), base.summary(kind)
+			if c.complete > 0 {
+				b.ReportMetric(bs.complete.Seconds()/c.complete.Seconds(), "base-"+kind+"-complete-x")
+			}
+			if c.refused > 0 {
+				b.ReportMetric(float64(bs.refused)/float64(c.refused), "base-"+kind+"-refused-x")
+			}
+			b.Logf("%s kills: complete after %s (baseline %s), refused %d of %d reads, %d of them failed (baseline %d of %d, %d failed)",
+				kind, c.complete.Round(10*time.Millisecond), bs.complete.Round(10*time.Millisecond),
+				c.refused, c.reads, c.failed, bs.refused, bs.reads, bs.failed)
+		}
+	}
 	b.ReportMetric(float64(runtime.NumCPU()), "host-cores")
-	b.Logf("kill to first correct answer: %s; the 3 node processes and kfake share this machine's %d cores",
-		strings.Join(times, ", "), runtime.NumCPU())
+	b.Logf("the node processes and kfake share this machine's %d cores", runtime.NumCPU())
+}
+
+// failoverRun is the kills made on one cluster and what each measured.
+type failoverRun struct {
+	prefix  string // of the metrics' names
+	bc      *benchCluster
+	results []failoverResult
+}
+
+// failoverResult is what one kill measured (see BenchmarkClusterFailover).
+type failoverResult struct {
+	node          string
+	leader        bool
+	correct       time.Duration // to the first exact per-key answer
+	complete      time.Duration // to every survivor answering complete results
+	reads         int
+	refused       int // of reads
+	failed        int // of refused: no answer or not 2xx (the rest were partial)
+	wrong         int // per-key answers of 200 with other counts
+	rejoinRefused int
+}
+
+// failoverSummary is the figures of one kind of kill.
+type failoverSummary struct {
+	correct, complete                     time.Duration // medians
+	reads, refused, failed, wrong, rejoin int           // totals
+}
+
+func (r *failoverRun) summary(kind string) failoverSummary {
+	var s failoverSummary
+	var correct, complete []time.Duration
+	for _, res := range r.results {
+		if res.leader != (kind == "leader") {
+			continue
+		}
+		correct = append(correct, res.correct)
+		complete = append(complete, res.complete)
+		s.reads += res.reads
+		s.refused += res.refused
+		s.failed += res.failed
+		s.wrong += res.wrong
+		s.rejoin += res.rejoinRefused
+	}
+	s.correct, s.complete = benchMedian(correct), benchMedian(complete)
+	return s
+}
+
+func (r *failoverRun) report(b *testing.B) {
+	var times []string
+	for _, res := range r.results {
+		t := fmt.Sprintf("%s%s complete %s (first correct %s), %d/%d refused (%d failed), %d wrong, %d refused on rejoin",
+			res.node, map[bool]string{true: " (leader)"}[res.leader], res.complete.Round(10*time.Millisecond),
+			res.correct.Round(10*time.Millisecond), res.refused, res.reads, res.failed, res.wrong, res.rejoinRefused)
+		times = append(times, t)
+	}
+	bin := cmp.Or(r.bc.bin, "this checkout's")
+	b.Logf("%s binary (%s), kill by kill: %s", r.bc.name, bin, strings.Join(times, "; "))
+	for _, kind := range []string{"follower", "leader"} {
+		s := r.summary(kind)
+		b.ReportMetric(s.complete.Seconds(), r.prefix+kind+"-complete-s")
+		b.ReportMetric(s.correct.Seconds(), r.prefix+kind+"-failover-s")
+		b.ReportMetric(float64(s.refused), r.prefix+kind+"-refused")
+		b.ReportMetric(float64(s.failed), r.prefix+kind+"-failed")
+		b.ReportMetric(float64(s.reads), r.prefix+kind+"-reads")
+		b.ReportMetric(float64(s.rejoin), r.prefix+kind+"-rejoin-refused")
+		if s.wrong > 0 {
+			b.ReportMetric(float64(s.wrong), r.prefix+kind+"-wrong")
+		}
+	}
 }
 
 func benchMedian(ds []time.Duration) time.Duration {
@@ -178,6 +287,8 @@ type benchNode struct {
 // benchmark process hosts.
 type benchCluster struct {
 	b       *testing.B
+	name    string // in failures' messages
+	bin     string // the nodes' binary; "" for this checkout's
 	kafka   *kfake.Cluster
 	brokers []string
 	nodes   []*benchNode // ids a, b, c, ...
@@ -190,11 +301,18 @@ type benchCluster struct {
 // ready and caught up.
 func startBenchCluster(b *testing.B, n int) *benchCluster {
 	b.Helper()
+	return startBenchClusterBin(b, n, "", "")
+}
+
+// startBenchClusterBin is startBenchCluster for nodes running binary bin
+// (this checkout's if empty), named name in failures' messages.
+func startBenchClusterBin(b *testing.B, n int, name, bin string) *benchCluster {
+	b.Helper()
 	k, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		b.Fatal(err)
 	}
-	bc := &benchCluster{b: b, kafka: k, brokers: k.ListenAddrs()}
+	bc := &benchCluster{b: b, name: name, bin: bin, kafka: k, brokers: k.ListenAddrs()}
 	b.Cleanup(k.Close) // after the nodes' own cleanups kill them
 	env := []string{"NEWSFLOW_CLUSTER_SECRET=" + testClusterSecret}
 	for i := range n {
@@ -205,7 +323,7 @@ func startBenchCluster(b *testing.B, n int) *benchCluster {
 		} else {
 			args = append(args, "--join", bc.nodes[0].Addr)
 		}
-		bn := &benchNode{nodeProc: startNodeEnv(b, b.TempDir(), env, args...), id: id}
+		bn := &benchNode{nodeProc: nodeproc.Start(b, nodeproc.Options{DataDir: b.TempDir(), Env: env, Args: args, Binary: bin}), id: id}
 		bc.nodes = append(bc.nodes, bn)
 		if i == 0 {
 			bn.WaitReady(time.Minute)
@@ -219,6 +337,9 @@ func startBenchCluster(b *testing.B, n int) *benchCluster {
 func (bc *benchCluster) fatalf(format string, args ...any) {
 	bc.b.Helper()
 	var sb strings.Builder
+	if bc.name != "" {
+		fmt.Fprintf(&sb, "\n(cluster %s)", bc.name)
+	}
 	for _, n := range bc.nodes {
 		fmt.Fprintf(&sb, "\nnode %s log tail:\n%s", n.id, n.LogTail(3000))
 	}
@@ -457,19 +578,20 @@ func (bc *benchCluster) verifyTop(n *benchNode, want map[string]uint64, top int)
 }
 
 // failover kills a node, the Raft leader if leader is set and otherwise
-// one of the followers (the k/2-th, in turn), and polls a surviving node
-// until it answers the exact counts of an article (the k-th in a fixed
-// order) whose partition the killed node owned. It returns the killed
-// node's id and the time from the kill to that answer, after starting the
-// node again and waiting for the cluster to be whole and caught up.
-func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (string, time.Duration) {
+// one of the followers (the k/2-th, in turn), and measures what the
+// survivors answer (see BenchmarkClusterFailover) about an article (the
+// k-th in a fixed order) whose partition the killed node owned, the
+// fan-out reads and the reads of clients asking every survivor every
+// 50 ms. It then starts the node again and waits for the cluster to be
+// whole and caught up.
+func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) failoverResult {
 	bc.b.Helper()
 	var v clusterView
 	if err := getJSON(bc.nodes[0].URL("/api/v1/admin/cluster"), &v); err != nil || !bc.formed(v) || v.Leader == "" {
 		bc.fatalf("cluster not whole before a kill: %+v, %v", v, err)
 	}
-	var target, survivor *benchNode
-	var followers []*benchNode
+	var target *benchNode
+	var followers, survivors []*benchNode
 	for _, n := range bc.nodes {
 		if n.id == v.Leader {
 			if leader {
@@ -484,8 +606,7 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 	}
 	for _, n := range bc.nodes {
 		if n != target {
-			survivor = n
-			break
+			survivors = append(survivors, n)
 		}
 	}
 	owner := map[int32]string{}
@@ -493,8 +614,9 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 		owner[p.Partition] = p.Owner
 	}
 	parts := int32(len(v.Partitions))
-	var candidates []string
+	var candidates, all []string
 	for id := range want {
+		all = append(all, id)
 		if owner[eventlog.PartitionFor([]byte(id), parts)] == target.id {
 			candidates = append(candidates, id)
 		}
@@ -503,32 +625,173 @@ func (bc *benchCluster) failover(leader bool, want map[string]uint64, k int) (st
 		bc.fatalf("node %s owns no article's partition: %+v", target.id, v)
 	}
 	slices.Sort(candidates)
+	slices.Sort(all)
 	id := candidates[(k*7919)%len(candidates)]
-	client := &http.Client{Timeout: 10 * time.Second}
-	correct := func() bool {
-		got, code, err := benchArticleShares(client, survivor, id)
+	client := &http.Client{Timeout: 30 * time.Second}
+	correct := func(n *benchNode) bool {
+		got, code, err := benchArticleShares(client, n, id)
 		return err == nil && code == http.StatusOK && got["1h"] == want[id] && got["24h"] == want[id]
 	}
-	if !correct() {
-		bc.fatalf("article %s: node %s answers wrong counts before the kill", id, survivor.id)
+	complete := func(n *benchNode) bool {
+		return !benchRead(client, n, benchTrendingPath, 0).refused()
+	}
+	for _, n := range survivors {
+		if !correct(n) || !complete(n) {
+			bc.fatalf("article %s: node %s answers wrong counts or a partial trending before the kill", id, n.id)
+		}
 	}
 
+	readers := startFailoverReaders(survivors, all, want)
 	start := time.Now()
 	target.Kill()
-	// Asked every 5ms: took is measured to that.
+	res := failoverResult{node: target.id, leader: leader}
+	// Polled every 5ms: the times are measured to that.
 	testutil.EventuallyEvery(bc.tb(), 2*time.Minute, 5*time.Millisecond, func() error {
-		if !correct() {
-			return fmt.Errorf("article %s: no correct answer from node %s since killing node %s", id, survivor.id, target.id)
+		whole := true
+		for i, n := range survivors {
+			ok := correct(n)
+			if ok && i == 0 && res.correct == 0 {
+				res.correct = time.Since(start)
+			}
+			if !ok || !complete(n) {
+				whole = false
+			}
+		}
+		if !whole {
+			return fmt.Errorf("article %s and trending: no complete answers from every survivor since killing node %s", id, target.id)
 		}
 		return nil
 	})
-	took := time.Since(start)
-
+	res.complete = time.Since(start)
+	time.Sleep(time.Second) // answers just after complete count too
+	restart := time.Now()
 	target.Start()
 	target.WaitReady(2 * time.Minute)
 	bc.waitFormed(2 * time.Minute)
 	bc.WaitCaughtUp(2 * time.Minute)
-	return target.id, took
+	for _, a := range readers.stop() {
+		switch {
+		case a.at.Before(start):
+		case a.at.Before(restart):
+			res.reads++
+			if a.refused() {
+				res.refused++
+				if a.failed() {
+					res.failed++
+				}
+			} else if a.wrong {
+				res.wrong++
+			}
+		case a.refused():
+			res.rejoinRefused++
+		}
+	}
+	return res
+}
+
+// benchTrendingPath is the fan-out read of the failover benchmark.
+const benchTrendingPath = "/api/v1/trending?window=1h&k=10"
+
+// benchAnswer is what a read of a benchmark node answered.
+type benchAnswer struct {
+	at      time.Time // when it was sent
+	err     error
+	code    int
+	warning string // the Warning header
+	partial bool   // missing_partitions, failed_nodes or partial in the body
+	wrong   bool   // a per-key answer with other counts than produced
+}
+
+// refused reports whether a client would count the answer as a refused
+// read: failed, or partial.
+func (a benchAnswer) refused() bool {
+	return a.failed() || strings.HasPrefix(a.warning, "199") || a.partial
+}
+
+// failed reports whether the read got no answer, or not a 2xx.
+func (a benchAnswer) failed() bool { return a.err != nil || a.code < 200 || a.code > 299 }
+
+// benchRead GETs path of node n and classifies the answer; want, if the
+// path is an article's shares, holds the counts its answer must have.
+func benchRead(client *http.Client, n *benchNode, path string, want uint64) benchAnswer {
+	a := benchAnswer{at: time.Now()}
+	resp, err := client.Get(n.URL(path))
+	if err != nil {
+		a.err = err
+		return a
+	}
+	defer resp.Body.Close()
+	a.code, a.warning = resp.StatusCode, resp.Header.Get("Warning")
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		a.err = err
+		return a
+	}
+	var ans struct {
+		Missing []int32           `json:"missing_partitions"`
+		Failed  []string          `json:"failed_nodes"`
+		Partial bool              `json:"partial"`
+		Counts  map[string]uint64 `json:"counts"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		a.err = fmt.Errorf("%d %.100s: %w", a.code, body, err)
+		return a
+	}
+	a.partial = len(ans.Missing) > 0 || len(ans.Failed) > 0 || ans.Partial
+	if strings.HasSuffix(path, "/shares") && a.code == http.StatusOK {
+		a.wrong = ans.Counts["1h"] != want || ans.Counts["24h"] != want
+	}
+	return a
+}
+
+// failoverReaders are clients that read every survivor every 50 ms.
+type failoverReaders struct {
+	stopc chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	got   []benchAnswer
+}
+
+// startFailoverReaders starts one client per node of nodes that asks it,
+// every 50 ms, for the counts of the articles ids in turn (with want's
+// counts) and for trending, alternately.
+func startFailoverReaders(nodes []*benchNode, ids []string, want map[string]uint64) *failoverReaders {
+	r := &failoverReaders{stopc: make(chan struct{})}
+	for w, n := range nodes {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			// Longer than cluster.failover_timeout, which a per-key
+			// query may wait for its partition's owner.
+			client := &http.Client{Timeout: 30 * time.Second}
+			for i := w; ; i++ {
+				select {
+				case <-r.stopc:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				path, id := benchTrendingPath, ""
+				if i%2 == 1 {
+					id = ids[(i*31)%len(ids)]
+					path = "/api/v1/articles/" + id + "/shares"
+				}
+				a := benchRead(client, n, path, want[id])
+				r.mu.Lock()
+				r.got = append(r.got, a)
+				r.mu.Unlock()
+			}
+		}()
+	}
+	return r
+}
+
+// stop stops the clients and returns their answers.
+func (r *failoverReaders) stop() []benchAnswer {
+	close(r.stopc)
+	r.wg.Wait()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.got
 }
 
 // benchShares makes n share events over `articles` articles (Zipf 1.1),

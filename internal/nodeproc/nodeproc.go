@@ -135,6 +135,9 @@ type Options struct {
 	Wrap []string
 	// Args are added to the run command's.
 	Args []string
+	// Binary runs this newsflow binary instead of Build's: another
+	// release's, to measure it beside this one in the same test.
+	Binary string
 }
 
 // Proc is a `newsflow run` subprocess with the default configuration.
@@ -157,14 +160,25 @@ type Proc struct {
 func New(tb testing.TB, opts Options) *Proc {
 	tb.Helper()
 	bin, root := Binary(tb)
+	// This checkout's configs/newsflow.yaml states exactly its defaults
+	// (node.TestShippedConfigMatchesDefaults), so a binary built from
+	// elsewhere runs without it, on its own defaults: an older release
+	// refuses to start on a file naming settings it does not know.
+	config := []string{"--config", filepath.Join(root, "configs", "newsflow.yaml")}
+	if opts.Binary != "" {
+		bin = opts.Binary
+	}
+	if opts.Binary != "" || os.Getenv(BinaryEnv) != "" {
+		config = nil
+	}
 	dir := tb.TempDir()
 	if opts.Addr == "" {
 		opts.Addr = FreeAddr(tb, "")
 	}
 	n := &Proc{tb: tb, bin: bin, Env: opts.Env, Wrap: opts.Wrap, Addr: opts.Addr,
 		DataDir: cmp.Or(opts.DataDir, filepath.Join(dir, "data")), LogPath: filepath.Join(dir, "node.log")}
-	n.Args = append([]string{"run", "--config", filepath.Join(root, "configs", "newsflow.yaml"), "--data", n.DataDir,
-		"--http", cmp.Or(opts.Listen, opts.Addr), "--log-level", "warn"}, opts.Args...)
+	n.Args = append(append(append([]string{"run"}, config...), "--data", n.DataDir,
+		"--http", cmp.Or(opts.Listen, opts.Addr), "--log-level", "warn"), opts.Args...)
 	tb.Cleanup(func() {
 		n.Kill()
 		if tb.Failed() {
