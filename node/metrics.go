@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
@@ -18,13 +19,17 @@ var (
 		"Bytes available to newsflow on the file system of a directory it writes.", []string{"dir"}, nil)
 	diskSizeDesc = prometheus.NewDesc("newsflow_disk_size_bytes",
 		"Size of the file system of a directory newsflow writes.", []string{"dir"}, nil)
+	pebbleMemDesc = prometheus.NewDesc("newsflow_pebble_memory_bytes",
+		"Memory a Pebble database of the node holds outside the Go heap (db: state, log; part: memtables, zombie_memtables (flushed, still read by an iterator), block_cache).", []string{"db", "part"}, nil)
+	memLimitDesc = prometheus.NewDesc("newsflow_memory_limit_bytes",
+		"The node's memory limit (memory_limit; 0: none) and the Go runtime's share of it (part: node, go).", []string{"part"}, nil)
 )
 
 // nodeCollector reports the node's cluster view and disk at each scrape.
 type nodeCollector struct{ n *Node }
 
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{membersDesc, leaderDesc, unownedDesc, raftRefusedDesc, diskFreeDesc, diskSizeDesc} {
+	for _, d := range []*prometheus.Desc{membersDesc, leaderDesc, unownedDesc, raftRefusedDesc, diskFreeDesc, diskSizeDesc, pebbleMemDesc, memLimitDesc} {
 		ch <- d
 	}
 }
@@ -63,6 +68,18 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(diskFreeDesc, prometheus.GaugeValue, float64(free), "data")
 		ch <- prometheus.MustNewConstMetric(diskSizeDesc, prometheus.GaugeValue, float64(size), "data")
 	}
+	pebbleMemory := func(db string, m state.Memory) {
+		ch <- prometheus.MustNewConstMetric(pebbleMemDesc, prometheus.GaugeValue, float64(m.MemTables), db, "memtables")
+		ch <- prometheus.MustNewConstMetric(pebbleMemDesc, prometheus.GaugeValue, float64(m.ZombieMemTables), db, "zombie_memtables")
+		ch <- prometheus.MustNewConstMetric(pebbleMemDesc, prometheus.GaugeValue, float64(m.BlockCache), db, "block_cache")
+	}
+	pebbleMemory("state", c.n.db.Memory())
+	if l, ok := c.n.log.(interface{ Memory() state.Memory }); ok {
+		pebbleMemory("log", l.Memory())
+	}
+	plan := c.n.cfg.MemoryPlan()
+	ch <- prometheus.MustNewConstMetric(memLimitDesc, prometheus.GaugeValue, float64(plan.Limit), "node")
+	ch <- prometheus.MustNewConstMetric(memLimitDesc, prometheus.GaugeValue, float64(plan.GoLimit), "go")
 }
 
 // DiskSpace returns the bytes available to an unprivileged writer and the

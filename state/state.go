@@ -309,3 +309,24 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
 	panic(fmt.Sprintf(format, args...))
 }
+
+// Memory is what a Pebble database holds outside the Go heap: its
+// memtables (and large batches), the memtables flushed but still read by
+// an iterator (zombies), and its block cache.
+type Memory struct {
+	MemTables, ZombieMemTables, BlockCache int64
+}
+
+// PebbleMemory returns a database's Memory.
+func PebbleMemory(db *pebble.DB) Memory {
+	m := db.Metrics()
+	return Memory{MemTables: int64(m.MemTable.Size), ZombieMemTables: int64(m.MemTable.ZombieSize), BlockCache: m.BlockCache.Size}
+}
+
+// Memory returns the state database's Memory (zero once it is closed).
+func (d *DB) Memory() Memory {
+	if d == nil || d.closed.Load() {
+		return Memory{}
+	}
+	return PebbleMemory(d.db)
+}

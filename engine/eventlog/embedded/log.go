@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/newsflow/newsflow/state"
 	"log/slog"
 	"math"
 	"sync"
@@ -560,4 +561,15 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	p.l.Error(msg, "source", "pebble")
 	panic(msg)
+}
+
+// Memory returns what the log's Pebble database holds outside the Go heap
+// (zero once the log is closed).
+func (l *Log) Memory() state.Memory {
+	l.closeMu.RLock()
+	defer l.closeMu.RUnlock()
+	if l.closed {
+		return state.Memory{}
+	}
+	return state.PebbleMemory(l.db)
 }
