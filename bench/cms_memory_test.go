@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/newsflow/newsflow/internal/nodeproc"
 	"os"
 	"slices"
 	"testing"
@@ -8,8 +9,8 @@ import (
 )
 
 // BenchmarkCMSIngestMemory measures the peak RSS of a whole cms node
-// (trending.counter: cms, otherwise the default configuration: its
-// memory_limit is 256 MiB) while it ingests, against the 256 MB budget:
+// (trending.counter: cms, otherwise the default configuration, with its
+// memory_limit) while it ingests:
 // the real binary, embedded log, loaded over HTTP by 4 posters with
 //
 //   - 10,000,000 shares over 5,000,000 and over 10,000,000 distinct
@@ -22,7 +23,10 @@ import (
 // (and N/10 in the large batches). Each load runs on a fresh node, once
 // an op. Reported per load: peak-rss-MB (VmHWM when everything is
 // committed), events/s (from the first request to everything committed)
-// and cpu-us/event (the node's CPU time a share).
+// and cpu-us/event (the node's CPU time a share). With
+// NEWSFLOW_BENCH_BASELINE_BINARY naming another release's binary, each
+// load runs first on a node of that binary (on its own defaults), and
+// base-* and the ratios (this one over the baseline) are reported too.
 func BenchmarkCMSIngestMemory(b *testing.B) {
 	if testing.Short() {
 		b.Skip("loads 21,000,000 shares into three nodes")
@@ -37,22 +41,39 @@ func BenchmarkCMSIngestMemory(b *testing.B) {
 		{"shares=" + countName(shares/10) + "/articles=" + countName(shares/20) + "/batch=" + countName(100_000),
 			manyArticles{n: shares / 10, distinct: shares / 20, batch: 100_000}},
 	}
+	baseline := os.Getenv("NEWSFLOW_BENCH_BASELINE_BINARY")
+	load := func(b *testing.B, m manyArticles, bin string) loadFigures {
+		n := &nodeProc{Proc: nodeproc.New(b, nodeproc.Options{Env: append(slices.Clip(benchEnv), "NEWSFLOW_TRENDING_COUNTER=cms"), Binary: bin}), b: b}
+		n.Start()
+		n.WaitReady(time.Minute)
+		f := m.load(n, time.Duration(m.n)*time.Second/trendingIngestRate)
+		n.Kill()
+		if err := os.RemoveAll(n.DataDir); err != nil {
+			b.Fatal(err)
+		}
+		return f
+	}
 	for _, l := range loads {
 		b.Run(l.name, func(b *testing.B) {
-			var f loadFigures
+			var f, base loadFigures
 			for b.Loop() {
-				n := startNodeIn(b, "", "NEWSFLOW_TRENDING_COUNTER=cms")
-				n.WaitReady(time.Minute)
-				f = l.m.load(n, time.Duration(l.m.n)*time.Second/trendingIngestRate)
-				n.Kill()
-				if err := os.RemoveAll(n.Args[slices.Index(n.Args, "--data")+1]); err != nil {
-					b.Fatal(err)
+				if baseline != "" {
+					base = load(b, l.m, baseline)
 				}
+				f = load(b, l.m, "")
 			}
 			b.ReportMetric(f.rss, "peak-rss-MB")
 			b.ReportMetric(f.rate, "events/s")
 			b.ReportMetric(f.cpu, "cpu-us/event")
 			b.Logf("%.0f shares/s, %.2f µs CPU a share, peak RSS %.0f MB", f.rate, f.cpu, f.rss)
+			if baseline != "" {
+				b.ReportMetric(base.rss, "base-peak-rss-MB")
+				b.ReportMetric(base.rate, "base-events/s")
+				b.ReportMetric(base.cpu, "base-cpu-us/event")
+				b.ReportMetric(f.rss/base.rss, "rss-ratio")
+				b.ReportMetric(f.rate/base.rate, "events-ratio")
+				b.Logf("baseline %s: %.0f shares/s, %.2f µs CPU a share, peak RSS %.0f MB", baseline, base.rate, base.cpu, base.rss)
+			}
 		})
 	}
 }

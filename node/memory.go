@@ -31,7 +31,7 @@ import (
 // DefaultCMSMemoryLimit is the memory limit of a node counting with the
 // sketch (trending.counter: cms) when memory_limit is 0: the counter's
 // memory is fixed, so the whole node is.
-const DefaultCMSMemoryLimit = 256 << 20
+const DefaultCMSMemoryLimit = 384 << 20
 
 // memoryReserve is what a limit keeps for the binary's pages, the C
 // allocations and the runtime's own structures outside its limit.

@@ -6,7 +6,7 @@ import (
 	"github.com/newsflow/newsflow/operators/trending"
 )
 
-// TestMemoryPlan: a cms node gets the 256 MiB limit by default and Pebble
+// TestMemoryPlan: a cms node gets the 384 MiB limit by default and Pebble
 // sizes from it that, with the Go runtime's limit and the reserve, add up
 // to at most the limit; an exact node none unless it asks; settings given
 // win over the shares; a negative limit is none.
@@ -28,7 +28,7 @@ func TestMemoryPlan(t *testing.T) {
 	if cms.Limit != DefaultCMSMemoryLimit {
 		t.Fatalf("cms limit %d, want %d", cms.Limit, DefaultCMSMemoryLimit)
 	}
-	if cms.LogMemTable != 8<<20 || cms.StateMemTable != 8<<20 || cms.StateCache != 16<<20 || cms.LogCache != 4<<20 {
+	if cms.LogMemTable != 12<<20 || cms.StateMemTable != 12<<20 || cms.StateCache != 24<<20 || cms.LogCache != 6<<20 {
 		t.Fatalf("cms plan %+v", cms)
 	}
 	total := cms.GoLimit + pebbleTables*(cms.LogMemTable+cms.StateMemTable) + cms.LogCache + cms.StateCache + memoryReserve
@@ -37,12 +37,12 @@ func TestMemoryPlan(t *testing.T) {
 	}
 	applied := cfg
 	cms.apply(&applied)
-	if applied.State.CacheSize != 16<<20 || applied.Log.Embedded.MemTableSize != 8<<20 {
+	if applied.State.CacheSize != 24<<20 || applied.Log.Embedded.MemTableSize != 12<<20 {
 		t.Fatalf("applied: state cache %d, log memtable %d", applied.State.CacheSize, applied.Log.Embedded.MemTableSize)
 	}
 
-	cfg.State.CacheSize = 100 << 20
-	if p := cfg.MemoryPlan(); p.StateCache != 100<<20 || p.GoLimit != p.Limit/4 {
+	cfg.State.CacheSize = 300 << 20
+	if p := cfg.MemoryPlan(); p.StateCache != 300<<20 || p.GoLimit != p.Limit/4 {
 		t.Fatalf("a cache set over the limit's share: %+v, want it kept and the Go runtime at its floor", p)
 	}
 	cfg.State.CacheSize = 0
