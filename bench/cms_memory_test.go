@@ -1,11 +1,12 @@
 package bench
 
 import (
-	"github.com/newsflow/newsflow/internal/nodeproc"
 	"os"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // BenchmarkCMSIngestMemory measures the peak RSS of a whole cms node
@@ -27,6 +28,8 @@ import (
 // NEWSFLOW_BENCH_BASELINE_BINARY naming another release's binary, each
 // load runs first on a node of that binary (on its own defaults), and
 // base-* and the ratios (this one over the baseline) are reported too.
+// NEWSFLOW_BENCH_CMS_MEMORY_LIMIT=BYTES runs this binary's nodes with that
+// memory_limit instead of the default.
 func BenchmarkCMSIngestMemory(b *testing.B) {
 	if testing.Short() {
 		b.Skip("loads 21,000,000 shares into three nodes")
@@ -43,7 +46,11 @@ func BenchmarkCMSIngestMemory(b *testing.B) {
 	}
 	baseline := os.Getenv("NEWSFLOW_BENCH_BASELINE_BINARY")
 	load := func(b *testing.B, m manyArticles, bin string) loadFigures {
-		n := &nodeProc{Proc: nodeproc.New(b, nodeproc.Options{Env: append(slices.Clip(benchEnv), "NEWSFLOW_TRENDING_COUNTER=cms"), Binary: bin}), b: b}
+		env := append(slices.Clip(benchEnv), "NEWSFLOW_TRENDING_COUNTER=cms")
+		if v := os.Getenv("NEWSFLOW_BENCH_CMS_MEMORY_LIMIT"); v != "" && bin == "" {
+			env = append(env, "NEWSFLOW_MEMORY_LIMIT="+v)
+		}
+		n := &nodeProc{Proc: nodeproc.New(b, nodeproc.Options{Env: env, Binary: bin}), b: b}
 		n.Start()
 		n.WaitReady(time.Minute)
 		f := m.load(n, time.Duration(m.n)*time.Second/trendingIngestRate)
