@@ -75,7 +75,7 @@ var version = "dev"
 // commands are the commands that write to standard output and error only.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
 	"topology": cmdTopology, "produce": cmdProduce, "replay": cmdReplay, "sources": cmdSources,
-	"feedfarm": cmdFeedfarm, "demo": cmdDemo, "topics": cmdTopics, "cluster": cmdCluster,
+	"feedfarm": cmdFeedfarm, "demo": cmdDemo, "topics": cmdTopics, "cluster": cmdCluster, "stories": cmdStories,
 	"status": cmdStatus, "leave": cmdLeave, "stage": cmdStage,
 }
 

@@ -1,0 +1,308 @@
+package model
+
+import (
+	"math"
+	"slices"
+)
+
+// Params are the fixed settings of the story representation and the
+// candidate search. They are part of a Model, so a model is used with the
+// representation it was trained with.
+type Params struct {
+	// DecayHours is the time constant of a story's centroids: a member's
+	// weight is exp(-hours before the story's newest member / DecayHours),
+	// so a long story is compared with what it is about now, not with the
+	// sum of everything it ever held.
+	DecayHours float64 `json:"decay_hours"`
+	// WindowHours closes a story this long after its newest member.
+	WindowHours float64 `json:"window_hours"`
+	// Core is how many of a story's newest members the article is also
+	// compared with one by one.
+	Core int `json:"core"`
+	// MinShared is how many distinct non-generic words or names an article
+	// must share with a story to be a candidate.
+	MinShared int `json:"min_shared"`
+}
+
+// DefaultParams returns the parameters Train uses when given none.
+func DefaultParams() Params {
+	return Params{DecayHours: 12, WindowHours: 72, Core: 8, MinShared: 2}
+}
+
+// story is an open story of a Clusterer.
+type story struct {
+	id                   string
+	label                string         // in training: the reference label
+	labels               map[string]int // in training: members by reference label
+	cent                 [numSub]map[int32]float64
+	norm2                [numSub]float64
+	core                 []*Article // newest last
+	terms                map[int32]int
+	newest, oldest       int64
+	sumT                 float64
+	n                    int
+	hasEntities, removed bool
+}
+
+func newStory(id string) *story {
+	s := &story{id: id, terms: map[int32]int{}, labels: map[string]int{}}
+	for i := range s.cent {
+		s.cent[i] = map[int32]float64{}
+	}
+	return s
+}
+
+const hourMS = 3600e3
+
+func (s *story) add(a *Article, p Params) {
+	scale, w := 1.0, 1.0
+	switch {
+	case s.n == 0:
+		s.newest, s.oldest = a.Time, a.Time
+	case a.Time > s.newest:
+		scale = math.Exp(-float64(a.Time-s.newest) / hourMS / p.DecayHours)
+		s.newest = a.Time
+	default:
+		w = math.Exp(-float64(s.newest-a.Time) / hourMS / p.DecayHours)
+	}
+	s.oldest = min(s.oldest, a.Time)
+	for sub := range s.cent {
+		c := s.cent[sub]
+		if scale != 1 {
+			for id := range c {
+				c[id] *= scale
+			}
+		}
+		for _, e := range a.vec[sub] {
+			c[e.id] += w * e.w
+		}
+		var n2 float64
+		for _, x := range c {
+			n2 += x * x
+		}
+		s.norm2[sub] = n2
+	}
+	if len(a.vec[subEntity]) > 0 {
+		s.hasEntities = true
+	}
+	s.core = append(s.core, a)
+	if len(s.core) > p.Core {
+		old := s.core[0]
+		s.core = s.core[1:]
+		for _, t := range old.terms {
+			if s.terms[t]--; s.terms[t] == 0 {
+				delete(s.terms, t)
+			}
+		}
+	}
+	for _, t := range a.terms {
+		s.terms[t]++
+	}
+	s.sumT += float64(a.Time)
+	s.n++
+}
+
+func (s *story) cos(sub int, v vector) float64 {
+	if s.norm2[sub] == 0 || len(v) == 0 {
+		return 0
+	}
+	var d float64
+	c := s.cent[sub]
+	for _, e := range v {
+		d += e.w * c[e.id]
+	}
+	return d / math.Sqrt(s.norm2[sub])
+}
+
+// shared counts the article's terms held by the story's core members.
+func (s *story) shared(a *Article) int {
+	n := 0
+	for _, t := range a.terms {
+		if s.terms[t] > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// The candidate features, in the order of their weights in a Model.
+var featureNames = []string{
+	"cos_title", "cos_body", "cos_all", "cos_entity",
+	"core_title", "core_all", "core_entity",
+	"shared", "no_shared_entity",
+	"gap_newest_3h", "gap_newest_24h", "gap_oldest_24h", "gap_mean_12h",
+	"size",
+}
+
+// decisionNames are the features of the join-or-found decision: the
+// ranker's logit of the best candidate, its margin over the second, and
+// some of the best candidate's own features.
+var decisionNames = []string{"best_logit", "margin", "cos_all", "core_all", "cos_entity", "core_entity", "shared", "no_shared_entity", "gap_newest_3h", "size"}
+
+func gauss(ms int64, sigmaHours float64) float64 {
+	h := math.Abs(float64(ms)) / hourMS / sigmaHours
+	return math.Exp(-h * h / 2)
+}
+
+// candidateFeatures returns the candidate features of article a against story s,
+// and how many terms they share.
+func candidateFeatures(a *Article, s *story) ([]float64, int) {
+	f := make([]float64, len(featureNames))
+	for sub := range numSub {
+		f[sub] = s.cos(sub, a.vec[sub])
+	}
+	for _, m := range s.core {
+		f[4] = max(f[4], a.vec[subTitle].dot(m.vec[subTitle]))
+		f[5] = max(f[5], a.vec[subAll].dot(m.vec[subAll]))
+		f[6] = max(f[6], a.vec[subEntity].dot(m.vec[subEntity]))
+	}
+	sh := s.shared(a)
+	f[7] = float64(min(sh, 5)) / 5
+	if len(a.vec[subEntity]) > 0 && s.hasEntities && f[3] == 0 {
+		f[8] = 1
+	}
+	f[9] = gauss(a.Time-s.newest, 3)
+	f[10] = gauss(a.Time-s.newest, 24)
+	f[11] = gauss(a.Time-s.oldest, 24)
+	f[12] = gauss(a.Time-int64(s.sumT/float64(s.n)), 12)
+	f[13] = math.Log1p(float64(s.n)) / 5
+	return f, sh
+}
+
+func decisionFeatures(best, second float64, f []float64) []float64 {
+	margin := 5.0
+	if !math.IsInf(second, -1) {
+		margin = min(best-second, 5)
+	}
+	return []float64{best / 5, margin / 5, f[2], f[5], f[3], f[6], f[7], f[8], f[9], f[13]}
+}
+
+// Clusterer assigns articles to stories in one pass with a Model. It is
+// not safe for concurrent use.
+type Clusterer struct {
+	m       *Model
+	x       *Extractor
+	stories []*story
+	byTerm  map[int32][]int // term → indexes of stories whose members had it
+	byID    map[string]int
+	mark    []int
+	seq     int
+	// In training: the decisions' examples are recorded with the label of
+	// the article being added.
+	record *examples
+	label  string
+}
+
+// NewClusterer returns a Clusterer that has seen nothing.
+func NewClusterer(m *Model) *Clusterer {
+	return &Clusterer{m: m, x: NewExtractor(), byTerm: map[int32][]int{}, byID: map[string]int{}}
+}
+
+// candidate is an open story sharing enough with an article.
+type candidate struct {
+	s     int
+	f     []float64
+	logit float64
+}
+
+// candidates returns the open stories that share at least MinShared terms
+// with a, in the order they were founded, and closes stories past the
+// window.
+func (c *Clusterer) candidates(a *Article, p Params) []candidate {
+	c.seq++
+	var idx []int
+	for _, t := range a.terms {
+		for _, s := range c.byTerm[t] {
+			for len(c.mark) <= s {
+				c.mark = append(c.mark, 0)
+			}
+			if c.mark[s] != c.seq {
+				c.mark[s] = c.seq
+				idx = append(idx, s)
+			}
+		}
+	}
+	slices.Sort(idx)
+	window := int64(p.WindowHours * hourMS)
+	var out []candidate
+	for _, i := range idx {
+		s := c.stories[i]
+		if s.removed || a.Time-s.newest > window {
+			continue
+		}
+		f, sh := candidateFeatures(a, s)
+		if sh < p.MinShared {
+			continue
+		}
+		out = append(out, candidate{s: i, f: f})
+	}
+	return out
+}
+
+func (c *Clusterer) found(a *Article, label string) int {
+	s := newStory(a.ID)
+	s.label = label
+	c.stories = append(c.stories, s)
+	i := len(c.stories) - 1
+	c.byID[a.ID] = i
+	return i
+}
+
+func (c *Clusterer) join(i int, a *Article) {
+	s := c.stories[i]
+	for _, t := range a.terms {
+		if s.terms[t] == 0 {
+			c.byTerm[t] = append(c.byTerm[t], i)
+		}
+	}
+	s.add(a, c.m.Params)
+}
+
+// Add assigns d to a story and returns the story's id: the id of its
+// founding article.
+func (c *Clusterer) Add(d Doc) string {
+	a := c.x.Extract(d)
+	p := c.m.Params
+	cands := c.candidates(a, p)
+	best, second := -1, math.Inf(-1)
+	bestLogit := math.Inf(-1)
+	for k := range cands {
+		cands[k].logit = c.m.Ranker.logit(cands[k].f)
+		if cands[k].logit > bestLogit {
+			second = bestLogit
+			best, bestLogit = k, cands[k].logit
+		} else if cands[k].logit > second {
+			second = cands[k].logit
+		}
+	}
+	i := -1
+	var df []float64
+	if best >= 0 {
+		df = decisionFeatures(bestLogit, second, cands[best].f)
+		if c.record != nil {
+			c.record.add(df, c.stories[cands[best].s].majority() == c.label)
+		}
+	}
+	if best >= 0 && c.m.Decision.prob(df) >= c.m.Threshold {
+		i = cands[best].s
+	} else {
+		i = c.found(a, "")
+	}
+	c.join(i, a)
+	if c.record != nil {
+		c.stories[i].labels[c.label]++
+	}
+	return c.stories[i].id
+}
+
+// majority returns the commonest reference label of the story's members
+// (the smallest of equals).
+func (s *story) majority() string {
+	best, n := s.label, 0
+	for l, k := range s.labels {
+		if k > n || k == n && l < best {
+			best, n = l, k
+		}
+	}
+	return best
+}
