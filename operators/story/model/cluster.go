@@ -19,14 +19,17 @@ type Params struct {
 	// Core is how many of a story's newest members the article is also
 	// compared with one by one.
 	Core int `json:"core"`
-	// MinShared is how many distinct non-generic words or names an article
-	// must share with a story to be a candidate.
-	MinShared int `json:"min_shared"`
+	// MinShared is how many distinct non-generic words an article must
+	// share with a story of at most SmallStory articles to be a candidate;
+	// with a larger story one word is enough (the story's size and the
+	// cosines then decide). Generic words never count.
+	MinShared  int `json:"min_shared"`
+	SmallStory int `json:"small_story"`
 }
 
 // DefaultParams returns the parameters Train uses when given none.
 func DefaultParams() Params {
-	return Params{DecayHours: 12, WindowHours: 72, Core: 8, MinShared: 2}
+	return Params{DecayHours: 12, WindowHours: 72, Core: 8, MinShared: 2, SmallStory: 3}
 }
 
 // story is an open story of a Clusterer.
@@ -42,6 +45,7 @@ type story struct {
 	sumT                 float64
 	n                    int
 	hasEntities, removed bool
+	into                 int // when removed: the story it merged into
 }
 
 func newStory(id string) *story {
@@ -129,7 +133,7 @@ func (s *story) shared(a *Article) int {
 var featureNames = []string{
 	"cos_title", "cos_body", "cos_all", "cos_entity",
 	"core_title", "core_all", "core_entity",
-	"shared", "no_shared_entity",
+	"shared", "one_shared", "no_shared_entity",
 	"gap_newest_3h", "gap_newest_24h", "gap_oldest_24h", "gap_mean_12h",
 	"size",
 }
@@ -137,7 +141,7 @@ var featureNames = []string{
 // decisionNames are the features of the join-or-found decision: the
 // ranker's logit of the best candidate, its margin over the second, and
 // some of the best candidate's own features.
-var decisionNames = []string{"best_logit", "margin", "cos_all", "core_all", "cos_entity", "core_entity", "shared", "no_shared_entity", "gap_newest_3h", "size"}
+var decisionNames = []string{"best_logit", "margin", "cos_all", "core_all", "cos_entity", "core_entity", "shared", "one_shared", "no_shared_entity", "gap_newest_3h", "size"}
 
 func gauss(ms int64, sigmaHours float64) float64 {
 	h := math.Abs(float64(ms)) / hourMS / sigmaHours
@@ -158,14 +162,17 @@ func candidateFeatures(a *Article, s *story) ([]float64, int) {
 	}
 	sh := s.shared(a)
 	f[7] = float64(min(sh, 5)) / 5
-	if len(a.vec[subEntity]) > 0 && s.hasEntities && f[3] == 0 {
+	if sh == 1 {
 		f[8] = 1
 	}
-	f[9] = gauss(a.Time-s.newest, 3)
-	f[10] = gauss(a.Time-s.newest, 24)
-	f[11] = gauss(a.Time-s.oldest, 24)
-	f[12] = gauss(a.Time-int64(s.sumT/float64(s.n)), 12)
-	f[13] = math.Log1p(float64(s.n)) / 5
+	if len(a.vec[subEntity]) > 0 && s.hasEntities && f[3] == 0 {
+		f[9] = 1
+	}
+	f[10] = gauss(a.Time-s.newest, 3)
+	f[11] = gauss(a.Time-s.newest, 24)
+	f[12] = gauss(a.Time-s.oldest, 24)
+	f[13] = gauss(a.Time-int64(s.sumT/float64(s.n)), 12)
+	f[14] = math.Log1p(float64(s.n)) / 5
 	return f, sh
 }
 
@@ -174,7 +181,7 @@ func decisionFeatures(best, second float64, f []float64) []float64 {
 	if !math.IsInf(second, -1) {
 		margin = min(best-second, 5)
 	}
-	return []float64{best / 5, margin / 5, f[2], f[5], f[3], f[6], f[7], f[8], f[9], f[13]}
+	return []float64{best / 5, margin / 5, f[2], f[5], f[3], f[6], f[7], f[8], f[9], f[10], f[14]}
 }
 
 // Clusterer assigns articles to stories in one pass with a Model. It is
@@ -231,7 +238,7 @@ func (c *Clusterer) candidates(a *Article, p Params) []candidate {
 			continue
 		}
 		f, sh := candidateFeatures(a, s)
-		if sh < p.MinShared {
+		if sh == 0 || sh < p.MinShared && s.n <= p.SmallStory {
 			continue
 		}
 		out = append(out, candidate{s: i, f: f})
@@ -256,6 +263,53 @@ func (c *Clusterer) join(i int, a *Article) {
 		}
 	}
 	s.add(a, c.m.Params)
+}
+
+func cands0(cands []candidate, best int) int {
+	if best < 0 {
+		return -1
+	}
+	return cands[best].s
+}
+
+// mergeOthers merges into story i (which a just joined) every other
+// candidate that a would also have joined, on its own, and whose centroid
+// is close to i's with at least MinShared words in common: the same
+// evidence as a join, twice, so a merge cannot chain through one article.
+// The older story survives.
+func (c *Clusterer) mergeOthers(i int, a *Article, cands []candidate, best int, bestLogit float64) {
+	for k, cd := range cands {
+		if k == best || c.stories[cd.s].removed {
+			continue
+		}
+		o := c.stories[cd.s]
+		if c.m.Decision.prob(decisionFeatures(cd.logit, math.Inf(-1), cd.f)) < c.m.Threshold {
+			continue
+		}
+		s := c.stories[i]
+		if centroidCos(s, o) < c.m.MergeCos || sharedStories(s, o) < c.m.Params.MinShared {
+			continue
+		}
+		keep, gone := i, cd.s
+		if gone < keep {
+			keep, gone = gone, keep
+		}
+		c.stories[keep].absorb(c.stories[gone], c.m.Params)
+		c.stories[gone].removed, c.stories[gone].into = true, keep
+		for _, t := range sortedTerms(c.stories[gone].terms) {
+			c.byTerm[t] = append(c.byTerm[t], keep)
+		}
+		i = keep
+	}
+}
+
+func sortedTerms(m map[int32]int) []int32 {
+	ks := make([]int32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }
 
 // Add assigns d to a story and returns the story's id: the id of its
@@ -289,10 +343,13 @@ func (c *Clusterer) Add(d Doc) string {
 		i = c.found(a, "")
 	}
 	c.join(i, a)
+	if i == cands0(cands, best) && c.m.MergeCos > 0 {
+		c.mergeOthers(i, a, cands, best, bestLogit)
+	}
 	if c.record != nil {
 		c.stories[i].labels[c.label]++
 	}
-	return c.stories[i].id
+	return c.Current(c.stories[i].id)
 }
 
 // majority returns the commonest reference label of the story's members
@@ -305,4 +362,100 @@ func (s *story) majority() string {
 		}
 	}
 	return best
+}
+
+// absorb merges story o into s: centroids aligned on the newer of the two
+// newest times, the newest members of both as the core.
+func (s *story) absorb(o *story, p Params) {
+	newest := max(s.newest, o.newest)
+	ws := math.Exp(-float64(newest-s.newest) / hourMS / p.DecayHours)
+	wo := math.Exp(-float64(newest-o.newest) / hourMS / p.DecayHours)
+	for sub := range s.cent {
+		c := s.cent[sub]
+		for id := range c {
+			c[id] *= ws
+		}
+		for _, id := range sortedKeys(o.cent[sub]) {
+			c[id] += wo * o.cent[sub][id]
+		}
+		var n2 float64
+		for _, id := range sortedKeys(c) {
+			n2 += c[id] * c[id]
+		}
+		s.norm2[sub] = n2
+	}
+	core := append(slices.Clone(s.core), o.core...)
+	slices.SortStableFunc(core, func(a, b *Article) int { return cmpInt64(a.Time, b.Time) })
+	if len(core) > p.Core {
+		core = core[len(core)-p.Core:]
+	}
+	s.core = core
+	s.terms = map[int32]int{}
+	for _, a := range core {
+		for _, t := range a.terms {
+			s.terms[t]++
+		}
+	}
+	s.newest, s.oldest = newest, min(s.oldest, o.oldest)
+	s.sumT += o.sumT
+	s.n += o.n
+	s.hasEntities = s.hasEntities || o.hasEntities
+	for l, k := range o.labels {
+		s.labels[l] += k
+	}
+}
+
+func sortedKeys(m map[int32]float64) []int32 {
+	ks := make([]int32, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// centroidCos is the cosine of two stories' all-text centroids.
+func centroidCos(a, b *story) float64 {
+	if a.norm2[subAll] == 0 || b.norm2[subAll] == 0 {
+		return 0
+	}
+	var d float64
+	for id, w := range a.cent[subAll] {
+		d += w * b.cent[subAll][id]
+	}
+	return d / math.Sqrt(a.norm2[subAll]*b.norm2[subAll])
+}
+
+// sharedStories counts the distinct words two stories' core members share.
+func sharedStories(a, b *story) int {
+	n := 0
+	for t := range a.terms {
+		if b.terms[t] > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// Current returns the id of the story that story id is part of now,
+// following merges; an unknown id is returned as it is.
+func (c *Clusterer) Current(id string) string {
+	i, ok := c.byID[id]
+	if !ok {
+		return id
+	}
+	for c.stories[i].removed {
+		i = c.stories[i].into
+	}
+	return c.stories[i].id
 }

@@ -61,8 +61,9 @@ func (v vector) dot(u vector) float64 {
 type Article struct {
 	Doc
 	vec [numSub]vector
-	// terms are the distinct non-generic word and entity ids of the article,
-	// sorted: what counts as shared evidence.
+	// terms are the distinct non-generic words of the article (not its
+	// entities, which repeat its words), sorted: what counts as shared
+	// evidence.
 	terms []int32
 }
 
@@ -157,7 +158,7 @@ func (x *Extractor) Extract(d Doc) *Article {
 		a.vec[sub] = v
 	}
 	for _, id := range order {
-		if !x.generic[id] {
+		if !x.generic[id] && len(counts[subAll]) > 0 && counts[subAll][id] > 0 {
 			a.terms = append(a.terms, id)
 		}
 	}

@@ -35,6 +35,9 @@ type Model struct {
 	// Threshold is the decision's probability at or above which an
 	// article joins its best candidate.
 	Threshold float64 `json:"threshold"`
+	// MergeCos is the cosine of two stories' centroids at or above which
+	// an article that would join both merges them (0: never).
+	MergeCos float64 `json:"merge_cos"`
 	// Trained describes the training data.
 	Trained TrainInfo `json:"trained"`
 	// SHA256 is the hash of the file's content with this field empty.

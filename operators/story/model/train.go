@@ -19,13 +19,16 @@ type TrainOptions struct {
 	// Lambda is the L2 penalty of both logistic fits (default 1).
 	Lambda float64
 	// Rounds is how many times the decision is refitted on the states the
-	// clusterer itself reaches with the previous fit (default 2; the
+	// clusterer itself reaches with the previous fit (default 4; the
 	// first fit sees the reference stories).
 	Rounds int
 	// Thresholds are the decision thresholds tried on the training data;
 	// the one with the best B-cubed F1 is kept (default 0.30 to 0.90 by
 	// 0.05).
 	Thresholds []float64
+	// MergeCos are the merge cosines tried after the threshold is chosen
+	// (Model.MergeCos; default 0.3 to 0.7 by 0.1, and never merging).
+	MergeCos []float64
 }
 
 func (o TrainOptions) withDefaults() TrainOptions {
@@ -36,12 +39,15 @@ func (o TrainOptions) withDefaults() TrainOptions {
 		o.Lambda = 1
 	}
 	if o.Rounds == 0 {
-		o.Rounds = 2
+		o.Rounds = 4
 	}
 	if len(o.Thresholds) == 0 {
 		for t := 30; t <= 90; t += 5 {
 			o.Thresholds = append(o.Thresholds, float64(t)/100)
 		}
+	}
+	if o.MergeCos == nil {
+		o.MergeCos = []float64{0.3, 0.4, 0.5, 0.6, 0.7}
 	}
 	return o
 }
@@ -148,6 +154,14 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 		}
 	}
 	m.Threshold = bestT
+	bestM := 0.0
+	for _, mc := range opts.MergeCos {
+		m.MergeCos = mc
+		if s := BCubed(truth, Run(m, docs)); s.F1 > bestF {
+			bestF, bestM = s.F1, mc
+		}
+	}
+	m.MergeCos = bestM
 	m.Trained = TrainInfo{Articles: len(docs), Stories: len(byLabel)}
 	return m, nil
 }
@@ -158,6 +172,9 @@ func Run(m *Model, docs []Labelled) map[string]string {
 	out := make(map[string]string, len(docs))
 	for _, d := range docs {
 		out[d.ID] = c.Add(d.Doc)
+	}
+	for id, s := range out {
+		out[id] = c.Current(s)
 	}
 	return out
 }
