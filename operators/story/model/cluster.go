@@ -140,8 +140,8 @@ var featureNames = []string{
 
 // decisionNames are the features of the join-or-found decision: the
 // ranker's logit of the best candidate, its margin over the second, and
-// some of the best candidate's own features.
-var decisionNames = []string{"best_logit", "margin", "cos_all", "core_all", "cos_entity", "core_entity", "shared", "one_shared", "no_shared_entity", "gap_newest_3h", "size"}
+// the best candidate's own features.
+var decisionNames = append([]string{"best_logit", "margin"}, featureNames...)
 
 func gauss(ms int64, sigmaHours float64) float64 {
 	h := math.Abs(float64(ms)) / hourMS / sigmaHours
@@ -181,7 +181,7 @@ func decisionFeatures(best, second float64, f []float64) []float64 {
 	if !math.IsInf(second, -1) {
 		margin = min(best-second, 5)
 	}
-	return []float64{best / 5, margin / 5, f[2], f[5], f[3], f[6], f[7], f[8], f[9], f[10], f[14]}
+	return append([]float64{best / 5, margin / 5}, f...)
 }
 
 // Clusterer assigns articles to stories in one pass with a Model. It is

@@ -169,11 +169,7 @@ func TestDiagnoseParts(t *testing.T) {
 		t.Skip("set NEWSFLOW_TUNE=1")
 	}
 	docs := Spread(loadUCI(t, true), 12*time.Hour, 1)
-	m, err := Train(docs, TrainOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pred := Run(m, docs)
+	pred := cvPred(t, docs, 5, TrainOptions{})
 	parts := map[string]map[string]int{}
 	size := map[string]int{}
 	first := map[string]string{}
@@ -204,6 +200,17 @@ func TestDiagnoseParts(t *testing.T) {
 // cross-validation over docs.
 func cv(t testing.TB, docs []Labelled, k int, opts TrainOptions) BCubedScores {
 	t.Helper()
+	truth := map[string]string{}
+	for _, d := range docs {
+		truth[d.ID] = d.Story
+	}
+	return BCubed(truth, cvPred(t, docs, k, opts))
+}
+
+// cvPred returns the out-of-fold stories of k-fold story-grouped
+// cross-validation over docs.
+func cvPred(t testing.TB, docs []Labelled, k int, opts TrainOptions) map[string]string {
+	t.Helper()
 	folds := Folds(docs, k, 1)
 	pred := map[string]string{}
 	for f := range k {
@@ -216,11 +223,7 @@ func cv(t testing.TB, docs []Labelled, k int, opts TrainOptions) BCubedScores {
 			pred[id] = fmt.Sprint(f, "/", s)
 		}
 	}
-	truth := map[string]string{}
-	for _, d := range docs {
-		truth[d.ID] = d.Story
-	}
-	return BCubed(truth, pred)
+	return pred
 }
 
 // TestSweep prints cross-validated scores on uci_dev for the training

@@ -27,7 +27,8 @@ type TrainOptions struct {
 	// 0.05).
 	Thresholds []float64
 	// MergeCos are the merge cosines tried after the threshold is chosen
-	// (Model.MergeCos; default 0.3 to 0.7 by 0.1, and never merging).
+	// (Model.MergeCos; default 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, and never
+	// merging).
 	MergeCos []float64
 }
 
@@ -47,7 +48,7 @@ func (o TrainOptions) withDefaults() TrainOptions {
 		}
 	}
 	if o.MergeCos == nil {
-		o.MergeCos = []float64{0.3, 0.4, 0.5, 0.6, 0.7}
+		o.MergeCos = []float64{0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5}
 	}
 	return o
 }
