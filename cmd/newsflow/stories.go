@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -178,6 +179,10 @@ func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("stories train: %w", err)
 	}
 	m.Trained.Data = d.sha256
+	m.Trained.Note = fmt.Sprintf("%s, times spread by [0, %s) seed %d", filepath.Base(*sf.data), *sf.spread, *sf.seed)
+	if *sf.mergeUCI {
+		m.Trained.Note += ", uci_dev's day-split pairs merged"
+	}
 	b, err := m.Encode()
 	if err != nil {
 		return fmt.Errorf("stories train: %w", err)

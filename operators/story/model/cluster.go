@@ -80,11 +80,7 @@ func (s *story) add(a *Article, p Params) {
 		for _, e := range a.vec[sub] {
 			c[e.id] += w * e.w
 		}
-		var n2 float64
-		for _, x := range c {
-			n2 += x * x
-		}
-		s.norm2[sub] = n2
+		s.norm2[sub] = norm2(c)
 	}
 	if len(a.vec[subEntity]) > 0 {
 		s.hasEntities = true
@@ -183,6 +179,13 @@ func decisionFeatures(best, second float64, f []float64) []float64 {
 	}
 	return append([]float64{best / 5, margin / 5}, f...)
 }
+
+// minRankProb is the ranker's probability below which an article never
+// joins a candidate, whatever the decision says: the ranker, trained on
+// every candidate of every article, must find it more likely the article's
+// story than not. The decision, which sees mostly right best candidates,
+// is not calibrated for a lone weak one.
+const minRankProb = 0.2
 
 // Clusterer assigns articles to stories in one pass with a Model. It is
 // not safe for concurrent use.
@@ -283,7 +286,7 @@ func (c *Clusterer) mergeOthers(i int, a *Article, cands []candidate, best int, 
 			continue
 		}
 		o := c.stories[cd.s]
-		if c.m.Decision.prob(decisionFeatures(cd.logit, math.Inf(-1), cd.f)) < c.m.Threshold {
+		if sigmoid(cd.logit) < minRankProb || c.m.Decision.prob(decisionFeatures(cd.logit, math.Inf(-1), cd.f)) < c.m.Threshold {
 			continue
 		}
 		s := c.stories[i]
@@ -337,7 +340,7 @@ func (c *Clusterer) Add(d Doc) string {
 			c.record.add(df, c.stories[cands[best].s].majority() == c.label)
 		}
 	}
-	if best >= 0 && c.m.Decision.prob(df) >= c.m.Threshold {
+	if best >= 0 && sigmoid(bestLogit) >= minRankProb && c.m.Decision.prob(df) >= c.m.Threshold {
 		i = cands[best].s
 	} else {
 		i = c.found(a, "")
@@ -378,11 +381,7 @@ func (s *story) absorb(o *story, p Params) {
 		for _, id := range sortedKeys(o.cent[sub]) {
 			c[id] += wo * o.cent[sub][id]
 		}
-		var n2 float64
-		for _, id := range sortedKeys(c) {
-			n2 += c[id] * c[id]
-		}
-		s.norm2[sub] = n2
+		s.norm2[sub] = norm2(c)
 	}
 	core := append(slices.Clone(s.core), o.core...)
 	slices.SortStableFunc(core, func(a, b *Article) int { return cmpInt64(a.Time, b.Time) })
@@ -403,6 +402,16 @@ func (s *story) absorb(o *story, p Params) {
 	for l, k := range o.labels {
 		s.labels[l] += k
 	}
+}
+
+// norm2 is the squared length of c, summed in the order of term ids so
+// that it does not depend on map order.
+func norm2(c map[int32]float64) float64 {
+	var n2 float64
+	for _, id := range sortedKeys(c) {
+		n2 += c[id] * c[id]
+	}
+	return n2
 }
 
 func sortedKeys(m map[int32]float64) []int32 {
@@ -430,8 +439,8 @@ func centroidCos(a, b *story) float64 {
 		return 0
 	}
 	var d float64
-	for id, w := range a.cent[subAll] {
-		d += w * b.cent[subAll][id]
+	for _, id := range sortedKeys(a.cent[subAll]) {
+		d += a.cent[subAll][id] * b.cent[subAll][id]
 	}
 	return d / math.Sqrt(a.norm2[subAll]*b.norm2[subAll])
 }

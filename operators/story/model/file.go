@@ -50,6 +50,8 @@ type TrainInfo struct {
 	Stories  int `json:"stories"`
 	// Data is the SHA-256 of the training file, when trained from one.
 	Data string `json:"data,omitempty"`
+	// Note says what the data was and how it was prepared.
+	Note string `json:"note,omitempty"`
 }
 
 func (m *Model) hash() (string, error) {
