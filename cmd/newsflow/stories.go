@@ -279,15 +279,19 @@ func storiesEval(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 		truth := truthOfDocs(docs)
+		whole, err := builderStories(docs, d.articles)
+		if err != nil {
+			return fmt.Errorf("stories eval: %w", err)
+		}
 		for _, r := range []struct {
 			stage string
 			pred  map[string]string
-		}{{"model", predModel}, {"cluster", predBuilder}} {
+		}{{"model", predModel}, {"cluster", predBuilder}, {"cluster*", whole}} {
 			s := story.Score(truth, r.pred)
 			fmt.Fprintf(stdout, "%-28s %-8s %7.4f %7.4f %7.4f %9.4f %8d\n", md.name, r.stage, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairF1, s.Predicted)
 		}
 	}
-	fmt.Fprintln(stdout, "(cluster: newsflow cluster's story builder with its default options on the same articles and times)")
+	fmt.Fprintln(stdout, "cluster: newsflow cluster's story builder (default options) on the same articles, times and folds;\ncluster*: the same over the whole file at once, no folds (more stories at a time than a fold)")
 	return nil
 }
 

@@ -29,12 +29,13 @@ func sigmoid(z float64) float64 {
 	return e / (1 + e)
 }
 
-// errNoExamples is returned by fitLogistic without both classes.
-var errNoExamples = errors.New("logistic regression needs positive and negative examples")
+// errNoExamples is returned by fitLogistic without examples.
+var errNoExamples = errors.New("no examples to fit (no article shares enough words with an earlier story)")
 
 // fitLogistic fits a logistic model to rows x with labels y by Newton's
 // method (iteratively reweighted least squares) with an L2 penalty lambda
-// on the weights (not the bias). It is deterministic: no random start, the
+// on the weights (not the bias); with one class only it returns the
+// smoothed prior. It is deterministic: no random start, the
 // rows in the order given.
 func fitLogistic(x [][]float64, y []bool, lambda float64) (Linear, error) {
 	var pos, neg int
@@ -45,10 +46,15 @@ func fitLogistic(x [][]float64, y []bool, lambda float64) (Linear, error) {
 			neg++
 		}
 	}
-	if pos == 0 || neg == 0 || len(x) == 0 {
+	if len(x) == 0 {
 		return Linear{}, errNoExamples
 	}
 	d := len(x[0]) + 1 // bias last
+	if pos == 0 || neg == 0 {
+		// One class only: the features cannot separate anything, so the
+		// model is the prior with one pseudo-example of each class.
+		return Linear{Bias: math.Log(float64(pos+1) / float64(neg+1)), Weights: make([]float64, d-1)}, nil
+	}
 	w := make([]float64, d)
 	w[d-1] = math.Log(float64(pos) / float64(neg))
 	xi := make([]float64, d)
