@@ -50,6 +50,7 @@ Usage:
                                             create accounts (node stopped; passwords from stdin)
   newsflow cluster  --input FILE [--output FILE] [--truth]
                                             run dedup and story clustering offline (id<TAB>story_id)
+  newsflow stories  train | eval [flags]     train or evaluate the learned story model (story-grouped folds)
   newsflow version
 
 Common flags (after the command):

@@ -28,8 +28,6 @@ const (
 	numSub
 )
 
-var subNames = [numSub]string{"title", "body", "all", "entity"}
-
 // entry is one weighted term of a sparse vector.
 type entry struct {
 	id int32
@@ -207,9 +205,8 @@ func Generic(term string) bool { return genericWords[term] }
 
 // word is a word of a text with its original case.
 type word struct {
-	s         string
-	start     bool // first word of a sentence or line
-	sentStart bool
+	s     string
+	start bool // first word of a sentence or line
 }
 
 // rawWords splits s into words keeping case; punctuation other than
@@ -250,9 +247,7 @@ func rawWords(s string) []word {
 		}
 		w := s[i:j]
 		for _, poss := range []string{"'s", "’s"} {
-			if strings.HasSuffix(w, poss) {
-				w = w[:len(w)-len(poss)]
-			}
+			w = strings.TrimSuffix(w, poss)
 		}
 		out = append(out, word{s: w, start: start})
 		start = false
