@@ -279,14 +279,19 @@ func storiesEval(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			}
 		}
 		truth := truthOfDocs(docs)
-		whole, err := builderStories(docs, d.articles)
-		if err != nil {
-			return fmt.Errorf("stories eval: %w", err)
+		whole := predBuilder
+		if fixed == nil {
+			if whole, err = builderStories(docs, d.articles); err != nil {
+				return fmt.Errorf("stories eval: %w", err)
+			}
 		}
 		for _, r := range []struct {
 			stage string
 			pred  map[string]string
 		}{{"model", predModel}, {"cluster", predBuilder}, {"cluster*", whole}} {
+			if fixed != nil && r.stage == "cluster*" {
+				continue // no folds: the same as cluster
+			}
 			s := story.Score(truth, r.pred)
 			fmt.Fprintf(stdout, "%-28s %-8s %7.4f %7.4f %7.4f %9.4f %8d\n", md.name, r.stage, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairF1, s.Predicted)
 		}

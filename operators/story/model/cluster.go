@@ -25,11 +25,19 @@ type Params struct {
 	// cosines then decide). Generic words never count.
 	MinShared  int `json:"min_shared"`
 	SmallStory int `json:"small_story"`
+	// NamesMustMeet makes a story that has names no candidate for an
+	// article that has names but shares none of them.
+	NamesMustMeet bool `json:"names_must_meet"`
+	// MinRank is the ranker's probability below which an article never
+	// joins a candidate, whatever the decision says. The decision, which
+	// sees mostly right best candidates, is not calibrated for a lone weak
+	// one.
+	MinRank float64 `json:"min_rank"`
 }
 
 // DefaultParams returns the parameters Train uses when given none.
 func DefaultParams() Params {
-	return Params{DecayHours: 12, WindowHours: 72, Core: 8, MinShared: 2, SmallStory: 3}
+	return Params{DecayHours: 12, WindowHours: 72, Core: 8, MinShared: 2, SmallStory: 3, NamesMustMeet: true, MinRank: 0.2}
 }
 
 // story is an open story of a Clusterer.
@@ -180,13 +188,6 @@ func decisionFeatures(best, second float64, f []float64) []float64 {
 	return append([]float64{best / 5, margin / 5}, f...)
 }
 
-// minRankProb is the ranker's probability below which an article never
-// joins a candidate, whatever the decision says: the ranker, trained on
-// every candidate of every article, must find it more likely the article's
-// story than not. The decision, which sees mostly right best candidates,
-// is not calibrated for a lone weak one.
-const minRankProb = 0.2
-
 // Clusterer assigns articles to stories in one pass with a Model. It is
 // not safe for concurrent use.
 type Clusterer struct {
@@ -199,7 +200,8 @@ type Clusterer struct {
 	seq     int
 	// In training: the decisions' examples are recorded with the label of
 	// the article being added.
-	record *examples
+	record     *examples
+	recordRank *examples
 	label  string
 }
 
@@ -241,7 +243,7 @@ func (c *Clusterer) candidates(a *Article, p Params) []candidate {
 			continue
 		}
 		f, sh := candidateFeatures(a, s)
-		if sh == 0 || sh < p.MinShared && s.n <= p.SmallStory {
+		if sh == 0 || sh < p.MinShared && s.n <= p.SmallStory || p.NamesMustMeet && f[9] == 1 {
 			continue
 		}
 		out = append(out, candidate{s: i, f: f})
@@ -286,7 +288,7 @@ func (c *Clusterer) mergeOthers(i int, a *Article, cands []candidate, best int, 
 			continue
 		}
 		o := c.stories[cd.s]
-		if sigmoid(cd.logit) < minRankProb || c.m.Decision.prob(decisionFeatures(cd.logit, math.Inf(-1), cd.f)) < c.m.Threshold {
+		if sigmoid(cd.logit) < c.m.Params.MinRank || c.m.Decision.prob(decisionFeatures(cd.logit, math.Inf(-1), cd.f)) < c.m.Threshold {
 			continue
 		}
 		s := c.stories[i]
@@ -339,8 +341,13 @@ func (c *Clusterer) Add(d Doc) string {
 		if c.record != nil {
 			c.record.add(df, c.stories[cands[best].s].majority() == c.label)
 		}
+		if c.recordRank != nil {
+			for _, k := range cands {
+				c.recordRank.add(k.f, c.stories[k.s].majority() == c.label)
+			}
+		}
 	}
-	if best >= 0 && sigmoid(bestLogit) >= minRankProb && c.m.Decision.prob(df) >= c.m.Threshold {
+	if best >= 0 && sigmoid(bestLogit) >= p.MinRank && c.m.Decision.prob(df) >= c.m.Threshold {
 		i = cands[best].s
 	} else {
 		i = c.found(a, "")

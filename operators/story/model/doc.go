@@ -13,8 +13,9 @@
 // candidates, and a second logistic decision says whether the article joins
 // the best one or founds a story. Generic words (headline boilerplate such
 // as "live updates", "what we know", "opinion", "explainer", "day") never
-// count as shared evidence, and an article never joins a story with which
-// it shares a single word.
+// count as shared evidence; an article never joins a story of up to three
+// articles with which it shares a single word, nor, when both have names,
+// a story whose names it shares none of.
 //
 // Both models are trained by Train from labelled articles in stream order
 // (newsflow stories train) and stored as a small versioned JSON file with a

@@ -105,7 +105,7 @@ func Decode(b []byte) (*Model, error) {
 	if !slices.Equal(m.DecisionFeatures, decisionNames) || len(m.Decision.Weights) != len(decisionNames) {
 		return nil, fmt.Errorf("%w: decision features %v, this build computes %v", ErrModel, m.DecisionFeatures, decisionNames)
 	}
-	if m.Params.Core < 1 || m.Params.DecayHours <= 0 || m.Params.WindowHours <= 0 {
+	if m.Params.Core < 1 || m.Params.DecayHours <= 0 || m.Params.WindowHours <= 0 || m.Params.MinRank < 0 || m.Params.MinRank >= 1 {
 		return nil, fmt.Errorf("%w: invalid params %+v", ErrModel, m.Params)
 	}
 	return &m, nil

@@ -30,6 +30,11 @@ type TrainOptions struct {
 	// (Model.MergeCos; default 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, and never
 	// merging).
 	MergeCos []float64
+	// FixedRanker keeps the ranker fitted to the reference stories; by
+	// default each round refits it too, adding every candidate of the
+	// clusterer's own states (a fragment of the article's story is a
+	// positive: the story of its commonest label is the article's).
+	FixedRanker bool
 }
 
 func (o TrainOptions) withDefaults() TrainOptions {
@@ -135,9 +140,17 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 		m.Threshold = 0.5
 		c := NewClusterer(m)
 		c.record = &dec
+		if !opts.FixedRanker {
+			c.recordRank = &rank
+		}
 		for _, d := range docs {
 			c.label = d.Story
 			c.Add(d.Doc)
+		}
+		if !opts.FixedRanker {
+			if m.Ranker, err = fitLogistic(rank.x, rank.y, opts.Lambda); err != nil {
+				return nil, fmt.Errorf("train story ranker: %w", err)
+			}
 		}
 		if m.Decision, err = fitLogistic(dec.x, dec.y, opts.Lambda); err != nil {
 			return nil, fmt.Errorf("train story decision: %w", err)
