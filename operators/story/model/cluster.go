@@ -202,7 +202,7 @@ type Clusterer struct {
 	// the article being added.
 	record     *examples
 	recordRank *examples
-	label  string
+	label      string
 }
 
 // NewClusterer returns a Clusterer that has seen nothing.

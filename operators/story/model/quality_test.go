@@ -20,8 +20,10 @@ func TestQualityUCI(t *testing.T) {
 		merge           bool
 		floorP, floorF1 float64
 	}{
-		// Measured: P 0.980 R 0.825 F1 0.896 as labelled, P 0.989 R 0.773
-		// F1 0.868 merged.
+		// Measured: P 0.980 R 0.825 F1 0.896 as labelled, P 0.989 R 0.782
+		// F1 0.873 merged (the titles as the file has them; newsflow
+		// stories eval, which cleans them as the articles operator does,
+		// gets R 0.773 F1 0.868 merged).
 		{"labelled", false, 0.96, 0.87},
 		{"merged", true, 0.97, 0.85},
 	} {
