@@ -270,19 +270,12 @@ func (c *Clusterer) join(i int, a *Article) {
 	s.add(a, c.m.Params)
 }
 
-func cands0(cands []candidate, best int) int {
-	if best < 0 {
-		return -1
-	}
-	return cands[best].s
-}
-
 // mergeOthers merges into story i (which a just joined) every other
 // candidate that a would also have joined, on its own, and whose centroid
 // is close to i's with at least MinShared words in common: the same
 // evidence as a join, twice, so a merge cannot chain through one article.
-// The older story survives.
-func (c *Clusterer) mergeOthers(i int, a *Article, cands []candidate, best int, bestLogit float64) {
+// The older story survives; mergeOthers returns the story a is in.
+func (c *Clusterer) mergeOthers(i int, cands []candidate, best int) int {
 	for k, cd := range cands {
 		if k == best || c.stories[cd.s].removed {
 			continue
@@ -306,6 +299,7 @@ func (c *Clusterer) mergeOthers(i int, a *Article, cands []candidate, best int, 
 		}
 		i = keep
 	}
+	return i
 }
 
 func sortedTerms(m map[int32]int) []int32 {
@@ -352,9 +346,10 @@ func (c *Clusterer) Add(d Doc) string {
 	} else {
 		i = c.found(a, "")
 	}
+	joinedBest := best >= 0 && i == cands[best].s
 	c.join(i, a)
-	if i == cands0(cands, best) && c.m.MergeCos > 0 {
-		c.mergeOthers(i, a, cands, best, bestLogit)
+	if joinedBest && c.m.MergeCos > 0 {
+		i = c.mergeOthers(i, cands, best)
 	}
 	if c.record != nil {
 		c.stories[i].labels[c.label]++

@@ -1,5 +1,13 @@
 package model
 
+// The story model's tuning harness, skipped unless NEWSFLOW_TUNE is set:
+//
+//	NEWSFLOW_TUNE=1 SWEEP='[{}, {"Rounds": 6}]' go test -run 'TestSweep$' -v ./operators/story/model/
+//
+// TestSweep prints cross-validated B-cubed scores on uci_dev (spread
+// times; merged and as labelled) for each TrainOptions in $SWEEP; the
+// Diagnose tests show where articles of a story are lost.
+
 import (
 	"bufio"
 	"encoding/json"
