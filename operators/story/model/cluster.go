@@ -198,6 +198,11 @@ type Clusterer struct {
 	byID    map[string]int
 	mark    []int
 	seq     int
+	// watermark is the latest article time seen; adds counts articles, for
+	// pruning.
+	watermark  int64
+	adds       int
+	pruneEvery int
 	// In training: the decisions' examples are recorded with the label of
 	// the article being added.
 	record     *examples
@@ -207,7 +212,7 @@ type Clusterer struct {
 
 // NewClusterer returns a Clusterer that has seen nothing.
 func NewClusterer(m *Model) *Clusterer {
-	return &Clusterer{m: m, x: NewExtractor(), byTerm: map[int32][]int{}, byID: map[string]int{}}
+	return &Clusterer{m: m, x: NewExtractor(), byTerm: map[int32][]int{}, byID: map[string]int{}, pruneEvery: pruneEvery}
 }
 
 // candidate is an open story sharing enough with an article.
@@ -239,7 +244,7 @@ func (c *Clusterer) candidates(a *Article, p Params) []candidate {
 	var out []candidate
 	for _, i := range idx {
 		s := c.stories[i]
-		if s.removed || a.Time-s.newest > window {
+		if s.removed || s.core == nil || a.Time-s.newest > window {
 			continue
 		}
 		f, sh := candidateFeatures(a, s)
@@ -311,11 +316,42 @@ func sortedTerms(m map[int32]int) []int32 {
 	return ks
 }
 
+// pruneEvery is how many articles Add takes between two prunes (a
+// Clusterer's pruneEvery; 0 in a test never prunes).
+const pruneEvery = 1024
+
+// prune forgets the centroids and members of the stories closed for a
+// window before the watermark (so that an article up to a window late still
+// finds every story it could join) and drops them from the term index: the
+// memory of the open stories stays flat however long the stream runs. The
+// stories stay known by id, for Current.
+func (c *Clusterer) prune() {
+	cut := c.watermark - 2*int64(c.m.Params.WindowHours*hourMS)
+	closed := func(i int) bool { return c.stories[i].removed || c.stories[i].newest < cut }
+	for t, list := range c.byTerm {
+		list = slices.DeleteFunc(list, closed)
+		if len(list) == 0 {
+			delete(c.byTerm, t)
+		} else {
+			c.byTerm[t] = list
+		}
+	}
+	for _, s := range c.stories {
+		if s.newest < cut || s.removed {
+			s.cent, s.core, s.terms = [numSub]map[int32]float64{}, nil, nil
+		}
+	}
+}
+
 // Add assigns d to a story and returns the story's id: the id of its
 // founding article.
 func (c *Clusterer) Add(d Doc) string {
 	a := c.x.Extract(d)
 	p := c.m.Params
+	c.watermark = max(c.watermark, d.Time)
+	if c.adds++; c.pruneEvery > 0 && c.adds%c.pruneEvery == 0 {
+		c.prune()
+	}
 	cands := c.candidates(a, p)
 	best, second := -1, math.Inf(-1)
 	bestLogit := math.Inf(-1)

@@ -197,3 +197,44 @@ func TestModelFile(t *testing.T) {
 		}
 	}
 }
+
+// A long stream: pruning the closed stories changes no assignment, and
+// the term index holds only what the open stories need.
+func TestPruneLongStream(t *testing.T) {
+	m := defaultModelT(t)
+	var docs []Doc
+	for day := range 30 {
+		for i, d := range synthetic(6, 5) {
+			d.ID = fmt.Sprintf("%d-%s", day, d.ID)
+			// Each day its own companies: the words repeat, the events do not.
+			d.Title = strings.ReplaceAll(d.Title, " ", fmt.Sprintf(" d%d ", day%7)) + fmt.Sprintf(" item%d", i%3)
+			d.Time += int64(day) * 24 * int64(hourMS)
+			docs = append(docs, d.Doc)
+		}
+	}
+	run := func(every int) (map[string]string, int) {
+		c := NewClusterer(m)
+		c.pruneEvery = every
+		out := map[string]string{}
+		for _, d := range docs {
+			out[d.ID] = c.Add(d)
+		}
+		for id, s := range out {
+			out[id] = c.Current(s)
+		}
+		n := 0
+		for _, l := range c.byTerm {
+			n += len(l)
+		}
+		return out, n
+	}
+	pruned, nPruned := run(64)
+	kept, nKept := run(0)
+	if fmt.Sprint(pruned) != fmt.Sprint(kept) {
+		t.Error("pruning changed the stories")
+	}
+	if nPruned*3 > nKept {
+		t.Errorf("term index %d entries pruned, %d not: pruning keeps too much", nPruned, nKept)
+	}
+	t.Logf("term index entries after %d articles over 30 days: %d pruned, %d not", len(docs), nPruned, nKept)
+}
