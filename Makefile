@@ -51,6 +51,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzShareBatch -fuzztime $(FUZZTIME) ./query/
 	$(GO) test -run '^$$' -fuzz FuzzCanonical -fuzztime $(FUZZTIME) ./internal/canon/
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/feed/
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./operators/story/model/
+	$(GO) test -run '^$$' -fuzz FuzzExtract -fuzztime $(FUZZTIME) ./operators/story/model/
 	$(GO) test -run '^$$' -fuzz FuzzText -fuzztime $(FUZZTIME) ./operators/internal/neardup/
 	$(GO) test -run '^$$' -fuzz FuzzClean -fuzztime $(FUZZTIME) ./operators/articles/
 	$(GO) test -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./internal/classify/

@@ -50,6 +50,7 @@ Usage:
                                             create accounts (node stopped; passwords from stdin)
   newsflow cluster  --input FILE [--output FILE] [--truth]
                                             run dedup and story clustering offline (id<TAB>story_id)
+  newsflow stories  train | eval [flags]     train or evaluate the learned story model (story-grouped folds)
   newsflow version
 
 Common flags (after the command):
@@ -75,7 +76,7 @@ var version = "dev"
 // commands are the commands that write to standard output and error only.
 var commands = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
 	"topology": cmdTopology, "produce": cmdProduce, "replay": cmdReplay, "sources": cmdSources,
-	"feedfarm": cmdFeedfarm, "demo": cmdDemo, "topics": cmdTopics, "cluster": cmdCluster,
+	"feedfarm": cmdFeedfarm, "demo": cmdDemo, "topics": cmdTopics, "cluster": cmdCluster, "stories": cmdStories,
 	"status": cmdStatus, "leave": cmdLeave, "stage": cmdStage,
 }
 

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/newsflow/newsflow/internal/classify"
+	"github.com/newsflow/newsflow/operators/articles"
+	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/operators/story/model"
+)
+
+const storiesUsage = `usage:
+  newsflow stories train --data FILE --out MODEL [--spread D] [--seed N] [--merge-uci]
+  newsflow stories eval  --data FILE [--model MODEL] [--folds K] [--spread D] [--seed N] [--merge-uci]
+
+FILE is labelled NDJSON as newsflow cluster reads it (id, title, summary or
+text, url, publisher, published_at, and the reference story in "story").
+Articles are taken in time order (stable for equal times).
+
+train fits the story model (operators/story/model) to FILE and writes it to
+MODEL, a versioned JSON file with a hash of its content.
+
+eval scores the story model with B-cubed and pairwise precision, recall and
+F1. Without --model it cross-validates: FILE's stories are dealt into K folds
+(default 5), every article of a story in the same fold, and each fold is
+clustered alone by a model trained on the other folds. With --model it
+clusters all of FILE with MODEL. Either way it scores newsflow cluster's
+story builder on the same articles beside it.
+
+--spread D moves each article's time later by a random offset in [0, D),
+seeded by --seed, and re-sorts: uci_dev's times are per-story crawl times
+that give its labels away. eval reports the raw-time figures beside
+(default 12h; 0 keeps the times). --merge-uci scores (and trains) uci_dev's
+three events labelled as two stories each as one story each.
+`
+
+// cmdStories trains and evaluates the story model.
+func cmdStories(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, storiesUsage)
+		return errors.New("stories: want a subcommand: train or eval")
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "train":
+		return storiesTrain(ctx, args, stdout, stderr)
+	case "eval":
+		return storiesEval(ctx, args, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, storiesUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, storiesUsage)
+	return fmt.Errorf("stories: unknown subcommand %q", sub)
+}
+
+// storyData is a labelled file as both story stages read it.
+type storyData struct {
+	docs     []model.Labelled
+	articles map[string]story.Article // by input id
+	sha256   string
+}
+
+// storyFlags are the flags train and eval share.
+type storyFlags struct {
+	fs       *flag.FlagSet
+	data     *string
+	spread   *time.Duration
+	seed     *uint64
+	mergeUCI *bool
+}
+
+func newStoryFlags(name string, stderr io.Writer, spread time.Duration) storyFlags {
+	fs := flag.NewFlagSet("stories "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, storiesUsage) }
+	return storyFlags{
+		fs:       fs,
+		data:     fs.String("data", "", "labelled NDJSON articles"),
+		spread:   fs.Duration("spread", spread, "move each time later by a seeded random offset in [0, D) and re-sort"),
+		seed:     fs.Uint64("seed", 1, "seed of --spread"),
+		mergeUCI: fs.Bool("merge-uci", false, "merge uci_dev's three day-split story pairs"),
+	}
+}
+
+// readStoryData reads a labelled file, cleaning texts as newsflow cluster
+// does, in time order.
+func readStoryData(ctx context.Context, path string, mergeUCI bool) (*storyData, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cls, err := classify.New(classify.Options{})
+	if err != nil {
+		return nil, err
+	}
+	op, err := articles.New(articles.Options{}, cls, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	d := &storyData{articles: map[string]story.Article{}}
+	sc := bufio.NewScanner(io.TeeReader(f, h))
+	sc.Buffer(nil, 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		a, id, label, err := decodeClusterInput(op, cls, sc.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		}
+		if label == "" {
+			return nil, fmt.Errorf("%s line %d: no story label", path, line)
+		}
+		if _, dup := d.articles[id]; dup {
+			return nil, fmt.Errorf("%s line %d: id %q again", path, line, id)
+		}
+		d.articles[id] = a
+		d.docs = append(d.docs, model.Labelled{Doc: model.Doc{ID: id, Title: a.Title, Body: a.Summary, Time: a.Published}, Story: label})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(d.docs) == 0 {
+		return nil, fmt.Errorf("%s: no articles", path)
+	}
+	d.sha256 = hex.EncodeToString(h.Sum(nil))
+	slices.SortStableFunc(d.docs, func(a, b model.Labelled) int { return compareInt64(a.Time, b.Time) })
+	if mergeUCI {
+		d.docs = model.MergeLabels(d.docs, model.UCIMergedPairs)
+	}
+	return d, nil
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	sf := newStoryFlags("train", stderr, 0)
+	out := sf.fs.String("out", "", "model file to write")
+	if err := sf.fs.Parse(args); err != nil {
+		return err
+	}
+	if *sf.data == "" || *out == "" || sf.fs.NArg() > 0 {
+		sf.fs.Usage()
+		return errors.New("stories train: --data and --out are required")
+	}
+	d, err := readStoryData(ctx, *sf.data, *sf.mergeUCI)
+	if err != nil {
+		return fmt.Errorf("stories train: %w", err)
+	}
+	docs := model.Spread(d.docs, *sf.spread, *sf.seed)
+	m, err := model.Train(docs, model.TrainOptions{})
+	if err != nil {
+		return fmt.Errorf("stories train: %w", err)
+	}
+	m.Trained.Data = d.sha256
+	m.Trained.Note = fmt.Sprintf("%s, times spread by [0, %s) seed %d", filepath.Base(*sf.data), *sf.spread, *sf.seed)
+	if *sf.mergeUCI {
+		m.Trained.Note += ", uci_dev's day-split pairs merged"
+	}
+	b, err := m.Encode()
+	if err != nil {
+		return fmt.Errorf("stories train: %w", err)
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return fmt.Errorf("stories train: %w", err)
+	}
+	s := model.BCubed(truthOfDocs(docs), model.Run(m, docs))
+	fmt.Fprintf(stdout, "trained on %d articles in %d stories (threshold %.2f); on the training data B-cubed P %.4f R %.4f F1 %.4f\nwrote %s (sha256 %s)\n",
+		m.Trained.Articles, m.Trained.Stories, m.Threshold, s.P, s.R, s.F1, *out, m.SHA256)
+	return nil
+}
+
+func truthOfDocs(docs []model.Labelled) map[string]string {
+	m := make(map[string]string, len(docs))
+	for _, d := range docs {
+		m[d.ID] = d.Story
+	}
+	return m
+}
+
+func storiesEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	sf := newStoryFlags("eval", stderr, 12*time.Hour)
+	modelPath := sf.fs.String("model", "", "model file to evaluate (default: cross-validate)")
+	k := sf.fs.Int("folds", 5, "folds of the story-grouped cross-validation")
+	if err := sf.fs.Parse(args); err != nil {
+		return err
+	}
+	if *sf.data == "" || sf.fs.NArg() > 0 || *k < 2 {
+		sf.fs.Usage()
+		return errors.New("stories eval: --data is required, --folds at least 2")
+	}
+	d, err := readStoryData(ctx, *sf.data, *sf.mergeUCI)
+	if err != nil {
+		return fmt.Errorf("stories eval: %w", err)
+	}
+	var fixed *model.Model
+	if *modelPath != "" {
+		b, err := os.ReadFile(*modelPath)
+		if err != nil {
+			return fmt.Errorf("stories eval: %w", err)
+		}
+		if fixed, err = model.Decode(b); err != nil {
+			return fmt.Errorf("stories eval: %s: %w", *modelPath, err)
+		}
+	}
+	labels := "as labelled"
+	if *sf.mergeUCI {
+		labels = "uci_dev's 3 day-split story pairs merged"
+	}
+	fmt.Fprintf(stdout, "%s: %d articles, %d stories (%s)\n", *sf.data, len(d.docs), len(truthStories(d.docs)), labels)
+	if fixed != nil {
+		fmt.Fprintf(stdout, "protocol: all articles clustered by %s (trained on %d articles, data sha256 %.12s); no cross-validation\n", *modelPath, fixed.Trained.Articles, fixed.Trained.Data)
+	} else {
+		fmt.Fprintf(stdout, "protocol: %d-fold cross-validation grouped by story id (every article of a story in one fold; each fold clustered alone, by a model trained on the other folds)\n", *k)
+	}
+	fmt.Fprintf(stdout, "%-28s %-8s %7s %7s %7s %9s %8s\n", "times", "stage", "B3 P", "B3 R", "B3 F1", "pair F1", "stories")
+	type mode struct {
+		name   string
+		spread time.Duration
+	}
+	modes := []mode{{fmt.Sprintf("spread [0, %s) seed %d", *sf.spread, *sf.seed), *sf.spread}, {"raw", 0}}
+	if *sf.spread == 0 {
+		modes = modes[1:]
+	}
+	for _, md := range modes {
+		docs := model.Spread(d.docs, md.spread, *sf.seed)
+		folds := make([]int, len(docs))
+		nf := 1
+		if fixed == nil {
+			folds, nf = model.Folds(docs, *k, *sf.seed), *k
+		}
+		predModel, predBuilder := map[string]string{}, map[string]string{}
+		for f := range nf {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			train, test := model.Split(docs, folds, f)
+			m := fixed
+			if m == nil {
+				if m, err = model.Train(train, model.TrainOptions{}); err != nil {
+					return fmt.Errorf("stories eval: fold %d: %w", f, err)
+				}
+			}
+			for id, s := range model.Run(m, test) {
+				predModel[id] = fmt.Sprintf("%d/%s", f, s)
+			}
+			pb, err := builderStories(test, d.articles)
+			if err != nil {
+				return fmt.Errorf("stories eval: %w", err)
+			}
+			for id, s := range pb {
+				predBuilder[id] = fmt.Sprintf("%d/%s", f, s)
+			}
+		}
+		truth := truthOfDocs(docs)
+		whole := predBuilder
+		if fixed == nil {
+			if whole, err = builderStories(docs, d.articles); err != nil {
+				return fmt.Errorf("stories eval: %w", err)
+			}
+		}
+		for _, r := range []struct {
+			stage string
+			pred  map[string]string
+		}{{"model", predModel}, {"cluster", predBuilder}, {"cluster*", whole}} {
+			if fixed != nil && r.stage == "cluster*" {
+				continue // no folds: the same as cluster
+			}
+			s := story.Score(truth, r.pred)
+			fmt.Fprintf(stdout, "%-28s %-8s %7.4f %7.4f %7.4f %9.4f %8d\n", md.name, r.stage, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairF1, s.Predicted)
+		}
+	}
+	fmt.Fprintln(stdout, "cluster: newsflow cluster's story builder (default options) on the same articles, times and folds;\ncluster*: the same over the whole file at once, no folds (more stories at a time than a fold)")
+	return nil
+}
+
+func truthStories(docs []model.Labelled) map[string]bool {
+	m := map[string]bool{}
+	for _, d := range docs {
+		m[d.Story] = true
+	}
+	return m
+}
+
+// builderStories runs newsflow cluster's story builder over docs in order,
+// with the docs' times, and returns input id → story.
+func builderStories(docs []model.Labelled, arts map[string]story.Article) (map[string]string, error) {
+	b, err := story.NewBuilder(story.Options{})
+	if err != nil {
+		return nil, err
+	}
+	raw := make(map[string]string, len(docs))
+	for _, d := range docs {
+		a := arts[d.ID]
+		a.Published = d.Time
+		res, err := b.Apply(a)
+		if err != nil {
+			return nil, err
+		}
+		raw[d.ID] = res.Story
+	}
+	for id, s := range raw {
+		raw[id] = b.Current(s)
+	}
+	return raw, nil
+}
