@@ -157,11 +157,14 @@ func newsboat(t *testing.T, bin, dir string, config []string, args ...string) st
 	if err := os.WriteFile(urls, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"-C", cfg, "-u", urls, "-c", filepath.Join(dir, "cache.db")}, args...)...)
+	debug := filepath.Join(dir, "newsboat.log")
+	cmd := exec.Command(bin, append([]string{"-C", cfg, "-u", urls, "-c", filepath.Join(dir, "cache.db"), "-d", debug, "-l", "4"}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "TERM=xterm")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("newsboat %v: %v\n%s", args, err, out)
+		// newsboat may exit 1 without a word: its log says why.
+		log, _ := os.ReadFile(debug)
+		t.Fatalf("newsboat %v: %v\n%s\nnewsboat's log (last 4 KiB):\n%s", args, err, out, log[max(len(log)-4096, 0):])
 	}
 	return string(out)
 }
