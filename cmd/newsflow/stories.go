@@ -48,22 +48,7 @@ three events labelled as two stories each as one story each.
 
 // cmdStories trains and evaluates the story model.
 func cmdStories(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, storiesUsage)
-		return errors.New("stories: want a subcommand: train or eval")
-	}
-	sub, args := args[0], args[1:]
-	switch sub {
-	case "train":
-		return storiesTrain(ctx, args, stdout, stderr)
-	case "eval":
-		return storiesEval(ctx, args, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, storiesUsage)
-		return nil
-	}
-	fmt.Fprint(stderr, storiesUsage)
-	return fmt.Errorf("stories: unknown subcommand %q", sub)
+	return trainEval(ctx, "stories", storiesUsage, storiesTrain, storiesEval, args, stdout, stderr)
 }
 
 // storyData is a labelled file as both story stages read it.

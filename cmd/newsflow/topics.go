@@ -31,22 +31,28 @@ t=technology|science also counts science as correct for label t.
 
 // cmdTopics trains and evaluates topic classifiers.
 func cmdTopics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return trainEval(ctx, "topics", topicsUsage, topicsTrain, topicsEval, args, stdout, stderr)
+}
+
+// trainEval runs the train or eval subcommand of command name.
+func trainEval(ctx context.Context, name, usage string, train, eval func(context.Context, []string, io.Writer, io.Writer) error,
+	args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, topicsUsage)
-		return errors.New("topics: want a subcommand: train or eval")
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("%s: want a subcommand: train or eval", name)
 	}
 	sub, args := args[0], args[1:]
 	switch sub {
 	case "train":
-		return topicsTrain(ctx, args, stdout, stderr)
+		return train(ctx, args, stdout, stderr)
 	case "eval":
-		return topicsEval(ctx, args, stdout, stderr)
+		return eval(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, topicsUsage)
+		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fmt.Fprint(stderr, topicsUsage)
-	return fmt.Errorf("topics: unknown subcommand %q", sub)
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("%s: unknown subcommand %q", name, sub)
 }
 
 func topicsFlags(name string, stderr io.Writer) *flag.FlagSet {
