@@ -141,7 +141,7 @@ func (s *Server) readBody(next fasthttp.RequestHandler) fasthttp.RequestHandler 
 			}
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(ctx.RequestBodyStream(), int64(limit)+1))
+		body, err := readLimited(ctx.RequestBodyStream(), ctx.Request.Header.ContentLength(), limit)
 		switch {
 		case err != nil:
 			s.bodyUnread(ctx, err)
@@ -153,6 +153,20 @@ func (s *Server) readBody(next fasthttp.RequestHandler) fasthttp.RequestHandler 
 		ctx.Request.SetBodyRaw(body)
 		next(ctx)
 	}
+}
+
+// readLimited reads a body of length n (negative: unknown, chunked) from
+// r, at most limit+1 bytes of it: a known length is read into a buffer of
+// its size.
+func readLimited(r io.Reader, n, limit int) ([]byte, error) {
+	if n < 0 {
+		return io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // bodyUnread answers a request whose body could not be read (or was too
