@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,21 +128,11 @@ func readStoryData(ctx context.Context, path string, mergeUCI bool) (*storyData,
 		return nil, fmt.Errorf("%s: no articles", path)
 	}
 	d.sha256 = hex.EncodeToString(h.Sum(nil))
-	slices.SortStableFunc(d.docs, func(a, b model.Labelled) int { return compareInt64(a.Time, b.Time) })
+	slices.SortStableFunc(d.docs, func(a, b model.Labelled) int { return cmp.Compare(a.Time, b.Time) })
 	if mergeUCI {
 		d.docs = model.MergeLabels(d.docs, model.UCIMergedPairs)
 	}
 	return d, nil
-}
-
-func compareInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -1,6 +1,7 @@
 package story
 
 import (
+	"cmp"
 	"container/heap"
 	"errors"
 	"fmt"
@@ -262,7 +263,7 @@ func (c *Clusterer) VectorizeTerms(terms []features.Term, now int64) Vector {
 	}
 	// Weight in a fixed order. A word listed twice (terms are distinct
 	// unless a record's producer erred) counts once in the frequencies.
-	slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+	slices.SortFunc(v, func(a, b term) int { return cmp.Compare(a.ID, b.ID) })
 	v = slices.CompactFunc(v, func(a, b term) bool { return a.ID == b.ID })
 	c.docs++
 	for _, e := range v {
@@ -281,7 +282,7 @@ func (c *Clusterer) VectorizeTerms(terms []features.Term, now int64) Vector {
 	if len(v) > c.opts.MaxTerms {
 		slices.SortFunc(v, byWeightDesc)
 		v = v[:c.opts.MaxTerms]
-		slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+		slices.SortFunc(v, func(a, b term) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	var n float64
 	for _, e := range v {
@@ -311,17 +312,7 @@ func byWeightDesc(a, b term) int {
 	case a.W < b.W:
 		return 1
 	}
-	return cmpU32(a.ID, b.ID)
-}
-
-func cmpU32(a, b uint32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.ID, b.ID)
 }
 
 // termID returns the id of an index term, giving a new one the next id.
@@ -611,7 +602,7 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 }
 
 func hasTerm(ts []term, id uint32) bool {
-	_, ok := slices.BinarySearchFunc(ts, id, func(t term, id uint32) int { return cmpU32(t.ID, id) })
+	_, ok := slices.BinarySearchFunc(ts, id, func(t term, id uint32) int { return cmp.Compare(t.ID, id) })
 	return ok
 }
 
@@ -728,7 +719,7 @@ func (c *Clusterer) sum(st *centroid, a, b []term) []term {
 	if len(out) > c.opts.StoryTerms {
 		slices.SortFunc(out, byWeightDesc)
 		out = out[:c.opts.StoryTerms]
-		slices.SortFunc(out, func(x, y term) int { return cmpU32(x.ID, y.ID) })
+		slices.SortFunc(out, func(x, y term) int { return cmp.Compare(x.ID, y.ID) })
 	}
 	// Post under new terms; terms pruned away stay posted and are
 	// skipped by dot products (their weight is gone).

@@ -1,6 +1,7 @@
 package story
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -70,7 +71,7 @@ func (c *Clusterer) vectorizeTokens(t Text) Vector {
 		c.dirtyTerms[id] = struct{}{}
 		v = append(v, term{ID: id, W: float32(n)})
 	}
-	slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+	slices.SortFunc(v, func(a, b term) int { return cmp.Compare(a.ID, b.ID) })
 	for i := range v {
 		tf := float64(v[i].W)
 		if tf > 1 {
@@ -81,7 +82,7 @@ func (c *Clusterer) vectorizeTokens(t Text) Vector {
 	if len(v) > c.opts.MaxTerms {
 		slices.SortFunc(v, byWeightDesc)
 		v = v[:c.opts.MaxTerms]
-		slices.SortFunc(v, func(a, b term) int { return cmpU32(a.ID, b.ID) })
+		slices.SortFunc(v, func(a, b term) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	var n float64
 	for _, e := range v {

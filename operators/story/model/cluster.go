@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -422,7 +423,7 @@ func (s *story) absorb(o *story, p Params) {
 		s.norm2[sub] = norm2(c)
 	}
 	core := append(slices.Clone(s.core), o.core...)
-	slices.SortStableFunc(core, func(a, b *Article) int { return cmpInt64(a.Time, b.Time) })
+	slices.SortStableFunc(core, func(a, b *Article) int { return cmp.Compare(a.Time, b.Time) })
 	if len(core) > p.Core {
 		core = core[len(core)-p.Core:]
 	}
@@ -459,16 +460,6 @@ func sortedKeys(m map[int32]float64) []int32 {
 	}
 	slices.Sort(ks)
 	return ks
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // centroidCos is the cosine of two stories' all-text centroids.
