@@ -134,9 +134,10 @@ func (s *Server) readBody(next fasthttp.RequestHandler) fasthttp.RequestHandler 
 			lines := &bodyLines{r: bufio.NewReaderSize(ctx.RequestBodyStream(), maxStreamLine), limit: limit}
 			ctx.SetUserValue(bodyLinesKey{}, lines)
 			next(ctx)
-			if !lines.closed {
-				// Answered before the end of its body: the rest is
-				// still on the connection.
+			if !lines.drain() {
+				// Answered before the end of a body that could not be
+				// read to its end within the limit: the rest is still
+				// on the connection.
 				ctx.SetConnectionClose()
 			}
 			return
@@ -261,6 +262,27 @@ func (b *bodyLines) next() ([]byte, error) {
 		line = []byte{} // a blank line, not the end
 	}
 	return line, nil
+}
+
+// drain reads and discards what is left of a streamed body the handler
+// answered before its end (a 507 or 503 refuses it unread), up to the
+// limit, so that the client, still sending it, reads the answer instead
+// of a reset connection. It reports whether the body ended within the
+// limit (the connection can serve the next request).
+func (b *bodyLines) drain() bool {
+	if b.r == nil || b.closed {
+		return true
+	}
+	if b.read > b.limit {
+		return false
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(b.r, int64(b.limit-b.read)+1))
+	b.read += int(n)
+	if err != nil || b.read > b.limit {
+		return false
+	}
+	b.closed = true
+	return true
 }
 
 // bodyTooLargeMessage is the 413 answer's error.

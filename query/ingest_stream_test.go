@@ -2,8 +2,10 @@ package query_test
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,4 +110,68 @@ func TestBatchStreamed(t *testing.T) {
 	wantFresh(t, copyResponse(&resp), fasthttp.StatusAccepted)
 	c := uint64(2 * query.IngestChunkRecords)
 	n.waitShares(t, "halves", counts(c, c, c))
+}
+
+// switchDisk is a free-space guard a test fills and empties.
+type switchDisk struct{ full atomic.Bool }
+
+func (d *switchDisk) Allow(int) error {
+	if d.full.Load() {
+		return errors.New("disk nearly full (test)")
+	}
+	return nil
+}
+
+// TestBatchRefusedUnreadKeepsConnection: a streamed batch refused before
+// its body is read (507: the disk is full) is answered after the rest of
+// the body is read and dropped, so a client still sending it reads the
+// answer, not a reset, and its connection serves the next batch; a body
+// past the limit still closes it.
+func TestBatchRefusedUnreadKeepsConnection(t *testing.T) {
+	const limit = 1 << 20
+	disk := &switchDisk{}
+	n := newTestNode(t, withQuery(query.Options{MaxBodyBytes: limit}), withDisk(disk))
+	lines := func(prefix string, count int) string {
+		var b strings.Builder
+		for i := range count {
+			b.WriteString(share(fmt.Sprintf("%s-%d", prefix, i), "refused", n.clock.ms(0)) + "\n")
+		}
+		return b.String()
+	}
+	conn, err := n.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	send := func(raw string) response {
+		t.Helper()
+		if _, err := conn.Write([]byte(raw)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		var resp fasthttp.Response
+		if err := resp.Read(br); err != nil {
+			t.Fatalf("read response: %v", err)
+		}
+		return copyResponse(&resp)
+	}
+	disk.full.Store(true)
+	r := send(chunkedBatch(lines("a", 5_000))) // about 300 KiB
+	wantError(t, r, fasthttp.StatusInsufficientStorage, "disk nearly full", "send it again later")
+	if r.header["Connection"] == "close" {
+		t.Fatalf("a 507 within the limit closed the connection: %v", r.header)
+	}
+	disk.full.Store(false)
+	wantFresh(t, send(chunkedBatch(lines("b", 3))), fasthttp.StatusAccepted)
+	n.waitShares(t, "refused", counts(3, 3, 3))
+
+	disk.full.Store(true)
+	r = n.rawRequest(t, chunkedBatch(lines("c", 20_000))) // about 1.2 MiB
+	wantError(t, r, fasthttp.StatusInsufficientStorage, "disk nearly full")
+	if r.header["Connection"] != "close" {
+		t.Fatalf("a 507 on a body past the limit kept the connection: %v", r.header)
+	}
 }

@@ -102,6 +102,8 @@ type nodeOptions struct {
 	// listener, if set, is where the server listens, and the node's
 	// client connects to it (TCP, for nodes that call each other).
 	listener net.Listener
+	// disk, if set, is the node's free-space guard.
+	disk query.Disk
 }
 
 func withDir(dir string) func(*nodeOptions)        { return func(o *nodeOptions) { o.dir = dir } }
@@ -110,8 +112,9 @@ func withQuery(q query.Options) func(*nodeOptions) { return func(o *nodeOptions)
 func withTrending(o trending.OperatorOptions) func(*nodeOptions) {
 	return func(no *nodeOptions) { no.trending = o }
 }
-func withoutEngine() func(*nodeOptions) { return func(o *nodeOptions) { o.noEngine = true } }
-func withArticles() func(*nodeOptions)  { return func(o *nodeOptions) { o.articles = true } }
+func withDisk(d query.Disk) func(*nodeOptions) { return func(o *nodeOptions) { o.disk = d } }
+func withoutEngine() func(*nodeOptions)        { return func(o *nodeOptions) { o.noEngine = true } }
+func withArticles() func(*nodeOptions)         { return func(o *nodeOptions) { o.articles = true } }
 func withCluster(c query.Cluster) func(*nodeOptions) {
 	return func(o *nodeOptions) { o.cluster = c }
 }
@@ -244,6 +247,9 @@ func newTestNode(t testing.TB, opts ...func(*nodeOptions)) *testNode {
 		deps.Log = o.wrapLog(n.log)
 	}
 	deps.Cluster = o.cluster
+	if o.disk != nil {
+		deps.Disk = o.disk
+	}
 	if n.srv, err = query.New(deps, qo); err != nil {
 		fail("query.New: %v", err)
 	}
