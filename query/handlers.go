@@ -97,12 +97,21 @@ var defaultWindow = []byte("1h")
 // node's partitions, merged with every other node's when fanOut (and the
 // nodes that did not answer).
 func (s *Server) trendingTop(window, category string, k int, fanOut bool) (trending.Result, []string, error) {
-	res, err := s.deps.Trending.Top(window, category, k)
-	if err != nil || !fanOut {
+	if !fanOut {
+		res, err := s.deps.Trending.Top(window, category, k)
 		return res, nil, err
 	}
-	res, failed := s.clusterTop(res, window, category, k)
-	return res, failed, nil
+	var res trending.Result
+	var failed []string
+	var err error
+	s.untilComplete(func() []int32 {
+		if res, err = s.deps.Trending.Top(window, category, k); err != nil {
+			return nil
+		}
+		res, failed = s.clusterTop(res, window, category, k)
+		return res.Partial
+	})
+	return res, failed, err
 }
 
 // storyAnswer is the by=story answer over a top of articles: the k best

@@ -406,6 +406,75 @@ func unanswered(lists ...[]int32) []int32 {
 	return out
 }
 
+// A query over every partition (search, trending) that misses some asks
+// again, up to the peer timeout, while those partitions are moving: one
+// the balance hands from one node to another (Owner.Next) answers again a
+// moment later on its new owner, and a reader would rather wait that long
+// than see a partial answer. A partition missed at the same owner's epoch
+// for longer than settleWindow (a task that fails over and over, an owner
+// that is down for good) is not waited for again until its owner changes:
+// the answer says it is partial at once.
+const settleWindow = 10 * time.Second
+
+// settling remembers, per partition, the owner's epoch at which queries
+// first missed it, and when.
+type settling struct {
+	mu   sync.Mutex
+	seen map[int32]settleMark
+}
+
+type settleMark struct {
+	epoch uint64
+	at    time.Time
+}
+
+// inMotion reports whether a query that missed partitions should ask
+// again: one of them is being handed off, or was first missed at its
+// owner's current epoch less than settleWindow ago.
+func (s *Server) inMotion(missing []int32) bool {
+	st, _ := s.deps.Cluster.State()
+	now := time.Now()
+	s.settle.mu.Lock()
+	defer s.settle.mu.Unlock()
+	if s.settle.seen == nil {
+		s.settle.seen = map[int32]settleMark{}
+	}
+	moving := false
+	for _, p := range missing {
+		if p < 0 || int(p) >= len(st.Owners) {
+			continue
+		}
+		o := st.Owners[p]
+		m, ok := s.settle.seen[p]
+		if !ok || m.epoch != o.Epoch {
+			m = settleMark{epoch: o.Epoch, at: now}
+			s.settle.seen[p] = m
+		}
+		moving = moving || o.Next != "" || now.Sub(m.at) < settleWindow
+	}
+	return moving
+}
+
+// untilComplete runs answer, a query over every partition of the cluster
+// that returns the partitions it missed, and runs it again while they are
+// in motion (inMotion), on each change of the cluster state or every
+// 100ms, until the peer timeout has passed since the first run.
+func (s *Server) untilComplete(answer func() (missing []int32)) {
+	deadline := time.Now().Add(s.opts.PeerTimeout)
+	for {
+		_, changed := s.deps.Cluster.State()
+		missing := answer()
+		left := time.Until(deadline)
+		if len(missing) == 0 || left <= 0 || !s.inMotion(missing) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-time.After(min(left, 100*time.Millisecond)):
+		}
+	}
+}
+
 // clusterTop merges this node's trending answer with every other node's.
 // Partitions hold disjoint articles, so the top k of the union of the
 // nodes' top ks is exact (trending.MergeItems). A partition no node answered for is listed as

@@ -72,66 +72,42 @@ func (s *Server) handleSearch(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	fan := s.fansOut(ctx)
-	var peers []searchPage
-	var failed []peerAnswer
-	done := make(chan struct{})
+	var uri string
+	var hdrs peerCredentials
 	if fan {
 		// The other nodes answer plain hits; this node groups them.
 		args := &fasthttp.Args{}
 		ctx.QueryArgs().CopyTo(args)
 		args.Del("group")
 		args.Set("limit", strconv.Itoa(r.Limit))
-		uri := "/api/v1/search?" + args.String()
+		uri = "/api/v1/search?" + args.String()
 		// A traced search continues on the other nodes: their spans are
 		// its children and link to the traces of their hits.
-		var hdrs peerCredentials
 		if tp := span.TraceParent(); tp != nil {
 			hdrs = peerCredentials{{engine.HeaderTraceParent, string(tp)}}
 		}
-		go func() {
-			defer close(done)
-			peers, failed = gatherWith[searchPage](s, uri, hdrs)
-		}()
-	} else {
-		close(done)
 	}
 	timeout := searchTimeout
 	if s.deps.Cluster != nil && !fan {
 		timeout = min(timeout, s.opts.PeerTimeout) // the asking node waits no longer
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	res, err := s.deps.Search.Search(sctx, r)
-	<-done
-	if errors.Is(err, searchindex.ErrBadRequest) {
+	page, err := s.searchAll(context.Background(), r, uri, hdrs, timeout)
+	var refused *peerRefused
+	switch {
+	case errors.As(err, &refused):
+		// A node with no open partition could not check the request.
+		writeRaw(ctx, refused.status, refused.body)
+		return
+	case errors.Is(err, searchindex.ErrBadRequest):
 		writeError(ctx, fasthttp.StatusBadRequest, err.Error())
 		return
-	}
-	for _, a := range failed {
-		if a.status == fasthttp.StatusBadRequest {
-			// A node with no open partition could not check the request.
-			writeRaw(ctx, a.status, a.body)
-			return
-		}
-	}
-	var local *searchPage
-	switch {
-	case err == nil:
-		local = &searchPage{Hits: res.Hits, Total: res.Total, Next: res.Next, Missing: res.Missing}
-	case s.deps.Cluster != nil && errors.Is(err, search.ErrUnavailable):
-		// No partition of the cluster's is open here: the others answer.
-	case fan:
-		// This node's partitions are missing, like a node's that failed.
-		failed = append(failed, peerAnswer{node: s.deps.Cluster.ID(), err: err})
 	case errors.Is(err, search.ErrUnavailable):
 		writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
 		return
-	default:
+	case err != nil:
 		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
 		return
 	}
-	page := s.mergeSearch(r, local, peers)
-	page.FailedNodes = nodesOf(failed)
 	if s.deps.Cluster == nil || fan {
 		warnPartial(ctx, page.Missing, page.FailedNodes) // not on answers to another node
 	}
@@ -355,38 +331,85 @@ func searchArgs(r searchindex.Request) string {
 // merges the pages as handleSearch does. An answer that lacks partitions
 // says so in Missing; when none answered it is an error.
 func (s *Server) searchCluster(ctx context.Context, r searchindex.Request) (searchPage, error) {
-	var peers []searchPage
-	var failed []peerAnswer
-	done := make(chan struct{})
+	uri := ""
 	if s.deps.Cluster != nil {
-		uri := "/api/v1/search?" + searchArgs(r)
-		go func() {
-			defer close(done)
-			peers, failed = gather[searchPage](s, uri, nil)
-		}()
-	} else {
-		close(done)
+		uri = "/api/v1/search?" + searchArgs(r)
 	}
-	sctx, cancel := context.WithTimeout(ctx, searchTimeout)
-	defer cancel()
-	res, err := s.deps.Search.Search(sctx, r)
-	<-done
-	var local *searchPage
-	switch {
-	case err == nil:
-		local = &searchPage{Hits: res.Hits, Total: res.Total, Next: res.Next, Missing: res.Missing}
-	case errors.Is(err, searchindex.ErrBadRequest):
-		return searchPage{}, err
-	case s.deps.Cluster == nil || !errors.Is(err, search.ErrUnavailable):
-		if s.deps.Cluster == nil {
-			return searchPage{}, err
-		}
-		failed = append(failed, peerAnswer{node: s.deps.Cluster.ID(), err: err})
-	}
-	page := s.mergeSearch(r, local, peers)
-	page.FailedNodes = nodesOf(failed)
-	if len(page.Missing) == int(s.enginePartitions()) {
+	page, err := s.searchAll(ctx, r, uri, nil, searchTimeout)
+	if err == nil && uri != "" && len(page.Missing) == int(s.enginePartitions()) {
 		return searchPage{}, fmt.Errorf("search: no node answered for any partition: %w", search.ErrUnavailable)
 	}
-	return page, nil
+	return page, err
+}
+
+// peerRefused is a node's 4xx answer to a fanned-out search: it could not
+// check the request (it has no open partition), so its answer is the
+// answer.
+type peerRefused struct {
+	status int
+	body   []byte
+}
+
+func (e *peerRefused) Error() string { return fmt.Sprintf("%d %s", e.status, e.body) }
+
+// searchAll searches this node's partitions (within timeout) and, when
+// uri is set, every other node's (GET uri with hdrs) at the same time, and
+// merges the pages (mergeSearch). While the partitions no node answered
+// for are moving between nodes it asks again (untilComplete). In a
+// cluster a node with none of its partitions open leaves them to the
+// others, and a local failure counts this node as failed; alone, it is the
+// error.
+func (s *Server) searchAll(ctx context.Context, r searchindex.Request, uri string, hdrs peerCredentials, timeout time.Duration) (page searchPage, err error) {
+	once := func() []int32 {
+		var peers []searchPage
+		var failed []peerAnswer
+		done := make(chan struct{})
+		if uri != "" {
+			go func() {
+				defer close(done)
+				peers, failed = gatherWith[searchPage](s, uri, hdrs)
+			}()
+		} else {
+			close(done)
+		}
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		res, lerr := s.deps.Search.Search(sctx, r)
+		<-done
+		if errors.Is(lerr, searchindex.ErrBadRequest) {
+			err = lerr
+			return nil
+		}
+		for _, a := range failed {
+			if a.status == fasthttp.StatusBadRequest {
+				err = &peerRefused{status: a.status, body: a.body}
+				return nil
+			}
+		}
+		var local *searchPage
+		switch {
+		case lerr == nil:
+			local = &searchPage{Hits: res.Hits, Total: res.Total, Next: res.Next, Missing: res.Missing}
+		case s.deps.Cluster == nil:
+			err = lerr
+			return nil
+		case errors.Is(lerr, search.ErrUnavailable):
+			// No partition of the cluster's is open here: the others answer.
+		case uri != "":
+			// This node's partitions are missing, like a node's that failed.
+			failed = append(failed, peerAnswer{node: s.deps.Cluster.ID(), err: lerr})
+		default:
+			err = lerr
+			return nil
+		}
+		page = s.mergeSearch(r, local, peers)
+		page.FailedNodes = nodesOf(failed)
+		return page.Missing
+	}
+	if uri == "" {
+		once()
+	} else {
+		s.untilComplete(once)
+	}
+	return page, err
 }

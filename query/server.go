@@ -265,6 +265,8 @@ type Server struct {
 
 	peers      *fasthttp.Client // requests to other cluster nodes
 	peerErrors prometheus.Counter
+	// settle tracks the partitions fanned-out queries miss (untilComplete).
+	settle settling
 
 	setup     *setupGate   // the one-time setup token (setup.go)
 	adminSeen atomic.Int64 // when an admin was last seen to exist (unix ns)
