@@ -89,10 +89,11 @@ import (
 // spill records changed since the previous one (a share of a new pair
 // adds 28 bytes with the default windows, and no key of its own, so the
 // memtable takes one insert per commit), and Load applies the chunks in
-// order. When the log holds more than twice the records the table has
-// (and at least 64Ki), and when the table grows or moves its origin, the
-// next Flush rewrites it: one DeleteRange, then every record in chunks of
-// up to 4096. A bucket is
+// order. When the table grows or moves its origin, the next Flush
+// rewrites it: one DeleteRange, then every record in chunks of up to 4096.
+// When the log holds more than twice the records the table has (and at
+// least 64Ki), it is compacted over several Flushes, 8192 records each
+// (logCompaction), then the chunks from before are deleted. A bucket is
 // stored as its offset from the window's origin (0: none), the origin
 // being 2^31 buckets before the first watermark; when the watermark
 // nears 2^32 buckets past the origin the table moves its origin forward
@@ -187,6 +188,8 @@ type repeatPairs struct {
 	nChunks   int
 	chunkRecs int
 	rewrite   bool   // every record: the table grew or moved its origin
+	// compact is the log's compaction under way (compactLog), if active.
+	compact logCompaction
 	chunk     uint64 // the next chunk's number
 	logged    int    // records in the log
 	used      int    // slots with a fingerprint
@@ -592,10 +595,16 @@ func (t *repeatPairs) Flush(w state.Writer) error {
 		}
 		t.wroteSet = true
 	}
-	if !t.rewrite && t.logged > 1<<16 && t.logged > 2*t.Len() {
-		t.rewrite = true
+	if !t.rewrite && !t.compact.active && t.logged > 1<<16 && t.logged > 2*t.Len() {
+		t.compact = logCompaction{active: true, from: t.chunk, base: t.logged}
+	}
+	if t.compact.active && !t.rewrite {
+		if err := t.compactLog(w); err != nil {
+			return err
+		}
 	}
 	if t.rewrite {
+		t.compact = logCompaction{}
 		if err := w.DeleteRange(pairsLogLo, pairsLogHi); err != nil {
 			return fmt.Errorf("trending: flush repeat pairs: %w", err)
 		}
@@ -632,6 +641,57 @@ func (t *repeatPairs) Flush(w state.Writer) error {
 		clear(t.chunks[keptChunks:])
 		t.chunks = t.chunks[:keptChunks]
 	}
+	return nil
+}
+
+// A log that holds more than twice the records the table has is
+// compacted a part at a time, so that no commit carries the whole table
+// (a node's tasks reach the threshold together, and eight tables in one
+// set of commits took about 100 MB of batches): from the chunk the
+// compaction starts at (from), each Flush also logs the current record of
+// up to compactRecords more of the table's slots and spill records, in
+// table order, and once every one is logged the chunks before from are
+// deleted. Until then Load reads the old chunks first and every newer
+// record after them, as it would without the compaction; after it, each
+// slot's newest record is in the chunks kept (logged by the pass, or
+// changed after it), as after a rewrite.
+type logCompaction struct {
+	active bool
+	from   uint64 // the first chunk of the compaction
+	next   uint64 // the next item: a slot, then len(fps)+g for group g's spill record
+	base   int    // the records in the chunks before from
+}
+
+// compactRecords bounds the records a Flush logs for the compaction.
+const compactRecords = 2 * rewriteChunk
+
+// compactLog logs the next part of the table for the compaction and, when
+// that was the last, deletes the chunks before it.
+func (t *repeatPairs) compactLog(w state.Writer) error {
+	c := &t.compact
+	slots, end := uint64(len(t.fps)), uint64(len(t.fps))
+	if t.fixed {
+		end += t.groups
+	}
+	for n := 0; c.next < end && n < compactRecords; c.next++ {
+		switch {
+		case c.next < slots && t.fps[c.next] != 0:
+			t.log(c.next)
+			n++
+		case c.next >= slots && slices.ContainsFunc(t.spillRow(c.next-slots), func(v uint32) bool { return v != 0 }):
+			t.log(spillDirty | (c.next - slots))
+			n++
+		}
+	}
+	if c.next < end {
+		return nil
+	}
+	hi := binary.BigEndian.AppendUint64(append([]byte(nil), pairsLogLo...), c.from)
+	if err := w.DeleteRange(pairsLogLo, hi); err != nil {
+		return fmt.Errorf("trending: flush repeat pairs: %w", err)
+	}
+	t.logged -= c.base
+	*c = logCompaction{}
 	return nil
 }
 

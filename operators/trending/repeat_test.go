@@ -666,3 +666,86 @@ func TestRepeatTableFlushLoad(t *testing.T) {
 		})
 	}
 }
+
+// sizedWriter counts the bytes of the values written through it.
+type sizedWriter struct {
+	state.Writer
+	bytes int
+}
+
+func (w *sizedWriter) Set(k, v []byte) error {
+	w.bytes += len(k) + len(v)
+	return w.Writer.Set(k, v)
+}
+
+// TestRepeatTableCompactsInParts: a table whose log passes twice its
+// records is compacted over several commits, none of which carries more
+// than a part of the table; after each commit a table loaded from the
+// store holds what the table holds, and once the compaction is over the
+// log holds about the table's records, not the history.
+func TestRepeatTableCompactsInParts(t *testing.T) {
+	fp := func(i int) uint64 { f, _ := pairFingerprint(nil, fmt.Sprint("u", i), fmt.Sprint("a", i%7)); return f }
+	const pairs, perFlush = 20_000, 500
+	_, ns := openNS(t)
+	tab := newRepeatPairs(DefaultWindows(), true, pairs)
+	loadEqual := func() {
+		t.Helper()
+		_, meta, err := storedRepeat(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := newRepeatPairs(DefaultWindows(), true, pairs)
+		if err := got.Load(ns, meta); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.fps, tab.fps) || !slices.Equal(got.vals, tab.vals) || !slices.Equal(got.spill, tab.spill) {
+			t.Fatalf("loaded table differs: %d/%d pairs", got.Len(), tab.Len())
+		}
+	}
+	// Each pair shares again a minute and more later: every share counts
+	// in 1m (and some in 1h), so each one logs a record.
+	ts := repeatT0
+	compacting, compactions, largest, steady := 0, 0, 0, 0
+	for i := range 400_000 {
+		ts += 10
+		tab.Decide(fp(i%pairs), ts, ts)
+		if i%perFlush != perFlush-1 {
+			continue
+		}
+		was := tab.compact.active
+		b := ns.NewBatch()
+		w := &sizedWriter{Writer: b}
+		if err := tab.Flush(w); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, w.bytes)
+		if !was && !tab.compact.active {
+			steady = max(steady, w.bytes)
+		}
+		if tab.compact.active {
+			compacting++
+		} else if was {
+			compactions++
+			if tab.logged > tab.Len()+(compacting+2)*perFlush {
+				t.Fatalf("after the compaction the log holds %d records for %d pairs", tab.logged, tab.Len())
+			}
+			compacting = 0
+		}
+		if i%(20*perFlush) == 20*perFlush-1 || tab.compact.active != was {
+			loadEqual()
+		}
+	}
+	loadEqual()
+	if compactions < 2 {
+		t.Fatalf("%d compactions", compactions)
+	}
+	rec := 16 + 4*len(DefaultWindows())
+	image := tab.Len() * rec
+	if largest > steady+compactRecords*rec+1024 {
+		t.Fatalf("a commit carried %d bytes of repeat pairs (%d without a compaction), the whole table is %d: not compacted in parts", largest, steady, image)
+	}
+	t.Logf("%d compactions; largest commit %d bytes (%d without a compaction), the table %d", compactions, largest, steady, image)
+}
