@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,21 @@ func chunkedBatch(body string, headers ...string) string {
 	}
 	b.WriteString("0\r\n\r\n")
 	return b.String()
+}
+
+// dialNode opens a connection to n's server, closed when the test ends,
+// with a 30 s deadline.
+func dialNode(t *testing.T, n *testNode) net.Conn {
+	t.Helper()
+	conn, err := n.ln.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
 
 // TestBatchStreamed: a share batch is decoded from the connection as it
@@ -78,14 +94,7 @@ func TestBatchStreamed(t *testing.T) {
 
 	// A batch's lines are appended while its client is still sending it:
 	// the node holds neither the body nor a record per line until the end.
-	conn, err := n.ln.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	conn := dialNode(t, n)
 	raw := chunkedBatch(lines("h", "halves", 2*query.IngestChunkRecords))
 	// Everything but the last chunk, which ends the body: a server that
 	// read bodies whole would not call its handler before it.
@@ -138,14 +147,7 @@ func TestBatchRefusedUnreadKeepsConnection(t *testing.T) {
 		}
 		return b.String()
 	}
-	conn, err := n.ln.Dial()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	conn := dialNode(t, n)
 	br := bufio.NewReader(conn)
 	send := func(raw string) response {
 		t.Helper()
