@@ -187,14 +187,14 @@ type repeatPairs struct {
 	chunks    [][]byte
 	nChunks   int
 	chunkRecs int
-	rewrite   bool   // every record: the table grew or moved its origin
+	rewrite   bool // every record: the table grew or moved its origin
 	// compact is the log's compaction under way (compactLog), if active.
-	compact logCompaction
-	chunk     uint64 // the next chunk's number
-	logged    int    // records in the log
-	used      int    // slots with a fingerprint
-	wroteSet  bool   // the meta key holds the current layout
-	spills    uint64 // slots spilled, ever (since Load)
+	compact  logCompaction
+	chunk    uint64 // the next chunk's number
+	logged   int    // records in the log
+	used     int    // slots with a fingerprint
+	wroteSet bool   // the meta key holds the current layout
+	spills   uint64 // slots spilled, ever (since Load)
 
 	lo, b []int64  // scratch, per window
 	judge []uint32 // scratch, per window
