@@ -22,6 +22,17 @@ const (
 	// is the Article as on TopicArticles, without its Features; the story
 	// is in headers.
 	TopicArticlesIndexed = "articles.indexed"
+	// TopicStoriesBreaking carries one record each time a story begins a
+	// breaking episode, from the stories operator (in partition 0, keyed
+	// by story id) to the webhooks operator: the story as it was then,
+	// JSON (the stories operator's Ranked), its episode named by its id
+	// and breaking_since.
+	TopicStoriesBreaking = "stories.breaking"
+	// TopicWebhookDeliveries carries what became of webhook deliveries
+	// (the webhooks operator's Event: a try's outcome, or a delivery
+	// imported from an older release's outbox), in partition 0, keyed by
+	// hook id, from the node that delivers to the webhooks operator.
+	TopicWebhookDeliveries = "webhooks.deliveries"
 )
 
 // DefaultRetention is how long, in event time behind the newest article,

@@ -196,9 +196,13 @@ type Story struct {
 	Velocity float64 `json:"velocity"`
 	Breaking bool    `json:"breaking"`
 	// BreakingAt is when the story last met the breaking condition.
-	BreakingAt int64   `json:"breaking_at,omitempty"`
-	DecayClass string  `json:"decay_class"`
-	Lambda     float64 `json:"decay_lambda"`
+	BreakingAt int64 `json:"breaking_at,omitempty"`
+	// BreakingSince is when its current (or last) breaking episode
+	// began: the event time it became breaking after not being so. With
+	// the story's id it names the episode (a webhook delivery's).
+	BreakingSince int64   `json:"breaking_since,omitempty"`
+	DecayClass    string  `json:"decay_class"`
+	Lambda        float64 `json:"decay_lambda"`
 	// MergedFrom lists stories merged into this one.
 	MergedFrom []string `json:"merged_from,omitempty"`
 	// MergedInto is set on a story that was merged into another.
@@ -237,6 +241,10 @@ type Result struct {
 	// Update is true when the article had been applied before (an edit or
 	// a repeat); its story does not change.
 	Update bool
+	// BecameBreaking is true when the article made Story breaking after
+	// it was not (a new episode, Story.BreakingSince): only the story an
+	// article joins can change so.
+	BecameBreaking bool
 }
 
 // articleState is what the builder keeps of an article while its story
@@ -285,7 +293,10 @@ type Builder struct {
 	mergedID map[string]string // merged story id → the one it went into
 
 	// Changes since the last Persist.
-	dirtyStories  map[uint64]*Story
+	dirtyStories map[uint64]*Story
+	// became is set when the story being applied to began a breaking
+	// episode (Result.BecameBreaking).
+	became        bool
 	dirtyArticles []ArticleRecord
 	expired       []lastEntry   // window index entries to delete
 	closed        []closedStory // stories that left memory
@@ -356,6 +367,7 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 			a.ID, time.UnixMilli(a.Seen()).UTC().Format(time.RFC3339), ErrTooOld, b.opts.Retention)
 	}
 	b.seenWM = max(b.seenWM, a.Seen())
+	b.became = false
 	// Expire by the watermark, in the builder and the clusterer alike, so
 	// that both close the same stories whatever order event times come in.
 	b.wm = max(b.wm, a.Published)
@@ -427,6 +439,7 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 	b.nd.Add(an, doc.FP)
 	heap.Push(&b.expiry, lastEntry{last: a.Published, num: an})
 	b.dirtyArticles = append(b.dirtyArticles, ArticleRecord{Article: a, Num: an, Story: num, DuplicateOf: res.DuplicateOf, Image: ImagePath(a.ImageURL), fresh: true})
+	res.BecameBreaking, b.became = b.became, false
 	return res, nil
 }
 
@@ -601,6 +614,16 @@ func (b *Builder) refresh(st *Story, now int64) {
 	st.Velocity = float64(hour)
 	rate := float64(win) / b.opts.Breaking.Window.Minutes()
 	if rate > b.opts.Breaking.Rate && len(srcs) >= b.opts.Breaking.Sources {
+		// A story still flagged breaking from an episode whose window
+		// has passed (no article came since to clear the flag) begins a
+		// new one.
+		switch ongoing := st.Breaking && now-st.BreakingAt <= b.opts.Breaking.Window.Milliseconds(); {
+		case !ongoing:
+			st.BreakingSince = now
+			b.became = true
+		case st.BreakingSince == 0: // stored before episodes were named: it goes on
+			st.BreakingSince = st.BreakingAt
+		}
 		st.Breaking, st.BreakingAt = true, now
 	} else if now-st.BreakingAt > b.opts.Breaking.Window.Milliseconds() {
 		st.Breaking = false

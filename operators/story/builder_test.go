@@ -99,6 +99,42 @@ func TestBuilderBreaking(t *testing.T) {
 	}
 }
 
+// TestBuilderBreakingEpisodes: a story that stays breaking is one
+// episode, however many articles keep it so; once its window passes
+// without the condition, the next burst is a new episode.
+func TestBuilderBreakingEpisodes(t *testing.T) {
+	b := newTestBuilder(t, Options{})
+	var began []int64
+	burst := func(from float64, n int) {
+		for i := range n {
+			id := fmt.Sprintf("q%.0f-%d", from, i)
+			at := minutes(from + float64(i)*30/70)
+			r := mustApply(t, b, Article{ID: id, SourceID: fmt.Sprintf("s%d", i%6),
+				Title:     fmt.Sprintf("Earthquake of magnitude 7 strikes Lisbon region report %d", i),
+				Published: at})
+			st, _ := b.StoryOf(id)
+			if r.BecameBreaking {
+				if !st.Breaking || st.BreakingSince != at {
+					t.Errorf("%s began an episode: breaking %v since %d, want since %d", id, st.Breaking, st.BreakingSince, at)
+				}
+				began = append(began, st.BreakingSince)
+			}
+		}
+	}
+	burst(0, 70)
+	if len(began) != 1 {
+		t.Fatalf("70 articles in 30 minutes began %d episodes, want 1", len(began))
+	}
+	burst(31, 40) // still breaking: the same episode
+	if len(began) != 1 {
+		t.Fatalf("a story that stayed breaking began %d episodes, want 1", len(began))
+	}
+	burst(300, 70) // hours later: a new episode
+	if len(began) != 2 || began[1] <= began[0] {
+		t.Fatalf("episodes began at %v, want a second after the gap", began)
+	}
+}
+
 func TestBuilderMergesBridgedStories(t *testing.T) {
 	b := newTestBuilder(t, Options{Cluster: ClusterOptions{Threshold: 0.5, ThresholdLong: 0.5, Bridge: 0.3, BridgeLong: 0.3, Merge: 0.3, MergeLong: 0.3}})
 	a := mustApply(t, b, Article{ID: "x1", SourceID: "a", Title: "Mars rover finds ancient lake bed", Published: minutes(0)})

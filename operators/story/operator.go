@@ -108,7 +108,7 @@ func (o *Operator) Spec() engine.Spec {
 		Name:        Name,
 		Description: "near-duplicates (SimHash/LSH, MinHash) and story clustering (TF-IDF), story aggregates and breaking news",
 		Inputs:      []engine.Input{{Topic: schema.TopicArticles, Key: "all articles, in partition 0"}},
-		Outputs:     []string{schema.TopicArticlesIndexed},
+		Outputs:     []string{schema.TopicArticlesIndexed, schema.TopicStoriesBreaking},
 		Stores:      []string{"clusterer (vocabulary, open story centroids)", "articles in the window", "stories", "story members", "closed stories and articles by time, for retention"},
 		Options:     o.opts,
 		Singleton:   true,
@@ -197,7 +197,27 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 		out.Headers = append(out.Headers, eventlog.Header{Key: schema.HeaderDuplicateOf, Value: []byte(res.DuplicateOf)})
 	}
 	pc.Emit(out)
+	if res.BecameBreaking {
+		t.emitBreaking(pc, res.StoryNum, a.Seen())
+	}
 	return nil
+}
+
+// emitBreaking emits the story numbered num, which began a breaking
+// episode with the article first seen at seen, to TopicStoriesBreaking.
+// Applied again after a crash, the same episode is emitted again, the
+// same: its readers deduplicate by story id and BreakingSince.
+func (t *task) emitBreaking(pc *engine.ProcessContext, num uint64, seen int64) {
+	st := t.b.Story(num)
+	if st == nil {
+		return
+	}
+	c := st.public()
+	v, err := json.Marshal(Ranked{Story: &c, Score: RankScore(&c, c.LastSeen)})
+	if err != nil {
+		return
+	}
+	pc.Emit(&eventlog.Record{Topic: schema.TopicStoriesBreaking, Partition: 0, Key: []byte(c.ID), Value: v, Timestamp: seen})
 }
 
 func (t *task) Flush(w state.Writer) error {
@@ -260,7 +280,7 @@ func (st *Story) public() Story {
 		ID: st.ID, Representative: st.Representative, Title: st.Title, URL: st.URL,
 		SourceID: st.SourceID, Source: st.Source, Authority: st.Authority, Image: st.Image,
 		Articles: st.Articles, Sources: slices.Clone(st.Sources), FirstSeen: st.FirstSeen, LastSeen: st.LastSeen,
-		Topics: slices.Clone(st.Topics), Velocity: st.Velocity, Breaking: st.Breaking, BreakingAt: st.BreakingAt,
+		Topics: slices.Clone(st.Topics), Velocity: st.Velocity, Breaking: st.Breaking, BreakingAt: st.BreakingAt, BreakingSince: st.BreakingSince,
 		DecayClass: st.DecayClass, Lambda: st.Lambda, MergedFrom: slices.Clone(st.MergedFrom), MergedInto: st.MergedInto,
 	}
 	return c
