@@ -25,7 +25,7 @@ import (
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/tracing"
-	"github.com/newsflow/newsflow/internal/webhook"
+	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"

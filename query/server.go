@@ -27,7 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/internal/web"
-	"github.com/newsflow/newsflow/internal/webhook"
+	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/prometheus/client_golang/prometheus"

@@ -8,7 +8,7 @@ import (
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/redact"
-	"github.com/newsflow/newsflow/internal/webhook"
+	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/valyala/fasthttp"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/testutil"
-	"github.com/newsflow/newsflow/internal/webhook"
+	"github.com/newsflow/newsflow/operators/webhook"
 )
 
 // signUp registers user on n and returns the session token.
