@@ -63,6 +63,7 @@ type Node struct {
 	auth     *auth.Store
 	limiter  *auth.Limiter
 	webhooks *webhook.Store
+	outbox   *webhook.Operator // the webhooks stage; nil when not registered
 	sources  *crawl.Sources
 	crawler  *crawl.Crawler // nil when crawling is disabled
 	disk     *diskGuard
@@ -353,7 +354,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	g.Go(func() error { return n.sweepSessions(gctx) })
 	g.Go(func() error { return n.disk.Run(gctx) })
 	g.Go(func() error { return n.slo.Run(gctx) })
-	if n.stories != nil {
+	if n.outbox != nil {
 		d, err := n.webhookDispatcher()
 		if err != nil {
 			return err
@@ -493,6 +494,10 @@ func (n *Node) registerOperators(cfg Config) error {
 		}
 		ops = append(ops, n.interest)
 	}
+	if want(webhook.Name) {
+		n.outbox = webhook.NewOperator(cfg.Webhooks, n.webhooks)
+		ops = append(ops, n.outbox)
+	}
 	for _, op := range ops {
 		if err := n.engine.Register(op); err != nil {
 			return err
@@ -625,13 +630,12 @@ func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
 	return total, nil
 }
 
-// webhookDispatcher delivers breaking stories to the registered webhooks
-// from the node that runs the story writer, through the crawler's fetch
-// options (its SSRF guard and allowed addresses); a delivery that fails
-// its last try goes to the dead-letter topic with its reason. The outbox
-// is in the metadata store (replicated in a cluster), so the node that
-// becomes the writer (isWriter turns true: at start, after a crash, after
-// a failover) resumes every pending delivery.
+// webhookDispatcher delivers the webhooks stage's outbox from the node
+// that runs its task, through the crawler's fetch options (its SSRF guard
+// and allowed addresses); a delivery that fails its last try goes to the
+// dead-letter topic with its reason. The outbox is the stage's state, so
+// the node that runs the task next (after a restart, a crash, a failover)
+// resumes every pending delivery.
 func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
 	f, err := fetch.New(n.cfg.Crawl.fetchOptions(n.logger))
 	if err != nil {
@@ -648,11 +652,14 @@ func (n *Node) webhookDispatcher() (*webhook.Dispatcher, error) {
 		defer cancel()
 		return n.log.Append(actx, []*eventlog.Record{rec})
 	}
+	report := func(ctx context.Context, e webhook.Event) error {
+		return n.log.Append(ctx, []*eventlog.Record{e.Record(time.Now())})
+	}
 	isWriter := func() bool {
-		f, ok := n.engine.Freshness(story.Name, engine.SingletonPartition)
+		f, ok := n.engine.Freshness(webhook.Name, engine.SingletonPartition)
 		return ok && f.Source == "task"
 	}
-	d, err := webhook.New(opts, n.webhooks, n.stories, f.Client(timeout), dead, isWriter, n.logger.With("component", "webhooks"))
+	d, err := webhook.New(opts, n.webhooks, n.outbox, f.Client(timeout), dead, report, isWriter, n.logger.With("component", "webhooks"))
 	if err != nil {
 		return nil, err
 	}

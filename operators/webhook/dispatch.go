@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,24 +75,24 @@ const eventBreaking = "story.breaking"
 // DeadLetter receives a delivery that failed its last try, with the reason.
 type DeadLetter func(ctx context.Context, hook Hook, body []byte, reason string) error
 
-// Breaking is what the dispatcher reads of the stories.
-type Breaking interface {
-	Breaking() story.ListResult
-}
+// Report makes an Event durable (appends it to
+// schema.TopicWebhookDeliveries), for the operator to apply.
+type Report func(ctx context.Context, e Event) error
 
-// Dispatcher watches the breaking stories and delivers them to the hooks
-// through the outbox.
+// Dispatcher delivers what the webhooks operator's outbox holds, on the
+// node that runs the operator's task.
 //
-// One loop (Run's goroutine) owns the schedule: it announces, resumes
-// the outbox when the node becomes the writer, and hands the tries that
-// fall due to the workers; workers only try (one HTTP request, bounded by
-// Options.Timeout) and write the outcome to the outbox.
+// One loop (Run's goroutine) owns the schedule: it takes in the outbox
+// after each commit of the task while this node runs it, and hands the
+// tries that fall due to the workers; workers only try (one HTTP request,
+// bounded by Options.Timeout) and report the outcome (an Event).
 type Dispatcher struct {
 	opts     Options
 	store    *Store
-	stories  Breaking
+	outbox   *Operator
 	client   *http.Client
 	dead     DeadLetter
+	report   Report
 	log      *slog.Logger
 	isWriter func() bool
 	now      func() time.Time
@@ -101,17 +100,18 @@ type Dispatcher struct {
 }
 
 // outcome is what became of a try: again, p waits for its next try at
-// p.NextAt; gone, its hook was deleted.
+// p.NextAt; gone, its hook was deleted; lost, the outcome could not be
+// reported (p is tried again, as it stays in the outbox).
 type outcome struct {
 	p     pending
 	again bool
 	gone  bool
 }
 
-// New returns a dispatcher; client does the POSTs (with the crawler's
-// SSRF guard); isWriter says whether this node delivers now (the story
-// writer's node).
-func New(opts Options, store *Store, stories Breaking, client *http.Client, dead DeadLetter, isWriter func() bool, log *slog.Logger) (*Dispatcher, error) {
+// New returns a dispatcher of outbox's deliveries; client does the POSTs
+// (with the crawler's SSRF guard); report makes outcomes durable;
+// isWriter says whether this node runs outbox's task now.
+func New(opts Options, store *Store, outbox *Operator, client *http.Client, dead DeadLetter, report Report, isWriter func() bool, log *slog.Logger) (*Dispatcher, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -119,13 +119,13 @@ func New(opts Options, store *Store, stories Breaking, client *http.Client, dead
 	if opts.PerOwner == 0 {
 		opts.PerOwner = max(1, opts.Workers/2)
 	}
-	return &Dispatcher{opts: opts, store: store, stories: stories, client: client, dead: dead, isWriter: isWriter, log: log, now: store.now,
-		metrics: newMetrics()}, nil
+	return &Dispatcher{opts: opts, store: store, outbox: outbox, client: client, dead: dead, report: report, isWriter: isWriter, log: log,
+		now: store.now, metrics: newMetrics()}, nil
 }
 
-// Run watches and delivers until ctx is done. Then it takes no new try,
-// lets the tries in flight finish for up to Options.Drain, and returns;
-// every delivery not done stays in the outbox for the next writer.
+// Run delivers until ctx is done. Then it takes no new try, lets the
+// tries in flight finish for up to Options.Drain, and returns; every
+// delivery not done stays in the outbox for the task's next run.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	tryCtx, cancelTries := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelTries()
@@ -147,27 +147,25 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
-// resync is how often the writer reads the whole outbox again.
-const resync = time.Minute
-
 // loop runs the schedule until ctx is done.
 func (d *Dispatcher) loop(ctx context.Context, work chan<- pending, outcomes <-chan outcome) {
 	s := newSched(d.opts.PerOwner)
+	// finished holds the deliveries whose last outcome was reported but
+	// that the outbox still lists (its task has not committed the Event
+	// yet): they are not taken in again.
+	finished := map[string]bool{}
 	idle, writer := d.opts.Workers, false
-	var resumed time.Time
 	poll := func() {
 		switch w := d.isWriter(); {
-		case w && (!writer || time.Since(resumed) >= resync):
-			// Also now and then: in a cluster, the replica a new writer
-			// resumed from may have lagged the old writer's last entries.
-			d.resume(ctx, s)
-			writer, resumed = true, time.Now()
+		case w && !writer:
+			d.migrate(ctx)
+			writer = true
 		case !w && writer:
-			s.reset() // the outbox keeps them for the next writer
+			s.reset() // the outbox keeps them for the task's next run
 			writer = false
 		}
 		if writer {
-			d.watch(ctx, s)
+			d.takeIn(s, finished)
 		}
 	}
 	poll()
@@ -197,83 +195,60 @@ func (d *Dispatcher) loop(ctx context.Context, work chan<- pending, outcomes <-c
 			return
 		case o := <-outcomes:
 			idle++
+			if !o.again && !o.gone {
+				finished[o.p.ID] = true
+			}
 			s.done(o.p, o.again && writer, o.gone)
 		case <-wake:
+		case <-d.outbox.Changed():
+			poll()
 		case <-tick.C:
 			poll()
 		}
 	}
 }
 
-// resume schedules every delivery of the outbox that is not scheduled
-// yet: after a start, a crash, or on the node that took the writer role,
-// and every resync.
-func (d *Dispatcher) resume(ctx context.Context, s *sched) {
-	n := 0
-	err := d.store.scanPending(ctx, "", func(p pending) error {
-		if s.add(p) {
-			n++
+// takeIn schedules every delivery of the outbox that is not scheduled
+// yet, nor finished.
+func (d *Dispatcher) takeIn(s *sched, finished map[string]bool) {
+	box := d.outbox.Outbox()
+	listed := make(map[string]bool, len(finished))
+	for _, p := range box {
+		if finished[p.ID] {
+			listed[p.ID] = true
+			continue
 		}
-		return nil
-	})
-	if err != nil {
-		d.log.Error("webhooks: read the outbox", "err", err)
+		s.add(p)
 	}
-	if n > 0 {
-		d.log.Info("webhooks: resumed the outbox", "deliveries", n)
+	for id := range finished {
+		if !listed[id] {
+			delete(finished, id) // its Event is committed
+		}
 	}
 }
 
-// watch announces each story once per breaking episode: the stories whose
-// BreakingAt is after what was announced last. Their deliveries go to the
-// outbox with the mark that moves past them (Store.announce), with ids
-// that depend only on the hook and the episode.
-// The mark is in the metadata store, so a restarted node, or the next
-// writer after a failover, announces what became breaking meanwhile.
-func (d *Dispatcher) watch(ctx context.Context, s *sched) {
-	mark, err := d.store.announced(ctx)
-	if err != nil {
-		d.log.Error("webhooks: read the announced mark", "err", err)
-		return
-	}
-	var news []story.Ranked
-	next := mark
-	for _, r := range d.stories.Breaking().Stories {
-		if r.BreakingAt > mark.At || r.BreakingAt == mark.At && !slices.Contains(mark.IDs, r.ID) {
-			news = append(news, r)
-			next = next.add(r.BreakingAt, r.ID)
+// migrate moves the deliveries an older release left in the metadata
+// store's outbox into the operator's (EventImported), then deletes them
+// there, with the old announced mark. A crash in between imports them
+// again: the operator keeps the first.
+func (d *Dispatcher) migrate(ctx context.Context) {
+	n := 0
+	err := d.store.scanPending(ctx, "", func(p pending) error {
+		if err := d.report(ctx, Event{Kind: EventImported, Hook: p.Hook, ID: p.ID, Pending: &p}); err != nil {
+			return err
 		}
+		n++
+		return d.store.deletePending(ctx, p)
+	})
+	if err == nil {
+		err = d.store.meta.Delete(ctx, colState, "announced")
 	}
-	if len(news) == 0 {
-		return
-	}
-	hooks, err := d.store.List(ctx, "")
 	if err != nil {
-		d.log.Error("webhooks: list", "err", err)
+		d.log.Error("webhooks: move the outbox of the metadata store", "moved", n, "err", err)
 		return
 	}
-	now := d.now().UnixMilli()
-	var ps []pending
-	for _, r := range news {
-		for _, h := range hooks {
-			if !passes(h, r.Story) {
-				continue
-			}
-			id := DeliveryID(h.ID, r.ID, r.BreakingAt)
-			body, _ := json.Marshal(Payload{Event: eventBreaking, Delivery: id, Hook: h.ID, SentAt: now, Story: r})
-			if s.len()+len(ps) >= d.opts.Queue {
-				d.deadLetter(ctx, h, body, "too many deliveries pending")
-				continue
-			}
-			ps = append(ps, pending{ID: id, Hook: h.ID, Owner: h.Owner, NextAt: now, Body: body})
-		}
-	}
-	if err := d.store.announce(ctx, ps, next); err != nil {
-		d.log.Error("webhooks: announce", "err", err)
-		return // the mark stays: announced again at the next check, under the same ids
-	}
-	for _, p := range ps {
-		s.add(p)
+	if n > 0 {
+		d.log.Info("webhooks: moved the outbox of the metadata store into the webhooks stage", "deliveries", n)
 	}
 }
 
@@ -287,60 +262,86 @@ func passes(h Hook, st *story.Story) bool {
 	return true
 }
 
-// attempt tries p once and writes the outcome to the outbox: delivered
-// (2xx) or dead-lettered after its last try, p leaves it; otherwise p
-// waits there for its next try. A hook deleted meanwhile (by its owner,
-// an admin, or with its owner's account) is tried no more: its deliveries
-// leave the outbox.
+// attempt tries p once and reports the outcome: delivered (2xx) or
+// dead-lettered after its last try, p leaves the outbox; otherwise it
+// waits there for its next try. A hook deleted meanwhile (by its owner, an
+// admin, or with its owner's account) is tried no more: its deliveries
+// leave the outbox. An outcome that cannot be reported is a failed try
+// that is not counted: p is tried again.
 func (d *Dispatcher) attempt(ctx context.Context, p pending) outcome {
 	h, ok, err := d.store.hook(ctx, p.Hook)
 	switch {
 	case err != nil:
 		d.log.Error("webhooks: read the hook", "hook", p.Hook, "err", err)
-		p.NextAt = d.now().Add(d.opts.Backoff).UnixMilli()
-		return outcome{p: p, again: true}
+		return d.later(p)
 	case !ok:
-		d.log.Info("webhook delivery dropped: the hook was deleted", "hook", p.Hook, "delivery", p.ID, "tries", p.Tries)
-		if err := d.store.dropPending(ctx, p.Hook); err != nil {
-			d.log.Error("webhooks: drop the deliveries of a deleted hook", "hook", p.Hook, "err", err)
+		if !d.reported(ctx, Event{Kind: EventTried, Hook: p.Hook, ID: p.ID, Done: true}) {
+			return d.later(p)
 		}
+		d.log.Info("webhook delivery dropped: the hook was deleted", "hook", p.Hook, "delivery", p.ID, "tries", p.Tries)
 		d.metrics.tries.WithLabelValues(outcomeDropped).Inc()
 		return outcome{p: p, gone: true}
+	case p.Drop != "":
+		if !d.reported(ctx, Event{Kind: EventTried, Hook: p.Hook, ID: p.ID, Done: true}) {
+			return d.later(p)
+		}
+		d.metrics.tries.WithLabelValues(outcomeDeadLettered).Inc()
+		d.deadLetter(ctx, h, p.Body, p.Drop)
+		return outcome{p: p}
 	}
 	tctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	status, err := d.try(tctx, h, p)
 	cancel()
 	if err == nil && status/100 == 2 {
-		if err := d.store.deletePending(ctx, p); err != nil {
-			d.log.Error("webhooks: outbox", "delivery", p.ID, "err", err) // tried again: at least once
+		if !d.reported(ctx, Event{Kind: EventTried, Hook: p.Hook, ID: p.ID, Done: true}) {
+			return d.later(p) // tried again: at least once
 		}
 		_ = d.store.record(ctx, h.ID, func(s *Status) { s.Delivered++; s.LastStatus, s.LastError = status, "" })
 		d.metrics.tries.WithLabelValues(outcomeDelivered).Inc()
 		return outcome{p: p}
 	}
 	if ctx.Err() != nil {
-		return outcome{p: p} // cut short at shutdown: the outbox keeps p as it was
+		return outcome{p: p, again: true} // cut short at shutdown: the outbox keeps p as it was
 	}
 	reason := fmt.Sprintf("HTTP %d", status)
 	if err != nil {
 		reason = publicReason(err)
 		d.log.Debug("webhook delivery failed", "hook", h.ID, "url", redact.URL(h.URL), "delivery", p.ID, "try", p.Tries+1, "err", redact.Text(err.Error()))
 	}
-	_ = d.store.record(ctx, h.ID, func(s *Status) { s.Retried++; s.LastStatus, s.LastError = status, reason })
-	p.Tries++
-	if p.Tries >= d.opts.Attempts {
-		d.metrics.tries.WithLabelValues(outcomeDeadLettered).Inc()
-		d.deadLetter(ctx, h, p.Body, fmt.Sprintf("%d tries failed, the last: %s", p.Tries, reason))
-		if err := d.store.deletePending(ctx, p); err != nil {
-			d.log.Error("webhooks: outbox", "delivery", p.ID, "err", err)
+	tried := p
+	tried.Tries++
+	if tried.Tries >= d.opts.Attempts {
+		if !d.reported(ctx, Event{Kind: EventTried, Hook: p.Hook, ID: p.ID, Done: true}) {
+			return d.later(p)
 		}
-		return outcome{p: p}
+		_ = d.store.record(ctx, h.ID, func(s *Status) { s.Retried++; s.LastStatus, s.LastError = status, reason })
+		d.metrics.tries.WithLabelValues(outcomeDeadLettered).Inc()
+		d.deadLetter(ctx, h, p.Body, fmt.Sprintf("%d tries failed, the last: %s", tried.Tries, reason))
+		return outcome{p: tried}
 	}
+	tried.NextAt = d.now().Add(retryDelay(d.opts.Backoff, d.opts.MaxBackoff, tried.Tries)).UnixMilli()
+	if !d.reported(ctx, Event{Kind: EventTried, Hook: p.Hook, ID: p.ID, Tries: tried.Tries, NextAt: tried.NextAt}) {
+		return d.later(p)
+	}
+	_ = d.store.record(ctx, h.ID, func(s *Status) { s.Retried++; s.LastStatus, s.LastError = status, reason })
 	d.metrics.tries.WithLabelValues(outcomeFailed).Inc()
-	p.NextAt = d.now().Add(retryDelay(d.opts.Backoff, d.opts.MaxBackoff, p.Tries)).UnixMilli()
-	if err := d.store.retryPending(ctx, p); err != nil {
-		d.log.Error("webhooks: outbox", "delivery", p.ID, "err", err)
+	return outcome{p: tried, again: true}
+}
+
+// reported reports e and says whether it is durable.
+func (d *Dispatcher) reported(ctx context.Context, e Event) bool {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := d.report(rctx, e); err != nil {
+		d.log.Error("webhooks: record the outcome of a try; it is tried again", "hook", e.Hook, "delivery", e.ID, "err", err)
+		return false
 	}
+	return true
+}
+
+// later is p again after Options.Backoff, its tries as they were.
+func (d *Dispatcher) later(p pending) outcome {
+	p.NextAt = d.now().Add(d.opts.Backoff).UnixMilli()
 	return outcome{p: p, again: true}
 }
 

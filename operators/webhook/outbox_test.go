@@ -1,49 +1,20 @@
 package webhook
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"sync"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/meta"
+	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/story"
-	"github.com/newsflow/newsflow/state/statetest"
 )
-
-// startDispatcher runs a dispatcher of the writer's node until the
-// returned stop (or the test's end); stop returns once Run did.
-func startDispatcher(t *testing.T, opts Options, store *Store, stories Breaking, dead DeadLetter) (stop func()) {
-	t.Helper()
-	client := &http.Client{Transport: &http.Transport{}}
-	d, err := New(opts, store, stories, client, dead, func() bool { return true }, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("run: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
-}
 
 func addHook(t *testing.T, store *Store, owner, url string, r *receiver) Hook {
 	t.Helper()
@@ -58,20 +29,12 @@ func addHook(t *testing.T, store *Store, owner, url string, r *receiver) Hook {
 }
 
 // TestOutboxResumes: a delivery whose try is still in flight when the
-// dispatcher stops (the node shuts down) is cut short after the drain
-// bound and stays in the outbox, not dead-lettered; the next dispatcher
-// over the same store delivers it under the same delivery id, the one
-// DeliveryID gives for the hook and the breaking episode. Whether the
-// metadata store writes the outbox and the mark in one batch (a node's
-// own) or one after the other (a cluster's).
+// node stops is cut short after the drain bound and stays in the outbox
+// (the webhooks stage's state), not dead-lettered; the next run over the
+// same log and state delivers it under the same delivery id, the one
+// DeliveryID gives for the hook and the breaking episode.
 func TestOutboxResumes(t *testing.T) {
-	t.Run("batch", func(t *testing.T) { testOutboxResumes(t, meta.NewLocal(statetest.Open(t))) })
-	t.Run("ordered", func(t *testing.T) { testOutboxResumes(t, struct{ meta.Store }{meta.NewLocal(statetest.Open(t))}) })
-}
-
-func testOutboxResumes(t *testing.T, m meta.Store) {
-	ctx := t.Context()
-	store := NewStore(m, nil, true)
+	s := newStage(t)
 	rcv := &receiver{t: t}
 	var tries atomic.Int32
 	var firstID atomic.Value
@@ -85,13 +48,12 @@ func testOutboxResumes(t *testing.T, m meta.Store) {
 		rcv.ServeHTTP(w, r)
 	}))
 	defer srv.Close()
-	h := addHook(t, store, "u-ann", srv.URL, rcv)
-	stories := &breakingNow{}
+	h := addHook(t, s.store, "u-ann", srv.URL, rcv)
 	const drain = 200 * time.Millisecond
-	opts := Options{Attempts: 5, Backoff: time.Minute, Timeout: time.Minute, Every: 20 * time.Millisecond, Drain: drain}
+	opts := Options{Attempts: 5, Backoff: time.Minute, Timeout: time.Minute, Drain: drain}
 	dead := &deadLetters{}
-	stop := startDispatcher(t, opts, store, stories, dead.add)
-	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000})
+	stop := s.run(opts, runOptions{dead: dead.add})
+	s.breaking(episode("quake", "Earthquake", 1000))
 	want := DeliveryID(h.ID, "quake", 1000)
 	waitFor(t, 5*time.Second, func() bool { return tries.Load() == 1 }, "a first try")
 	began := time.Now()
@@ -102,19 +64,19 @@ func testOutboxResumes(t *testing.T, m meta.Store) {
 	if id, _ := firstID.Load().(string); id != want {
 		t.Errorf("delivery id %q, want %q", id, want)
 	}
-	if ids, err := store.pendingIDs(ctx, h.ID); err != nil || !slices.Equal(ids, []string{want}) {
-		t.Fatalf("outbox after the stop: %v %v, want the delivery", ids, err)
+	if ids := s.pendingIDs(h.ID); !slices.Equal(ids, []string{want}) {
+		t.Fatalf("outbox after the stop: %v, want the delivery", ids)
 	}
 	if len(dead.list()) != 0 {
 		t.Errorf("dead letters at the stop: %v", dead.list())
 	}
 
-	startDispatcher(t, opts, store, stories, dead.add)
+	s.run(opts, runOptions{dead: dead.add})
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 1 }, "the delivery resumed")
 	if p := rcv.deliveries()[0]; p.Delivery != want || p.Story.ID != "quake" || p.Hook != h.ID {
 		t.Errorf("resumed payload %+v", p)
 	}
-	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return len(ids) == 0 }, "the outbox empty once delivered")
+	waitFor(t, 5*time.Second, func() bool { return len(s.pendingIDs("")) == 0 }, "the outbox empty once delivered")
 	if n := tries.Load(); n != 2 {
 		t.Errorf("%d tries, want 2 (one cut short, one delivered)", n)
 	}
@@ -126,7 +88,8 @@ func testOutboxResumes(t *testing.T, m meta.Store) {
 // tries hold at most half the workers at once: as each lasts the
 // timeout, no three of them start within much less.
 func TestBlackHoleFair(t *testing.T) {
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
+	s := newStage(t)
+	store := s.store
 	hole := testutil.NewBlackHole(t)
 	for range MaxPerUser {
 		addHook(t, store, "u-mallory", "http://"+hole.Addr()+"/hook", nil)
@@ -135,21 +98,19 @@ func TestBlackHoleFair(t *testing.T) {
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
 	addHook(t, store, "u-bob", srv.URL, rcv)
-	stories := &breakingNow{}
 	const timeout = time.Second
-	opts := Options{Attempts: 3, Backoff: 100 * time.Millisecond, Timeout: timeout, Every: 20 * time.Millisecond}
-	startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
+	opts := Options{Attempts: 3, Backoff: 100 * time.Millisecond, Timeout: timeout}
+	s.run(opts, runOptions{dead: (&deadLetters{}).add})
 
-	first := &story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000}
 	began := time.Now()
-	stories.set(first)
+	s.breaking(episode("quake", "Earthquake", 1000))
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 1 }, "bob's first delivery")
 	lag1 := time.Since(began)
 	// Mallory's first tries time out and fall due again 100 ms later,
 	// with the tries her other hooks have not made yet.
 	waitFor(t, 10*time.Second, func() bool { return hole.Accepted() >= 4 }, "a second round of tries to the black hole")
 	began = time.Now()
-	stories.set(first, &story.Story{ID: "flood", Title: "Flood", BreakingAt: 2000})
+	s.breaking(episode("flood", "Flood", 2000))
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 2 }, "bob's second delivery")
 	lag2 := time.Since(began)
 	crowded := hole.Crowded(2)
@@ -167,11 +128,12 @@ func TestBlackHoleFair(t *testing.T) {
 
 // TestDeletedOwnerPending: a user's deliveries waiting in the outbox go
 // with the account: none is tried again, whether the dispatcher runs or
-// restarts, and a delivery left by a crash for a hook that is gone leaves
-// the outbox untried.
+// restarts; they leave the outbox untried when they fall due, as does a
+// delivery imported for a hook that is gone.
 func TestDeletedOwnerPending(t *testing.T) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
+	s := newStage(t)
+	store := s.store
 	ann, ann2, bob := &receiver{t: t}, &receiver{t: t}, &receiver{t: t}
 	ann.status.Store(http.StatusServiceUnavailable)
 	ann2.status.Store(http.StatusServiceUnavailable)
@@ -182,88 +144,124 @@ func TestDeletedOwnerPending(t *testing.T) {
 	ah1 := addHook(t, store, "u-ann", annSrv.URL, ann)
 	ah2 := addHook(t, store, "u-ann", ann2Srv.URL, ann2)
 	addHook(t, store, "u-bob", bobSrv.URL, bob)
-	stories := &breakingNow{}
-	opts := Options{Attempts: 100, Backoff: time.Minute, Timeout: time.Second, Every: 20 * time.Millisecond}
-	stop := startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
-	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000})
+	// Retries 300 ms apart: they fall due within the test.
+	opts := Options{Attempts: 100, Backoff: 300 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Timeout: time.Second}
+	stop := s.run(opts, runOptions{dead: (&deadLetters{}).add})
+	s.breaking(episode("quake", "Earthquake", 1000))
 	waitFor(t, 5*time.Second, func() bool {
 		s1, _ := store.Status(ctx, ah1.ID)
 		s2, _ := store.Status(ctx, ah2.ID)
-		return s1.Retried == 1 && s2.Retried == 1 && len(bob.deliveries()) == 1
-	}, "ann's hooks failed once, bob's delivered")
+		return s1.Retried >= 1 && s2.Retried >= 1 && len(bob.deliveries()) == 1
+	}, "ann's hooks failed, bob's delivered")
 	stop()
-	if ids, _ := store.pendingIDs(ctx, ""); len(ids) != 2 {
+	if ids := s.pendingIDs(""); len(ids) != 2 {
 		t.Fatalf("outbox %v, want ann's two deliveries", ids)
-	}
-	// A crash after a hook went but before its deliveries did.
-	stale := pending{ID: "stale", Hook: "gone-hook", Owner: "u-carol", Body: json.RawMessage(`{}`)}
-	if err := store.putPending(ctx, stale); err != nil {
-		t.Fatal(err)
 	}
 	if n, err := store.DeleteOwner(ctx, "u-ann"); err != nil || n != 2 {
 		t.Fatalf("delete ann's hooks: %d %v", n, err)
 	}
-	if ids, _ := store.pendingIDs(ctx, ""); !slices.Equal(ids, []string{"stale"}) {
-		t.Errorf("outbox after ann went: %v, want only the stale delivery", ids)
+	// A delivery of a hook that is gone, as an older release's outbox
+	// may hold.
+	stale := pending{ID: "stale", Hook: "gone-hook", Owner: "u-carol", Body: json.RawMessage(`{}`)}
+	if err := s.log.Append(ctx, []*eventlog.Record{Event{Kind: EventImported, Hook: stale.Hook, ID: stale.ID, Pending: &stale}.Record(time.Now())}); err != nil {
+		t.Fatal(err)
 	}
 	tries := ann.tries.Load() + ann2.tries.Load()
 	ann.status.Store(0)
 	ann2.status.Store(0)
-	startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
-	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return len(ids) == 0 }, "the stale delivery dropped")
-	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000}, &story.Story{ID: "flood", Title: "Flood", BreakingAt: 2000})
+	s.run(opts, runOptions{dead: (&deadLetters{}).add})
+	waitFor(t, 5*time.Second, func() bool { return len(s.pendingIDs("")) == 0 }, "ann's and the stale deliveries dropped")
+	s.breaking(episode("flood", "Flood", 2000))
 	waitFor(t, 5*time.Second, func() bool { return len(bob.deliveries()) == 2 }, "bob's second delivery")
 	if n := ann.tries.Load() + ann2.tries.Load(); n != tries {
 		t.Errorf("ann's hooks were tried %d times after her account went", n-tries)
 	}
 }
 
-// failingMark is a metadata store without batches whose writes of the
-// announced mark fail while fail is set: a crash between a delivery's
-// outbox entry and the mark.
-type failingMark struct {
-	meta.Store
-	fail atomic.Bool
-}
-
-func (f *failingMark) Put(ctx context.Context, collection, key string, value []byte) error {
-	if collection == colState && f.fail.Load() {
-		return errors.New("the disk is gone")
-	}
-	return f.Store.Put(ctx, collection, key, value)
-}
-
-// TestAnnounceTornWrite: on a store that writes the outbox entries, then
-// the mark, a dispatcher stops after the entries while the mark stayed
-// behind; the next one announces the story again under the same delivery
-// id: the receiver gets it once, not twice, and nothing is left pending.
-func TestAnnounceTornWrite(t *testing.T) {
-	ctx := t.Context()
-	m := &failingMark{Store: meta.NewLocal(statetest.Open(t))}
-	m.fail.Store(true)
-	store := NewStore(m, nil, true)
+// TestAnnounceOnce: an episode emitted again (the stories task applies its
+// records again after a crash) is announced once, also across a restart;
+// a new episode of the same story is a new delivery.
+func TestAnnounceOnce(t *testing.T) {
+	s := newStage(t)
 	rcv := &receiver{t: t}
 	srv := httptest.NewServer(rcv)
 	defer srv.Close()
-	h := addHook(t, store, "u-ann", srv.URL, rcv)
-	stories := &breakingNow{}
-	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 1000})
-	opts := Options{Attempts: 5, Backoff: time.Second, Timeout: time.Second, Every: 20 * time.Millisecond}
-	stop := startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
-	want := DeliveryID(h.ID, "quake", 1000)
-	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return slices.Equal(ids, []string{want}) }, "the entry written")
+	h := addHook(t, s.store, "u-ann", srv.URL, rcv)
+	opts := Options{Attempts: 5, Backoff: time.Second, Timeout: time.Second}
+	stop := s.run(opts, runOptions{dead: (&deadLetters{}).add})
+	s.breaking(episode("quake", "Earthquake", 1000))
+	s.breaking(episode("quake", "Earthquake", 1000))
+	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 1 && len(s.pendingIDs("")) == 0 }, "the delivery done")
 	stop()
-	if n := rcv.tries.Load(); n != 0 {
-		t.Fatalf("%d tries before the mark moved", n)
+	s.run(opts, runOptions{dead: (&deadLetters{}).add})
+	s.breaking(episode("quake", "Earthquake", 1000))
+	s.breaking(episode("flood", "Flood", 2000)) // after it in the log: once flood is delivered, quake was applied
+	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 2 }, "flood delivered")
+	s.breaking(episode("quake", "Earthquake again", 9000))
+	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 3 }, "the second episode delivered")
+	var ids []string
+	for _, p := range rcv.deliveries() {
+		ids = append(ids, p.Delivery)
 	}
-	if mk, _ := store.announced(ctx); mk.At != 0 {
-		t.Fatalf("the mark moved: %+v", mk)
+	want := []string{DeliveryID(h.ID, "quake", 1000), DeliveryID(h.ID, "flood", 2000), DeliveryID(h.ID, "quake", 9000)}
+	if !slices.Equal(ids, want) {
+		t.Errorf("deliveries %v, want %v", ids, want)
 	}
-	m.fail.Store(false)
-	startDispatcher(t, opts, store, stories, (&deadLetters{}).add)
-	waitFor(t, 5*time.Second, func() bool { ids, _ := store.pendingIDs(ctx, ""); return len(ids) == 0 }, "the delivery done")
-	waitFor(t, 5*time.Second, func() bool { mk, _ := store.announced(ctx); return mk.At == 1000 }, "the mark moved")
-	if got := rcv.deliveries(); len(got) != 1 || got[0].Delivery != want {
-		t.Errorf("deliveries %+v, want one with id %s", got, want)
+}
+
+// TestOutboxMigrates: deliveries an older release left in the metadata
+// store's outbox are moved into the stage, delivered under their ids, and
+// gone from the metadata store with its announced mark.
+func TestOutboxMigrates(t *testing.T) {
+	ctx := t.Context()
+	s := newStage(t)
+	rcv := &receiver{t: t}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	h := addHook(t, s.store, "u-ann", srv.URL, rcv)
+	id := DeliveryID(h.ID, "quake", 1000)
+	body, _ := json.Marshal(Payload{Event: eventBreaking, Delivery: id, Hook: h.ID, SentAt: 1000, Story: story.Ranked{Story: episode("quake", "Earthquake", 1000)}})
+	old, _ := json.Marshal(pending{ID: id, Hook: h.ID, Owner: "u-ann", NextAt: 1000, Body: body})
+	if err := s.meta.Put(ctx, colOutbox, h.ID+"/"+id, old); err != nil {
+		t.Fatal(err)
 	}
+	if err := s.meta.Put(ctx, colState, "announced", []byte(`{"at":1000,"ids":["quake"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	s.run(Options{Attempts: 5, Backoff: time.Second, Timeout: time.Second}, runOptions{dead: (&deadLetters{}).add})
+	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 1 }, "the old delivery delivered")
+	if p := rcv.deliveries()[0]; p.Delivery != id || p.Story.ID != "quake" {
+		t.Errorf("delivery %+v", p)
+	}
+	n := 0
+	if err := s.meta.Scan(ctx, colOutbox, func(string, []byte) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("the metadata store's outbox holds %d entries (%v), want none", n, err)
+	}
+	if _, ok, _ := s.meta.Get(ctx, colState, "announced"); ok {
+		t.Error("the old announced mark is still there")
+	}
+	waitFor(t, 5*time.Second, func() bool { return len(s.pendingIDs("")) == 0 }, "the outbox empty")
+}
+
+// TestOutboxFull: past Options.Queue deliveries pending, a new one is
+// dead-lettered at once with the reason, untried.
+func TestOutboxFull(t *testing.T) {
+	s := newStage(t)
+	var tries atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		tries.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	for range 3 {
+		addHook(t, s.store, "u-ann", srv.URL, nil)
+	}
+	dead := &deadLetters{}
+	s.run(Options{Attempts: 100, Backoff: time.Minute, Timeout: time.Second, Queue: 2}, runOptions{dead: dead.add})
+	s.breaking(episode("quake", "Earthquake", 1000))
+	waitFor(t, 5*time.Second, func() bool { return len(dead.list()) == 1 && tries.Load() == 2 }, "one dead letter, two tries")
+	if l := dead.list(); !strings.HasSuffix(l[0], ": too many deliveries pending") {
+		t.Errorf("dead letter %q", l[0])
+	}
+	waitFor(t, 5*time.Second, func() bool { return len(s.pendingIDs("")) == 2 }, "two deliveries left waiting")
 }

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,10 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/newsflow/newsflow/internal/meta"
-	"github.com/newsflow/newsflow/operators/story"
-	"github.com/newsflow/newsflow/state/statetest"
 )
 
 // syncBuffer is a log sink safe for the dispatcher's goroutines.
@@ -36,20 +31,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// runDispatcher runs a dispatcher that checks every 10 ms, logs at Debug
-// to log, and stops with the test.
-func runDispatcher(t *testing.T, store *Store, stories Breaking, opts Options, log *syncBuffer, dead DeadLetter) {
-	t.Helper()
+// runDispatcher runs s with a dispatcher that checks every 10 ms, logs at
+// Debug to log, and stops with the test.
+func runDispatcher(s *stage, opts Options, log *syncBuffer, dead DeadLetter) {
 	opts.Every = 10 * time.Millisecond
-	d, err := New(opts, store, stories, http.DefaultClient, dead, func() bool { return true },
-		slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Run(ctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	s.run(opts, runOptions{dead: dead, logger: slog.New(slog.NewJSONHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 }
 
 // A hook URL's credentials (its userinfo, a token in its query) appear in
@@ -57,7 +43,8 @@ func runDispatcher(t *testing.T, store *Store, stories Breaking, opts Options, l
 // when the delivery fails with an error that quotes the URL.
 func TestDeliveryLogsNoCredentials(t *testing.T) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
+	s := newStage(t)
+	store := s.store
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadGateway) }))
 	defer failing.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -76,11 +63,10 @@ func TestDeliveryLogsNoCredentials(t *testing.T) {
 		}
 		hooks = append(hooks, h)
 	}
-	stories := &breakingNow{}
 	var log syncBuffer
 	dead := &deadLetters{}
-	runDispatcher(t, store, stories, Options{Attempts: 2, Backoff: time.Millisecond, Timeout: time.Second}, &log, dead.add)
-	stories.set(&story.Story{ID: "quake", Title: "Earthquake", BreakingAt: 100})
+	runDispatcher(s, Options{Attempts: 2, Backoff: time.Millisecond, Timeout: time.Second}, &log, dead.add)
+	s.breaking(episode("quake", "Earthquake", 100))
 	waitFor(t, 5*time.Second, func() bool { return len(dead.list()) == 2 }, "both deliveries dead-lettered")
 
 	out := log.String()
@@ -111,7 +97,8 @@ func TestDeliveryLogsNoCredentials(t *testing.T) {
 // other owners' hooks go on.
 func TestDeletedOwnersHooksNeverFire(t *testing.T) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
+	s := newStage(t)
+	store := s.store
 	var annTries, bobGot atomic.Int32
 	ann := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		annTries.Add(1)
@@ -128,15 +115,13 @@ func TestDeletedOwnersHooksNeverFire(t *testing.T) {
 	if _, err := store.Add(ctx, "u-bob", bob.URL, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	stories := &breakingNow{}
 	var log syncBuffer
 	dead := &deadLetters{}
 	// Retries far apart: ann's deliveries wait for their second try
 	// when her account goes.
-	runDispatcher(t, store, stories, Options{Attempts: 3, Backoff: 300 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Timeout: time.Second},
+	runDispatcher(s, Options{Attempts: 3, Backoff: 300 * time.Millisecond, MaxBackoff: 300 * time.Millisecond, Timeout: time.Second},
 		&log, dead.add)
-	quake := &story.Story{ID: "quake", BreakingAt: 100}
-	stories.set(quake)
+	s.breaking(episode("quake", "", 100))
 	waitFor(t, 5*time.Second, func() bool { return annTries.Load() == 2 && bobGot.Load() == 1 }, "the first tries")
 	n, err := store.DeleteOwner(ctx, "u-ann")
 	if err != nil || n != 2 {
@@ -146,7 +131,7 @@ func TestDeletedOwnersHooksNeverFire(t *testing.T) {
 		t.Fatalf("ann's hooks after DeleteOwner: %+v", hs)
 	}
 	waitFor(t, 5*time.Second, func() bool { return strings.Count(log.String(), "the hook was deleted") == 2 }, "ann's retries dropped")
-	stories.set(quake, &story.Story{ID: "final", BreakingAt: 200})
+	s.breaking(episode("final", "", 200))
 	waitFor(t, 5*time.Second, func() bool { return bobGot.Load() == 2 }, "bob's hook gets the next story")
 	if got := annTries.Load(); got != 2 {
 		t.Errorf("ann's receiver was tried %d times, want the 2 first tries only", got)

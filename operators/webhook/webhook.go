@@ -84,37 +84,6 @@ const (
 	colState  = "webhook-state"
 )
 
-// mark is what was announced last: the latest BreakingAt, and the stories
-// announced at it.
-type mark struct {
-	At  int64    `json:"at"`
-	IDs []string `json:"ids,omitempty"`
-}
-
-func (m mark) add(at int64, id string) mark {
-	switch {
-	case at > m.At:
-		return mark{At: at, IDs: []string{id}}
-	case at == m.At:
-		return mark{At: at, IDs: append(slices.Clip(m.IDs), id)}
-	}
-	return m
-}
-
-func (s *Store) announced(ctx context.Context) (mark, error) {
-	var m mark
-	v, ok, err := s.meta.Get(ctx, colState, "announced")
-	if err == nil && ok {
-		err = json.Unmarshal(v, &m)
-	}
-	return m, err
-}
-
-func (s *Store) setAnnounced(ctx context.Context, m mark) error {
-	v, _ := json.Marshal(m)
-	return s.meta.Put(ctx, colState, "announced", v)
-}
-
 // Store keeps hooks in the metadata store. Safe for concurrent use.
 type Store struct {
 	meta      meta.Store
@@ -198,12 +167,9 @@ func (s *Store) Delete(ctx context.Context, owner, id string) error {
 	if err := s.meta.Delete(ctx, colStatus, id); err != nil {
 		return err
 	}
-	if err := s.meta.Delete(ctx, colHooks, id); err != nil {
-		return err
-	}
-	// The hook first: a delivery left by a crash here is dropped when it
-	// falls due, as the hook is gone.
-	return s.dropPending(ctx, id)
+	// Its deliveries leave the outbox when they fall due: a try finds
+	// the hook gone first.
+	return s.meta.Delete(ctx, colHooks, id)
 }
 
 // DeleteOwner removes every hook of owner with its status and the

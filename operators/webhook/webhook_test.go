@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,32 +14,10 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/meta"
-	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state/statetest"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
-
-// breakingNow is a settable list of breaking stories.
-type breakingNow struct {
-	mu      sync.Mutex
-	stories []story.Ranked
-}
-
-func (b *breakingNow) Breaking() story.ListResult {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return story.ListResult{Stories: append([]story.Ranked(nil), b.stories...)}
-}
-
-func (b *breakingNow) set(sts ...*story.Story) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.stories = nil
-	for _, st := range sts {
-		b.stories = append(b.stories, story.Ranked{Story: st})
-	}
-}
 
 // receiver records the deliveries it accepts, checking their signature.
 type receiver struct {
@@ -122,14 +99,13 @@ func waitFor(t *testing.T, d time.Duration, cond func() bool, what string) {
 }
 
 // TestDeliveries: a story that becomes breaking reaches, signed, within
-// 5 s, the hooks whose filters it passes and no other; a story breaking
-// already when the node starts delivering is not announced again; a
-// receiver that fails is retried with backoff, then the delivery is
+// 5 s, the hooks whose filters it passes and no other; a receiver that fails is retried with backoff, then the delivery is
 // dead-lettered with its reason, while other hooks keep getting theirs;
 // a node that is not the writer delivers nothing.
 func TestDeliveries(t *testing.T) {
 	ctx := t.Context()
-	store := NewStore(meta.NewLocal(statetest.Open(t)), nil, true)
+	s := newStage(t)
+	store := s.store
 	var writer atomic.Bool
 	writer.Store(true)
 	good := &receiver{t: t}
@@ -150,29 +126,13 @@ func TestDeliveries(t *testing.T) {
 	bad.secret = func() string { return bh.Secret }
 	sport.secret = func() string { return sh.Secret }
 
-	old := &story.Story{ID: "old", Topics: []story.Label{{Topic: "politics"}}, BreakingAt: 100}
-	quake := &story.Story{ID: "quake", Title: "Earthquake", Topics: []story.Label{{Topic: "world"}}, BreakingAt: 200}
-	final := &story.Story{ID: "final", Title: "Cup final", Topics: []story.Label{{Topic: "sport"}}, BreakingAt: 200}
-	stories := &breakingNow{}
-	stories.set(old)
-	// A writer before this one announced old.
-	if err := store.setAnnounced(ctx, mark{At: 100, IDs: []string{"old"}}); err != nil {
-		t.Fatal(err)
-	}
 	dead := &deadLetters{}
-	d, err := New(Options{Attempts: 3, Backoff: 50 * time.Millisecond, Timeout: time.Second}, store, stories, http.DefaultClient, dead.add,
-		writer.Load, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	s.run(Options{Attempts: 3, Backoff: 50 * time.Millisecond, Timeout: time.Second}, runOptions{dead: dead.add, writer: writer.Load})
+	d := s.dispatcher()
 
-	time.Sleep(1500 * time.Millisecond) // old was announced before
 	breakingAt := time.Now()
-	stories.set(old, quake, final)
+	s.breaking(episode("quake", "Earthquake", 200, "world"))
+	s.breaking(episode("final", "Cup final", 200, "sport"))
 	waitFor(t, 5*time.Second, func() bool { return len(good.deliveries()) == 2 && len(sport.deliveries()) == 1 },
 		"quake and final delivered to the catch-all hook, final to the sport hook")
 	good.mu.Lock()
@@ -188,8 +148,8 @@ func TestDeliveries(t *testing.T) {
 			t.Errorf("payload %+v", p)
 		}
 	}
-	if !ids["quake"] || !ids["final"] || ids["old"] {
-		t.Errorf("announced %v, want quake and final (not old, breaking before)", ids)
+	if len(ids) != 2 || !ids["quake"] || !ids["final"] {
+		t.Errorf("announced %v, want quake and final", ids)
 	}
 	if got := sport.deliveries(); got[0].Story.ID != "final" {
 		t.Errorf("sport hook got %+v", got)
@@ -219,10 +179,10 @@ func TestDeliveries(t *testing.T) {
 	}
 
 	// Not the writer: nothing is delivered; the node that becomes the
-	// writer announces what became breaking meanwhile, once.
+	// writer delivers what became breaking meanwhile, once.
 	writer.Store(false)
-	time.Sleep(1500 * time.Millisecond)
-	stories.set(old, quake, final, &story.Story{ID: "late", Title: "Late", BreakingAt: 300})
+	time.Sleep(100 * time.Millisecond)
+	s.breaking(episode("late", "Late", 300))
 	time.Sleep(2500 * time.Millisecond)
 	if n := len(good.deliveries()); n != 2 {
 		t.Errorf("a node that is not the writer delivered: %d deliveries", n)
