@@ -24,9 +24,10 @@ const (
 	TopicArticlesIndexed = "articles.indexed"
 	// TopicStoriesBreaking carries one record each time a story begins a
 	// breaking episode, from the stories operator (in partition 0, keyed
-	// by story id) to the webhooks operator: the story as it was then,
-	// JSON (the stories operator's Ranked), its episode named by its id
-	// and breaking_since.
+	// by story id) to the webhooks operator: the story as it was then and
+	// the offset of the article that began it, JSON (the stories
+	// operator's Episode), its episode named by its id and
+	// breaking_since.
 	TopicStoriesBreaking = "stories.breaking"
 	// TopicWebhookDeliveries carries what became of webhook deliveries
 	// (the webhooks operator's Event: a try's outcome, or a delivery

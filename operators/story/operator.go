@@ -198,22 +198,33 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 	}
 	pc.Emit(out)
 	if res.BecameBreaking {
-		t.emitBreaking(pc, res.StoryNum, a.Seen())
+		t.emitBreaking(pc, res.StoryNum, rec, a.Seen())
 	}
 	return nil
 }
 
+// Episode is a record of schema.TopicStoriesBreaking: a story that began
+// a breaking episode, as it was then.
+type Episode struct {
+	Story Ranked `json:"story"`
+	// Offset is the offset, in partition 0 of schema.TopicArticles, of the
+	// article that began the episode. Offsets grow with every episode, and
+	// an episode emitted again (the stories task applying its records
+	// again after a crash, or the stage replayed from the log) has the
+	// offset it had: a reader that takes only episodes past the last
+	// offset it took takes each once.
+	Offset int64 `json:"articles_offset"`
+}
+
 // emitBreaking emits the story numbered num, which began a breaking
-// episode with the article first seen at seen, to TopicStoriesBreaking.
-// Applied again after a crash, the same episode is emitted again, the
-// same: its readers deduplicate by story id and BreakingSince.
-func (t *task) emitBreaking(pc *engine.ProcessContext, num uint64, seen int64) {
+// episode with the article of rec, to TopicStoriesBreaking.
+func (t *task) emitBreaking(pc *engine.ProcessContext, num uint64, rec *eventlog.Record, seen int64) {
 	st := t.b.Story(num)
 	if st == nil {
 		return
 	}
 	c := st.public()
-	v, err := json.Marshal(Ranked{Story: &c, Score: RankScore(&c, c.LastSeen)})
+	v, err := json.Marshal(Episode{Story: Ranked{Story: &c, Score: RankScore(&c, c.LastSeen)}, Offset: rec.Offset})
 	if err != nil {
 		return
 	}

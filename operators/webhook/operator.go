@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,11 +25,12 @@ const Name = "webhooks"
 // The webhooks operator keeps the outbox in its state, committed with its
 // input offsets like every stage's:
 //
-//   - a record of schema.TopicStoriesBreaking (a story began a breaking
-//     episode) puts one delivery per hook the story passes in the outbox,
-//     once per episode (the episodes seen are kept for seenFor, so a story
-//     task that applies its records again after a crash, and emits them
-//     again, announces nothing twice);
+//   - a record of schema.TopicStoriesBreaking (story.Episode: a story
+//     began a breaking episode) puts one delivery per hook the story passes
+//     in the outbox, once per episode: only an episode past the last
+//     articles offset announced is (so a stories task that applies its
+//     records again after a crash, or a stories stage replayed from the
+//     log, emits its episodes again and announces nothing twice);
 //   - a record of schema.TopicWebhookDeliveries (Event) says what became
 //     of a try: the delivery leaves the outbox (delivered, dead-lettered,
 //     its hook gone), or waits for its next try.
@@ -41,23 +41,11 @@ const Name = "webhooks"
 // Event tries it again), and the outbox moves with the task: restored from
 // its changelog by the node that takes it over.
 //
-// State keys: "o" hook "/" delivery id → pending (JSON); "e" story id
-// "\x00" breaking-since (decimal) → the episode's record time (8 bytes);
-// "w" → the newest episode's record time.
+// State keys: "o" hook "/" delivery id → pending (JSON); "m" → the
+// articles offset of the last episode announced (8 bytes).
 var (
 	keyOutbox = []byte("o")
-	keySeen   = []byte("e")
-	keyNewest = []byte("w")
-)
-
-const (
-	// seenFor is how long (in record time behind the newest episode) an
-	// episode is remembered.
-	seenFor = 48 * time.Hour
-	// staleAfter: an episode whose record is this much older than the
-	// newest one seen is announced no more (a story stage rebuilt from
-	// the log emits its old episodes again).
-	staleAfter = 24 * time.Hour
+	keyMark   = []byte("m")
 )
 
 // Event kinds.
@@ -123,7 +111,7 @@ func (o *Operator) Spec() engine.Spec {
 			{Topic: schema.TopicStoriesBreaking, Key: "every episode, in partition 0"},
 			{Topic: schema.TopicWebhookDeliveries, Key: "every outcome, in partition 0"},
 		},
-		Stores:    []string{"outbox (deliveries pending)", "episodes announced"},
+		Stores:    []string{"outbox (deliveries pending)", "the articles offset of the last episode announced"},
 		Options:   struct{ Queue int }{o.queue},
 		Singleton: true,
 	}
@@ -141,18 +129,17 @@ func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
 	if tc.Partition != engine.SingletonPartition {
 		return nil, fmt.Errorf("webhooks: a singleton has no task for partition %d", tc.Partition)
 	}
-	return &task{op: o, pending: map[string]pending{}, seen: map[string]int64{}, dirty: map[string]bool{}, dirtySeen: map[string]bool{}}, nil
+	return &task{op: o, pending: map[string]pending{}, mark: -1, dirty: map[string]bool{}}, nil
 }
 
 type task struct {
 	op      *Operator
 	pending map[string]pending // by pending.key()
-	seen    map[string]int64   // episode → its record time
-	newest  int64              // the newest episode's record time
+	mark    int64              // the articles offset of the last episode announced; -1: none
 
-	dirty, dirtySeen map[string]bool // keys set or deleted since the last Flush
-	dirtyNewest      bool
-	changed          bool // the outbox changed since the last publish
+	dirty     map[string]bool // outbox keys set or deleted since the last Flush
+	dirtyMark bool
+	changed   bool // the outbox changed since the last publish
 }
 
 func (t *task) Restore(r state.Reader) error {
@@ -167,20 +154,13 @@ func (t *task) Restore(r state.Reader) error {
 	if err != nil {
 		return err
 	}
-	err = r.Scan(keySeen, state.PrefixEnd(keySeen), func(k, v []byte) error {
+	if v, ok, err := r.Get(keyMark); err != nil {
+		return err
+	} else if ok {
 		if len(v) != 8 {
-			return fmt.Errorf("webhooks: episode %q: corrupt value", k)
+			return fmt.Errorf("webhooks: corrupt announced mark %x", v)
 		}
-		t.seen[string(k[len(keySeen):])] = int64(binary.BigEndian.Uint64(v))
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if v, ok, err := r.Get(keyNewest); err != nil {
-		return err
-	} else if ok && len(v) == 8 {
-		t.newest = int64(binary.BigEndian.Uint64(v))
+		t.mark = int64(binary.BigEndian.Uint64(v))
 	}
 	t.publish()
 	return nil
@@ -203,18 +183,15 @@ func (t *task) Process(pc *engine.ProcessContext, rec *eventlog.Record) error {
 // announce puts the deliveries of an episode in the outbox: one per hook
 // the story passes that existed when the episode was recorded.
 func (t *task) announce(rec *eventlog.Record) error {
-	var r story.Ranked
-	if err := json.Unmarshal(rec.Value, &r); err != nil || r.Story == nil || r.ID == "" || r.BreakingSince == 0 {
+	var ep story.Episode
+	if err := json.Unmarshal(rec.Value, &ep); err != nil || ep.Story.Story == nil || ep.Story.ID == "" || ep.Story.BreakingSince == 0 {
 		return engine.Invalid("breaking story: %v", cmpErr(err, errors.New("no story id or breaking_since")))
 	}
-	ep := r.ID + "\x00" + strconv.FormatInt(r.BreakingSince, 10)
-	if _, ok := t.seen[ep]; ok || rec.Timestamp < t.newest-staleAfter.Milliseconds() {
-		return nil
+	if ep.Offset <= t.mark {
+		return nil // announced before
 	}
-	t.seen[ep], t.dirtySeen[ep] = rec.Timestamp, true
-	if rec.Timestamp > t.newest {
-		t.newest, t.dirtyNewest = rec.Timestamp, true
-	}
+	t.mark, t.dirtyMark = ep.Offset, true
+	r := ep.Story
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	hooks, err := t.op.hooks.List(ctx, "")
 	cancel()
@@ -294,32 +271,11 @@ func (t *task) Flush(w state.Writer) error {
 		}
 	}
 	clear(t.dirty)
-	// Forget the episodes past remembering.
-	for ep, at := range t.seen {
-		if at < t.newest-seenFor.Milliseconds() {
-			delete(t.seen, ep)
-			t.dirtySeen[ep] = true
-		}
-	}
-	for ep := range t.dirtySeen {
-		key := append(slices.Clip(keySeen), ep...)
-		at, ok := t.seen[ep]
-		var err error
-		if ok {
-			err = w.Set(key, binary.BigEndian.AppendUint64(nil, uint64(at)))
-		} else {
-			err = w.Delete(key)
-		}
-		if err != nil {
+	if t.dirtyMark {
+		if err := w.Set(keyMark, binary.BigEndian.AppendUint64(nil, uint64(t.mark))); err != nil {
 			return err
 		}
-	}
-	clear(t.dirtySeen)
-	if t.dirtyNewest {
-		if err := w.Set(keyNewest, binary.BigEndian.AppendUint64(nil, uint64(t.newest))); err != nil {
-			return err
-		}
-		t.dirtyNewest = false
+		t.dirtyMark = false
 	}
 	return nil
 }

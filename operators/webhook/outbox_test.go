@@ -179,8 +179,9 @@ func TestDeletedOwnerPending(t *testing.T) {
 }
 
 // TestAnnounceOnce: an episode emitted again (the stories task applies its
-// records again after a crash) is announced once, also across a restart;
-// a new episode of the same story is a new delivery.
+// records again after a crash, or the stories stage is replayed from the
+// log: the same articles offset) is announced once, also across a
+// restart; a new episode of the same story is a new delivery.
 func TestAnnounceOnce(t *testing.T) {
 	s := newStage(t)
 	rcv := &receiver{t: t}
@@ -189,15 +190,18 @@ func TestAnnounceOnce(t *testing.T) {
 	h := addHook(t, s.store, "u-ann", srv.URL, rcv)
 	opts := Options{Attempts: 5, Backoff: time.Second, Timeout: time.Second}
 	stop := s.run(opts, runOptions{dead: (&deadLetters{}).add})
-	s.breaking(episode("quake", "Earthquake", 1000))
-	s.breaking(episode("quake", "Earthquake", 1000))
+	s.breakingAt(episode("quake", "Earthquake", 1000), 10)
+	s.breakingAt(episode("quake", "Earthquake", 1000), 10)
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 1 && len(s.pendingIDs("")) == 0 }, "the delivery done")
 	stop()
 	s.run(opts, runOptions{dead: (&deadLetters{}).add})
-	s.breaking(episode("quake", "Earthquake", 1000))
-	s.breaking(episode("flood", "Flood", 2000)) // after it in the log: once flood is delivered, quake was applied
+	s.breakingAt(episode("quake", "Earthquake", 1000), 10)
+	// A replay of the stories stage from a later point makes other
+	// stories, with other episodes, of articles announced before.
+	s.breakingAt(episode("quake-replayed", "Earthquake", 1500), 10)
+	s.breakingAt(episode("flood", "Flood", 2000), 20) // after them in the log: once flood is delivered, they were applied
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 2 }, "flood delivered")
-	s.breaking(episode("quake", "Earthquake again", 9000))
+	s.breakingAt(episode("quake", "Earthquake again", 9000), 30)
 	waitFor(t, 5*time.Second, func() bool { return len(rcv.deliveries()) == 3 }, "the second episode delivered")
 	var ids []string
 	for _, p := range rcv.deliveries() {

@@ -31,9 +31,10 @@ type stage struct {
 	log   eventlog.Log
 	db    *state.DB
 
-	mu sync.Mutex
-	op *Operator   // of the current run
-	d  *Dispatcher // of the current run
+	mu     sync.Mutex
+	op     *Operator   // of the current run
+	d      *Dispatcher // of the current run
+	offset int64       // of the last episode's article (breaking)
 }
 
 // dispatcher is the current run's dispatcher.
@@ -76,6 +77,10 @@ type runOptions struct {
 	dead   DeadLetter
 	writer func() bool // also required of the node to deliver; nil: always
 	logger *slog.Logger
+	// also are operators the engine runs too; replay names those of them
+	// rebuilt from the start of the log before the run.
+	also   []engine.Operator
+	replay []string
 }
 
 // run starts the engine with the webhooks operator and the dispatcher
@@ -90,8 +95,15 @@ func (s *stage) run(opts Options, ro runOptions) (stop func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Register(op); err != nil {
-		t.Fatal(err)
+	for _, o := range append([]engine.Operator{op}, ro.also...) {
+		if err := e.Register(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range ro.replay {
+		if err := e.Replay(t.Context(), name, func(eventlog.TopicPartition) (int64, error) { return 0, nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s.mu.Lock()
 	s.op = op
@@ -141,10 +153,22 @@ func (s *stage) run(opts Options, ro runOptions) (stop func()) {
 }
 
 // breaking appends the episode of st (which began breaking at
-// st.BreakingSince) as the stories operator emits it.
+// st.BreakingSince) as the stories operator emits it, begun by the
+// article after the last one's.
 func (s *stage) breaking(st *story.Story) {
 	s.t.Helper()
-	v, err := json.Marshal(story.Ranked{Story: st})
+	s.mu.Lock()
+	s.offset++
+	off := s.offset
+	s.mu.Unlock()
+	s.breakingAt(st, off)
+}
+
+// breakingAt appends the episode of st begun by the article at offset
+// off of the articles topic.
+func (s *stage) breakingAt(st *story.Story, off int64) {
+	s.t.Helper()
+	v, err := json.Marshal(story.Episode{Story: story.Ranked{Story: st}, Offset: off})
 	if err != nil {
 		s.t.Fatal(err)
 	}
