@@ -20,7 +20,7 @@ import (
 	"github.com/newsflow/newsflow/operators/story"
 )
 
-const clusterUsage = `usage: newsflow cluster --input FILE.ndjson [--output FILE.tsv] [--truth]
+const clusterUsage = `usage: newsflow cluster --input FILE.ndjson [--output FILE.tsv] [--truth] [--explain IDS]
 
 Runs the article operators (dedup, near-duplicate and story clustering)
 offline over NDJSON articles, in file order, and writes one line per input
@@ -30,7 +30,12 @@ Input fields: id (or doc_id), title, summary (or text), url, publisher (or
 source or source_id), published_at (RFC 3339 or ms since the epoch). Lines
 without a title use the first sentence of the summary. With --truth, lines
 with a "story" field are scored and B-cubed and pairwise precision, recall
-and F1 are printed to stderr.
+and F1 are printed to stderr. With --explain (input ids, comma-separated,
+or "all"), the decision for each of those articles is printed to stderr:
+its heaviest terms, every open story it was compared with (similarity
+after the time decay, the similarity it needed, size, age, the words they
+share), and whether it joined one, founded a story, joined as a near-copy
+of an article, or merged stories it bridged.
 `
 
 // clusterInput is one input line of newsflow cluster.
@@ -55,6 +60,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	input := fs.String("input", "", "NDJSON articles")
 	output := fs.String("output", "", "TSV output (default standard output)")
 	truth := fs.Bool("truth", false, "score against the input's story field")
+	explain := fs.String("explain", "", `explain the decision for these input ids (comma-separated, or "all")`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,6 +87,13 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	explained := map[string]bool{}
+	for _, id := range strings.Split(*explain, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			explained[id] = true
+		}
+	}
+	b.SetExplain(len(explained) > 0)
 	type row struct{ id, story string }
 	var rows []row
 	labels := map[string]string{}
@@ -100,6 +113,11 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		res, err := b.Apply(a)
 		if err != nil {
 			return fmt.Errorf("cluster: %s line %d: %w", *input, line, err)
+		}
+		if (explained["all"] || explained[id]) && !res.Update {
+			if err := story.WriteExplanation(stderr, id, a.Title, b.LastExplanation()); err != nil {
+				return err
+			}
 		}
 		rows = append(rows, row{id, res.Story})
 		if label != "" {

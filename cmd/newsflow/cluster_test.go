@@ -166,3 +166,89 @@ func TestClusterCommandDedup(t *testing.T) {
 		t.Errorf("unrelated article joined the volcano story: %v", got)
 	}
 }
+
+// TestClusterCommandExplain: --explain says, for the articles asked, which
+// stories each was compared with, what it shared with them and what it
+// decided; it says nothing of the others and changes no decision.
+func TestClusterCommandExplain(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.ndjson")
+	lines := []string{
+		`{"id":"a1","title":"Earthquake of magnitude 7 hits Chile","publisher":"Wire","published_at":"2024-03-01T10:00:00Z"}`,
+		`{"id":"a2","title":"Chile earthquake: magnitude 7 quake kills 12","publisher":"Daily","published_at":"2024-03-01T10:05:00Z"}`,
+		`{"id":"a3","title":"Pension vote in France delayed again","publisher":"Wire","published_at":"2024-03-01T10:06:00Z"}`,
+		`{"id":"a4","title":"France pension vote delayed as unions strike","publisher":"Daily","published_at":"2024-03-01T10:09:00Z"}`,
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := cmdCluster(context.Background(), []string{"--input", in, "--explain", "a1,a2,a3"}, &stdout, &stderr); err != nil {
+		t.Fatalf("cluster --explain: %v\n%s", err, stderr.String())
+	}
+	blocks := map[string]string{}
+	var cur string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if l != "" && !strings.HasPrefix(l, " ") {
+			cur = strings.Fields(l)[0]
+		}
+		blocks[cur] += l + "\n"
+	}
+	if b := blocks["a1"]; !strings.Contains(b, "founded a new story") {
+		t.Errorf("a1:\n%s", b)
+	}
+	b := blocks["a2"]
+	if !strings.Contains(b, `joined story`) || !strings.Contains(b, `"Earthquake of magnitude 7 hits Chile": similarity`) {
+		t.Errorf("a2 does not say it joined a1's story:\n%s", b)
+	}
+	if !strings.Contains(b, "shared: ") || !strings.Contains(b[strings.Index(b, "shared: "):], "chile") || !strings.Contains(b, "earthquake") {
+		t.Errorf("a2 does not list the shared words:\n%s", b)
+	}
+	if b := blocks["a3"]; !strings.Contains(b, "founded a new story") || strings.Contains(b, "joined") {
+		t.Errorf("a3:\n%s", b)
+	}
+	if _, ok := blocks["a4"]; ok {
+		t.Errorf("a4 was not asked for but explained:\n%s", stderr.String())
+	}
+	var plain, plainErr bytes.Buffer
+	if err := cmdCluster(context.Background(), []string{"--input", in}, &plain, &plainErr); err != nil {
+		t.Fatal(err)
+	}
+	if plain.String() != stdout.String() {
+		t.Errorf("--explain changed the stories:\n%s\nwithout:\n%s", stdout.String(), plain.String())
+	}
+	st := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(st) != 4 || strings.Fields(st[0])[1] != strings.Fields(st[1])[1] || strings.Fields(st[2])[1] != strings.Fields(st[3])[1] ||
+		strings.Fields(st[0])[1] == strings.Fields(st[2])[1] {
+		t.Errorf("stories %q, want a1 with a2 and a3 with a4", st)
+	}
+}
+
+// TestClusterCommandExplainSameStoriesUCI: explaining every article of
+// uci_dev's first 5,000 gives the same stories as not explaining.
+func TestClusterCommandExplainSameStoriesUCI(t *testing.T) {
+	src := filepath.Join(clusteringData, "uci_dev.ndjson")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		testutil.NoSharedData(t, "%s: %v", src, err)
+	}
+	lines := strings.SplitAfterN(string(b), "\n", 5001)
+	in := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(in, []byte(strings.Join(lines[:min(len(lines), 5000)], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var with, without, errs bytes.Buffer
+	if err := cmdCluster(context.Background(), []string{"--input", in, "--explain", "all"}, &with, &errs); err != nil {
+		t.Fatal(err)
+	}
+	explained := strings.Count(errs.String(), "\n  terms: ") + strings.Count(errs.String(), "as a near-copy of article")
+	errs.Reset()
+	if err := cmdCluster(context.Background(), []string{"--input", in}, &without, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if with.String() != without.String() {
+		t.Error("--explain all changed the stories of uci_dev's first 5,000 articles")
+	}
+	if rows := strings.Count(with.String(), "\n"); explained < rows*9/10 {
+		t.Errorf("%d of %d articles explained", explained, rows)
+	}
+}

@@ -294,6 +294,9 @@ type Builder struct {
 
 	// Changes since the last Persist.
 	dirtyStories map[uint64]*Story
+	// explaining records explained for each article (SetExplain).
+	explaining bool
+	explained  Explanation
 	// became is set when the story being applied to began a breaking
 	// episode (Result.BecameBreaking).
 	became        bool
@@ -368,6 +371,9 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 	}
 	b.seenWM = max(b.seenWM, a.Seen())
 	b.became = false
+	if b.explaining {
+		b.explained = Explanation{}
+	}
 	// Expire by the watermark, in the builder and the clusterer alike, so
 	// that both close the same stories whatever order event times come in.
 	b.wm = max(b.wm, a.Published)
@@ -411,8 +417,18 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 	}
 	if ok && b.c.Join(num, v, a.Published) {
 		res.DuplicateOf = dup
+		if b.explaining {
+			b.explained = b.c.LastExplanation()
+			b.explained.NearCopyOf = dup
+			if st := b.stories[num]; st != nil {
+				b.explained.Candidates = []ExplainedCandidate{{Story: num, StoryID: st.ID, Title: st.Title, Size: st.Articles}}
+			}
+		}
 	} else {
 		as := b.c.Assign(v, a.Published)
+		if b.explaining {
+			b.nameCandidates() // before the merges delete the stories merged
+		}
 		num = as.Story
 		if as.New {
 			b.stories[num] = &Story{ID: a.ID, FirstSeen: a.Published, topicSum: map[string]float64{}}
@@ -699,4 +715,32 @@ func abs(x int64) int64 {
 		return -x
 	}
 	return x
+}
+
+// SetExplain makes the builder record why it put each new article where it
+// did (LastExplanation), for newsflow cluster --explain. It changes no
+// decision.
+func (b *Builder) SetExplain(on bool) {
+	b.explaining = on
+	b.c.SetExplain(on)
+}
+
+// LastExplanation explains what the last Apply did with a new article
+// (not an edit or a repeat), when SetExplain is on.
+func (b *Builder) LastExplanation() Explanation { return b.explained }
+
+// nameCandidates copies the clusterer's explanation with the id and title
+// of each story it names.
+func (b *Builder) nameCandidates() {
+	x := b.c.LastExplanation()
+	x.Candidates = slices.Clone(x.Candidates)
+	x.Merges = slices.Clone(x.Merges)
+	for _, list := range [][]ExplainedCandidate{x.Candidates, x.Merges} {
+		for i := range list {
+			if st := b.stories[list[i].Story]; st != nil {
+				list[i].StoryID, list[i].Title = st.ID, st.Title
+			}
+		}
+	}
+	b.explained = x
 }

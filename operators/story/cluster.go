@@ -182,6 +182,9 @@ type Clusterer struct {
 	// scratch
 	terms features.TermCounter
 	cands []candidate
+	// explaining makes Assign record explained (explain.go).
+	explaining bool
+	explained  Explanation
 }
 
 type candidate struct {
@@ -435,18 +438,25 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 			break
 		}
 	}
+	if c.explaining { // before the article changes its story
+		c.explainCandidates(v, now, cands, th)
+	}
 	if a.New {
 		a.Story = c.newStory()
 	}
 	st := c.open.get(a.Story)
 	c.add(st, v, now)
 	if a.New {
+		if c.explaining {
+			c.explainDecision(a, nil, 0)
+		}
 		// An article that joined no story bridges nothing: merging its new
 		// story would let it into a story it was not similar enough to join.
 		return a
 	}
 	bridge := c.threshold(v, c.opts.Bridge, c.opts.BridgeLong)
 	merge := c.threshold(v, c.opts.Merge, c.opts.MergeLong)
+	var mergedAt map[uint64]float64 // for explained
 	for _, cd := range cands {
 		if cd.num == a.Story || cd.sim < bridge {
 			continue
@@ -461,6 +471,12 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 		}
 		// The older story survives, so story ids stay those of the first
 		// article.
+		if c.explaining {
+			if mergedAt == nil {
+				mergedAt = map[uint64]float64{}
+			}
+			mergedAt[min(o.num, st.num)], mergedAt[max(o.num, st.num)] = cs, cs
+		}
 		if o.num < st.num {
 			o, st = st, o
 			a.Merged = append(a.Merged, a.Story)
@@ -471,6 +487,9 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 		c.absorb(st, o)
 	}
 	slices.Sort(a.Merged)
+	if c.explaining {
+		c.explainDecision(a, mergedAt, merge)
+	}
 	return a
 }
 
@@ -488,6 +507,9 @@ func (c *Clusterer) Join(num uint64, v Vector, now int64) bool {
 	c.expire(now)
 	c.lastVec = nil
 	st := c.open.get(num)
+	if c.explaining {
+		c.explained = Explanation{Joined: num}
+	}
 	if st == nil {
 		return false
 	}
