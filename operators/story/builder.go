@@ -415,7 +415,8 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 	} else {
 		v = b.c.Vectorize(Text{Title: a.Title, Body: a.Summary, Time: a.Published})
 	}
-	if ok && b.c.Join(num, v, a.Published) {
+	names := b.c.Names(v, a.Title, a.Summary)
+	if ok && b.c.JoinNames(num, v, names, a.Published) {
 		res.DuplicateOf = dup
 		if b.explaining {
 			b.explained = b.c.LastExplanation()
@@ -425,7 +426,7 @@ func (b *Builder) ApplyFeatures(a Article, f *features.Doc) (Result, error) {
 			}
 		}
 	} else {
-		as := b.c.Assign(v, a.Published)
+		as := b.c.AssignNames(v, names, a.Published)
 		if b.explaining {
 			b.nameCandidates() // before the merges delete the stories merged
 		}

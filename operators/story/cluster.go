@@ -135,7 +135,13 @@ type centroid struct {
 	size   int
 	last   int64  // event time of the latest article, ms
 	seen   uint64 // Clusterer.epoch when last scored
+	// names are the term ids of its members' names (names.go) that its
+	// terms still hold, ascending, at most maxNames.
+	names []uint32
 }
+
+// maxNames bounds a story's names: the heaviest in its centroid stay.
+const maxNames = 32
 
 // Clusterer assigns articles to stories, online and deterministically: the
 // same articles in the same order always give the same stories, and a
@@ -425,7 +431,26 @@ func (c *Clusterer) decay(a, b int64) float64 {
 
 // Assign puts an article into the most similar open story, or a new one,
 // and merges stories the article bridges. now is the article's event time.
-func (c *Clusterer) Assign(v Vector, now int64) Assignment {
+func (c *Clusterer) Assign(v Vector, now int64) Assignment { return c.AssignNames(v, nil, now) }
+
+// Names returns the term ids of the names of an article's title and body
+// (names.go) among the terms of its vector v, for AssignNames and
+// JoinNames.
+func (c *Clusterer) Names(v Vector, title, body string) []uint32 {
+	var ids []uint32
+	for _, tok := range nameTokens(title, body) {
+		if id, ok := c.vocab[tok]; ok && hasTerm(v, id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// AssignNames is Assign for an article that names names (Names): it joins
+// no story, and bridges no stories, whose names it shares none of
+// (namesApart).
+func (c *Clusterer) AssignNames(v Vector, names []uint32, now int64) Assignment {
 	c.expire(now)
 	c.lastVec = nil // assigned: its terms count as the story's now
 	cands := c.candidates(v, now)
@@ -433,7 +458,7 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 	var a Assignment
 	a.New = true
 	for _, cd := range cands {
-		if cd.sim >= c.joinThreshold(th, c.open.get(cd.num).size) {
+		if cd.sim >= c.joinThreshold(th, c.open.get(cd.num).size) && !namesApart(names, v, c.open.get(cd.num)) {
 			a.Story, a.Similarity, a.New = cd.num, cd.sim, false
 			break
 		}
@@ -446,6 +471,7 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 	}
 	st := c.open.get(a.Story)
 	c.add(st, v, now)
+	c.addNames(st, names)
 	if a.New {
 		if c.explaining {
 			c.explainDecision(a, nil, 0)
@@ -466,7 +492,7 @@ func (c *Clusterer) Assign(v Vector, now int64) Assignment {
 			continue
 		}
 		cs := dot(o.terms, st.terms) / math.Sqrt(o.normSq*st.normSq) * c.decay(o.last, st.last)
-		if cs < merge || c.sharedWords(o.terms, st.terms) < c.opts.MinShared {
+		if cs < merge || c.sharedWords(o.terms, st.terms) < c.opts.MinShared || namesApart(o.names, o.terms, st) {
 			continue
 		}
 		// The older story survives, so story ids stay those of the first
@@ -503,7 +529,10 @@ func (c *Clusterer) joinThreshold(th float64, size int) float64 {
 
 // Join adds an article to a given open story (a near-duplicate of one of
 // its articles) without searching. It reports false if the story is closed.
-func (c *Clusterer) Join(num uint64, v Vector, now int64) bool {
+func (c *Clusterer) Join(num uint64, v Vector, now int64) bool { return c.JoinNames(num, v, nil, now) }
+
+// JoinNames is Join for an article that names names (Names).
+func (c *Clusterer) JoinNames(num uint64, v Vector, names []uint32, now int64) bool {
 	c.expire(now)
 	c.lastVec = nil
 	st := c.open.get(num)
@@ -514,7 +543,55 @@ func (c *Clusterer) Join(num uint64, v Vector, now int64) bool {
 		return false
 	}
 	c.add(st, v, now)
+	c.addNames(st, names)
 	return true
+}
+
+// namesApart reports whether an article (or a story) with names and terms
+// and story st are about different things for all their shared words:
+// both name something, and neither's names are among the other's terms.
+func namesApart(names []uint32, terms []term, st *centroid) bool {
+	if len(names) == 0 || len(st.names) == 0 {
+		return false
+	}
+	for _, id := range names {
+		if hasTerm(st.terms, id) {
+			return false
+		}
+	}
+	for _, id := range st.names {
+		if hasTerm(terms, id) {
+			return false
+		}
+	}
+	return true
+}
+
+// addNames adds names to st's, then keeps those its terms still hold, at
+// most maxNames, the heaviest.
+func (c *Clusterer) addNames(st *centroid, names []uint32) {
+	all := append(slices.Clip(st.names), names...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	kept := all[:0]
+	for _, id := range all {
+		if hasTerm(st.terms, id) {
+			kept = append(kept, id)
+		}
+	}
+	if len(kept) > maxNames {
+		weight := func(id uint32) float32 {
+			i, _ := slices.BinarySearchFunc(st.terms, id, func(t term, id uint32) int { return cmp.Compare(t.ID, id) })
+			return st.terms[i].W
+		}
+		slices.SortStableFunc(kept, func(a, b uint32) int { return cmp.Compare(weight(b), weight(a)) })
+		kept = kept[:maxNames]
+		slices.Sort(kept)
+	}
+	if !slices.Equal(kept, st.names) {
+		st.names = slices.Clone(kept)
+		c.dirtyStories[st.num] = struct{}{}
+	}
 }
 
 // candidates scores the open stories sharing one of the article's most
@@ -714,6 +791,7 @@ func (c *Clusterer) touch(st *centroid, t int64) {
 // absorb merges story o into st and closes o.
 func (c *Clusterer) absorb(st, o *centroid) {
 	st.terms = c.sum(st, st.terms, o.terms)
+	c.addNames(st, o.names)
 	st.size += o.size
 	c.touch(st, o.last)
 	c.close(o.num)

@@ -17,7 +17,8 @@ import (
 //	m          → docs, next story number (uvarints), watermark (varint),
 //	             generation start (varint), previous generation's docs (uvarint)
 //	t <id:4>   → df, previous generation's df (uvarints), word
-//	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs
+//	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs,
+//	             then its names: term ids with nameFlag set (uvarints)
 //
 // State written before generations has a meta of three fields and terms
 // of one count (df, word): it restores as a current generation starting
@@ -27,6 +28,10 @@ const (
 	keyTerm  = 't'
 	keyStory = 's'
 )
+
+// nameFlag marks a name's term id in a story record (term ids are 32-bit);
+// a story stored before names has none.
+const nameFlag = 1 << 32
 
 // Persist stages every change since the last Persist into w, with keys
 // under prefix.
@@ -66,6 +71,9 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 		for _, e := range st.terms {
 			buf = binary.AppendUvarint(buf, uint64(e.ID))
 			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(e.W))
+		}
+		for _, id := range st.names {
+			buf = binary.AppendUvarint(buf, uint64(id)|nameFlag)
 		}
 		if err := w.Set(storyKey(prefix, num), buf); err != nil {
 			return err
@@ -185,6 +193,14 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		st.size, st.last = int(size), int64(last)
 		for len(v) > 0 {
 			id, n := binary.Uvarint(v)
+			if n > 0 && id&nameFlag != 0 {
+				if id &^= nameFlag; id >= uint64(len(c.words)) {
+					return errCorrupt
+				}
+				st.names = append(st.names, uint32(id))
+				v = v[n:]
+				continue
+			}
 			if n <= 0 || len(v) < n+4 || id >= uint64(len(c.words)) {
 				return errCorrupt
 			}
