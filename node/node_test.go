@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/operators/readstate"
 )
 
 // A node asked for an operator it does not have refuses to open, rather

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/valyala/fasthttp"
 )

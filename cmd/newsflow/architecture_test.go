@@ -1,11 +1,14 @@
 package main
 
 import (
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -63,5 +66,47 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(root, d)); err != nil {
 			t.Errorf("ARCHITECTURE.md names %s/, which does not exist", d)
 		}
+	}
+}
+
+// TestInternalIsProductAgnostic: no package under internal/, tests
+// included, imports the product's layers (operators, query, crawl, node,
+// cluster, cmd): internal/ holds libraries those layers use, never the
+// other way round.
+func TestInternalIsProductAgnostic(t *testing.T) {
+	const root = "../.."
+	const module = "github.com/newsflow/newsflow/"
+	layers := []string{"operators", "query", "crawl", "node", "cluster", "cmd"}
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module)
+			if !ok {
+				continue
+			}
+			for _, l := range layers {
+				if rest == l || strings.HasPrefix(rest, l+"/") {
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s imports %s: internal/ may not depend on %s/", rel, p, l)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d files under internal/", checked)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/newsflow/newsflow/internal/feed"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/testutil"
-	"github.com/newsflow/newsflow/operators/story"
 )
 
 // newsFarm returns a farm whose clock moves 20 seconds before each Advance,
@@ -59,94 +58,6 @@ func eventOf(t *testing.T, guid string) int {
 		t.Fatalf("guid %q does not name an event", guid)
 	}
 	return n
-}
-
-// crawled is an article as the story stage sees it, with its event.
-type crawled struct {
-	story.Article
-	event int
-}
-
-// TestNewsStories runs the outlets' feeds through the real story builder,
-// crawled as a node crawls them (each outlet in turn, a round per minute),
-// and in publication order: every event is one story, and no story has
-// articles about two events.
-func TestNewsStories(t *testing.T) {
-	const gens = 30
-	f, _, advance := newsFarm(Options{})
-	var rounds [][]crawled
-	seen := map[string]bool{}
-	for g := int64(0); g <= gens; g++ {
-		if g > 0 {
-			advance(1)
-		}
-		if g%3 != 0 {
-			continue
-		}
-		var round []crawled
-		for n := range f.opts.Outlets {
-			fd := parseFeed(t, f, n, g)
-			for _, it := range fd.Items {
-				if seen[it.ArticleID] {
-					continue
-				}
-				seen[it.ArticleID] = true
-				round = append(round, crawled{story.Article{ID: it.ArticleID, URL: it.URL, SourceID: f.Outlet(n).Domain,
-					Title: it.Title, Summary: it.Summary, Published: it.PublishedAt.UnixMilli(), Version: 1}, eventOf(t, it.GUID)})
-			}
-		}
-		rounds = append(rounds, round)
-	}
-	crawlOrder := slices.Concat(rounds...)
-	byTime := slices.Clone(crawlOrder)
-	slices.SortStableFunc(byTime, func(a, b crawled) int { return int(a.Published - b.Published) })
-
-	wantEvents := f.Events(gens)
-	for name, order := range map[string][]crawled{"crawl order": crawlOrder, "publication order": byTime} {
-		t.Run(name, func(t *testing.T) {
-			b, err := story.NewBuilder(story.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, a := range order {
-				if _, err := b.Apply(a.Article); err != nil {
-					t.Fatal(err)
-				}
-			}
-			events := map[string]map[int]bool{} // story → events
-			sources := map[string]map[string]bool{}
-			for _, a := range order {
-				st, ok := b.StoryOf(a.ID)
-				if !ok {
-					t.Fatalf("article %s has no story", a.ID)
-				}
-				if events[st.ID] == nil {
-					events[st.ID], sources[st.ID] = map[int]bool{}, map[string]bool{}
-				}
-				events[st.ID][a.event] = true
-				sources[st.ID][a.SourceID] = true
-			}
-			multi, three := 0, 0
-			for id, evs := range events {
-				if len(evs) != 1 {
-					t.Errorf("story %s mixes events %v", id, evs)
-				}
-				if len(sources[id]) >= 2 {
-					multi++
-				}
-				if len(sources[id]) >= 3 {
-					three++
-				}
-			}
-			// Every event is covered by at least two outlets.
-			if len(events) != wantEvents || multi != wantEvents {
-				t.Errorf("%d stories, %d with several sources; want %d of each (one per event)", len(events), multi, wantEvents)
-			}
-			if three < wantEvents/2 {
-				t.Errorf("only %d of %d stories have three sources or more", three, wantEvents)
-			}
-		})
-	}
 }
 
 // TestNewsTopics checks that the keyword rules of configs/topics.yaml label

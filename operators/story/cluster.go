@@ -135,8 +135,9 @@ type centroid struct {
 	size   int
 	last   int64  // event time of the latest article, ms
 	seen   uint64 // Clusterer.epoch when last scored
-	// names are the term ids of its members' names (names.go) that its
-	// terms still hold, ascending, at most maxNames.
+	// names are the term ids of its members' names (names.go; parts and
+	// weak ones with partName or weakName set) that its terms still hold, ascending, at most
+	// maxNames.
 	names []uint32
 }
 
@@ -434,17 +435,44 @@ func (c *Clusterer) decay(a, b int64) float64 {
 func (c *Clusterer) Assign(v Vector, now int64) Assignment { return c.AssignNames(v, nil, now) }
 
 // Names returns the term ids of the names of an article's title and body
-// (names.go) among the terms of its vector v, for AssignNames and
-// JoinNames.
+// (names.go) among the terms of its vector v, weak ones with weakName set,
+// for AssignNames and JoinNames.
 func (c *Clusterer) Names(v Vector, title, body string) []uint32 {
+	strong, parts, weak := nameTokens(title, body)
 	var ids []uint32
-	for _, tok := range nameTokens(title, body) {
-		if id, ok := c.vocab[tok]; ok && hasTerm(v, id) {
-			ids = append(ids, id)
+	for i, toks := range [][]string{strong, parts, weak} {
+		for _, tok := range toks {
+			if id, ok := c.vocab[tok]; ok && hasTerm(v, id) {
+				ids = append(ids, id|[]uint32{0, partName, weakName}[i])
+			}
 		}
 	}
+	return normNames(ids)
+}
+
+// partName and weakName mark the term id of a part of a name and of a weak
+// name (names.go); term ids are below both.
+const (
+	partName = 1 << 30
+	weakName = 1 << 31
+	nameKind = partName | weakName
+)
+
+// normNames sorts names and drops repeats, keeping each word's strongest
+// kind (strong, then part, then weak).
+func normNames(ids []uint32) []uint32 {
 	slices.Sort(ids)
-	return slices.Compact(ids)
+	ids = slices.Compact(ids)
+	return slices.DeleteFunc(ids, func(n uint32) bool {
+		id := n &^ nameKind
+		return n&weakName != 0 && (hasName(ids, id) || hasName(ids, id|partName)) || n&partName != 0 && hasName(ids, id)
+	})
+}
+
+// hasName reports whether the sorted names hold n (a term id with its kind).
+func hasName(names []uint32, n uint32) bool {
+	_, ok := slices.BinarySearch(names, n)
+	return ok
 }
 
 // AssignNames is Assign for an article that names names (Names): it joins
@@ -549,18 +577,30 @@ func (c *Clusterer) JoinNames(num uint64, v Vector, names []uint32, now int64) b
 
 // namesApart reports whether an article (or a story) with names and terms
 // and story st are about different things for all their shared words:
-// both name something, and neither's names are among the other's terms.
+// both name something, and none of their names is shared: a strong name
+// when the other holds it among its terms, a part when the other names it
+// too, a weak one when the other names it as a strong name or a part.
 func namesApart(names []uint32, terms []term, st *centroid) bool {
 	if len(names) == 0 || len(st.names) == 0 {
 		return false
 	}
-	for _, id := range names {
-		if hasTerm(st.terms, id) {
+	shared := func(n uint32, otherTerms []term, otherNames []uint32) bool {
+		id := n &^ nameKind
+		switch {
+		case n&weakName != 0:
+			return hasName(otherNames, id) || hasName(otherNames, id|partName)
+		case n&partName != 0:
+			return hasName(otherNames, id) || hasName(otherNames, id|partName) || hasName(otherNames, id|weakName)
+		}
+		return hasTerm(otherTerms, id)
+	}
+	for _, n := range names {
+		if shared(n, st.terms, st.names) {
 			return false
 		}
 	}
-	for _, id := range st.names {
-		if hasTerm(terms, id) {
+	for _, n := range st.names {
+		if shared(n, terms, names) {
 			return false
 		}
 	}
@@ -570,18 +610,16 @@ func namesApart(names []uint32, terms []term, st *centroid) bool {
 // addNames adds names to st's, then keeps those its terms still hold, at
 // most maxNames, the heaviest.
 func (c *Clusterer) addNames(st *centroid, names []uint32) {
-	all := append(slices.Clip(st.names), names...)
-	slices.Sort(all)
-	all = slices.Compact(all)
+	all := normNames(append(slices.Clip(st.names), names...))
 	kept := all[:0]
-	for _, id := range all {
-		if hasTerm(st.terms, id) {
-			kept = append(kept, id)
+	for _, n := range all {
+		if hasTerm(st.terms, n&^nameKind) {
+			kept = append(kept, n)
 		}
 	}
 	if len(kept) > maxNames {
-		weight := func(id uint32) float32 {
-			i, _ := slices.BinarySearchFunc(st.terms, id, func(t term, id uint32) int { return cmp.Compare(t.ID, id) })
+		weight := func(n uint32) float32 {
+			i, _ := slices.BinarySearchFunc(st.terms, n&^nameKind, func(t term, id uint32) int { return cmp.Compare(t.ID, id) })
 			return st.terms[i].W
 		}
 		slices.SortStableFunc(kept, func(a, b uint32) int { return cmp.Compare(weight(b), weight(a)) })

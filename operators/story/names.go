@@ -13,9 +13,17 @@ import (
 // event from another of the same kind (two coalition deals in two
 // countries share "coalition", "pact" and "vote", and no name). A name is
 // a capitalised word, an acronym, or a word with a digit inside a
-// capitalised run, given as its index term; words that begin a sentence or
-// a headline segment count too (a headline often begins with its place),
-// except in a title-cased headline, whose capitals say nothing. Weekdays,
+// capitalised run, given as its index term: a strong name. A word that
+// begins a headline segment is a weak one (a headline often begins with
+// its place, and as often with a common noun) unless the text also writes
+// it in lower case; in a title-cased headline, whose capitals say nothing,
+// only acronyms count, and a word that begins a sentence of the body
+// counts not at all ("Diplomats said", "Rescuers reached"). A word that
+// another capitalised word follows ("Reform" of "Reform Platform",
+// "Florian" of "Florian Halcroft") is a part: it may be a common word; the
+// run's last word is its head, a strong name. A strong name is shared with another text that holds
+// the word at all, a part only with one that names it too, a weak one only
+// with one that names it as a strong name or a part (namesApart). Weekdays,
 // months, generic words and the common parts of names ("Party", "Bank",
 // "North") are no names alone. The rule is stateless: the same text always
 // has the same names.
@@ -40,13 +48,29 @@ breaking update live watch video photo opinion analysis exclusive report`) {
 }()
 
 // nameTokens returns the index terms of the names in a title and a body,
-// sorted and distinct.
-func nameTokens(title, body string) []string {
-	var out []string
-	add := func(w string) {
+// sorted and distinct, by kind: strong ones (a capitalised word inside a
+// sentence that ends its run of capitals, or an acronym: "Halcroft" of
+// "Florian Halcroft"), parts (a capitalised word another follows: "Reform"
+// of "Reform Platform", which may be a common word), and weak ones (the word that begins a headline segment, which may
+// be a common word: "Geologist Ann Bell finds …"); a word is of the
+// strongest kind it has.
+func nameTokens(title, body string) (strong, parts, weak []string) {
+	add := func(out *[]string, w string) {
 		for _, tok := range text.Tokenize(w, tokenOptions) {
 			if !nameParts[tok] && !generic(tok) && utf8.RuneCountInString(tok) > 1 {
-				out = append(out, tok)
+				*out = append(*out, tok)
+			}
+		}
+	}
+	capital := func(w string) bool { r, _ := utf8.DecodeRuneInString(w); return unicode.IsUpper(r) }
+	// Words the text writes in lower case: a headline that begins with
+	// one ("Cold showers …" over "… took cold showers") does not begin
+	// with a name.
+	lower := map[string]bool{}
+	for _, s := range []string{title, body} {
+		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !(unicode.IsLetter(r) || r == '\'' || r == '’') }) {
+			if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
+				lower[w] = true
 			}
 		}
 	}
@@ -58,17 +82,45 @@ func nameTokens(title, body string) []string {
 				r, _ := utf8.DecodeRuneInString(w)
 				switch {
 				case acronym(w):
-					add(w)
+					add(&strong, w)
 				case !unicode.IsUpper(r) || titled:
-				case j > 0 || !stopWords.Has(strings.ToLower(w)):
-					add(w)
+				case j > 0 && j+1 < len(words) && capital(words[j+1]) && !nameWordsOnly(words[j+1]):
+					add(&parts, w) // not the run's last word: "Reform" of "Reform Platform", "Janet" of "Janet Yellen"
+				case j > 0:
+					add(&strong, w)
+				case i == 0 && !stopWords.Has(strings.ToLower(w)) && !lower[strings.ToLower(w)]:
+					add(&weak, w)
 				}
 			}
 		}
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	has := func(list []string) func(string) bool {
+		return func(w string) bool { _, found := slices.BinarySearch(list, w); return found }
+	}
+	slices.Sort(strong)
+	strong = slices.Compact(strong)
+	slices.Sort(parts)
+	parts = slices.DeleteFunc(slices.Compact(parts), has(strong))
+	slices.Sort(weak)
+	weak = slices.DeleteFunc(slices.DeleteFunc(slices.Compact(weak), has(strong)), has(parts))
+	return strong, parts, weak
 }
+
+// nameWordsOnly reports whether w is no word of a name's head: a weekday
+// or month after a name ("Halcroft Monday") does not make it a part.
+func nameWordsOnly(w string) bool {
+	l := strings.ToLower(w)
+	return stopWords.Has(l) || weekdaysMonths[l]
+}
+
+var weekdaysMonths = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`monday tuesday wednesday thursday friday saturday sunday january february march april may june july
+august september october november december`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // segments splits a text into its sentences, and a headline also at the
 // marks that begin a new segment (a colon, a bar, a spaced dash).

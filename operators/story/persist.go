@@ -18,7 +18,7 @@ import (
 //	             generation start (varint), previous generation's docs (uvarint)
 //	t <id:4>   → df, previous generation's df (uvarints), word
 //	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs,
-//	             then its names: term ids with nameFlag set (uvarints)
+//	             then its names: term ids with nameFlag set, and partName or weakName for their kind (uvarints)
 //
 // State written before generations has a meta of three fields and terms
 // of one count (df, word): it restores as a current generation starting
@@ -194,7 +194,7 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		for len(v) > 0 {
 			id, n := binary.Uvarint(v)
 			if n > 0 && id&nameFlag != 0 {
-				if id &^= nameFlag; id >= uint64(len(c.words)) {
+				if id &^= nameFlag; id&^nameKind >= uint64(len(c.words)) {
 					return errCorrupt
 				}
 				st.names = append(st.names, uint32(id))

@@ -4,7 +4,7 @@
 // Reader API with its Atom streams (greader.go).
 // Both expose one reader's subscriptions, folders, articles as entries,
 // and their read and starred state: the model the web reader shares
-// (internal/readstate). Apps authenticate with the reader's API keys
+// (operators/readstate). Apps authenticate with the reader's API keys
 // (internal/auth), never the login password: Miniflux clients send one as
 // X-Auth-Token, or as the password of HTTP Basic auth with the username;
 // Google Reader clients as the Passwd of ClientLogin.

@@ -13,7 +13,7 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/valyala/fasthttp"
 )
 

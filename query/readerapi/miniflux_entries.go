@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/valyala/fasthttp"
 )
 

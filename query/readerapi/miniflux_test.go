@@ -14,7 +14,7 @@ import (
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/meta"
-	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/state/statetest"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"

@@ -12,7 +12,7 @@ import (
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/readstate"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/valyala/fasthttp"
 )
 
