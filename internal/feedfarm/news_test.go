@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,32 +31,6 @@ func newsFarm(opts Options) (f *Farm, now func() time.Time, advance func(n int))
 			f.Advance()
 		}
 	}
-}
-
-// parseFeed parses outlet n's feed at generation g as the crawler does.
-func parseFeed(t *testing.T, f *Farm, n int, g int64) *feed.Feed {
-	t.Helper()
-	b, err := f.NewsFeed(n, g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse("http://farm.test/news/" + strconv.Itoa(n) + ".xml")
-	fd, err := feed.Parse(b, "application/rss+xml", u, time.Now())
-	if err != nil {
-		t.Fatalf("outlet %d: %v", n, err)
-	}
-	return fd
-}
-
-// eventOf returns the event number in a GUID ("domain:k").
-func eventOf(t *testing.T, guid string) int {
-	t.Helper()
-	_, k, ok := strings.Cut(guid, ":")
-	n, err := strconv.Atoi(k)
-	if !ok || err != nil {
-		t.Fatalf("guid %q does not name an event", guid)
-	}
-	return n
 }
 
 // TestNewsTopics checks that the keyword rules of configs/topics.yaml label
