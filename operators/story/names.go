@@ -63,17 +63,6 @@ func nameTokens(title, body string) (strong, parts, weak []string) {
 		}
 	}
 	capital := func(w string) bool { r, _ := utf8.DecodeRuneInString(w); return unicode.IsUpper(r) }
-	// Words the text writes in lower case: a headline that begins with
-	// one ("Cold showers …" over "… took cold showers") does not begin
-	// with a name.
-	lower := map[string]bool{}
-	for _, s := range []string{title, body} {
-		for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !(unicode.IsLetter(r) || r == '\'' || r == '’') }) {
-			if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) {
-				lower[w] = true
-			}
-		}
-	}
 	for i, s := range []string{title, body} {
 		for _, seg := range segments(s, i == 0) {
 			words := strings.FieldsFunc(seg, func(r rune) bool { return !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '’') })
@@ -88,7 +77,10 @@ func nameTokens(title, body string) (strong, parts, weak []string) {
 					add(&parts, w) // not the run's last word: "Reform" of "Reform Platform", "Janet" of "Janet Yellen"
 				case j > 0:
 					add(&strong, w)
-				case i == 0 && !stopWords.Has(strings.ToLower(w)) && !lower[strings.ToLower(w)]:
+				// A headline that begins with a word the text also writes in
+				// lower case ("Cold showers …" over "… took cold showers")
+				// does not begin with a name.
+				case i == 0 && !stopWords.Has(strings.ToLower(w)) && !writesWord(title, body, strings.ToLower(w)):
 					add(&weak, w)
 				}
 			}
@@ -105,6 +97,29 @@ func nameTokens(title, body string) (strong, parts, weak []string) {
 	weak = slices.DeleteFunc(slices.DeleteFunc(slices.Compact(weak), has(strong)), has(parts))
 	return strong, parts, weak
 }
+
+// writesWord reports whether title or body holds w as a whole word, as
+// written (words are runs of letters and apostrophes).
+func writesWord(title, body, w string) bool {
+	for _, s := range []string{title, body} {
+		for i := 0; ; {
+			j := strings.Index(s[i:], w)
+			if j < 0 {
+				break
+			}
+			start, end := i+j, i+j+len(w)
+			before, _ := utf8.DecodeLastRuneInString(s[:start])
+			after, _ := utf8.DecodeRuneInString(s[end:])
+			if (start == 0 || !wordRune(before)) && (end == len(s) || !wordRune(after)) {
+				return true
+			}
+			i = start + 1
+		}
+	}
+	return false
+}
+
+func wordRune(r rune) bool { return unicode.IsLetter(r) || r == '\'' || r == '’' }
 
 // nameWordsOnly reports whether w is no word of a name's head: a weekday
 // or month after a name ("Halcroft Monday") does not make it a part.
