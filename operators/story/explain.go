@@ -106,7 +106,7 @@ func WriteExplanation(w io.Writer, id, title string, x Explanation) error {
 	fmt.Fprintf(&b, "%s %q\n", id, title)
 	if x.NearCopyOf != "" {
 		fmt.Fprintf(&b, "  joined %s as a near-copy of article %s (SimHash and MinHash, before any story is scored)\n",
-			storyName(x.Joined, x.joinedID(), x.joinedTitle()), x.NearCopyOf)
+			storyName(x.Joined, x.joined().StoryID, x.joined().Title), x.NearCopyOf)
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -139,22 +139,14 @@ func WriteExplanation(w io.Writer, id, title string, x Explanation) error {
 	return err
 }
 
-func (x Explanation) joinedID() string {
+// joined is the candidate the article joined, if it was one.
+func (x Explanation) joined() ExplainedCandidate {
 	for _, cd := range x.Candidates {
 		if cd.Story == x.Joined {
-			return cd.StoryID
+			return cd
 		}
 	}
-	return ""
-}
-
-func (x Explanation) joinedTitle() string {
-	for _, cd := range x.Candidates {
-		if cd.Story == x.Joined {
-			return cd.Title
-		}
-	}
-	return ""
+	return ExplainedCandidate{Story: x.Joined}
 }
 
 func storyName(num uint64, id, title string) string {

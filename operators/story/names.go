@@ -1,6 +1,7 @@
 package story
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -32,9 +33,8 @@ import (
 // name nothing alone, and words capitalised for other reasons.
 var nameParts = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`monday tuesday wednesday thursday friday saturday sunday
-january february march april may june july august september october november december
-party coalition union council ministry minister government parliament assembly congress senate court
+	maps.Copy(m, weekdaysMonths)
+	for _, w := range strings.Fields(`party coalition union council ministry minister government parliament assembly congress senate court
 platform alliance front movement league federation association associated society institute agency authority
 foreign interior defence defense finance justice
 group company bank fund inc corp ltd plc university college school hospital city county state province

@@ -29,7 +29,8 @@ type Options struct {
 	MaxBackoff time.Duration `yaml:"max_backoff"`
 	// Timeout bounds one try (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
-	// Every is how often the breaking stories are checked (default 1s).
+	// Every is how often the dispatcher checks, besides each commit of the
+	// outbox, whether this node runs the webhooks task (default 1s).
 	Every time.Duration `yaml:"-"`
 	// AllowHTTP lets hooks use http URLs (default: https only), for
 	// receivers on a private network.
@@ -39,8 +40,8 @@ type Options struct {
 	// least one), so one user's hooks never hold every worker.
 	Workers  int `yaml:"-"`
 	PerOwner int `yaml:"-"`
-	// Queue bounds the deliveries this node has pending (default
-	// 10,000); beyond, a new delivery is dead-lettered at once.
+	// Queue bounds the deliveries the outbox holds (default 10,000);
+	// beyond, a new delivery is dead-lettered at once, untried.
 	Queue int `yaml:"-"`
 	// Drain bounds how long the tries in flight may go on once Run's
 	// context is done (default 5s); what is not delivered by then stays
@@ -65,7 +66,7 @@ type Payload struct {
 	Event    string       `json:"event"` // "story.breaking"
 	Delivery string       `json:"delivery"`
 	Hook     string       `json:"hook"`
-	SentAt   int64        `json:"sent_at"` // ms, when it was announced
+	SentAt   int64        `json:"sent_at"` // ms, when its episode was recorded (the log time of the article that began it)
 	Story    story.Ranked `json:"story"`
 }
 
@@ -100,8 +101,8 @@ type Dispatcher struct {
 }
 
 // outcome is what became of a try: again, p waits for its next try at
-// p.NextAt; gone, its hook was deleted; lost, the outcome could not be
-// reported (p is tried again, as it stays in the outbox).
+// p.NextAt (also when the outcome could not be reported: p stays in the
+// outbox); gone, its hook was deleted; neither, p is done.
 type outcome struct {
 	p     pending
 	again bool

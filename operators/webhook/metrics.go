@@ -24,7 +24,7 @@ const (
 func newMetrics() *metrics {
 	m := &metrics{
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "newsflow_webhook_pending",
-			Help: "Webhook deliveries of the outbox this node has scheduled (waiting for a try or in one); 0 on a node that is not the story writer."}),
+			Help: "Webhook deliveries of the outbox this node has scheduled (waiting for a try or in one); 0 on a node that does not run the webhooks stage."}),
 		tries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "newsflow_webhook_tries_total",
 			Help: "Webhook tries by outcome: delivered, failed (tried again later), dead_lettered (the last failed), dropped (the hook was deleted)."}, []string{"outcome"}),
 	}

@@ -34,7 +34,8 @@ type pending struct {
 func (p pending) key() string { return p.Hook + "/" + p.ID }
 
 // DeliveryID is the id of the delivery of a story's breaking episode
-// (the story became breaking at breakingAt, ms) to a hook: the same
+// (the story became breaking at breakingAt, ms: Story.BreakingSince) to a
+// hook: the same
 // whichever node announces it and however often, so a receiver
 // deduplicates the repeats that at least once implies.
 func DeliveryID(hook, storyID string, breakingAt int64) string {

@@ -4,15 +4,15 @@
 // after the last try.
 //
 // Hooks live in the metadata store ("webhooks": id → Hook; "webhook-status":
-// id → Status), so every node of a cluster knows them; the node that runs
-// the story writer delivers (the caller decides: New's isWriter). What was
-// announced last is marked in the metadata store ("webhook-state"), and
-// every delivery waits in the outbox ("webhook-outbox") from before the
-// mark moves past its story until it is delivered, dead-lettered or its
-// hook goes, so a restarted node, or the next writer after a failover,
-// announces what became breaking meanwhile and resumes what was pending. A
-// delivery is at least once: a receiver deduplicates by the
-// X-Newsflow-Delivery header, the same on every try (DeliveryID).
+// id → Status), so every node of a cluster knows them. The outbox is the
+// state of the webhooks operator (operator.go): each breaking episode the
+// stories operator emits is announced into it once, and each delivery
+// waits there until it is delivered, dead-lettered or its hook goes. The
+// node that runs the operator's task delivers (dispatch.go; the caller
+// decides: New's isWriter), so a restarted node, or the next owner after
+// a failover, resumes what was pending. A delivery is at least once: a
+// receiver deduplicates by the X-Newsflow-Delivery header, the same on
+// every try (DeliveryID).
 //
 // Retries are scheduled, not slept (sched.go): a hook has one try in
 // flight at most and an owner's hooks at most half the workers, so a
