@@ -23,22 +23,26 @@ import (
 )
 
 const storiesUsage = `usage:
-  newsflow stories train --data FILE --out MODEL [--spread D] [--seed N] [--merge-uci]
+  newsflow stories train --data FILE --out MODEL [--reference] [--spread D] [--seed N] [--merge-uci]
   newsflow stories eval  --data FILE [--model MODEL] [--folds K] [--spread D] [--seed N] [--merge-uci]
 
 FILE is labelled NDJSON as newsflow cluster reads it (id, title, summary or
 text, url, publisher, published_at, and the reference story in "story").
 Articles are taken in time order (stable for equal times).
 
-train fits the story model (operators/story/model) to FILE and writes it to
-MODEL, a versioned JSON file with a hash of its content.
+train fits the stories stage's learned model (operators/story/learned.go;
+stories.model in the node's config) to FILE and writes it to MODEL, a
+versioned JSON file with a hash of its content. With --reference it fits the
+reference model of operators/story/model, whose own clusterer keeps several
+vectors per story; the stage does not run it.
 
-eval scores the story model with B-cubed and pairwise precision, recall and
-F1. Without --model it cross-validates: FILE's stories are dealt into K folds
-(default 5), every article of a story in the same fold, and each fold is
-clustered alone by a model trained on the other folds. With --model it
-clusters all of FILE with MODEL. Either way it scores newsflow cluster's
-story builder on the same articles beside it.
+eval scores with B-cubed and pairwise precision, recall and F1. Without
+--model it cross-validates: FILE's stories are dealt into K folds (default
+5), every article of a story in the same fold, and each fold is clustered
+alone by models trained on the other folds: the reference model ("model")
+and the stage's ("stage"). With --model it clusters all of FILE with MODEL.
+Either way it scores the stage with its similarity thresholds ("cluster",
+newsflow cluster's default) on the same articles beside it.
 
 --spread D moves each article's time later by a random offset in [0, D),
 seeded by --seed, and re-sorts: uci_dev's times are per-story crawl times
@@ -138,6 +142,7 @@ func readStoryData(ctx context.Context, path string, mergeUCI bool) (*storyData,
 func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	sf := newStoryFlags("train", stderr, 0)
 	out := sf.fs.String("out", "", "model file to write")
+	reference := sf.fs.Bool("reference", false, "train the reference model (operators/story/model's own clusterer), not the stories stage's")
 	if err := sf.fs.Parse(args); err != nil {
 		return err
 	}
@@ -150,7 +155,12 @@ func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return fmt.Errorf("stories train: %w", err)
 	}
 	docs := model.Spread(d.docs, *sf.spread, *sf.seed)
-	m, err := model.Train(docs, model.TrainOptions{})
+	var m *model.Model
+	if *reference {
+		m, err = model.Train(docs, model.TrainOptions{})
+	} else {
+		m, err = story.TrainModel(docs, story.TrainOptions{})
+	}
 	if err != nil {
 		return fmt.Errorf("stories train: %w", err)
 	}
@@ -166,7 +176,16 @@ func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := os.WriteFile(*out, b, 0o644); err != nil {
 		return fmt.Errorf("stories train: %w", err)
 	}
-	s := model.BCubed(truthOfDocs(docs), model.Run(m, docs))
+	var s model.BCubedScores
+	if *reference {
+		s = model.BCubed(truthOfDocs(docs), model.Run(m, docs))
+	} else {
+		pred, err := builderStories(docs, d.articles, m)
+		if err != nil {
+			return fmt.Errorf("stories train: %w", err)
+		}
+		s = model.BCubed(truthOfDocs(docs), pred)
+	}
 	fmt.Fprintf(stdout, "trained on %d articles in %d stories (threshold %.2f); on the training data B-cubed P %.4f R %.4f F1 %.4f\nwrote %s (sha256 %s)\n",
 		m.Trained.Articles, m.Trained.Stories, m.Threshold, s.P, s.R, s.F1, *out, m.SHA256)
 	return nil
@@ -226,54 +245,87 @@ func storiesEval(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	for _, md := range modes {
 		docs := model.Spread(d.docs, md.spread, *sf.seed)
-		folds := make([]int, len(docs))
-		nf := 1
-		if fixed == nil {
-			folds, nf = model.Folds(docs, *k, *sf.seed), *k
-		}
-		predModel, predBuilder := map[string]string{}, map[string]string{}
-		for f := range nf {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			train, test := model.Split(docs, folds, f)
-			m := fixed
-			if m == nil {
-				if m, err = model.Train(train, model.TrainOptions{}); err != nil {
-					return fmt.Errorf("stories eval: fold %d: %w", f, err)
-				}
-			}
-			for id, s := range model.Run(m, test) {
-				predModel[id] = fmt.Sprintf("%d/%s", f, s)
-			}
-			pb, err := builderStories(test, d.articles)
-			if err != nil {
-				return fmt.Errorf("stories eval: %w", err)
-			}
-			for id, s := range pb {
-				predBuilder[id] = fmt.Sprintf("%d/%s", f, s)
-			}
+		rows, err := evalRows(ctx, docs, d.articles, fixed, *k, *sf.seed)
+		if err != nil {
+			return fmt.Errorf("stories eval: %w", err)
 		}
 		truth := truthOfDocs(docs)
-		whole := predBuilder
-		if fixed == nil {
-			if whole, err = builderStories(docs, d.articles); err != nil {
-				return fmt.Errorf("stories eval: %w", err)
-			}
-		}
-		for _, r := range []struct {
-			stage string
-			pred  map[string]string
-		}{{"model", predModel}, {"cluster", predBuilder}, {"cluster*", whole}} {
-			if fixed != nil && r.stage == "cluster*" {
-				continue // no folds: the same as cluster
-			}
+		for _, r := range rows {
 			s := story.Score(truth, r.pred)
 			fmt.Fprintf(stdout, "%-28s %-8s %7.4f %7.4f %7.4f %9.4f %8d\n", md.name, r.stage, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairF1, s.Predicted)
 		}
 	}
-	fmt.Fprintln(stdout, "cluster: newsflow cluster's story builder (default options) on the same articles, times and folds;\ncluster*: the same over the whole file at once, no folds (more stories at a time than a fold)")
+	fmt.Fprintln(stdout, "model: operators/story/model's reference clusterer; stage: the stories stage's clusterer with a learned model (stories.model);")
+	fmt.Fprintln(stdout, "cluster: newsflow cluster's story builder (default options, the thresholds) on the same articles, times and folds;\ncluster*: the same over the whole file at once, no folds (more stories at a time than a fold)")
 	return nil
+}
+
+// evalRow is one stage's stories of a file.
+type evalRow struct {
+	stage string
+	pred  map[string]string
+}
+
+// evalRows clusters docs in k folds grouped by story, each by models
+// trained on the other folds (the reference model and the stage's), and
+// by the thresholds; with fixed, all of docs by that model (one fold).
+// Story ids are prefixed by their fold.
+func evalRows(ctx context.Context, docs []model.Labelled, arts map[string]story.Article, fixed *model.Model, k int, seed uint64) ([]evalRow, error) {
+	folds, nf := make([]int, len(docs)), 1
+	if fixed == nil {
+		folds, nf = model.Folds(docs, k, seed), k
+	}
+	ref, stage, thresholds := evalRow{"model", map[string]string{}}, evalRow{"stage", map[string]string{}}, evalRow{"cluster", map[string]string{}}
+	put := func(r evalRow, f int, pred map[string]string) {
+		for id, s := range pred {
+			r.pred[id] = fmt.Sprintf("%d/%s", f, s)
+		}
+	}
+	for f := range nf {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		train, test := model.Split(docs, folds, f)
+		rm, sm := fixed, fixed
+		var err error
+		if fixed == nil {
+			if rm, err = model.Train(train, model.TrainOptions{}); err != nil {
+				return nil, fmt.Errorf("fold %d: %w", f, err)
+			}
+			if sm, err = story.TrainModel(train, story.TrainOptions{}); err != nil {
+				return nil, fmt.Errorf("fold %d: %w", f, err)
+			}
+		}
+		if rm.Stage == "" {
+			put(ref, f, model.Run(rm, test))
+		}
+		if sm.Stage == model.StageStories {
+			ps, err := builderStories(test, arts, sm)
+			if err != nil {
+				return nil, err
+			}
+			put(stage, f, ps)
+		}
+		pb, err := builderStories(test, arts, nil)
+		if err != nil {
+			return nil, err
+		}
+		put(thresholds, f, pb)
+	}
+	var rows []evalRow
+	for _, r := range []evalRow{ref, stage, thresholds} {
+		if len(r.pred) > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if fixed == nil {
+		whole, err := builderStories(docs, arts, nil)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, evalRow{"cluster*", whole})
+	}
+	return rows, nil
 }
 
 func truthStories(docs []model.Labelled) map[string]bool {
@@ -286,8 +338,10 @@ func truthStories(docs []model.Labelled) map[string]bool {
 
 // builderStories runs newsflow cluster's story builder over docs in order,
 // with the docs' times, and returns input id → story.
-func builderStories(docs []model.Labelled, arts map[string]story.Article) (map[string]string, error) {
-	b, err := story.NewBuilder(story.Options{})
+func builderStories(docs []model.Labelled, arts map[string]story.Article, m *model.Model) (map[string]string, error) {
+	opts := story.Options{}
+	opts.Cluster.Model = m
+	b, err := story.NewBuilder(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -60,16 +60,34 @@ func TestStoriesTrainEval(t *testing.T) {
 	if m.Trained.Articles != 30 || m.Trained.Stories != 6 {
 		t.Errorf("trained on %d articles in %d stories, want 30 in 6", m.Trained.Articles, m.Trained.Stories)
 	}
-	for _, args := range [][]string{
-		{"eval", "--data", data, "--folds", "2"},
-		{"eval", "--data", data, "--model", out},
+	if m.Stage != model.StageStories {
+		t.Errorf("train wrote a model for stage %q, want the stories stage's", m.Stage)
+	}
+	// --reference trains operators/story/model's own clusterer.
+	refOut := filepath.Join(t.TempDir(), "reference.model")
+	if err := cmdStories(context.Background(), []string{"train", "--reference", "--data", data, "--out", refOut}, &stdout, &stderr); err != nil {
+		t.Fatalf("train --reference: %v\n%s", err, stderr.String())
+	}
+	if rb, err := os.ReadFile(refOut); err != nil {
+		t.Fatal(err)
+	} else if rm, err := model.Decode(rb); err != nil || rm.Stage != "" {
+		t.Fatalf("train --reference wrote stage %q (%v), want the reference model", rm.Stage, err)
+	}
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"eval", "--data", data, "--folds", "2"}, []string{"spread [0, 12h0m0s) seed 1   model", "spread [0, 12h0m0s) seed 1   stage", "raw                          cluster*"}},
+		{[]string{"eval", "--data", data, "--model", out}, []string{"spread [0, 12h0m0s) seed 1   stage", "raw                          cluster"}},
+		{[]string{"eval", "--data", data, "--model", refOut}, []string{"spread [0, 12h0m0s) seed 1   model", "raw                          cluster"}},
 	} {
+		args := c.args
 		stdout.Reset()
 		if err := cmdStories(context.Background(), args, &stdout, &stderr); err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, stderr.String())
 		}
 		got := stdout.String()
-		for _, want := range []string{"30 articles, 6 stories", "spread [0, 12h0m0s) seed 1   model", "raw                          cluster"} {
+		for _, want := range append([]string{"30 articles, 6 stories"}, c.want...) {
 			if !strings.Contains(got, want) {
 				t.Errorf("%v: output lacks %q:\n%s", args, want, got)
 			}

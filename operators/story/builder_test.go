@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/operators/story/model"
 	"github.com/newsflow/newsflow/state"
 )
 
@@ -194,15 +195,20 @@ func TestBuilderRejects(t *testing.T) {
 // every few hundred articles and compares with one uninterrupted run.
 func TestBuilderRestoreContinuesIdentically(t *testing.T) {
 	all := loadLabelled(t, "uci_dev.ndjson")
+	m, err := LoadModel("builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, docs := range map[string][]labelled{"in order": all, "interleaved": interleave(all, 5)} {
-		t.Run(name, func(t *testing.T) { testBuilderRestore(t, docs) })
+		t.Run(name, func(t *testing.T) { testBuilderRestore(t, docs, nil) })
+		t.Run(name+" with the builtin model", func(t *testing.T) { testBuilderRestore(t, docs, m) })
 	}
 }
 
-func testBuilderRestore(t *testing.T, docs []labelled) {
+func testBuilderRestore(t *testing.T, docs []labelled, m *model.Model) {
 	// A short window, so that articles and stories expire, also while
 	// event times go back and forth.
-	opts := Options{Cluster: ClusterOptions{Window: 2 * time.Hour}}
+	opts := Options{Cluster: ClusterOptions{Window: 2 * time.Hour, Model: m}}
 	apply := func(restoreEvery int) []Result {
 		db, err := state.Open(t.TempDir(), state.Options{})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/operators/internal/features"
+	"github.com/newsflow/newsflow/operators/story/model"
 )
 
 // ClusterOptions tune the story-level clustering.
@@ -77,6 +78,11 @@ type ClusterOptions struct {
 	// Window is how long a story stays open for new articles after its
 	// latest one (default 72h); older stories are closed.
 	Window time.Duration `yaml:"window"`
+	// Model is the learned story model (learned.go) that decides instead
+	// of Threshold and Bridge; nil decides by the thresholds. A
+	// clusterer's state records the model it was built by, and a restore
+	// with another refuses it (ErrModelChanged).
+	Model *model.Model `yaml:"-"`
 }
 
 // DefaultClusterOptions returns the defaults the zero value stands for.
@@ -117,6 +123,9 @@ func (o ClusterOptions) Validate() error {
 	case o.Window < 0:
 		return errors.New("story: window must not be negative")
 	}
+	if o.Model != nil {
+		return CheckStageModel(o.Model)
+	}
 	return nil
 }
 
@@ -133,8 +142,11 @@ type centroid struct {
 	terms  []term // sum of member unit vectors, pruned to StoryTerms
 	normSq float64
 	size   int
-	last   int64  // event time of the latest article, ms
-	seen   uint64 // Clusterer.epoch when last scored
+	last   int64 // event time of the latest article, ms
+	// first and mean are the event times of the earliest article and the
+	// mean of all (ms).
+	first, mean int64
+	seen        uint64 // Clusterer.epoch when last scored
 	// names are the term ids of its members' names (names.go; parts and
 	// weak ones with partName or weakName set) that its terms still hold, ascending, at most
 	// maxNames.
@@ -192,11 +204,23 @@ type Clusterer struct {
 	// explaining makes Assign record explained (explain.go).
 	explaining bool
 	explained  Explanation
+	// With a model (learned.go): scratch of its scores, and observe, when
+	// set (in training), sees each choice the model makes.
+	scored  []scored
+	featBuf []float64
+	decBuf  []float64
+	bridges []candidate
+	observe func(ss []scored, join float64)
 }
 
+// candidate is an open story scored against an article: sim is its
+// cosine with the story's centroid decayed by the time between them, cos
+// the cosine itself, shared the words other than generic ones they share.
 type candidate struct {
-	num uint64
-	sim float64
+	num    uint64
+	sim    float64
+	cos    float64
+	shared int
 }
 
 // NewClusterer returns an empty clusterer.
@@ -485,10 +509,16 @@ func (c *Clusterer) AssignNames(v Vector, names []uint32, now int64) Assignment 
 	th := c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong)
 	var a Assignment
 	a.New = true
-	for _, cd := range cands {
-		if cd.sim >= c.joinThreshold(th, c.open.get(cd.num).size) && !namesApart(names, v, c.open.get(cd.num)) {
-			a.Story, a.Similarity, a.New = cd.num, cd.sim, false
-			break
+	if c.opts.Model != nil {
+		if k := c.chooseLearned(v, names, cands, now); k >= 0 {
+			a.Story, a.Similarity, a.New = c.scored[k].num, c.scored[k].sim, false
+		}
+	} else {
+		for _, cd := range cands {
+			if cd.sim >= c.joinThreshold(th, c.open.get(cd.num).size) && !namesApart(names, v, c.open.get(cd.num)) {
+				a.Story, a.Similarity, a.New = cd.num, cd.sim, false
+				break
+			}
 		}
 	}
 	if c.explaining { // before the article changes its story
@@ -511,15 +541,18 @@ func (c *Clusterer) AssignNames(v Vector, names []uint32, now int64) Assignment 
 	bridge := c.threshold(v, c.opts.Bridge, c.opts.BridgeLong)
 	merge := c.threshold(v, c.opts.Merge, c.opts.MergeLong)
 	var mergedAt map[uint64]float64 // for explained
-	for _, cd := range cands {
-		if cd.num == a.Story || cd.sim < bridge {
+	for _, cd := range c.bridgeCandidates(cands) {
+		if cd.num == a.Story || c.opts.Model == nil && cd.sim < bridge {
 			continue
 		}
 		o := c.open.get(cd.num)
 		if o == nil {
 			continue
 		}
-		cs := dot(o.terms, st.terms) / math.Sqrt(o.normSq*st.normSq) * c.decay(o.last, st.last)
+		cs := dot(o.terms, st.terms) / math.Sqrt(o.normSq*st.normSq)
+		if c.opts.Model == nil { // a model weighs time in the decision
+			cs *= c.decay(o.last, st.last)
+		}
 		if cs < merge || c.sharedWords(o.terms, st.terms) < c.opts.MinShared || namesApart(o.names, o.terms, st) {
 			continue
 		}
@@ -650,6 +683,9 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 	// them needs no dot product.
 	lo := min(c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong), c.threshold(v, c.opts.Bridge, c.opts.BridgeLong))
 	maxAge := int64(math.MaxInt64)
+	if c.opts.Model != nil {
+		lo = 0 // the model weighs time itself; learnedFloor bounds the cosine
+	}
 	if c.opts.Decay > 0 && lo > 0 {
 		maxAge = int64(-math.Log(lo) / c.opts.Decay * float64(time.Hour/time.Millisecond))
 	}
@@ -712,11 +748,12 @@ func (c *Clusterer) candidates(v Vector, now int64) []candidate {
 			}
 			live++
 			st.seen = c.epoch
-			sim := d / math.Sqrt(st.normSq) * c.decay(now, st.last)
-			if sim < lo || (st.size <= c.opts.SmallStory && shared < c.opts.MinShared) {
+			cos := d / math.Sqrt(st.normSq)
+			sim := cos * c.decay(now, st.last)
+			if sim < lo || (st.size <= c.opts.SmallStory && shared < c.opts.MinShared) || c.opts.Model != nil && (cos < learnedFloor || shared == 0) {
 				continue
 			}
-			c.cands = append(c.cands, candidate{num: num, sim: sim})
+			c.cands = append(c.cands, candidate{num: num, sim: sim, cos: cos, shared: shared})
 		}
 		if dead > 64 && dead > len(ps)/2 {
 			c.compact(e.ID)
@@ -814,6 +851,12 @@ func (c *Clusterer) newStory() uint64 {
 func (c *Clusterer) add(st *centroid, v Vector, now int64) {
 	st.terms = c.sum(st, st.terms, v)
 	st.size++
+	if st.size == 1 {
+		st.first, st.mean = now, now
+	} else {
+		st.first = min(st.first, now)
+		st.mean += (now - st.mean) / int64(st.size)
+	}
 	c.touch(st, now)
 }
 
@@ -830,6 +873,8 @@ func (c *Clusterer) touch(st *centroid, t int64) {
 func (c *Clusterer) absorb(st, o *centroid) {
 	st.terms = c.sum(st, st.terms, o.terms)
 	c.addNames(st, o.names)
+	st.first = min(st.first, o.first)
+	st.mean += (o.mean - st.mean) * int64(o.size) / int64(st.size+o.size)
 	st.size += o.size
 	c.touch(st, o.last)
 	c.close(o.num)

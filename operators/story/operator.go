@@ -32,6 +32,12 @@ type OperatorOptions struct {
 	ViewWindow time.Duration `yaml:"view_window"`
 	// MaxLimit caps the page size of story lists (default 100).
 	MaxLimit int `yaml:"-"`
+	// Model is the learned story model the stage decides with (learned.go):
+	// "builtin" for the one shipped in the binary, or the path of a model
+	// file from newsflow stories train; empty decides by the similarity
+	// thresholds. The stories' state records the model, and a node given
+	// another refuses it until the stories are replayed.
+	Model string `yaml:"model"`
 }
 
 // DefaultOperatorOptions returns the defaults the zero value stands for.
@@ -76,6 +82,13 @@ type Operator struct {
 
 // New returns the operator for a topology of the given partition count.
 func New(opts OperatorOptions, partitions int32, reg prometheus.Registerer) (*Operator, error) {
+	if opts.Model != "" {
+		m, err := LoadModel(opts.Model)
+		if err != nil {
+			return nil, fmt.Errorf("stories.model: %w", err)
+		}
+		opts.Builder.Cluster.Model = m
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}

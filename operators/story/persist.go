@@ -15,10 +15,13 @@ import (
 // Clusterer state keys, under the prefix the caller gives:
 //
 //	m          → docs, next story number (uvarints), watermark (varint),
-//	             generation start (varint), previous generation's docs (uvarint)
+//	             generation start (varint), previous generation's docs (uvarint),
+//	             the story model's SHA-256 (uvarint length, then hex; empty
+//	             without a model; absent before models: none)
 //	t <id:4>   → df, previous generation's df (uvarints), word
 //	s <num:8>  → size, last (uvarints), then (term id uvarint, weight float32 bits) pairs,
-//	             then its names: term ids with nameFlag set, and partName or weakName for their kind (uvarints)
+//	             then its names: term ids with nameFlag set, and partName or weakName for their kind (uvarints),
+//	             then timesMark, first and mean event times (varints)
 //
 // State written before generations has a meta of three fields and terms
 // of one count (df, word): it restores as a current generation starting
@@ -30,8 +33,13 @@ const (
 )
 
 // nameFlag marks a name's term id in a story record (term ids are 32-bit);
-// a story stored before names has none.
-const nameFlag = 1 << 32
+// a story stored before names has none. timesMark, last, is followed by
+// the story's first and mean event times (varints); a story stored before
+// them restores with both at its latest time.
+const (
+	nameFlag  = 1 << 32
+	timesMark = 1 << 33
+)
 
 // Persist stages every change since the last Persist into w, with keys
 // under prefix.
@@ -75,6 +83,9 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 		for _, id := range st.names {
 			buf = binary.AppendUvarint(buf, uint64(id)|nameFlag)
 		}
+		buf = binary.AppendUvarint(buf, timesMark)
+		buf = binary.AppendVarint(buf, st.first)
+		buf = binary.AppendVarint(buf, st.mean)
 		if err := w.Set(storyKey(prefix, num), buf); err != nil {
 			return err
 		}
@@ -85,6 +96,8 @@ func (c *Clusterer) Persist(w state.Writer, prefix []byte) error {
 	buf = binary.AppendVarint(buf, c.wm)
 	buf = binary.AppendVarint(buf, c.gen)
 	buf = binary.AppendUvarint(buf, c.docsPrev)
+	buf = binary.AppendUvarint(buf, uint64(len(c.opts.modelHash())))
+	buf = append(buf, c.opts.modelHash()...)
 	return w.Set(append(slices.Clip(prefix), keyMeta), buf)
 }
 
@@ -158,11 +171,25 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		if c.gen, n = binary.Varint(meta); n <= 0 {
 			return nil, errCorrupt
 		}
-		if c.docsPrev, n = binary.Uvarint(meta[n:]); n <= 0 {
+		meta = meta[n:]
+		if c.docsPrev, n = binary.Uvarint(meta); n <= 0 {
 			return nil, errCorrupt
 		}
+		meta = meta[n:]
 	} else {
 		c.gen = c.wm
+	}
+	stored := ""
+	if len(meta) > 0 {
+		l, n := binary.Uvarint(meta)
+		if n <= 0 || uint64(len(meta)-n) < l {
+			return nil, errCorrupt
+		}
+		stored = string(meta[n : n+int(l)])
+	}
+	if want := opts.modelHash(); stored != want {
+		return nil, fmt.Errorf("%w: they were built by %s and the node is given %s; %s",
+			ErrModelChanged, modelName(stored), modelName(want), modelReplayHint)
 	}
 	lo := append(slices.Clip(prefix), keyTerm)
 	err = r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
@@ -191,8 +218,20 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		}
 		v = v[n:]
 		st.size, st.last = int(size), int64(last)
+		st.first, st.mean = st.last, st.last
 		for len(v) > 0 {
 			id, n := binary.Uvarint(v)
+			if n > 0 && id == timesMark {
+				v = v[n:]
+				if st.first, n = binary.Varint(v); n <= 0 {
+					return errCorrupt
+				}
+				v = v[n:]
+				if st.mean, n = binary.Varint(v); n <= 0 || len(v) != n {
+					return errCorrupt
+				}
+				break
+			}
 			if n > 0 && id&nameFlag != 0 {
 				if id &^= nameFlag; id&^nameKind >= uint64(len(c.words)) {
 					return errCorrupt

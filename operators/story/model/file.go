@@ -17,6 +17,9 @@ const (
 	Version = 1
 )
 
+// StageStories is Model.Stage of a model for the stories stage.
+const StageStories = "stories"
+
 // ErrModel is wrapped by Decode's errors: the file is not a model this
 // code can use.
 var ErrModel = errors.New("story model")
@@ -25,7 +28,13 @@ var ErrModel = errors.New("story model")
 type Model struct {
 	Format  string `json:"format"`
 	Version int    `json:"version"`
-	Params  Params `json:"params"`
+	// Stage names the clusterer the model is for: empty for this
+	// package's Clusterer, StageStories for the stories stage's
+	// (operators/story), which computes its own features from its
+	// centroids and checks their names itself. Of Params, a stage model
+	// uses MinShared, SmallStory and MinRank.
+	Stage  string `json:"stage,omitempty"`
+	Params Params `json:"params"`
 	// Features names the ranker's inputs, and DecisionFeatures the
 	// decision's, in the order of their weights.
 	Features         []string `json:"features"`
@@ -98,6 +107,20 @@ func Decode(b []byte) (*Model, error) {
 	}
 	if h != m.SHA256 {
 		return nil, fmt.Errorf("%w: content hash %s does not match the recorded %s", ErrModel, h, m.SHA256)
+	}
+	switch m.Stage {
+	case "":
+	case StageStories:
+		if len(m.Ranker.Weights) != len(m.Features) || len(m.Decision.Weights) != len(m.DecisionFeatures) {
+			return nil, fmt.Errorf("%w: %d ranker weights for %d features, %d decision weights for %d", ErrModel,
+				len(m.Ranker.Weights), len(m.Features), len(m.Decision.Weights), len(m.DecisionFeatures))
+		}
+		if m.Params.MinRank < 0 || m.Params.MinRank >= 1 || m.Params.MinShared < 0 || m.Params.SmallStory < 0 {
+			return nil, fmt.Errorf("%w: invalid params %+v", ErrModel, m.Params)
+		}
+		return &m, nil
+	default:
+		return nil, fmt.Errorf("%w: stage %q, want %q or none", ErrModel, m.Stage, StageStories)
 	}
 	if !slices.Equal(m.Features, featureNames) || len(m.Ranker.Weights) != len(featureNames) {
 		return nil, fmt.Errorf("%w: ranker features %v, this build computes %v", ErrModel, m.Features, featureNames)

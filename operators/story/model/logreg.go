@@ -21,6 +21,22 @@ func (l Linear) logit(x []float64) float64 {
 
 func (l Linear) prob(x []float64) float64 { return sigmoid(l.logit(x)) }
 
+// Logit returns Bias + Σ Weights[i]·x[i].
+func (l Linear) Logit(x []float64) float64 { return l.logit(x) }
+
+// Prob returns σ(Logit(x)).
+func (l Linear) Prob(x []float64) float64 { return l.prob(x) }
+
+// Sigmoid is the logistic function, exact in both tails.
+func Sigmoid(z float64) float64 { return sigmoid(z) }
+
+// FitLogistic fits a logistic model to rows x with labels y, as the story
+// models are fitted: Newton's method with an L2 penalty lambda on the
+// weights, deterministic for the rows in the order given.
+func FitLogistic(x [][]float64, y []bool, lambda float64) (Linear, error) {
+	return fitLogistic(x, y, lambda)
+}
+
 func sigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))
@@ -97,16 +113,58 @@ func fitLogistic(x [][]float64, y []bool, lambda float64) (Linear, error) {
 		if err != nil {
 			return Linear{}, err
 		}
+		// Damped: halve the step until the penalized likelihood does not
+		// fall, since a full Newton step on nearly separable rows
+		// overshoots (the Hessian there is almost flat).
+		base := logLikelihood(x, y, w, lambda)
+		next := make([]float64, d)
+		alpha := 1.0
+		for k := 0; ; k++ {
+			for i := range d {
+				next[i] = w[i] + alpha*step[i]
+			}
+			if logLikelihood(x, y, next, lambda) >= base || k == 40 {
+				break
+			}
+			alpha /= 2
+		}
 		var change float64
 		for i := range d {
-			w[i] += step[i]
-			change = max(change, math.Abs(step[i]))
+			change = max(change, math.Abs(next[i]-w[i]))
 		}
+		copy(w, next)
 		if change < 1e-9 {
 			break
 		}
 	}
 	return Linear{Bias: w[d-1], Weights: append([]float64(nil), w[:d-1]...)}, nil
+}
+
+// logLikelihood is the log-likelihood of labels y for rows x under
+// weights w (bias last), less the L2 penalty lambda/2·|w|² on the
+// weights.
+func logLikelihood(x [][]float64, y []bool, w []float64, lambda float64) float64 {
+	d := len(w)
+	var l float64
+	for r, row := range x {
+		z := w[d-1]
+		for i, v := range row {
+			z += w[i] * v
+		}
+		if !y[r] {
+			z = -z
+		}
+		// log σ(z), without overflow in either tail.
+		if z >= 0 {
+			l -= math.Log1p(math.Exp(-z))
+		} else {
+			l += z - math.Log1p(math.Exp(z))
+		}
+	}
+	for _, v := range w[:d-1] {
+		l -= lambda / 2 * v * v
+	}
+	return l
 }
 
 // solve solves a·x = b by Gaussian elimination with partial pivoting; a
