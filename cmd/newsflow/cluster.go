@@ -20,7 +20,7 @@ import (
 	"github.com/newsflow/newsflow/operators/story"
 )
 
-const clusterUsage = `usage: newsflow cluster --input FILE.ndjson [--output FILE.tsv] [--truth] [--explain IDS]
+const clusterUsage = `usage: newsflow cluster --input FILE.ndjson [--output FILE.tsv] [--truth] [--explain IDS] [--model MODEL]
 
 Runs the article operators (dedup, near-duplicate and story clustering)
 offline over NDJSON articles, in file order, and writes one line per input
@@ -35,7 +35,11 @@ or "all"), the decision for each of those articles is printed to stderr:
 its heaviest terms, every open story it was compared with (similarity
 after the time decay, the similarity it needed, size, age, the words they
 share), and whether it joined one, founded a story, joined as a near-copy
-of an article, or merged stories it bridged.
+of an article, or merged stories it bridged. With --model ("builtin" or a
+file from newsflow stories train), the stories stage's learned model
+decides, as stories.model does in a node, and --explain prints each
+candidate's rank with every feature's contribution and the join
+probability against the threshold.
 `
 
 // clusterInput is one input line of newsflow cluster.
@@ -61,6 +65,7 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	output := fs.String("output", "", "TSV output (default standard output)")
 	truth := fs.Bool("truth", false, "score against the input's story field")
 	explain := fs.String("explain", "", `explain the decision for these input ids (comma-separated, or "all")`)
+	modelPath := fs.String("model", "", `the stories stage's learned model: "builtin" or a model file (default: the similarity thresholds)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,7 +88,13 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	b, err := story.NewBuilder(story.Options{})
+	var opts story.Options
+	if *modelPath != "" {
+		if opts.Cluster.Model, err = story.LoadModel(*modelPath); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+	}
+	b, err := story.NewBuilder(opts)
 	if err != nil {
 		return err
 	}

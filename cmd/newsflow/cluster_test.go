@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -220,6 +221,51 @@ func TestClusterCommandExplain(t *testing.T) {
 	if len(st) != 4 || strings.Fields(st[0])[1] != strings.Fields(st[1])[1] || strings.Fields(st[2])[1] != strings.Fields(st[3])[1] ||
 		strings.Fields(st[0])[1] == strings.Fields(st[2])[1] {
 		t.Errorf("stories %q, want a1 with a2 and a3 with a4", st)
+	}
+}
+
+// TestClusterCommandExplainModel: with the builtin learned model, the
+// explanation gives the model, each candidate's rank with the features
+// that made it, and the join probability against the threshold; and
+// explaining changes no story.
+func TestClusterCommandExplainModel(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "in.ndjson")
+	lines := []string{
+		`{"id":"a1","title":"Earthquake of magnitude 7 hits Chile","publisher":"Wire","published_at":"2024-03-01T10:00:00Z"}`,
+		`{"id":"a2","title":"Chile earthquake: magnitude 7 quake kills 12","publisher":"Daily","published_at":"2024-03-01T10:05:00Z"}`,
+		`{"id":"a3","title":"Pension vote in France delayed again","publisher":"Wire","published_at":"2024-03-01T10:06:00Z"}`,
+	}
+	if err := os.WriteFile(in, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := cmdCluster(context.Background(), []string{"--input", in, "--model", "builtin", "--explain", "all"}, &stdout, &stderr); err != nil {
+		t.Fatalf("cluster --model builtin --explain: %v\n%s", err, stderr.String())
+	}
+	m, err := story.LoadModel("builtin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := stderr.String()
+	for _, want := range []string{
+		"decided by the story model " + m.SHA256[:12],
+		`"Earthquake of magnitude 7 hits Chile": ranked first at`,
+		fmt.Sprintf("at least the %.2f it needed", m.Threshold),
+		"cos 0.", "gap_newest_3h 1.000×",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("explanation lacks %q:\n%s", want, got)
+		}
+	}
+	var plain, plainErr bytes.Buffer
+	if err := cmdCluster(context.Background(), []string{"--input", in, "--model", "builtin"}, &plain, &plainErr); err != nil {
+		t.Fatal(err)
+	}
+	if plain.String() != stdout.String() {
+		t.Errorf("--explain changed the stories:\n%s\nwithout:\n%s", stdout.String(), plain.String())
+	}
+	if err := cmdCluster(context.Background(), []string{"--input", in, "--model", filepath.Join(t.TempDir(), "none.json")}, &plain, &plainErr); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("a missing model: %v", err)
 	}
 }
 

@@ -1,11 +1,15 @@
 package story
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/newsflow/newsflow/operators/story/model"
 )
 
 // Explanation is why the clusterer put an article where it did: the open
@@ -25,6 +29,17 @@ type Explanation struct {
 	NearCopyOf string
 	// Merges are the candidates the article bridged into Joined.
 	Merges []ExplainedCandidate
+	// With a learned model (learned.go): its hash, the decision's join
+	// probability for the best candidate and the threshold it needed.
+	Model           string
+	Join, Threshold float64
+}
+
+// Contribution is one feature of a learned model's score: its value and
+// the weight it is multiplied by.
+type Contribution struct {
+	Feature       string
+	Value, Weight float64
 }
 
 // ExplainedCandidate is one open story as the article saw it.
@@ -42,6 +57,13 @@ type ExplainedCandidate struct {
 	// Shared are the words other than generic ones the article and the
 	// story both hold.
 	Shared []string
+	// With a learned model: the ranker's probability that this is the
+	// article's story, its bias and each feature's contribution (in the
+	// model's order); Apart when names kept the story out (namesApart).
+	Rank          float64
+	Bias          float64
+	Contributions []Contribution
+	Apart         bool
 }
 
 // SetExplain makes Assign record an Explanation of each decision
@@ -80,6 +102,33 @@ func (c *Clusterer) explainCandidates(v Vector, now int64, cands []candidate, th
 	for _, t := range terms[:min(len(terms), 12)] {
 		x.Terms = append(x.Terms, c.words[t.ID])
 	}
+	if m := c.opts.Model; m != nil {
+		x.Model, x.Threshold = m.SHA256, m.Threshold
+		if len(c.scored) > 0 {
+			x.Join = m.Decision.Prob(c.decBuf)
+		}
+		scored := map[uint64]scored{}
+		for _, s := range c.scored {
+			scored[s.num] = s
+		}
+		for _, s := range c.scored { // best first
+			e := c.explainCandidate(v, s.candidate, now, 0)
+			e.Rank, e.Bias = model.Sigmoid(s.logit), m.Ranker.Bias
+			for i, w := range m.Ranker.Weights {
+				e.Contributions = append(e.Contributions, Contribution{Feature: m.Features[i], Value: s.f[i], Weight: w})
+			}
+			x.Candidates = append(x.Candidates, e)
+		}
+		for _, cd := range cands {
+			if _, ok := scored[cd.num]; !ok {
+				e := c.explainCandidate(v, cd, now, 0)
+				e.Apart = true
+				x.Candidates = append(x.Candidates, e)
+			}
+		}
+		c.explained = x
+		return
+	}
 	for _, cd := range cands {
 		size := 0
 		if st := c.open.get(cd.num); st != nil {
@@ -111,6 +160,11 @@ func WriteExplanation(w io.Writer, id, title string, x Explanation) error {
 		return err
 	}
 	fmt.Fprintf(&b, "  terms: %s\n", strings.Join(x.Terms, " "))
+	if x.Model != "" {
+		writeLearned(&b, x)
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	switch {
 	case x.New && len(x.Candidates) == 0:
 		b.WriteString("  founded a new story: no open story sharing its distinctive words came near enough to consider\n")
@@ -137,6 +191,47 @@ func WriteExplanation(w io.Writer, id, title string, x Explanation) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeLearned writes the decision of a learned model and its candidates,
+// each with the ranker's probability and the features that weighed most.
+func writeLearned(b *strings.Builder, x Explanation) {
+	fmt.Fprintf(b, "  decided by the story model %.12s\n", x.Model)
+	var best *ExplainedCandidate
+	if len(x.Candidates) > 0 && !x.Candidates[0].Apart {
+		best = &x.Candidates[0]
+	}
+	switch {
+	case best == nil:
+		b.WriteString("  founded a new story: no open story sharing its distinctive words was a candidate\n")
+	case x.New:
+		fmt.Fprintf(b, "  founded a new story: the best candidate, %s, ranked %.3f, and the decision gave joining it %.3f, under the %.2f it needed\n",
+			storyName(best.Story, best.StoryID, best.Title), best.Rank, x.Join, x.Threshold)
+	default:
+		fmt.Fprintf(b, "  joined %s: ranked first at %.3f, and the decision gave joining it %.3f, at least the %.2f it needed\n",
+			storyName(best.Story, best.StoryID, best.Title), best.Rank, x.Join, x.Threshold)
+	}
+	for _, cd := range x.Candidates {
+		if cd.Apart {
+			fmt.Fprintf(b, "  not a candidate: %s, whose names the article shares none of (similarity %.3f), shared: %s\n",
+				storyName(cd.Story, cd.StoryID, cd.Title), cd.Similarity, strings.Join(cd.Shared, " "))
+			continue
+		}
+		cs := slices.Clone(cd.Contributions)
+		slices.SortStableFunc(cs, func(a, b Contribution) int { return cmp.Compare(math.Abs(b.Value*b.Weight), math.Abs(a.Value*a.Weight)) })
+		var parts []string
+		for _, c := range cs {
+			if c.Value*c.Weight != 0 {
+				parts = append(parts, fmt.Sprintf("%s %.3f×%.2f", c.Feature, c.Value, c.Weight))
+			}
+		}
+		fmt.Fprintf(b, "  candidate %s: rank %.3f = σ(%.2f + %s), %d articles, %.1f h since its newest, shared: %s\n",
+			storyName(cd.Story, cd.StoryID, cd.Title), cd.Rank, cd.Bias, strings.Join(parts, " + "), cd.Size, cd.AgeHours, strings.Join(cd.Shared, " "))
+	}
+	for _, m := range x.Merges {
+		fmt.Fprintf(b, "  merged %s: the decision would join it too, and its centroid and the joined story's meet at %.3f (needs %.3f)\n",
+			storyName(m.Story, m.StoryID, m.Title), m.Similarity, m.Needed)
+	}
 }
 
 // joined is the candidate the article joined, if it was one.
