@@ -58,13 +58,20 @@ func BenchmarkStoryTask(b *testing.B) {
 		stream[i].Title, stream[i].Body = text.Clean(stream[i].Title, feed.MaxTitleBytes), text.Clean(stream[i].Body, feed.MaxSummaryBytes)
 	}
 	span := stream[len(stream)-1].Time - stream[0].Time + 3_600_000
-	for _, withFeatures := range []bool{true, false} {
+	for _, c := range []struct {
+		withFeatures bool
+		model        string
+	}{{true, ""}, {false, ""}, {true, "builtin"}} {
+		withFeatures := c.withFeatures
 		name := "records=features"
 		if !withFeatures {
 			name = "records=plain"
 		}
+		if c.model != "" {
+			name += "/model=" + c.model
+		}
 		b.Run(name, func(b *testing.B) {
-			op, err := New(OperatorOptions{}, 8, nil)
+			op, err := New(OperatorOptions{Model: c.model}, 8, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
