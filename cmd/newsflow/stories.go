@@ -23,8 +23,8 @@ import (
 )
 
 const storiesUsage = `usage:
-  newsflow stories train --data FILE --out MODEL [--reference] [--spread D] [--seed N] [--merge-uci]
-  newsflow stories eval  --data FILE [--model MODEL] [--folds K] [--spread D] [--seed N] [--merge-uci]
+  newsflow stories train --data FILE --out MODEL [--reference] [--decay D] [--spread D] [--seed N] [--merge-uci]
+  newsflow stories eval  --data FILE [--model MODEL] [--folds K] [--decay D] [--spread D] [--seed N] [--merge-uci]
 
 FILE is labelled NDJSON as newsflow cluster reads it (id, title, summary or
 text, url, publisher, published_at, and the reference story in "story").
@@ -32,7 +32,10 @@ Articles are taken in time order (stable for equal times).
 
 train fits the stories stage's learned model (operators/story/learned.go;
 stories.model in the node's config) to FILE and writes it to MODEL, a
-versioned JSON file with a hash of its content. With --reference it fits the
+versioned JSON file with a hash of its content. --decay D makes the
+centroids of the stories under that model decay with time constant D (a
+story is compared with what it is about lately; eval trains its folds'
+stage models so too). With --reference it fits the
 reference model of operators/story/model, whose own clusterer keeps several
 vectors per story; the stage does not run it.
 
@@ -70,6 +73,7 @@ type storyFlags struct {
 	spread   *time.Duration
 	seed     *uint64
 	mergeUCI *bool
+	decay    *time.Duration
 }
 
 func newStoryFlags(name string, stderr io.Writer, spread time.Duration) storyFlags {
@@ -82,6 +86,7 @@ func newStoryFlags(name string, stderr io.Writer, spread time.Duration) storyFla
 		spread:   fs.Duration("spread", spread, "move each time later by a seeded random offset in [0, D) and re-sort"),
 		seed:     fs.Uint64("seed", 1, "seed of --spread"),
 		mergeUCI: fs.Bool("merge-uci", false, "merge uci_dev's three day-split story pairs"),
+		decay:    fs.Duration("decay", 0, "time constant of the decay of story centroids under the stage's model (0: none)"),
 	}
 }
 
@@ -159,7 +164,7 @@ func storiesTrain(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *reference {
 		m, err = model.Train(docs, model.TrainOptions{})
 	} else {
-		m, err = story.TrainModel(docs, story.TrainOptions{})
+		m, err = story.TrainModel(docs, story.TrainOptions{DecayHours: sf.decay.Hours()})
 	}
 	if err != nil {
 		return fmt.Errorf("stories train: %w", err)
@@ -245,7 +250,7 @@ func storiesEval(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	for _, md := range modes {
 		docs := model.Spread(d.docs, md.spread, *sf.seed)
-		rows, err := evalRows(ctx, docs, d.articles, fixed, *k, *sf.seed)
+		rows, err := evalRows(ctx, docs, d.articles, fixed, *k, *sf.seed, sf.decay.Hours())
 		if err != nil {
 			return fmt.Errorf("stories eval: %w", err)
 		}
@@ -270,7 +275,7 @@ type evalRow struct {
 // trained on the other folds (the reference model and the stage's), and
 // by the thresholds; with fixed, all of docs by that model (one fold).
 // Story ids are prefixed by their fold.
-func evalRows(ctx context.Context, docs []model.Labelled, arts map[string]story.Article, fixed *model.Model, k int, seed uint64) ([]evalRow, error) {
+func evalRows(ctx context.Context, docs []model.Labelled, arts map[string]story.Article, fixed *model.Model, k int, seed uint64, decayHours float64) ([]evalRow, error) {
 	folds, nf := make([]int, len(docs)), 1
 	if fixed == nil {
 		folds, nf = model.Folds(docs, k, seed), k
@@ -292,7 +297,7 @@ func evalRows(ctx context.Context, docs []model.Labelled, arts map[string]story.
 			if rm, err = model.Train(train, model.TrainOptions{}); err != nil {
 				return nil, fmt.Errorf("fold %d: %w", f, err)
 			}
-			if sm, err = story.TrainModel(train, story.TrainOptions{}); err != nil {
+			if sm, err = story.TrainModel(train, story.TrainOptions{DecayHours: decayHours}); err != nil {
 				return nil, fmt.Errorf("fold %d: %w", f, err)
 			}
 		}

@@ -199,9 +199,14 @@ func TestBuilderRestoreContinuesIdentically(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	decaying, err := TrainModel(fixtureStream(), TrainOptions{DecayHours: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, docs := range map[string][]labelled{"in order": all, "interleaved": interleave(all, 5)} {
 		t.Run(name, func(t *testing.T) { testBuilderRestore(t, docs, nil) })
 		t.Run(name+" with the builtin model", func(t *testing.T) { testBuilderRestore(t, docs, m) })
+		t.Run(name+" with a model whose centroids decay", func(t *testing.T) { testBuilderRestore(t, docs, decaying) })
 	}
 }
 

@@ -849,7 +849,11 @@ func (c *Clusterer) newStory() uint64 {
 
 // add folds unit vector v into the story's centroid.
 func (c *Clusterer) add(st *centroid, v Vector, now int64) {
-	st.terms = c.sum(st, st.terms, v)
+	a, b := []term(st.terms), []term(v)
+	if st.size > 0 {
+		a, b = c.align(a, st.last, b, now)
+	}
+	st.terms = c.sum(st, a, b)
 	st.size++
 	if st.size == 1 {
 		st.first, st.mean = now, now
@@ -871,7 +875,8 @@ func (c *Clusterer) touch(st *centroid, t int64) {
 
 // absorb merges story o into st and closes o.
 func (c *Clusterer) absorb(st, o *centroid) {
-	st.terms = c.sum(st, st.terms, o.terms)
+	a, b := c.align(st.terms, st.last, o.terms, o.last)
+	st.terms = c.sum(st, a, b)
 	c.addNames(st, o.names)
 	st.first = min(st.first, o.first)
 	st.mean += (o.mean - st.mean) * int64(o.size) / int64(st.size+o.size)

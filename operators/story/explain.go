@@ -218,7 +218,9 @@ func writeLearned(b *strings.Builder, x Explanation) {
 			continue
 		}
 		cs := slices.Clone(cd.Contributions)
-		slices.SortStableFunc(cs, func(a, b Contribution) int { return cmp.Compare(math.Abs(b.Value*b.Weight), math.Abs(a.Value*a.Weight)) })
+		slices.SortStableFunc(cs, func(a, b Contribution) int {
+			return cmp.Compare(math.Abs(b.Value*b.Weight), math.Abs(a.Value*a.Weight))
+		})
 		var parts []string
 		for _, c := range cs {
 			if c.Value*c.Weight != 0 {

@@ -262,3 +262,27 @@ func modelName(hash string) string {
 	}
 	return "the story model " + hash[:min(12, len(hash))]
 }
+
+// align returns centroid (or vector) a of latest time ta and b of tb with
+// the older one's weights decayed to the newer one's time, as a learned
+// model's centroids decay (Params.DecayHours; none without a model or with
+// 0): a story is then compared with what it is about lately, not with the
+// sum of all it ever held. The older one is copied, not changed.
+func (c *Clusterer) align(a []term, ta int64, b []term, tb int64) ([]term, []term) {
+	m := c.opts.Model
+	if m == nil || m.Params.DecayHours <= 0 || ta == tb {
+		return a, b
+	}
+	scale := func(ts []term, dt int64) []term {
+		f := math.Exp(-float64(dt) / float64(time.Hour/time.Millisecond) / m.Params.DecayHours)
+		out := make([]term, len(ts))
+		for i, t := range ts {
+			out[i] = term{ID: t.ID, W: float32(float64(t.W) * f)}
+		}
+		return out
+	}
+	if ta < tb {
+		return scale(a, tb-ta), b
+	}
+	return a, scale(b, ta-tb)
+}

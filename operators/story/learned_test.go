@@ -3,6 +3,7 @@ package story
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +174,37 @@ func TestRestoreRefusesAnotherModel(t *testing.T) {
 				t.Fatalf("restore: %v", err)
 			}
 		})
+	}
+}
+
+// Under a model whose centroids decay, an article 12 hours after a
+// story's latest weighs e times the story's old terms; the thresholds and
+// a model without decay sum them as they are.
+func TestCentroidDecay(t *testing.T) {
+	m, err := TrainModel(fixtureStream(), TrainOptions{DecayHours: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Params.DecayHours != 12 {
+		t.Fatalf("trained with decay_hours %v, want 12", m.Params.DecayHours)
+	}
+	old, recent := []term{{ID: 1, W: 1}, {ID: 2, W: 0.5}}, []term{{ID: 2, W: 1}}
+	const h12 = 12 * 3600_000
+	for _, c := range []struct {
+		model *model.Model
+		want  float64 // the old terms' factor
+	}{{nil, 1}, {&model.Model{}, 1}, {m, math.Exp(-1)}} {
+		cl := &Clusterer{opts: ClusterOptions{Model: c.model}}
+		a, b := cl.align(old, 0, recent, h12)
+		if math.Abs(float64(a[0].W)-c.want) > 1e-6 || math.Abs(float64(a[1].W)-0.5*c.want) > 1e-6 || b[0].W != 1 {
+			t.Errorf("decay %v: aligned %v and %v, want the old ones times %.4f", c.model != nil && c.model.Params.DecayHours > 0, a, b, c.want)
+		}
+		b, a = cl.align(recent, h12, old, 0) // either order
+		if math.Abs(float64(a[0].W)-c.want) > 1e-6 || b[0].W != 1 {
+			t.Errorf("reversed: aligned %v and %v", b, a)
+		}
+	}
+	if old[0].W != 1 {
+		t.Errorf("align changed its input: %v", old)
 	}
 }

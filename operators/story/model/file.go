@@ -32,7 +32,8 @@ type Model struct {
 	// package's Clusterer, StageStories for the stories stage's
 	// (operators/story), which computes its own features from its
 	// centroids and checks their names itself. Of Params, a stage model
-	// uses MinShared, SmallStory and MinRank.
+	// uses MinRank and DecayHours (0: its centroids do not decay); it
+	// records MinShared and SmallStory as trained.
 	Stage  string `json:"stage,omitempty"`
 	Params Params `json:"params"`
 	// Features names the ranker's inputs, and DecisionFeatures the
@@ -115,7 +116,7 @@ func Decode(b []byte) (*Model, error) {
 			return nil, fmt.Errorf("%w: %d ranker weights for %d features, %d decision weights for %d", ErrModel,
 				len(m.Ranker.Weights), len(m.Features), len(m.Decision.Weights), len(m.DecisionFeatures))
 		}
-		if m.Params.MinRank < 0 || m.Params.MinRank >= 1 || m.Params.MinShared < 0 || m.Params.SmallStory < 0 {
+		if m.Params.MinRank < 0 || m.Params.MinRank >= 1 || m.Params.MinShared < 0 || m.Params.SmallStory < 0 || m.Params.DecayHours < 0 {
 			return nil, fmt.Errorf("%w: invalid params %+v", ErrModel, m.Params)
 		}
 		return &m, nil
