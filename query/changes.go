@@ -243,7 +243,7 @@ func (w *changesWatcher) report(err error) {
 
 // step is one look: follow the topic, and on the node that appends,
 // append the articles that entered a window's top K.
-// It stays whole (cyclomatic 30): each early return is a reason not to
+// It stays whole: each early return is a reason not to
 // announce this time (not the writer, not caught up, an incomplete answer,
 // a failed read or append), and together they are the watcher's rules.
 func (w *changesWatcher) step(ctx context.Context) error {

@@ -288,7 +288,7 @@ type Server struct {
 
 // New returns a server; call Run to serve.
 //
-// New is long (cyclomatic 27) because it registers the routes of each part
+// New is long because it registers the routes of each part
 // the node has (Deps fields may be nil): one branch per part, in one list.
 func New(deps Deps, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {

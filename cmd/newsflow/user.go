@@ -37,7 +37,7 @@ import creates accounts from NDJSON lines {"username", "role", "password_hash"}
 (hashes printed by hash, or taken from another node) without hashing.
 `
 
-// cmdUser runs `newsflow user`. It is long (cyclomatic 27) because it
+// cmdUser runs `newsflow user`. It is long because it
 // checks the command line: one branch per flag combination, each with the
 // error a user reads.
 func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

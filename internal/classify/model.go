@@ -467,7 +467,7 @@ func ReadModel(r io.Reader) (*Model, error) {
 }
 
 // model validates f and builds the model it describes.
-// Its length (cyclomatic 37) is a list of independent checks of an
+// Its length is a list of independent checks of an
 // untrusted file, each with its own error; splitting it would scatter the
 // list.
 func (f *modelFile) model() (*Model, error) {

@@ -199,7 +199,7 @@ type topicSpec struct {
 // same tokens as another entry of the same topic are errors; each error
 // names the topic, the field and the line.
 //
-// Its length (cyclomatic 30) is the list of those checks, each with its
+// Its length is the list of those checks, each with its
 // own error naming where it is.
 func ParseRules(data []byte) (*Rules, error) {
 	var doc yaml.Node

@@ -138,7 +138,7 @@ func simpleHTMLToText(s string, max int) (string, bool) {
 
 // simpleTagEnd returns the index of the '>' closing the tag that starts at
 // s[i] == '<', if the tag is plain (see simpleHTMLToText).
-// It is a small state machine over the tag's bytes (cyclomatic 29): one
+// It is a small state machine over the tag's bytes: one
 // case per kind of byte, kept together so that what counts as plain is
 // read in one place.
 func simpleTagEnd(s string, i int) (int, bool) {

@@ -121,7 +121,7 @@ func classOf(r rune) runeClass {
 
 // Next advances to the next token and reports whether there is one.
 //
-// Next is one function on purpose (cyclomatic 38): it is the inner loop of
+// Next is one function on purpose: it is the inner loop of
 // every tokenizer in the node, and its per-rune cases (the ASCII fast path,
 // marks, apostrophes, CJK runes, the length cut) read best side by side.
 func (t *Tokenizer) Next() bool {

@@ -667,7 +667,7 @@ func (c *Clusterer) addNames(st *centroid, names []uint32) {
 
 // candidates scores the open stories sharing one of the article's most
 // distinctive terms, best first.
-// It stays whole (cyclomatic 29): it is the clustering's hot loop, and its
+// It stays whole: it is the clustering's hot loop, and its
 // filters (live postings within the probe depth, an age past which decay
 // alone is below the thresholds, the shared evidence of small stories, the
 // score floor) run in the order that makes the cheap ones run first.

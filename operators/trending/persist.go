@@ -50,7 +50,7 @@ func bucketKey(buf []byte, w int, b int64) []byte {
 // commit failed, or Flush returned an error), c no longer matches the store:
 // discard c and Load a new one from committed state.
 //
-// Flush is one sequence of stages (cyclomatic 26): layout, watermark, table
+// Flush is one sequence of stages: layout, watermark, table
 // sizes, expired buckets, changed cells; each stage returns its error.
 func (c *Counts) Flush(wr state.Writer) error {
 	if !c.wroteLayout {

@@ -142,7 +142,7 @@ func invalid(format string, args ...any) error {
 // Validate reports invalid option values. Zero values are valid: they
 // stand for the defaults.
 //
-// Its length (cyclomatic 36) is the list of checks, one per option, each
+// Its length is the list of checks, one per option, each
 // with the error that names it.
 func (o Options) Validate() error {
 	switch {
