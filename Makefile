@@ -26,10 +26,10 @@ test: test-go test-e2e
 test-go:
 	$(GO) test -count=1 -timeout 45m $(PKGS)
 
-## test-e2e: browser tests (internal/web/e2e) with playwright-core and axe-core from
+## test-e2e: browser tests (query/web/e2e) with playwright-core and axe-core from
 ## npm, driving /usr/bin/chromium (apt-get install chromium).
 test-e2e: build
-	cd internal/web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000
+	cd query/web/e2e && npm ci --no-audit --no-fund --silent && node --test --test-reporter=spec --test-concurrency=1 --test-timeout=600000
 
 ## test-short: skips the long crash, accuracy and external-client tests.
 test-short:
@@ -56,8 +56,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzText -fuzztime $(FUZZTIME) ./operators/internal/neardup/
 	$(GO) test -run '^$$' -fuzz FuzzClean -fuzztime $(FUZZTIME) ./operators/articles/
 	$(GO) test -run '^$$' -fuzz FuzzClassify -fuzztime $(FUZZTIME) ./internal/classify/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeCursor -fuzztime $(FUZZTIME) ./internal/searchindex/
-	$(GO) test -run '^$$' -fuzz FuzzSearch -fuzztime $(FUZZTIME) ./internal/searchindex/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeCursor -fuzztime $(FUZZTIME) ./operators/searchindex/
+	$(GO) test -run '^$$' -fuzz FuzzSearch -fuzztime $(FUZZTIME) ./operators/searchindex/
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo 'gofmt: files above need formatting'; exit 1)
@@ -68,4 +68,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf bin bench.out internal/web/e2e/node_modules internal/web/e2e/build
+	rm -rf bin bench.out query/web/e2e/node_modules query/web/e2e/build

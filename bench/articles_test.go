@@ -22,12 +22,12 @@ import (
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/internal/canon"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
 	"golang.org/x/sync/errgroup"
 )

@@ -20,9 +20,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
-	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/internal/polite"

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"go.uber.org/goleak"
 )
 

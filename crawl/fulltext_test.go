@@ -9,9 +9,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/feed"
-	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/schema"
 )
 

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
-	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/internal/tracing"

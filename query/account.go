@@ -15,8 +15,8 @@ import (
 
 	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/jsontime"
-	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/query/rank"
 	"github.com/valyala/fasthttp"
 )
 

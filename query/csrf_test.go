@@ -10,7 +10,7 @@ import (
 )
 
 // The headers Chromium sends with a form a page of another origin submits
-// to the node (what internal/web/e2e/csrf.test.mjs drives a real browser
+// to the node (what query/web/e2e/csrf.test.mjs drives a real browser
 // to do).
 func crossSiteForm(contentType string) []string {
 	return []string{"Origin", "http://127.0.0.1:9999", "Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate",

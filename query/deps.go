@@ -5,10 +5,10 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/internal/searchindex"
-	"github.com/newsflow/newsflow/internal/slo"
+	"github.com/newsflow/newsflow/node/slo"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
 )
@@ -99,7 +99,7 @@ type Interest interface {
 	Profile(user string) (p *interest.Profile, found bool, err error)
 }
 
-// SLO is the node's service level objectives (internal/slo): Report
+// SLO is the node's service level objectives (node/slo): Report
 // reads the node's metrics and measures every objective over its
 // windows. Safe for concurrent use.
 type SLO interface {

@@ -2,7 +2,7 @@ package query
 
 import (
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/internal/slo"
+	"github.com/newsflow/newsflow/node/slo"
 	"github.com/newsflow/newsflow/operators/articles"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/search"

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/lru"
-	"github.com/newsflow/newsflow/internal/rank"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
+	"github.com/newsflow/newsflow/query/rank"
 	"github.com/valyala/fasthttp"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/search"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/valyala/fasthttp"
 )
 

@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"slices"
 
-	"github.com/newsflow/newsflow/internal/slo"
+	"github.com/newsflow/newsflow/node/slo"
 	"github.com/valyala/fasthttp"
 )
 

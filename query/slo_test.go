@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/slo"
 	"github.com/newsflow/newsflow/internal/testutil"
+	"github.com/newsflow/newsflow/node/slo"
 	"github.com/newsflow/newsflow/query"
 	"github.com/valyala/fasthttp"
 )

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"go.yaml.in/yaml/v3"

@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/internal/auth"
-	"github.com/newsflow/newsflow/internal/feedfarm"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/node"

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 )
 
 // cmdFeedfarm serves a directory of feed files, generated feeds and,

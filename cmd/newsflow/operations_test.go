@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/internal/promnames"
 	"github.com/newsflow/newsflow/internal/testutil"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/newsflow/newsflow/internal/feedfarm"
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 

@@ -2,7 +2,7 @@
 // of clustered articles (topic articles.indexed).
 //
 // A partition's index is a Bleve index in its own directory
-// (internal/searchindex). It is not part of the task's Pebble batch, so the task
+// (operators/searchindex). It is not part of the task's Pebble batch, so the task
 // makes each batch durable in the index before the engine commits the
 // batch's offsets: after a crash the batch is applied again, and since a
 // document is keyed by article id the second application leaves the same
@@ -38,7 +38,7 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/internal/searchindex"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/state"
 )
 

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/schema"
-	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/search/searchtest"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/state/statetest"
 )
 

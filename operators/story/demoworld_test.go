@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/internal/feed"
-	"github.com/newsflow/newsflow/internal/feedfarm"
 )
 
 // demoWorld returns the articles every outlet of a feed farm (the demo's
@@ -59,7 +59,7 @@ func worldArticles(farm *feedfarm.Farm) (arts []Article, event map[string]string
 	return arts, event
 }
 
-// TestDemoWorldStoriesAreEvents: the demo's news world (internal/feedfarm,
+// TestDemoWorldStoriesAreEvents: the demo's news world (demo/feedfarm,
 // six seeds), 120 events over eight simulated hours, four minutes apart,
 // every kind of event, several covered at once, each kind coming round
 // every 32 events (about two hours apart, with other names), clustered as

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/readstate"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
 )
 

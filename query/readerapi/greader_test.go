@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/mmcdole/gofeed/atom"
-	"github.com/newsflow/newsflow/internal/searchindex"
 	"github.com/newsflow/newsflow/operators/readstate"
+	"github.com/newsflow/newsflow/operators/searchindex"
 	"github.com/newsflow/newsflow/operators/story"
 )
 

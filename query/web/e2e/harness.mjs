@@ -160,7 +160,7 @@ ${items.map((it, i) => `<item><title>${x(it.title)}</title><link>${base}/article
       res.end(feed());
     } else if (req.url.startsWith("/img/")) {
       res.writeHead(200, { "Content-Type": "image/png" });
-      res.end(readFileSync(path.join(root, "internal/web/static/icon-192.png")));
+      res.end(readFileSync(path.join(root, "query/web/static/icon-192.png")));
     } else if (req.url === "/robots.txt") {
       res.writeHead(200, { "Content-Type": "text/plain" });
       res.end("User-agent: *\nAllow: /\n");
