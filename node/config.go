@@ -21,7 +21,6 @@ import (
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/classify"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/tracing"
@@ -32,6 +31,7 @@ import (
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/state"
 	"go.yaml.in/yaml/v3"
 )

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/jsontime"
 	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/query/rank"
 	"github.com/valyala/fasthttp"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

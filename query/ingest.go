@@ -12,8 +12,8 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fastjson"
 )

@@ -10,8 +10,8 @@ import (
 
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/lru"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/time/rate"
 )

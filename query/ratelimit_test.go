@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/query/auth"
 )
 
 // The addresses of one IPv6 /64 share a bucket; other /64s and IPv4

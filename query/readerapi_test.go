@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

@@ -13,10 +13,10 @@ import (
 
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/redact"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/valyala/fasthttp"
 	"golang.org/x/sync/errgroup"

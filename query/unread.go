@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/operators/story"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

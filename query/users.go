@@ -3,7 +3,7 @@ package query
 import (
 	"errors"
 
-	"github.com/newsflow/newsflow/internal/auth"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

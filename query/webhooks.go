@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/operators/webhook"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

@@ -26,10 +26,10 @@ import (
 
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/demo/feedfarm"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/node"
+	"github.com/newsflow/newsflow/query/auth"
 	"golang.org/x/sync/errgroup"
 )
 

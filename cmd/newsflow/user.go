@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/auth"
 )
 
 const userUsage = `usage: newsflow user add [--admin] [--password-file FILE] [--setup-token T] [--token T] [--addr URL] [flags] NAME

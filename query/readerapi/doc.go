@@ -5,7 +5,7 @@
 // Both expose one reader's subscriptions, folders, articles as entries,
 // and their read and starred state: the model the web reader shares
 // (operators/readstate). Apps authenticate with the reader's API keys
-// (internal/auth), never the login password: Miniflux clients send one as
+// (query/auth), never the login password: Miniflux clients send one as
 // X-Auth-Token, or as the password of HTTP Basic auth with the username;
 // Google Reader clients as the Passwd of ClientLogin.
 //

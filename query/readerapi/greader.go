@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/router"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/operators/readstate"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

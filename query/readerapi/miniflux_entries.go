@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/operators/readstate"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 

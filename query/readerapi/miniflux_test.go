@@ -12,9 +12,9 @@ import (
 
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/operators/readstate"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/state/statetest"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"

@@ -11,8 +11,8 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
-	"github.com/newsflow/newsflow/internal/auth"
 	"github.com/newsflow/newsflow/operators/readstate"
+	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
 )
 
