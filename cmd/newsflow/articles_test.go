@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,5 +143,55 @@ func TestProduceArticlesLive(t *testing.T) {
 	}
 	if diff > 0 {
 		t.Errorf("%d of %d articles in another story after the replay", diff, len(live))
+	}
+}
+
+// TestStoriesModelChangeNeedsReplay: a node clusters with stories.model:
+// builtin; restarted without it, it refuses the stories the model built
+// and its log names the replay that rebuilds them; after that replay it
+// serves every article in a story again.
+func TestStoriesModelChangeNeedsReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process test")
+	}
+	src := filepath.Join(clusteringData, "uci_dev.ndjson")
+	b, err := os.ReadFile(src)
+	if err != nil {
+		testutil.NoSharedData(t, "%s: %v", src, err)
+	}
+	const articles = 300
+	input := filepath.Join(t.TempDir(), "in.ndjson")
+	if err := os.WriteFile(input, []byte(strings.Join(strings.SplitAfterN(string(b), "\n", articles+1)[:articles], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	n := runNode(t, dir, []string{"NEWSFLOW_STORIES_MODEL=builtin"})
+	if out, err := exec.Command(binPath, "produce", "articles", input, "--addr", "http://"+n.Addr, "--token", testIngestToken).CombinedOutput(); err != nil {
+		t.Fatalf("produce articles: %v\n%s", err, out)
+	}
+	byModel := waitAssignments(t, n, articles)
+	stopClean(t, n)
+
+	// Without the model, the stories' state is refused, with the way out.
+	plain := startNode(t, dir)
+	testutil.Eventually(t, 60*time.Second, func() error {
+		log := plain.LogTail(1 << 20)
+		if !strings.Contains(log, "newsflow replay --operator stories --from-offset 0") || !strings.Contains(log, "built by the story model") {
+			return fmt.Errorf("no refusal naming the model and the replay in the log:\n%s", plain.LogTail(3000))
+		}
+		return nil
+	})
+	plain.Kill()
+
+	cmd := exec.Command(binPath, "replay", "--config", "../../configs/newsflow.yaml", "--data", dir,
+		"--from-offset", "0", "--operator", "stories", "--log-level", "warn")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	plain.Start()
+	plain.WaitReady(30 * time.Second)
+	rebuilt := waitAssignments(t, plain, articles)
+	if len(rebuilt) != len(byModel) {
+		t.Fatalf("%d articles in stories after the replay, %d before", len(rebuilt), len(byModel))
 	}
 }
