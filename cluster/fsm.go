@@ -341,31 +341,27 @@ func (s *State) weight(p int) int {
 }
 
 // Snapshot implements raft.FSM: the cluster state and every metadata
-// pair, as JSON lines.
+// pair, as JSON lines. It copies only the cluster state: the metadata is a
+// point-in-time view of the store (meta.Snapshot), which Persist streams
+// to the sink while Apply goes on.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	st, _ := f.snapshot()
-	var pairs []Command
-	err := f.meta.ScanAll(context.Background(), func(coll, key string, v []byte) error {
-		pairs = append(pairs, Command{Op: OpMetaPut, Collection: coll, Key: key, Value: slices.Clone(v)})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &fsmSnapshot{state: st, pairs: pairs}, nil
+	return &fsmSnapshot{state: st, meta: f.meta.Snapshot()}, nil
 }
 
 type fsmSnapshot struct {
 	state State
-	pairs []Command
+	meta  *meta.Snapshot
 }
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	w := bufio.NewWriter(sink)
 	enc := json.NewEncoder(w)
 	err := enc.Encode(s.state)
-	for i := 0; err == nil && i < len(s.pairs); i++ {
-		err = enc.Encode(s.pairs[i])
+	if err == nil {
+		err = s.meta.ScanAll(context.Background(), func(coll, key string, v []byte) error {
+			return enc.Encode(Command{Op: OpMetaPut, Collection: coll, Key: key, Value: v})
+		})
 	}
 	if err == nil {
 		err = w.Flush()
@@ -377,10 +373,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	return sink.Close()
 }
 
-func (s *fsmSnapshot) Release() {}
+func (s *fsmSnapshot) Release() { s.meta.Close() }
 
 // Restore implements raft.FSM: replaces the state and the metadata with a
-// snapshot's.
+// snapshot's. It does not empty the store first: it writes each pair of
+// the snapshot over what is there, then deletes the pairs the snapshot
+// does not hold, so the store never goes through a moment with nothing in
+// it. It keeps the snapshot's keys in memory, not their values.
 func (f *fsm) Restore(r io.ReadCloser) error {
 	defer r.Close()
 	dec := json.NewDecoder(bufio.NewReader(r))
@@ -392,9 +391,7 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 		st.Members = map[string]Member{}
 	}
 	ctx := context.Background()
-	if err := f.meta.DeleteAll(ctx); err != nil {
-		return err
-	}
+	held := map[string]struct{}{}
 	for {
 		var c Command
 		err := dec.Decode(&c)
@@ -405,6 +402,22 @@ func (f *fsm) Restore(r io.ReadCloser) error {
 			return fmt.Errorf("cluster: snapshot: %w", err)
 		}
 		if err := f.meta.PutLazy(ctx, c.Collection, c.Key, c.Value); err != nil {
+			return err
+		}
+		held[c.Collection+"\x00"+c.Key] = struct{}{}
+	}
+	var stale [][2]string
+	err := f.meta.ScanAll(ctx, func(coll, key string, _ []byte) error {
+		if _, ok := held[coll+"\x00"+key]; !ok {
+			stale = append(stale, [2]string{coll, key})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if err := f.meta.Delete(ctx, k[0], k[1]); err != nil {
 			return err
 		}
 	}

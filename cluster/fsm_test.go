@@ -376,12 +376,18 @@ func TestMetaCommandsAndSnapshotRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The snapshot is of the moment it was taken: what is applied while
+	// it is persisted (as Raft does) is not in it.
+	mustApply(t, f, Command{Op: OpMetaPut, Collection: "sources", Key: "s2", Value: []byte("later")})
+	mustApply(t, f, Command{Op: OpMetaPut, Collection: "prefs", Key: "ann", Value: []byte("later")})
 	sink := &memSink{}
 	if err := snap.Persist(sink); err != nil {
 		t.Fatal(err)
 	}
+	snap.Release()
 	g := newTestFSM(t)
 	mustApply(t, g, Command{Op: OpMetaPut, Collection: "junk", Key: "k", Value: []byte("gone after restore")})
+	mustApply(t, g, Command{Op: OpMetaPut, Collection: "users", Key: "ann", Value: []byte("overwritten by the restore")})
 	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
 	}

@@ -179,11 +179,20 @@ func (n Namespace) Get(key []byte) ([]byte, bool, error) {
 // the end of the namespace. The key and value passed to fn are only valid
 // during the call. Scan stops at the first error fn returns.
 func (n Namespace) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	return n.scan(n.db.db, lower, upper, fn)
+}
+
+// iterable is what Scan reads: the database, or a snapshot of it.
+type iterable interface {
+	NewIter(*pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+func (n Namespace) scan(r iterable, lower, upper []byte, fn func(key, value []byte) error) error {
 	hi := n.end()
 	if upper != nil {
 		hi = n.key(upper)
 	}
-	it, err := n.db.db.NewIter(&pebble.IterOptions{LowerBound: n.key(lower), UpperBound: hi})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: n.key(lower), UpperBound: hi})
 	if err != nil {
 		return err
 	}
@@ -204,6 +213,28 @@ func (n Namespace) Scan(lower, upper []byte, fn func(key, value []byte) error) e
 	}
 	return it.Close()
 }
+
+// Snapshot is a point-in-time view of a namespace: later writes do not
+// show in it. Close releases it; it is safe for concurrent use.
+type Snapshot struct {
+	ns   Namespace
+	snap *pebble.Snapshot
+}
+
+// Snapshot returns a view of the namespace as it is now, without copying
+// it: a cheap call, so a caller that must not block (a Raft FSM) can take
+// it and read it later.
+func (n Namespace) Snapshot() *Snapshot {
+	return &Snapshot{ns: n, snap: n.db.db.NewSnapshot()}
+}
+
+// Scan is Namespace.Scan over the snapshot.
+func (s *Snapshot) Scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	return s.ns.scan(s.snap, lower, upper, fn)
+}
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() error { return s.snap.Close() }
 
 // Clear deletes every key of the namespace.
 func (n Namespace) Clear() error {

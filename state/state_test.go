@@ -144,3 +144,48 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("closed: %v", err)
 	}
 }
+
+// A snapshot shows its namespace as it was when taken, and only it:
+// later writes, deletions and other namespaces do not show.
+func TestSnapshotIsPointInTime(t *testing.T) {
+	db, err := Open(t.TempDir(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a, other := db.Namespace("meta"), db.Namespace("metb")
+	write := func(ns Namespace, k, v string) {
+		b := ns.NewBatch()
+		if v == "" {
+			b.Delete([]byte(k))
+		} else {
+			b.Set([]byte(k), []byte(v))
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a, "k1", "old")
+	write(a, "k2", "kept")
+	write(other, "k0", "other namespace")
+	s := a.Snapshot()
+	write(a, "k1", "new")
+	write(a, "k2", "")
+	write(a, "k3", "later")
+	var got []string
+	if err := s.Scan(nil, nil, func(k, v []byte) error {
+		got = append(got, string(k)+"="+string(v))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != "[k1=old k2=kept]" {
+		t.Fatalf("snapshot holds %v, want [k1=old k2=kept]", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := a.Get([]byte("k1")); !ok || string(v) != "new" {
+		t.Fatalf("k1 now %q %v", v, ok)
+	}
+}

@@ -127,7 +127,11 @@ func (l *Local) Scan(ctx context.Context, collection string, fn func(string, []b
 
 // ScanAll calls fn for every pair of every collection, in key order.
 func (l *Local) ScanAll(ctx context.Context, fn func(collection, key string, value []byte) error) error {
-	return l.ns.Scan(nil, nil, func(k, v []byte) error {
+	return scanAll(ctx, l.ns.Scan, fn)
+}
+
+func scanAll(ctx context.Context, scan func(lower, upper []byte, fn func(k, v []byte) error) error, fn func(collection, key string, value []byte) error) error {
+	return scan(nil, nil, func(k, v []byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -138,6 +142,21 @@ func (l *Local) ScanAll(ctx context.Context, fn func(collection, key string, val
 		return fn(coll, key, v)
 	})
 }
+
+// Snapshot is every pair of a Local as it was when Snapshot was called.
+type Snapshot struct{ s *state.Snapshot }
+
+// Snapshot returns a point-in-time view of the store without copying it.
+// The caller must Close it.
+func (l *Local) Snapshot() *Snapshot { return &Snapshot{l.ns.Snapshot()} }
+
+// ScanAll is Local.ScanAll over the snapshot.
+func (s *Snapshot) ScanAll(ctx context.Context, fn func(collection, key string, value []byte) error) error {
+	return scanAll(ctx, s.s.Scan, fn)
+}
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() error { return s.s.Close() }
 
 // DeleteAll removes every pair (a replicated store replacing its replica
 // with a snapshot).
