@@ -54,17 +54,6 @@ func (o TrainOptions) withDefaults() TrainOptions {
 	return o
 }
 
-// examples are the rows of a logistic fit.
-type examples struct {
-	x [][]float64
-	y []bool
-}
-
-func (e *examples) add(x []float64, y bool) {
-	e.x = append(e.x, x)
-	e.y = append(e.y, y)
-}
-
 // TrainModel fits a stage model to docs, labelled articles in stream
 // order. The ranker first learns from every candidate of every article
 // while the stories are the reference ones, built article by article;
@@ -110,10 +99,10 @@ func TrainModelSets(sets [][]model.Labelled, opts TrainOptions) (*model.Model, e
 	}
 	flat := ref.flat()
 	var err error
-	if m.Ranker, err = model.FitLogistic(flat.x, flat.y, opts.Lambda); err != nil {
+	if m.Ranker, err = flat.Fit(opts.Lambda); err != nil {
 		return nil, fmt.Errorf("train story ranker: %w", err)
 	}
-	var decision examples
+	var decision model.Examples
 	for _, g := range ref {
 		best, bl, second := -1, math.Inf(-1), math.Inf(-1)
 		for k, f := range g.f {
@@ -127,10 +116,10 @@ func TrainModelSets(sets [][]model.Labelled, opts TrainOptions) (*model.Model, e
 		if best >= 0 {
 			d := make([]float64, len(StageDecisionFeatures))
 			decisionFeatures(d, bl, second, g.f[best])
-			decision.add(d, g.y[best])
+			decision.Add(d, g.y[best])
 		}
 	}
-	if m.Decision, err = model.FitLogistic(decision.x, decision.y, opts.Lambda); err != nil {
+	if m.Decision, err = decision.Fit(opts.Lambda); err != nil {
 		return nil, fmt.Errorf("train story decision: %w", err)
 	}
 	for round := 1; round < opts.Rounds; round++ {
@@ -140,10 +129,10 @@ func TrainModelSets(sets [][]model.Labelled, opts TrainOptions) (*model.Model, e
 				return nil, err
 			}
 		}
-		if m.Ranker, err = model.FitLogistic(flat.x, flat.y, opts.Lambda); err != nil {
+		if m.Ranker, err = flat.Fit(opts.Lambda); err != nil {
 			return nil, fmt.Errorf("train story ranker: %w", err)
 		}
-		if m.Decision, err = model.FitLogistic(decision.x, decision.y, opts.Lambda); err != nil {
+		if m.Decision, err = decision.Fit(opts.Lambda); err != nil {
 			return nil, fmt.Errorf("train story decision: %w", err)
 		}
 	}
@@ -184,11 +173,11 @@ type group struct {
 
 type groups []group
 
-func (gs groups) flat() examples {
-	var e examples
+func (gs groups) flat() model.Examples {
+	var e model.Examples
 	for _, g := range gs {
 		for k := range g.f {
-			e.add(g.f[k], g.y[k])
+			e.Add(g.f[k], g.y[k])
 		}
 	}
 	return e
@@ -234,7 +223,7 @@ func referenceExamples(docs []model.Labelled, m *model.Model, opts ClusterOption
 // meets: every scored candidate for the ranker, the best for the
 // decision, labelled by whether the story's commonest label (the
 // smallest of equals) is the article's.
-func runModel(m *model.Model, docs []model.Labelled, opts ClusterOptions, rank, dec *examples) (map[string]string, error) {
+func runModel(m *model.Model, docs []model.Labelled, opts ClusterOptions, rank, dec *model.Examples) (map[string]string, error) {
 	opts.Model = m
 	c, err := NewClusterer(opts)
 	if err != nil {
@@ -254,7 +243,7 @@ func runModel(m *model.Model, docs []model.Labelled, opts ClusterOptions, rank, 
 	if rank != nil {
 		c.observe = func(ss []scored, _ float64) {
 			for _, s := range ss {
-				rank.add(append([]float64(nil), s.f...), majority(s.num) == label)
+				rank.Add(append([]float64(nil), s.f...), majority(s.num) == label)
 			}
 			second := math.Inf(-1)
 			if len(ss) > 1 {
@@ -262,7 +251,7 @@ func runModel(m *model.Model, docs []model.Labelled, opts ClusterOptions, rank, 
 			}
 			d := make([]float64, len(StageDecisionFeatures))
 			decisionFeatures(d, ss[0].logit, second, ss[0].f)
-			dec.add(d, majority(ss[0].num) == label)
+			dec.Add(d, majority(ss[0].num) == label)
 		}
 	}
 	nums := make(map[string]uint64, len(docs))

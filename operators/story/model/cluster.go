@@ -206,8 +206,8 @@ type Clusterer struct {
 	pruneEvery int
 	// In training: the decisions' examples are recorded with the label of
 	// the article being added.
-	record     *examples
-	recordRank *examples
+	record     *Examples
+	recordRank *Examples
 	label      string
 }
 
@@ -370,11 +370,11 @@ func (c *Clusterer) Add(d Doc) string {
 	if best >= 0 {
 		df = decisionFeatures(bestLogit, second, cands[best].f)
 		if c.record != nil {
-			c.record.add(df, c.stories[cands[best].s].majority() == c.label)
+			c.record.Add(df, c.stories[cands[best].s].majority() == c.label)
 		}
 		if c.recordRank != nil {
 			for _, k := range cands {
-				c.recordRank.add(k.f, c.stories[k.s].majority() == c.label)
+				c.recordRank.Add(k.f, c.stories[k.s].majority() == c.label)
 			}
 		}
 	}

@@ -30,13 +30,6 @@ func (l Linear) Prob(x []float64) float64 { return l.prob(x) }
 // Sigmoid is the logistic function, exact in both tails.
 func Sigmoid(z float64) float64 { return sigmoid(z) }
 
-// FitLogistic fits a logistic model to rows x with labels y, as the story
-// models are fitted: Newton's method with an L2 penalty lambda on the
-// weights, deterministic for the rows in the order given.
-func FitLogistic(x [][]float64, y []bool, lambda float64) (Linear, error) {
-	return fitLogistic(x, y, lambda)
-}
-
 func sigmoid(z float64) float64 {
 	if z >= 0 {
 		return 1 / (1 + math.Exp(-z))

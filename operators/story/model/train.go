@@ -58,16 +58,22 @@ func (o TrainOptions) withDefaults() TrainOptions {
 	return o
 }
 
-// examples are the rows of a logistic fit.
-type examples struct {
+// Examples are the rows of a logistic fit and their labels.
+type Examples struct {
 	x [][]float64
 	y []bool
 }
 
-func (e *examples) add(x []float64, y bool) {
+// Add appends a row and its label.
+func (e *Examples) Add(x []float64, y bool) {
 	e.x = append(e.x, x)
 	e.y = append(e.y, y)
 }
+
+// Fit fits a logistic model to the examples: Newton's method with an L2
+// penalty lambda on the weights, deterministic for the rows in the order
+// added.
+func (e *Examples) Fit(lambda float64) (Linear, error) { return fitLogistic(e.x, e.y, lambda) }
 
 // Train fits a model to docs, which must be in stream order. The ranker
 // learns from every candidate story of every article while the stories are
@@ -88,7 +94,7 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 		Threshold: 0.5,
 	}
 	// The reference stories, built in order.
-	var rank examples
+	var rank Examples
 	type group struct {
 		f []([]float64)
 		y []bool
@@ -101,7 +107,7 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 		var g group
 		for _, k := range c.candidates(a, m.Params) {
 			y := c.stories[k.s].label == d.Story
-			rank.add(k.f, y)
+			rank.Add(k.f, y)
 			g.f = append(g.f, k.f)
 			g.y = append(g.y, y)
 		}
@@ -114,10 +120,10 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 		c.join(i, a)
 	}
 	var err error
-	if m.Ranker, err = fitLogistic(rank.x, rank.y, opts.Lambda); err != nil {
+	if m.Ranker, err = rank.Fit(opts.Lambda); err != nil {
 		return nil, fmt.Errorf("train story ranker: %w", err)
 	}
-	var dec examples
+	var dec Examples
 	for _, g := range groups {
 		best, bl, second := -1, math.Inf(-1), math.Inf(-1)
 		for k, f := range g.f {
@@ -130,10 +136,10 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 			}
 		}
 		if best >= 0 {
-			dec.add(decisionFeatures(bl, second, g.f[best]), g.y[best])
+			dec.Add(decisionFeatures(bl, second, g.f[best]), g.y[best])
 		}
 	}
-	if m.Decision, err = fitLogistic(dec.x, dec.y, opts.Lambda); err != nil {
+	if m.Decision, err = dec.Fit(opts.Lambda); err != nil {
 		return nil, fmt.Errorf("train story decision: %w", err)
 	}
 	for round := 1; round < opts.Rounds; round++ {
@@ -148,11 +154,11 @@ func Train(docs []Labelled, opts TrainOptions) (*Model, error) {
 			c.Add(d.Doc)
 		}
 		if !opts.FixedRanker {
-			if m.Ranker, err = fitLogistic(rank.x, rank.y, opts.Lambda); err != nil {
+			if m.Ranker, err = rank.Fit(opts.Lambda); err != nil {
 				return nil, fmt.Errorf("train story ranker: %w", err)
 			}
 		}
-		if m.Decision, err = fitLogistic(dec.x, dec.y, opts.Lambda); err != nil {
+		if m.Decision, err = dec.Fit(opts.Lambda); err != nil {
 			return nil, fmt.Errorf("train story decision: %w", err)
 		}
 	}
