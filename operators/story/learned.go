@@ -102,23 +102,11 @@ func gaussHours(ms int64, sigmaHours float64) float64 {
 	return math.Exp(-h * h / 2)
 }
 
-// longness is where an article of v's length sits between a headline
-// (ShortTerms distinct terms: 0) and a full text (LongTerms: 1), on a log
-// scale.
-func (c *Clusterer) longness(v Vector) float64 {
-	n := float64(len(v))
-	lo, hi := float64(c.opts.ShortTerms), float64(c.opts.LongTerms)
-	if n <= lo {
-		return 0
-	}
-	return min(1, math.Log(n/lo)/math.Log(hi/lo))
-}
-
 // stageFeatures fills f with the features of candidate cd for the article
-// v with names at now.
-func (c *Clusterer) stageFeatures(f []float64, v Vector, names []uint32, cd candidate, now int64) {
+// v with names at now; long is where v's length sits between a headline
+// (0) and a full text (1), as the thresholds interpolate it.
+func (c *Clusterer) stageFeatures(f []float64, v Vector, names []uint32, long float64, cd candidate, now int64) {
 	st := c.open.get(cd.num)
-	long := c.longness(v)
 	f[0] = cd.cos
 	f[1] = cd.cos * long
 	f[2] = cd.sim
@@ -181,12 +169,13 @@ func (c *Clusterer) scoreLearned(v Vector, names []uint32, cands []candidate, no
 		c.featBuf = make([]float64, need)
 	}
 	buf := c.featBuf[:len(cands)*nf]
+	long := c.threshold(v, 0, 1)
 	for i, cd := range cands {
 		if namesApart(names, v, c.open.get(cd.num)) {
 			continue
 		}
 		f := buf[i*nf : (i+1)*nf : (i+1)*nf]
-		c.stageFeatures(f, v, names, cd, now)
+		c.stageFeatures(f, v, names, long, cd, now)
 		c.scored = append(c.scored, scored{candidate: cd, f: f, logit: m.Ranker.Logit(f)})
 	}
 	slices.SortStableFunc(c.scored, func(a, b scored) int {
