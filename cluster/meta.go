@@ -81,7 +81,7 @@ func (n *Node) catchUp(ctx context.Context) error {
 	if n.IsLeader() {
 		return nil
 	}
-	leader := n.leaderHTTP()
+	leader := n.leaderAddr()
 	if leader == "" {
 		return nil // no leader: the replica is as good as it gets
 	}

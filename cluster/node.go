@@ -1,12 +1,7 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,7 +42,7 @@ type Config struct {
 	// Bootstrap starts a new cluster with this node as its only voter
 	// (ignored when the node has Raft state already).
 	Bootstrap bool
-	// Join lists HTTP addresses of members to ask for admission (ignored
+	// Join lists Raft addresses of members to ask for admission (ignored
 	// when the node has Raft state already).
 	Join []string
 	// Secret authenticates the nodes' internal requests to each other,
@@ -82,8 +77,9 @@ type Node struct {
 	fsm       *fsm
 	store     *RaftStore
 	transport *raft.NetworkTransport
-	stream    *tlsStreamLayer // nil with plainTCP
-	client    *http.Client
+	stream    *streamLayer
+	internal  *http.Server // the internal API, on the Raft port
+	client    *http.Client // to the other members' internal API
 	log       *slog.Logger
 	raftAddr  string // as peers dial it
 
@@ -99,13 +95,6 @@ type Node struct {
 	closeOnce sync.Once
 	closeErr  error
 }
-
-// Internal HTTP paths, served by the node's API server via Handle.
-const (
-	PathJoin  = "/internal/v1/cluster/join"
-	PathApply = "/internal/v1/cluster/apply"
-	PathIndex = "/internal/v1/cluster/index"
-)
 
 // Start opens the Raft store and starts Raft, bootstrapping or joining as
 // configured. It returns once the node runs; membership may complete later
@@ -126,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, fsm: newFSM(cfg.Meta, cfg.OnMeta), client: &http.Client{Timeout: 10 * time.Second},
+	n := &Node{cfg: cfg, fsm: newFSM(cfg.Meta, cfg.OnMeta),
 		log: cfg.Logger.With("component", "cluster"), stop: make(chan struct{}), added: map[string]time.Time{}}
 	var err error
 	if n.store, err = OpenRaftStore(filepath.Join(cfg.Dir, "raft")); err != nil {
@@ -150,6 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n.raftAddr = string(n.transport.LocalAddr())
+	n.startInternal()
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.ID)
 	rc.Logger = hlog
@@ -190,6 +180,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 }
 
 func (n *Node) closeStores() {
+	if n.internal != nil {
+		n.internal.Close()
+	}
 	if n.transport != nil {
 		n.transport.Close()
 	}
@@ -265,7 +258,7 @@ func (n *Node) applyOnce(ctx context.Context, data []byte) error {
 	if n.IsLeader() {
 		return n.applyLocal(ctx, data)
 	}
-	leader := n.leaderHTTP()
+	leader := n.leaderAddr()
 	if leader == "" {
 		return retryable{errors.New("no leader")}
 	}
@@ -304,108 +297,11 @@ func (n *Node) applyLocal(ctx context.Context, data []byte) error {
 	return nil
 }
 
-// leaderHTTP returns the leader's HTTP address from the replicated
-// membership, or "".
-func (n *Node) leaderHTTP() string {
-	id := n.Leader()
-	if id == "" {
-		return ""
-	}
-	st, _ := n.fsm.snapshot()
-	return st.Members[id].HTTPAddr
-}
-
-func (n *Node) post(ctx context.Context, addr, path string, body []byte) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+internalToken(n.cfg.Secret))
-	req.Header.Set("Content-Type", "application/json")
-	res, err := n.client.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	return res.StatusCode, b, err
-}
-
-// PeerToken authenticates a node's query requests to the other members
-// (forwarded and fanned-out queries): derived from the cluster secret, the
-// same on every member, and never the secret itself.
-func (n *Node) PeerToken() string { return PeerToken(n.cfg.Secret) }
-
-// PeerToken returns the peer token of the cluster with this secret.
-func PeerToken(secret string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("newsflow peer query"))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// internalToken is the bearer token of the internal API: derived from the
-// cluster secret, never the secret itself, so that the plain-HTTP requests
-// between members do not carry the key the Raft CA is derived from.
-func internalToken(secret string) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("newsflow internal api"))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// Handle serves the internal API (PathJoin, PathApply, PathIndex) for the
-// node's HTTP server: it checks the token derived from the cluster secret,
-// then answers with a status and a JSON body.
-func (n *Node) Handle(path, authorization string, body []byte) (int, []byte) {
-	want := "Bearer " + internalToken(n.cfg.Secret)
-	if subtle.ConstantTimeCompare([]byte(authorization), []byte(want)) != 1 {
-		return http.StatusUnauthorized, errJSON("cluster: bad or missing secret")
-	}
-	switch path {
-	case PathApply:
-		if !n.IsLeader() {
-			return http.StatusMisdirectedRequest, errJSON("not the leader")
-		}
-		err := n.applyLocal(context.Background(), body)
-		var retry retryable
-		switch {
-		case err == nil:
-			return http.StatusOK, []byte(`{}`)
-		case errors.Is(err, ErrExists):
-			return http.StatusConflict, errJSON(err.Error())
-		case errors.Is(err, ErrConflict):
-			return http.StatusPreconditionFailed, errJSON(err.Error())
-		case errors.As(err, &retry):
-			return http.StatusServiceUnavailable, errJSON(err.Error())
-		}
-		return http.StatusBadRequest, errJSON(err.Error())
-	case PathJoin:
-		var m Member
-		if err := json.Unmarshal(body, &m); err != nil || m.ID == "" || m.RaftAddr == "" || m.HTTPAddr == "" {
-			return http.StatusBadRequest, errJSON("join: id, raft_addr and http_addr are required")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := n.admit(ctx, m); err != nil {
-			return http.StatusServiceUnavailable, errJSON(err.Error())
-		}
-		return http.StatusOK, []byte(`{}`)
-	case PathIndex:
-		b, _ := json.Marshal(map[string]uint64{"applied": n.fsm.applied.Load()})
-		return http.StatusOK, b
-	}
-	return http.StatusNotFound, errJSON("no such cluster endpoint")
-}
-
-func errJSON(msg string) []byte {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	return b
-}
-
 // admit adds a member: as a Raft voter (leader only) and to the replicated
 // membership. A follower forwards the request to the leader.
 func (n *Node) admit(ctx context.Context, m Member) error {
 	if !n.IsLeader() {
-		leader := n.leaderHTTP()
+		leader := n.leaderAddr()
 		if leader == "" {
 			return errors.New("no leader")
 		}
@@ -652,7 +548,7 @@ func (n *Node) appliedBy(id string) uint64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	status, body, err := n.post(ctx, m.HTTPAddr, PathIndex, nil)
+	status, body, err := n.post(ctx, m.RaftAddr, PathIndex, nil)
 	if err != nil || status != http.StatusOK {
 		return 0
 	}
@@ -792,7 +688,7 @@ func (n *Node) InSync(lease time.Duration) bool {
 	if n.IsLeader() || n.synced.Load() {
 		return true
 	}
-	leader := n.leaderHTTP()
+	leader := n.leaderAddr()
 	if leader == "" {
 		return false
 	}

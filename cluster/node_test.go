@@ -55,17 +55,9 @@ func startMemberWith(t testing.TB, o memberOptions, id, dir, httpAddr, raftAddr 
 	if m.db, err = state.Open(filepath.Join(dir, "state"), state.Options{}); err != nil {
 		t.Fatal(err)
 	}
+	// The node's public API, which has no part in the cluster's own
+	// traffic (the internal API is on the Raft port).
 	mux := http.NewServeMux()
-	mux.HandleFunc("/internal/", func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if m.node == nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		status, resp := m.node.Handle(r.URL.Path, r.Header.Get("Authorization"), body)
-		w.WriteHeader(status)
-		w.Write(resp)
-	})
 	m.srv = &http.Server{Handler: mux}
 	go m.srv.Serve(ln)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -142,8 +134,8 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 		t.Skip("multi-node Raft test")
 	}
 	a := startMember(t, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
-	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
-	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, b.httpAddr) // joins through a follower
+	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
+	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, b.raftAddr) // joins through a follower
 	all := []*testMember{a, b, c}
 	waitFor(t, 15*time.Second, "three members own 3/3/2 partitions", func() error {
 		for _, m := range all {
@@ -177,15 +169,15 @@ func TestClusterJoinReplicateFailover(t *testing.T) {
 		return nil
 	})
 	// The internal API wants the secret.
-	if status, _ := a.node.Handle(PathApply, "Bearer wrong", []byte(`{"op":"meta_put"}`)); status != http.StatusUnauthorized {
+	if status, _ := a.node.handle(PathApply, "Bearer wrong", []byte(`{"op":"meta_put"}`)); status != http.StatusUnauthorized {
 		t.Fatalf("wrong secret: %d", status)
 	}
 	// Members send a token derived from the secret, never the secret,
 	// which the internal API does not take either.
-	if status, _ := a.node.Handle(PathIndex, "Bearer "+testSecret, nil); status != http.StatusUnauthorized {
+	if status, _ := a.node.handle(PathIndex, "Bearer "+testSecret, nil); status != http.StatusUnauthorized {
 		t.Fatalf("the raw secret: %d", status)
 	}
-	if status, _ := a.node.Handle(PathIndex, "Bearer "+internalToken(testSecret), nil); status != http.StatusOK {
+	if status, _ := a.node.handle(PathIndex, "Bearer "+internalToken(testSecret), nil); status != http.StatusOK {
 		t.Fatalf("the internal token: %d", status)
 	}
 
@@ -315,7 +307,7 @@ func TestClusterHandoffOnRelease(t *testing.T) {
 			defer func() { close(stop); <-done }()
 			before, _ := a.node.State()
 			joined := time.Now()
-			startMemberWith(t, memberOptions{downAfter: downAfter}, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+			startMemberWith(t, memberOptions{downAfter: downAfter}, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
 			took := waitFor(t, 20*time.Second, "b owns 4 partitions", func() error {
 				st, _ := a.node.State()
 				if n := len(st.OwnedBy("b")); n != 4 {
@@ -348,8 +340,8 @@ func TestMetaStoreReadYourWritesAcrossNodes(t *testing.T) {
 		t.Skip("multi-node Raft test")
 	}
 	a := startMember(t, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
-	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
-	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
+	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
 	waitFor(t, 15*time.Second, "three members", func() error {
 		if cnt, err := owners(a); err != nil || len(cnt) != 3 {
 			return fmt.Errorf("owners %v %v", cnt, err)
@@ -417,8 +409,8 @@ func TestApplyWithoutLeader(t *testing.T) {
 		t.Skip("multi-node Raft test")
 	}
 	a := startMember(t, "a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
-	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
-	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	b := startMember(t, "b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
+	c := startMember(t, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
 	all := []*testMember{a, b, c}
 	waitFor(t, 15*time.Second, "three members", func() error {
 		if cnt, err := owners(a); err != nil || len(cnt) != 3 {

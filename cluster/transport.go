@@ -25,9 +25,9 @@ package cluster
 // certificates the CA key is derived from the secret, and a node shows its
 // certificate to any client before the client has proved anything (TLS
 // 1.3 order), so a guessable secret can be found offline: use a long random
-// one (e.g. openssl rand -hex 32). The internal HTTP routes (node.go) are
-// another listener, with a bearer token derived from the secret over plain
-// HTTP: the network between members must stay private.
+// one (e.g. openssl rand -hex 32). The members' internal API
+// (internal.go) shares the port and its handshake; the stream layer tells
+// its connections from Raft's by their first byte.
 //
 // Certificates. Without configured files every node derives the same CA
 // from the cluster secret (an Ed25519 key from HKDF-SHA256, and a
@@ -39,6 +39,7 @@ package cluster
 // dialed host (or TLSConfig.ServerName) must be in the peer's certificate.
 
 import (
+	"bufio"
 	"context"
 	"crypto"
 	"crypto/ed25519"
@@ -311,19 +312,24 @@ func (l *leafIssuer) certificate() (*tls.Certificate, error) {
 	return c, nil
 }
 
-// tlsStreamLayer is a raft.StreamLayer of mutually authenticated TLS. It
-// owns one goroutine that accepts TCP connections and one per handshake in
-// progress; Close stops and waits for all of them. Accept hands out only
-// connections whose handshake has completed.
-type tlsStreamLayer struct {
+// streamLayer is the raft.StreamLayer of a node's Raft port: mutually
+// authenticated TLS (plain TCP when id is nil, which only tests choose).
+// The port carries two protocols: Raft's RPCs, whose first byte is a small
+// RPC type, and the members' internal HTTP API (internal.go), whose first
+// byte is a request method's capital letter. It owns one goroutine that
+// accepts TCP connections and one per handshake in progress; Close stops
+// and waits for all of them. Accept hands out only Raft connections whose
+// handshake has completed; Internal is the listener of the others.
+type streamLayer struct {
 	ln        net.Listener
 	advertise net.Addr // nil: the listener's address
-	id        *raftTLS
+	id        *raftTLS // nil: plain TCP
 	server    *tls.Config
 	timeout   time.Duration // inbound handshake deadline
 	log       *slog.Logger
 
-	ready    chan net.Conn // handshaken connections, for Accept
+	ready    chan net.Conn // handshaken Raft connections, for Accept
+	internal *connListener // handshaken internal API connections
 	slots    chan struct{} // a token per handshake in progress
 	ctx      context.Context
 	cancel   context.CancelFunc // stops the accept loop and the handshakes
@@ -332,20 +338,24 @@ type tlsStreamLayer struct {
 	rejected atomic.Uint64 // inbound connections refused
 }
 
-// listenTLS listens on addr and starts accepting. handshakeTimeout is how
-// long an inbound connection has to complete its handshake (at least
-// minHandshakeTimeout).
-func listenTLS(addr string, advertise net.Addr, id *raftTLS, handshakeTimeout time.Duration, log *slog.Logger) (*tlsStreamLayer, error) {
+// listenStream listens on addr and starts accepting. handshakeTimeout is
+// how long an inbound connection has to complete its handshake and send
+// its first byte (at least minHandshakeTimeout). A nil id is plain TCP.
+func listenStream(addr string, advertise net.Addr, id *raftTLS, handshakeTimeout time.Duration, log *slog.Logger) (*streamLayer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &tlsStreamLayer{
-		ln: ln, advertise: advertise, id: id, server: id.serverConfig(),
+	s := &streamLayer{
+		ln: ln, advertise: advertise, id: id,
 		timeout: max(handshakeTimeout, minHandshakeTimeout), log: log,
 		ready: make(chan net.Conn), slots: make(chan struct{}, maxHandshakes),
 	}
+	if id != nil {
+		s.server = id.serverConfig()
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.internal = &connListener{conns: make(chan net.Conn), done: s.ctx.Done(), addr: s.Addr()}
 	if err := checkAdvertisable(s.Addr()); err != nil {
 		ln.Close()
 		return nil, err
@@ -368,7 +378,7 @@ func checkAdvertisable(a net.Addr) error {
 	return nil
 }
 
-func (s *tlsStreamLayer) acceptLoop() {
+func (s *streamLayer) acceptLoop() {
 	defer s.wg.Done()
 	var delay time.Duration
 	for {
@@ -401,30 +411,94 @@ func (s *tlsStreamLayer) acceptLoop() {
 	}
 }
 
-// handshake completes an inbound connection's handshake within the
-// timeout and hands it to Accept, or closes it.
-func (s *tlsStreamLayer) handshake(c net.Conn) {
+// handshake completes an inbound connection's handshake and reads its
+// first byte within the timeout, then hands it to Accept (Raft) or to the
+// internal API's listener, or closes it.
+func (s *streamLayer) handshake(c net.Conn) {
 	defer s.wg.Done()
-	tc := tls.Server(c, s.server)
-	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
-	err := tc.HandshakeContext(ctx)
-	cancel()
+	conn, internal, err := s.open(c)
 	<-s.slots
 	if err != nil {
 		s.rejected.Add(1)
-		s.log.Warn("raft connection refused: TLS handshake failed", "remote", c.RemoteAddr(), "error", err)
+		s.log.Warn("raft connection refused", "remote", c.RemoteAddr(), "error", err)
 		c.Close()
 		return
 	}
+	to := s.ready
+	if internal {
+		to = s.internal.conns
+	}
 	select {
-	case s.ready <- tc:
+	case to <- conn:
 	case <-s.ctx.Done():
-		tc.Close()
+		conn.Close()
 	}
 }
 
+// open does what handshake waits for: the TLS handshake, then the first
+// byte, which says whether the connection is Raft's or the internal API's.
+func (s *streamLayer) open(c net.Conn) (conn net.Conn, internal bool, err error) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.timeout)
+	defer cancel()
+	conn = c
+	if s.server != nil {
+		tc := tls.Server(c, s.server)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, false, fmt.Errorf("TLS handshake failed: %w", err)
+		}
+		conn = tc
+	}
+	deadline, _ := ctx.Deadline()
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return nil, false, err
+	}
+	r := bufio.NewReader(conn)
+	first, err := r.Peek(1)
+	if err != nil {
+		return nil, false, fmt.Errorf("no first byte: %w", err)
+	}
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		return nil, false, err
+	}
+	return &peekedConn{Conn: conn, r: r}, isInternal(first[0]), nil
+}
+
+// isInternal tells an internal API request (an HTTP method starts with a
+// capital letter) from a Raft RPC (whose first byte is its type, a small
+// number).
+func isInternal(first byte) bool { return first >= 'A' && first <= 'Z' }
+
+// peekedConn is a connection whose first bytes were read ahead.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *peekedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// connListener is a net.Listener of connections another accept loop hands
+// over: the internal API's, taken from the Raft port.
+type connListener struct {
+	conns chan net.Conn
+	done  <-chan struct{}
+	addr  net.Addr
+}
+
+func (l *connListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close does nothing: the stream layer's Close ends Accept.
+func (l *connListener) Close() error   { return nil }
+func (l *connListener) Addr() net.Addr { return l.addr }
+
 // Accept returns the next connection whose handshake has completed.
-func (s *tlsStreamLayer) Accept() (net.Conn, error) {
+func (s *streamLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-s.ready:
 		return c, nil
@@ -435,7 +509,7 @@ func (s *tlsStreamLayer) Accept() (net.Conn, error) {
 
 // Close stops accepting and waits for the handshakes in progress to end.
 // Connections already accepted are their owner's to close.
-func (s *tlsStreamLayer) Close() error {
+func (s *streamLayer) Close() error {
 	var err error
 	s.once.Do(func() {
 		s.cancel()
@@ -446,32 +520,39 @@ func (s *tlsStreamLayer) Close() error {
 }
 
 // Addr returns the address peers dial.
-func (s *tlsStreamLayer) Addr() net.Addr {
+func (s *streamLayer) Addr() net.Addr {
 	if s.advertise != nil {
 		return s.advertise
 	}
 	return s.ln.Addr()
 }
 
-// Dial connects to a peer and completes the handshake within timeout.
-func (s *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	host, _, err := net.SplitHostPort(string(address))
+// Dial connects to a peer's Raft port and completes the handshake within
+// timeout.
+func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return s.dial(ctx, string(address))
+}
+
+// dial connects to a peer's Raft port, over TLS unless the layer is plain.
+func (s *streamLayer) dial(ctx context.Context, address string) (net.Conn, error) {
+	if s.id == nil {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", address)
+	}
+	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, fmt.Errorf("raft peer address %q: %w", address, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	d := tls.Dialer{NetDialer: &net.Dialer{}, Config: s.id.clientConfig(host)}
-	return d.DialContext(ctx, "tcp", string(address))
+	return d.DialContext(ctx, "tcp", address)
 }
 
 // RefusedConnections counts the inbound Raft connections the node refused
 // since it started: failed handshakes (no certificate of the cluster's CA,
 // not TLS, too slow) and connections over the handshake limit.
 func (n *Node) RefusedConnections() uint64 {
-	if n.stream == nil {
-		return 0
-	}
 	return n.stream.rejected.Load()
 }
 
@@ -485,18 +566,15 @@ func (n *Node) newTransport(advertise net.Addr, hlog hclog.Logger) (*raft.Networ
 	// scale it by their size. Dialing a peer, its handshake included,
 	// has the same budget.
 	ioTimeout := min(5*time.Second, max(500*time.Millisecond, n.cfg.DownAfter/2))
-	if n.cfg.plainTCP {
-		t, err := raft.NewTCPTransportWithLogger(n.cfg.RaftAddr, advertise, 4, ioTimeout, hlog)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: raft listen %s: %w", n.cfg.RaftAddr, err)
+	var id *raftTLS
+	if !n.cfg.plainTCP {
+		var err error
+		if id, err = newRaftTLS(n.cfg.TLS, n.cfg.Secret, n.cfg.ID); err != nil {
+			return nil, err
 		}
-		return t, nil
 	}
-	id, err := newRaftTLS(n.cfg.TLS, n.cfg.Secret, n.cfg.ID)
-	if err != nil {
-		return nil, err
-	}
-	if n.stream, err = listenTLS(n.cfg.RaftAddr, advertise, id, ioTimeout, n.log); err != nil {
+	var err error
+	if n.stream, err = listenStream(n.cfg.RaftAddr, advertise, id, ioTimeout, n.log); err != nil {
 		return nil, fmt.Errorf("cluster: raft listen %s: %w", n.cfg.RaftAddr, err)
 	}
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{

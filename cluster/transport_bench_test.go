@@ -27,8 +27,8 @@ var transports = []struct {
 func startThree(b *testing.B, o memberOptions) []*testMember {
 	b.Helper()
 	a := startMemberWith(b, o, "a", b.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
-	m2 := startMemberWith(b, o, "b", b.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
-	m3 := startMemberWith(b, o, "c", b.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	m2 := startMemberWith(b, o, "b", b.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
+	m3 := startMemberWith(b, o, "c", b.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
 	all := []*testMember{a, m2, m3}
 	waitFor(b, 30*time.Second, "three members own partitions", func() error {
 		for _, m := range all {

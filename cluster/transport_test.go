@@ -364,16 +364,16 @@ func TestRaftRefusesUnauthenticatedTLS(t *testing.T) {
 	}
 }
 
-// A node started with another secret cannot join: the HTTP join is
-// refused, and even added to the Raft configuration by the leader it is
+// A node started with another secret cannot join: its join request does
+// not get past the Raft port's handshake, and even added to the Raft configuration by the leader it is
 // never sent the log and the leader accepts nothing from it.
 func TestOtherSecretCannotJoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-node Raft test")
 	}
 	a := startSettled(t, memberOptions{})
-	x := startMemberWith(t, memberOptions{secret: "not the cluster's secret"}, "x", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
-	// Past the HTTP check (as if it were not there): the leader adds x as
+	x := startMemberWith(t, memberOptions{secret: "not the cluster's secret"}, "x", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
+	// Past that check (as if it were not there): the leader adds x as
 	// a non-voter, which it then tries to replicate to.
 	a.node.mu.Lock()
 	a.node.added["x"] = time.Now()
@@ -426,11 +426,11 @@ func TestClusterConfiguredCertificates(t *testing.T) {
 	a := startMemberWith(t, memberOptions{tls: memberTLS(pki, pki.Issue(t, "a", testutil.BothAuth, "127.0.0.1", name))},
 		"a", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", true)
 	b := startMemberWith(t, memberOptions{tls: memberTLS(pki, pki.Issue(t, "b", testutil.BothAuth, "127.0.0.1", name))},
-		"b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+		"b", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
 	// c checks the name rather than the address it dials.
 	ctls := memberTLS(pki, pki.Issue(t, "c", testutil.BothAuth, "127.0.0.1", name))
 	ctls.ServerName = name
-	c := startMemberWith(t, memberOptions{tls: ctls}, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.httpAddr)
+	c := startMemberWith(t, memberOptions{tls: ctls}, "c", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0", false, a.raftAddr)
 	all := []*testMember{a, b, c}
 	waitFor(t, 15*time.Second, "three members", func() error {
 		for _, m := range all {
@@ -528,7 +528,7 @@ func TestStreamLayerBoundsHandshakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := listenTLS("127.0.0.1:0", nil, id, time.Hour, slog.New(slog.DiscardHandler))
+	s, err := listenStream("127.0.0.1:0", nil, id, time.Hour, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ type ClusterConfig struct {
 	// HTTPAdvertise is the API address peers reach this node at (default
 	// http.addr).
 	HTTPAdvertise string `yaml:"http_advertise"`
-	// Bootstrap starts a new cluster; Join lists members' HTTP addresses to
+	// Bootstrap starts a new cluster; Join lists members' Raft addresses to
 	// ask for admission. Either makes the node a cluster member, and so
 	// does Raft state left in the data directory by an earlier run.
 	Bootstrap bool     `yaml:"bootstrap"`

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/newsflow/newsflow/cluster"
 	"github.com/valyala/fasthttp"
 )
 
@@ -44,9 +43,6 @@ var largeBodyRoutes = map[string]bool{
 	"/api/v1/events/share/batch":   true,
 	"/api/v1/events/read/batch":    true,
 	"/api/v1/admin/sources/import": true,
-	cluster.PathJoin:               true,
-	cluster.PathApply:              true,
-	cluster.PathIndex:              true,
 }
 
 // bodyLimit returns the largest body a request on path may carry.

@@ -10,13 +10,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// handleInternal serves the nodes' internal cluster API; the cluster
-// checks the shared secret.
-func (s *Server) handleInternal(ctx *fasthttp.RequestCtx) {
-	status, body := s.deps.Cluster.Handle(string(ctx.Path()), string(ctx.Request.Header.Peek("Authorization")), ctx.PostBody())
-	writeRaw(ctx, status, body)
-}
-
 // ClusterView is the answer of GET /api/v1/admin/cluster: this node, the
 // leader, the members and every partition's owner and epoch, with the lag
 // and state size its owner reports.

@@ -3,7 +3,6 @@ package query_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// fakeCluster is a fixed cluster view whose internal API echoes requests.
+// fakeCluster is a fixed cluster view that records what it is asked.
 type fakeCluster struct {
 	state cluster.State
 	calls []string
@@ -26,13 +25,6 @@ func (f *fakeCluster) State() (cluster.State, <-chan struct{}) {
 }
 func (f *fakeCluster) Leave(context.Context) error { f.calls = append(f.calls, "leave"); return nil }
 func (f *fakeCluster) PeerToken() string           { return "peer-token" }
-func (f *fakeCluster) Handle(path, authorization string, body []byte) (int, []byte) {
-	f.calls = append(f.calls, path+" "+authorization+" "+string(body))
-	if authorization != "Bearer s3cret" {
-		return http.StatusUnauthorized, []byte(`{"error":"bad secret"}`)
-	}
-	return http.StatusOK, []byte(`{}`)
-}
 
 func testCluster() *fakeCluster {
 	return &fakeCluster{state: cluster.State{
@@ -70,15 +62,14 @@ func TestClusterAdminAndInternalRoutes(t *testing.T) {
 	if r := n.do(t, "GET", "/api/v1/admin/cluster", nil, "X-Anonymous", "1"); r.status != fasthttp.StatusUnauthorized {
 		t.Errorf("anonymous: %s", r)
 	}
-	// Internal requests reach the cluster with their authorization; the
-	// admin token is not what authorizes them.
-	if r := n.do(t, "POST", cluster.PathApply, []byte(`{"op":"x"}`), "Authorization", "Bearer s3cret"); r.status != fasthttp.StatusOK {
-		t.Errorf("internal apply: %s", r)
+	// The cluster's internal API is on the Raft port: the public one does
+	// not serve it, whatever the request carries.
+	for _, p := range []string{cluster.PathJoin, cluster.PathApply, cluster.PathIndex} {
+		if r := n.do(t, "POST", p, []byte(`{"op":"x"}`), "Authorization", "Bearer s3cret"); r.status != fasthttp.StatusNotFound {
+			t.Errorf("%s on the public port: %s", p, r)
+		}
 	}
-	if r := n.do(t, "POST", cluster.PathJoin, []byte(`{}`), "X-Anonymous", "1"); r.status != fasthttp.StatusUnauthorized {
-		t.Errorf("internal join without the secret: %s", r)
-	}
-	if len(fc.calls) != 2 || !strings.Contains(fc.calls[0], `/internal/v1/cluster/apply Bearer s3cret {"op":"x"}`) {
+	if len(fc.calls) != 0 {
 		t.Errorf("calls %q", fc.calls)
 	}
 }

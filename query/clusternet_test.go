@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -114,8 +113,5 @@ func (m member) State() (cluster.State, <-chan struct{}) {
 }
 func (m member) Leave(context.Context) error { return errors.New("not in this test") }
 func (m member) PeerToken() string           { return "peer-token" }
-func (m member) Handle(string, string, []byte) (int, []byte) {
-	return http.StatusNotFound, []byte(`{"error":"not in this test"}`)
-}
 
 var _ query.Cluster = member{}

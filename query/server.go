@@ -229,8 +229,6 @@ type Cluster interface {
 	State() (cluster.State, <-chan struct{})
 	// Leave gives up the node's partitions and membership.
 	Leave(ctx context.Context) error
-	// Handle answers an internal request (its own secret check).
-	Handle(path, authorization string, body []byte) (int, []byte)
 	// PeerToken authenticates query requests between members
 	// (HeaderPeer); it is the same on every member.
 	PeerToken() string
@@ -440,9 +438,6 @@ func New(deps Deps, opts Options) (*Server, error) {
 		r.POST("/api/v1/admin/sources/{id}/crawl", s.instrument("sources_crawl", s.handleCrawlSource))
 	}
 	if deps.Cluster != nil {
-		for _, p := range []string{cluster.PathJoin, cluster.PathApply, cluster.PathIndex} {
-			r.POST(p, s.handleInternal)
-		}
 		r.GET("/api/v1/admin/cluster", s.instrument("cluster", s.handleCluster))
 		r.GET("/api/v1/admin/cluster/local", s.instrument("cluster_local", s.handleClusterLocal))
 		r.POST("/api/v1/admin/cluster/leave", s.instrument("cluster_leave", s.handleLeave))

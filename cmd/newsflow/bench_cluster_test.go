@@ -321,7 +321,7 @@ func startBenchClusterBin(b *testing.B, n int, name, bin string) *benchCluster {
 		if i == 0 {
 			args = append(args, "--bootstrap")
 		} else {
-			args = append(args, "--join", bc.nodes[0].Addr)
+			args = append(args, "--join", raftOf(bc.nodes[0].nodeProc))
 		}
 		bn := &benchNode{nodeProc: nodeproc.Start(b, nodeproc.Options{DataDir: b.TempDir(), Env: env, Args: args, Binary: bin}), id: id}
 		bc.nodes = append(bc.nodes, bn)

@@ -63,8 +63,8 @@ func formOnce(t *testing.T, seed uint64) []string {
 	// others join and the partitions move.
 	stream := genShares(20_000, 500, seed)
 	produced := produceShares(t, tc.brokers, stream.lines, 250, 50*time.Millisecond)
-	start("b", "--join", a.Addr)
-	start("c", "--join", a.Addr)
+	start("b", "--join", raftOf(a))
+	start("c", "--join", raftOf(a))
 	tc.waitFormed()
 	if err := <-produced; err != nil {
 		t.Fatalf("produce: %v", err)

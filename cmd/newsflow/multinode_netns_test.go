@@ -120,7 +120,7 @@ func startNetnsCluster(t *testing.T, ns *netns) *testCluster {
 		if id == "a" {
 			args = append(args, "--bootstrap")
 		} else {
-			args = append(args, "--join", tc.nodes["a"].Addr)
+			args = append(args, "--join", raftOf(tc.nodes["a"]))
 		}
 		tc.nodes[id] = startNodeAt(t, t.TempDir(), env, nil, addr, addr, args...)
 		if id == "a" {
@@ -130,7 +130,7 @@ func startNetnsCluster(t *testing.T, ns *netns) *testCluster {
 	// Inside the namespace every port is free.
 	port := strings.TrimPrefix(nodeproc.FreeAddr(t, ""), "127.0.0.1:")
 	cEnv := append([]string{"NEWSFLOW_CLUSTER_HTTP_ADVERTISE=" + net.JoinHostPort(ns.nsPeer, port)}, env...)
-	args := append([]string{"--node-id", "c", "--raft", net.JoinHostPort(ns.nsPeer, "7000"), "--join", tc.nodes["a"].Addr}, common...)
+	args := append([]string{"--node-id", "c", "--raft", net.JoinHostPort(ns.nsPeer, "7000"), "--join", raftOf(tc.nodes["a"])}, common...)
 	tc.nodes["c"] = startNodeAt(t, t.TempDir(), cEnv, []string{"ip", "netns", "exec", ns.name},
 		net.JoinHostPort("0.0.0.0", port), net.JoinHostPort(ns.nsProbe, port), args...)
 	tc.waitFormed()

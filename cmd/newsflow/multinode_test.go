@@ -53,13 +53,23 @@ func startTestCluster(t *testing.T, extraEnv ...string) *testCluster {
 		}
 		n := startNodeEnv(t, t.TempDir(), env, args...)
 		if first == "" {
-			first = n.Addr
+			first = raftOf(n)
 			n.WaitReady(60 * time.Second)
 		}
 		tc.nodes[id] = n
 	}
 	tc.waitFormed()
 	return tc
+}
+
+// raftOf returns a node's Raft address (its --raft), where the other
+// members reach it, and which --join takes.
+func raftOf(n *nodeProc) string {
+	i := slices.Index(n.Args, "--raft")
+	if i < 0 || i+1 >= len(n.Args) {
+		panic("node started without --raft")
+	}
+	return n.Args[i+1]
 }
 
 // waitFormed waits until all the nodes are members, up, each owning

@@ -91,7 +91,7 @@ func TestClusterRaftPortRefusesStrangers(t *testing.T) {
 
 	// A node with another secret asks to join: it never becomes a member.
 	other := startNodeEnv(t, t.TempDir(), []string{"NEWSFLOW_CLUSTER_SECRET=another-secret-entirely"},
-		"--brokers", tc.brokers[0], "--node-id", "x", "--raft", nodeproc.FreeAddr(t, ""), "--join", tc.nodes["a"].Addr)
+		"--brokers", tc.brokers[0], "--node-id", "x", "--raft", nodeproc.FreeAddr(t, ""), "--join", raftOf(tc.nodes["a"]))
 	deadline := time.Now().Add(8 * time.Second)
 	for time.Now().Before(deadline) {
 		v, err := tc.view("a")
