@@ -2,6 +2,7 @@ package query
 
 import (
 	"crypto/subtle"
+	"github.com/newsflow/newsflow/query/httpkit"
 
 	"github.com/fasthttp/router"
 	"github.com/valyala/fasthttp"
@@ -21,27 +22,29 @@ import (
 // /health/live and /health/ready stay open everywhere: load balancers and
 // orchestrators probe them without credentials.
 
-// opsPaths are the operator endpoints.
-var opsPaths = []string{"/metrics", "/health/detailed"}
+// opsRoutes are the operator endpoints: metrics is the /metrics handler
+// (nil without a Gatherer, and then the route is not served).
+func (s *Server) opsRoutes(metrics fasthttp.RequestHandler) []httpkit.Route {
+	routes := []httpkit.Route{
+		{Method: "GET", Path: "/health/detailed", Handler: s.instrument("health_detailed", s.handleHealthDetailed), Doc: httpkit.Doc{Tag: "health", Summary: "The node's health: status ok, degraded (200, with reasons: a stage paused or far behind, a cluster member down, partitions without an owner up, the story state stale, search partitions missing, the log or state store failing, the disk nearly full) or restoring (503); dependencies (log, state store, cluster, crawler) and stages (running, restoring, paused, standby, not_here; tasks here, lag) with their state; checks: lag per stage, story and search views (the story state's source and staleness_ms), trending memory. With http.ops_token it needs Authorization: Bearer <ops_token> (401 otherwise); with http.ops_addr it is served only there (404 here)", OK: 200, OKSchema: "Object", Errs: []int{401, 404, 503}}},
+	}
+	if metrics != nil {
+		routes = append(routes, httpkit.Route{Method: "GET", Path: "/metrics", Handler: metrics, Doc: httpkit.Doc{Tag: "health", Summary: "Prometheus metrics (text format). With http.ops_token it needs Authorization: Bearer <ops_token> (401 otherwise); with http.ops_addr it is served only there (404 here)", OK: 200, Errs: []int{401, 404}}})
+	}
+	return routes
+}
 
-// registerOps adds the operator endpoints to r: metrics is the /metrics
-// handler (nil without a Gatherer). On the API's router with a separate
-// ops listener they answer 404.
-func (s *Server) registerOps(r *router.Router, metrics fasthttp.RequestHandler, opsListener bool) {
-	handlers := map[string]fasthttp.RequestHandler{"/metrics": metrics, "/health/detailed": s.instrument("health_detailed", s.handleHealthDetailed)}
-	for _, p := range opsPaths {
-		h := handlers[p]
-		switch {
-		case h == nil:
-			continue
-		case s.separateOps() && !opsListener:
+// registerOps adds the operator endpoints to r. On the API's router with a
+// separate ops listener they answer 404.
+func (s *Server) registerOps(r *router.Router, ops []httpkit.Route, opsListener bool) {
+	for _, rt := range ops {
+		h := s.opsToken(rt.Handler)
+		if s.separateOps() && !opsListener {
 			h = func(ctx *fasthttp.RequestCtx) {
-				writeError(ctx, fasthttp.StatusNotFound, p+" is served on the node's ops address (http.ops_addr), not here")
+				writeError(ctx, fasthttp.StatusNotFound, rt.Path+" is served on the node's ops address (http.ops_addr), not here")
 			}
-		default:
-			h = s.opsToken(h)
 		}
-		r.GET(p, h)
+		r.Handle(rt.Method, rt.Path, h)
 	}
 }
 
@@ -67,11 +70,11 @@ func (s *Server) opsToken(h fasthttp.RequestHandler) fasthttp.RequestHandler {
 
 // newOpsServer returns the server of the ops listener: the operator
 // endpoints and the probes.
-func (s *Server) newOpsServer(metrics fasthttp.RequestHandler) *fasthttp.Server {
+func (s *Server) newOpsServer(ops []httpkit.Route) *fasthttp.Server {
 	r := router.New()
 	r.GET("/health/live", s.instrument("live", s.handleLive))
 	r.GET("/health/ready", s.instrument("ready", s.handleReady))
-	s.registerOps(r, metrics, true)
+	s.registerOps(r, ops, true)
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
 		writeError(ctx, fasthttp.StatusNotFound, "the ops address serves /metrics, /health/detailed, /health/live and /health/ready only")
 	}

@@ -23,12 +23,10 @@ import (
 	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/operators/readstate"
-	"github.com/newsflow/newsflow/operators/searchindex"
-	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/newsflow/newsflow/query/auth"
+	"github.com/newsflow/newsflow/query/httpkit"
 	"github.com/newsflow/newsflow/query/rank"
-	"github.com/newsflow/newsflow/query/readerapi"
 	"github.com/newsflow/newsflow/query/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -285,9 +283,6 @@ type Server struct {
 }
 
 // New returns a server; call Run to serve.
-//
-// New is long because it registers the routes of each part
-// the node has (Deps fields may be nil): one branch per part, in one list.
 func New(deps Deps, opts Options) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -314,134 +309,28 @@ func New(deps Deps, opts Options) (*Server, error) {
 		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
 	}
 	r := router.New()
-	s.router, s.openapi = r, openAPIDocument()
-	r.GET("/api/v1/openapi.json", s.instrument("openapi", s.handleOpenAPI))
-	r.GET("/health/live", s.instrument("live", s.handleLive))
-	r.GET("/health/ready", s.instrument("ready", s.handleReady))
-	r.GET("/api/v1/setup", s.instrument("setup", s.handleSetup))
+	s.router = r
 	var metrics fasthttp.RequestHandler
 	if opts.Gatherer != nil {
 		metrics = fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{}))
 	}
-	s.registerOps(r, metrics, false)
+	ops := s.opsRoutes(metrics)
+	s.registerOps(r, ops, false)
 	if s.separateOps() {
-		s.ops = s.newOpsServer(metrics)
-	}
-	r.GET("/api/v1/trending", s.instrument("trending", s.toOwner(s.expandOwner, s.handleTrending)))
-	r.GET("/api/v1/articles/{id}/shares", s.instrument("article_shares", s.toOwner(s.keyPartition("id"), s.handleArticleShares)))
-	r.POST("/api/v1/events/share", s.instrument("ingest_share", s.requireDisk(s.handleShare)))
-	r.POST("/api/v1/events/share/batch", s.instrument("ingest_share_batch", s.requireDisk(s.handleShareBatch)))
-	r.POST("/api/v1/events/read", s.instrument("ingest_read", s.requireReader(s.requireDisk(s.handleRead))))
-	r.POST("/api/v1/events/read/batch", s.instrument("ingest_read_batch", s.requireReader(s.requireDisk(s.handleReadBatch))))
-	r.GET("/api/v1/admin/progress", s.instrument("progress", s.handleProgress))
-	r.GET("/api/v1/admin/topology", s.instrument("topology", s.handleTopology))
-	r.GET("/api/v1/admin/stages", s.instrument("stages_list", s.handleStages))
-	r.POST("/api/v1/admin/stages/{stage}/pause", s.instrument("stages_pause", s.handlePauseStage(true)))
-	r.POST("/api/v1/admin/stages/{stage}/resume", s.instrument("stages_resume", s.handlePauseStage(false)))
-	r.GET("/api/v1/admin/stats", s.instrument("stats", s.handleStats))
-	if deps.SLO != nil {
-		r.GET("/api/v1/admin/slo", s.instrument("slo", s.handleSLO))
-	}
-	if deps.Articles != nil {
-		r.POST("/api/v1/articles", s.instrument("ingest_articles", s.requireIngest(s.requireDisk(s.handleArticles))))
+		s.ops = s.newOpsServer(ops)
 	}
 	if deps.Stories != nil {
-		r.GET("/api/v1/stories", s.instrument("stories", s.atStories(s.handleStories)))
-		r.GET("/api/v1/stories/{id}", s.instrument("story", s.atStories(s.handleStory)))
-		r.GET("/api/v1/breaking", s.instrument("breaking", s.atStories(s.handleBreaking)))
-		r.GET("/api/v1/topics", s.instrument("topics", s.atStories(s.handleTopics)))
-		r.GET("/api/v1/feed", s.instrument("feed", s.atStories(s.handleFeed)))
 		s.stream = newStreamHub(streamSource{trending: s.streamTrending, breaking: s.streamBreaking}, opts, s.m.streams)
-		r.GET("/api/v1/stream", s.instrument("stream", s.handleStream))
 		if s.images, err = newImageProxy(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
 			return nil, err
 		}
-		r.GET(story.ImagePathPrefix+"{id}", s.instrument("image", s.handleImage))
 	}
-	if deps.Search != nil {
-		r.GET("/api/v1/search", s.instrument("search", s.handleSearch))
+	if deps.Auth != nil && deps.Limiter == nil {
+		return nil, errors.New("query: auth needs a login limiter")
 	}
-	if deps.Interest != nil {
-		r.GET("/api/v1/admin/users/{id}/interest", s.instrument("user_interest", s.toOwner(s.keyPartition("id"), s.handleUserInterest)))
-	}
-	if deps.Auth != nil {
-		if deps.Limiter == nil {
-			return nil, errors.New("query: auth needs a login limiter")
-		}
-		r.POST("/api/v1/auth/register", s.instrument("register", s.handleRegister))
-		r.POST("/api/v1/auth/login", s.instrument("login", s.handleLogin))
-		r.POST("/api/v1/auth/logout", s.instrument("logout", s.handleLogout))
-		r.POST("/api/v1/setup/admin", s.instrument("setup_admin", s.handleSetupAdmin))
-		r.POST("/api/v1/admin/users", s.instrument("users_add", s.handleAddUser))
-		r.GET("/api/v1/admin/users", s.instrument("users_list", s.handleListUsers))
-		r.DELETE("/api/v1/admin/users/{id}", s.instrument("users_delete", s.handleDeleteUser))
-		r.DELETE("/api/v1/admin/users/{id}/sessions", s.instrument("users_revoke", s.handleRevokeSessions))
-		r.GET("/api/v1/me", s.instrument("me", s.requireUser(s.handleMe)))
-		r.GET("/api/v1/preferences", s.instrument("preferences_get", s.requireUser(s.handleGetPreferences)))
-		r.PUT("/api/v1/preferences", s.instrument("preferences_put", s.requireUser(s.handlePutPreferences)))
-		r.GET("/api/v1/me/api-keys", s.instrument("api_keys", s.requireUser(s.handleAPIKeys)))
-		r.POST("/api/v1/me/api-keys", s.instrument("api_keys_create", s.requireUser(s.handleNewAPIKey)))
-		r.DELETE("/api/v1/me/api-keys/{id}", s.instrument("api_keys_revoke", s.requireUser(s.handleRevokeAPIKey)))
-		if deps.Webhooks != nil {
-			r.GET("/api/v1/me/webhooks", s.instrument("webhooks", s.requireUser(s.handleMyWebhooks)))
-			r.POST("/api/v1/me/webhooks", s.instrument("webhooks_add", s.requireUser(s.handleAddWebhook)))
-			r.DELETE("/api/v1/me/webhooks/{id}", s.instrument("webhooks_delete", s.requireUser(s.handleDeleteMyWebhook)))
-			r.GET("/api/v1/admin/webhooks", s.instrument("admin_webhooks", s.handleAdminWebhooks))
-			r.DELETE("/api/v1/admin/webhooks/{id}", s.instrument("admin_webhooks_delete", s.handleAdminDeleteWebhook))
-		}
-		if deps.Sources != nil {
-			// The APIs reader apps speak (Miniflux), with API keys.
-			rd := readerapi.Deps{Auth: deps.Auth, Reads: s.reads, Sources: deps.Sources}
-			if deps.Stories != nil && deps.Search != nil {
-				rd.Stories = deps.Stories
-				rd.Search = func(ctx context.Context, r searchindex.Request) ([]searchindex.Hit, *searchindex.Cursor, error) {
-					page, err := s.searchCluster(ctx, r)
-					return page.Hits, page.Next, err
-				}
-			}
-			rd.AddSource, rd.Timeout = s.readerAddSource, s.opts.MetaTimeout
-			readerapi.New(rd, s.instrument).Register(r)
-		}
-		history := s.requireUser(s.handleHistory)
-		if deps.Stories != nil {
-			// Titles come from the story view; the reads from the user's
-			// partition (userProfile).
-			history = s.atStories(history)
-		}
-		r.GET("/api/v1/history", s.instrument("history", history))
-		if deps.Stories != nil {
-			// Read state needs the story view: at the story owner.
-			me := func(h func(*fasthttp.RequestCtx, auth.User)) fasthttp.RequestHandler {
-				return s.atStories(s.requireUser(h))
-			}
-			r.GET("/api/v1/me/unread", s.instrument("unread", me(s.handleUnread)))
-			r.POST("/api/v1/me/read", s.instrument("mark_read", me(s.handleMark)))
-			r.POST("/api/v1/me/read/all", s.instrument("mark_all_read", me(s.handleMarkAll)))
-			r.GET("/api/v1/me/starred", s.instrument("starred", me(s.handleStarred)))
-			r.PUT("/api/v1/me/starred/{id}", s.instrument("star", me(s.handleStar)))
-			r.DELETE("/api/v1/me/starred/{id}", s.instrument("unstar", me(s.handleStar)))
-		}
-		if deps.Interest != nil {
-			r.GET("/api/v1/me/interest", s.instrument("my_interest", s.toOwner(s.userPartition, s.requireUser(s.handleMyInterest))))
-		}
-	}
-	if deps.Sources != nil {
-		r.GET("/api/v1/sources", s.instrument("sources_public", s.handlePublicSources))
-		r.GET("/api/v1/admin/sources", s.instrument("sources_list", s.handleListSources))
-		r.POST("/api/v1/admin/sources", s.instrument("sources_add", s.handleAddSource))
-		r.POST("/api/v1/admin/sources/import", s.instrument("sources_import", s.handleImportSources))
-		r.GET("/api/v1/admin/sources/export", s.instrument("sources_export", s.handleExportSources))
-		r.GET("/api/v1/admin/sources/{id}", s.instrument("sources_get", s.handleGetSource))
-		r.PATCH("/api/v1/admin/sources/{id}", s.instrument("sources_patch", s.handlePatchSource))
-		r.DELETE("/api/v1/admin/sources/{id}", s.instrument("sources_delete", s.handleDeleteSource))
-		r.GET("/api/v1/admin/sources/{id}/status", s.instrument("sources_status", s.handleSourceStatus))
-		r.POST("/api/v1/admin/sources/{id}/crawl", s.instrument("sources_crawl", s.handleCrawlSource))
-	}
-	if deps.Cluster != nil {
-		r.GET("/api/v1/admin/cluster", s.instrument("cluster", s.handleCluster))
-		r.GET("/api/v1/admin/cluster/local", s.instrument("cluster_local", s.handleClusterLocal))
-		r.POST("/api/v1/admin/cluster/leave", s.instrument("cluster_leave", s.handleLeave))
-	}
+	routes := s.routes()
+	httpkit.Register(r, routes, s.instrument)
+	s.openapi = openAPIDocument(append(routes, ops...))
 	if !opts.TrendingChanges.Disabled {
 		var announce func([][]byte)
 		if s.stream != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/newsflow/newsflow/query/httpkit"
 	"html"
 	"net/url"
 	"slices"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/valyala/fasthttp"
@@ -43,28 +43,25 @@ const (
 	itemPrefix       = "tag:google.com,2005:reader/item/"
 )
 
-func (a *API) registerGReader(r *router.Router) {
-	route := func(method, path, name string, h fasthttp.RequestHandler) {
-		r.Handle(method, path, a.instrument("greader_"+name, h))
+// greaderRoutes are the Google Reader API's routes.
+func (a *API) greaderRoutes() []httpkit.Route {
+	return []httpkit.Route{
+		{Method: "POST", Path: "/accounts/ClientLogin", Name: "greader_login", Handler: a.grLogin, Doc: httpkit.Doc{Tag: "greader", Summary: "Google Reader API: log in (form Email = username, Passwd = an API key); text/plain SID, LSID and Auth (output=json: JSON). 401 Error=BadAuthentication", OK: 200, Errs: []int{401}}},
+		{Method: "GET", Path: "/reader/api/0/token", Name: "greader_token", Handler: a.greaderAuth(a.grToken), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the action token T (text/plain)", OK: 200, Errs: []int{401}}},
+		{Method: "GET", Path: "/reader/api/0/user-info", Name: "greader_user_info", Handler: a.greaderAuth(a.grUserInfo), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: userId, userName, userProfileId, userEmail", OK: 200, Errs: []int{401}}},
+		{Method: "GET", Path: "/reader/api/0/subscription/list", Name: "greader_subscriptions", Handler: a.greaderAuth(a.grSubscriptions), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the reader's subscriptions ({subscriptions: [{id: feed/<n>, title, categories: [{id: user/-/label/<folder>, label}], url, htmlUrl, iconUrl}]})", OK: 200, Errs: []int{401}}},
+		{Method: "GET", Path: "/reader/api/0/tag/list", Name: "greader_tags", Handler: a.greaderAuth(a.grTags), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the starred state and the reader's folders as labels", OK: 200, Errs: []int{401}}},
+		{Method: "POST", Path: "/reader/api/0/edit-tag", Name: "greader_edit_tag", Handler: a.greaderAuth(a.grEditTag), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: add (a) or remove (r) user/-/state/com.google/read or starred on items (i: long or short form, repeatable); other tags are accepted and ignored; text/plain OK", OK: 200, Errs: []int{400, 401}}},
+		{Method: "POST", Path: "/reader/api/0/mark-all-as-read", Name: "greader_mark_all_read", Handler: a.greaderAuth(a.grMarkAllRead), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: mark a stream (s) read up to ts (microseconds; default now); text/plain OK", OK: 200, Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/reader/api/0/stream/items/ids", Name: "greader_item_ids", Handler: a.greaderAuth(a.grItemIDs), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the item ids (short form) of a stream (s: feed/<n>, user/-/label/<folder>, user/-/state/com.google/reading-list, starred, read), newest first (r=o: oldest), n, ot, nt, xt, it, c (continuation)", OK: 200, Errs: []int{400, 401}}},
+		{Method: "POST", Path: "/reader/api/0/stream/items/contents", Name: "greader_item_contents", Handler: a.greaderAuth(a.grItemContents), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the items named by i (repeatable, either form)", OK: 200, Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/reader/api/0/stream/contents", Name: "greader_stream", Handler: a.greaderAuth(a.grStream), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the items of the stream s (the parameters of stream/items/ids); {id, updated, items, continuation}", OK: 200, Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/reader/api/0/stream/contents/{stream:*}", Name: "greader_stream", Handler: a.greaderAuth(a.grStream), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: the items of the stream in the path", OK: 200, Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/reader/api/0/unread-count", Name: "greader_unread_count", Handler: a.greaderAuth(a.grUnreadCount), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: unread items per feed, label and the reading list ({max, unreadcounts: [{id, count, newestItemTimestampUsec}]})", OK: 200, Errs: []int{401}}},
+		{Method: "POST", Path: "/reader/api/0/subscription/quickadd", Name: "greader_quickadd", Handler: a.greaderAuth(a.grQuickAdd), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: subscribe to a feed URL (quickadd; a source no one added is added when auth.readers_add_sources allows, or for an admin): {numResults, query, streamId, streamName}; numResults 0 with error when refused", OK: 200, OKSchema: "Object", Errs: []int{401}}},
+		{Method: "POST", Path: "/reader/api/0/subscription/edit", Name: "greader_subscription_edit", Handler: a.greaderAuth(a.grEditSubscription), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API: ac subscribe, unsubscribe or edit feeds s (feed/<n> or feed/<url>, repeatable) with title t, into label a (created) or out of label r; text/plain OK", OK: 200, Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/reader/atom/{stream:*}", Name: "greader_atom", Handler: a.greaderAuth(a.grAtom), Doc: httpkit.Doc{Tag: "greader", Auth: "greader", Summary: "Google Reader API (FeedHQ, TheOldReader): a stream as Atom, each entry with the Google Reader categories (label=\"read\" when read); no validators", OK: 200, Errs: []int{400, 401}}},
 	}
-	route(fasthttp.MethodPost, "/accounts/ClientLogin", "login", a.grLogin)
-	api := func(method, path, name string, h func(*fasthttp.RequestCtx, auth.User)) {
-		route(method, "/reader/api/0/"+path, name, a.greaderAuth(h))
-	}
-	api(fasthttp.MethodGet, "token", "token", a.grToken)
-	api(fasthttp.MethodGet, "user-info", "user_info", a.grUserInfo)
-	api(fasthttp.MethodGet, "subscription/list", "subscriptions", a.grSubscriptions)
-	api(fasthttp.MethodGet, "tag/list", "tags", a.grTags)
-	api(fasthttp.MethodPost, "edit-tag", "edit_tag", a.grEditTag)
-	api(fasthttp.MethodPost, "mark-all-as-read", "mark_all_read", a.grMarkAllRead)
-	api(fasthttp.MethodGet, "stream/items/ids", "item_ids", a.grItemIDs)
-	api(fasthttp.MethodPost, "stream/items/contents", "item_contents", a.grItemContents)
-	api(fasthttp.MethodGet, "stream/contents", "stream", a.grStream)
-	api(fasthttp.MethodGet, "stream/contents/{stream:*}", "stream", a.grStream)
-	api(fasthttp.MethodGet, "unread-count", "unread_count", a.grUnreadCount)
-	api(fasthttp.MethodPost, "subscription/quickadd", "quickadd", a.grQuickAdd)
-	api(fasthttp.MethodPost, "subscription/edit", "subscription_edit", a.grEditSubscription)
-	route(fasthttp.MethodGet, "/reader/atom/{stream:*}", "atom", a.greaderAuth(a.grAtom))
 }
 
 // grLogin is ClientLogin: Email and Passwd (form or query).

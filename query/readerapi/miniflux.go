@@ -6,11 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/newsflow/newsflow/query/httpkit"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/query/auth"
@@ -21,30 +21,33 @@ import (
 // its clients use. Errors are {"error_message": ...}, as Miniflux writes
 // them; ids are integers; times are RFC 3339.
 
-func (a *API) registerMiniflux(r *router.Router) {
-	route := func(method, path, name string, h func(*fasthttp.RequestCtx, auth.User)) {
-		r.Handle(method, path, a.instrument("miniflux_"+name, a.minifluxAuth(h)))
+// minifluxRoutes are the Miniflux API's routes; the entries need the
+// story view and search.
+func (a *API) minifluxRoutes() []httpkit.Route {
+	routes := []httpkit.Route{
+		{Method: "GET", Path: "/v1/me", Name: "miniflux_me", Handler: a.minifluxAuth(a.mfMe), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: the reader (id, username, is_admin, display settings)", OK: 200, OKSchema: "Object", Errs: []int{401}}},
+		{Method: "GET", Path: "/v1/categories", Name: "miniflux_categories", Handler: a.minifluxAuth(a.mfCategories), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: the reader's folders as categories ({id, title, user_id, hide_globally}; 1 is \"All\")", OK: 200, OKSchema: "Object", Errs: []int{401}}},
+		{Method: "POST", Path: "/v1/categories", Name: "miniflux_category_create", Handler: a.minifluxAuth(a.mfCreateCategory), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: create a category ({\"title\"})", Body: "Object", OK: 201, OKSchema: "Object", Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/v1/feeds", Name: "miniflux_feeds", Handler: a.minifluxAuth(a.mfFeeds), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: the reader's subscriptions as feeds", OK: 200, OKSchema: "Object", Errs: []int{401}}},
+		{Method: "POST", Path: "/v1/feeds", Name: "miniflux_feed_create", Handler: a.minifluxAuth(a.mfCreateFeed), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: subscribe to the source of a feed URL ({\"feed_url\", \"category_id\"}; 201 {\"feed_id\"}); a URL no source has is added when auth.readers_add_sources allows (or for an admin), checked as an admin's addition is, else 403", Body: "Object", OK: 201, OKSchema: "Object", Errs: []int{400, 401, 403}}},
+		{Method: "GET", Path: "/v1/feeds/{id}", Name: "miniflux_feed", Handler: a.minifluxAuth(a.mfFeed), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: one subscribed feed", OK: 200, OKSchema: "Object", Errs: []int{400, 401, 404}}},
+		{Method: "DELETE", Path: "/v1/feeds/{id}", Name: "miniflux_feed_delete", Handler: a.minifluxAuth(a.mfDeleteFeed), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: unsubscribe", OK: 204, Errs: []int{400, 401, 404}}},
 	}
-	route(fasthttp.MethodGet, "/v1/me", "me", a.mfMe)
-	route(fasthttp.MethodGet, "/v1/categories", "categories", a.mfCategories)
-	route(fasthttp.MethodPost, "/v1/categories", "category_create", a.mfCreateCategory)
-	route(fasthttp.MethodGet, "/v1/feeds", "feeds", a.mfFeeds)
-	route(fasthttp.MethodPost, "/v1/feeds", "feed_create", a.mfCreateFeed)
-	route(fasthttp.MethodGet, "/v1/feeds/{id}", "feed", a.mfFeed)
-	route(fasthttp.MethodDelete, "/v1/feeds/{id}", "feed_delete", a.mfDeleteFeed)
 	if a.deps.Stories == nil || a.deps.Search == nil {
-		return
+		return routes
 	}
-	route(fasthttp.MethodGet, "/v1/entries", "entries", a.mfEntries)
-	route(fasthttp.MethodPut, "/v1/entries", "entries_update", a.mfUpdateEntries)
-	route(fasthttp.MethodGet, "/v1/entries/{entry}", "entry", a.mfEntry)
-	route(fasthttp.MethodPut, "/v1/entries/{entry}/bookmark", "entry_bookmark", a.mfToggleBookmark)
-	route(fasthttp.MethodPut, "/v1/entries/{entry}/star", "entry_bookmark", a.mfToggleBookmark) // its newer name
-	route(fasthttp.MethodGet, "/v1/feeds/{id}/entries", "feed_entries", a.mfFeedEntries)
-	route(fasthttp.MethodGet, "/v1/feeds/{id}/entries/{entry}", "feed_entry", a.mfEntry)
-	route(fasthttp.MethodPut, "/v1/feeds/{id}/mark-all-as-read", "feed_mark_read", a.mfMarkFeedRead)
-	route(fasthttp.MethodGet, "/v1/categories/{id}/entries", "category_entries", a.mfCategoryEntries)
-	route(fasthttp.MethodGet, "/v1/feeds/counters", "feed_counters", a.mfCounters)
+	return append(routes, []httpkit.Route{
+		{Method: "GET", Path: "/v1/entries", Name: "miniflux_entries", Handler: a.minifluxAuth(a.mfEntries), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: entries of the reader's subscriptions (feed_id or category_id to narrow), newest 2,000 of the selection at most: status (read, unread; repeatable), starred, after/before and published_after/published_before (unix s), after_entry_id/before_entry_id, order (published_at, id), direction (asc, default, or desc), limit (default 100), offset; {total, entries}", OK: 200, OKSchema: "Object", Errs: []int{400, 401, 404}}},
+		{Method: "PUT", Path: "/v1/entries", Name: "miniflux_entries_update", Handler: a.minifluxAuth(a.mfUpdateEntries), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: set the status (read, unread) and/or starred of entries ({\"entry_ids\": [...], \"status\", \"starred\"}; the body is read as JSON whatever its Content-Type)", Body: "Object", OK: 204, Errs: []int{400, 401}}},
+		{Method: "GET", Path: "/v1/entries/{entry}", Name: "miniflux_entry", Handler: a.minifluxAuth(a.mfEntry), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: one entry", OK: 200, OKSchema: "Object", Errs: []int{400, 401, 404}}},
+		{Method: "PUT", Path: "/v1/entries/{entry}/bookmark", Name: "miniflux_entry_bookmark", Handler: a.minifluxAuth(a.mfToggleBookmark), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: toggle an entry's star", OK: 204, Errs: []int{400, 401, 404}}},
+		{Method: "PUT", Path: "/v1/entries/{entry}/star", Name: "miniflux_entry_bookmark", Handler: a.minifluxAuth(a.mfToggleBookmark), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: toggle an entry's star (the newer name of bookmark)", OK: 204, Errs: []int{400, 401, 404}}}, // its newer name
+		{Method: "GET", Path: "/v1/feeds/{id}/entries", Name: "miniflux_feed_entries", Handler: a.minifluxAuth(a.mfFeedEntries), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: the entries of one subscribed feed (the filters of /v1/entries)", OK: 200, OKSchema: "Object", Errs: []int{400, 401, 404}}},
+		{Method: "GET", Path: "/v1/feeds/{id}/entries/{entry}", Name: "miniflux_feed_entry", Handler: a.minifluxAuth(a.mfEntry), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: one entry", OK: 200, OKSchema: "Object", Errs: []int{400, 401, 404}}},
+		{Method: "PUT", Path: "/v1/feeds/{id}/mark-all-as-read", Name: "miniflux_feed_mark_read", Handler: a.minifluxAuth(a.mfMarkFeedRead), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: mark everything of a feed published until now read", OK: 204, Errs: []int{400, 401, 404}}},
+		{Method: "GET", Path: "/v1/categories/{id}/entries", Name: "miniflux_category_entries", Handler: a.minifluxAuth(a.mfCategoryEntries), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: the entries of the feeds in one category (the filters of /v1/entries)", OK: 200, OKSchema: "Object", Errs: []int{400, 401, 404}}},
+		{Method: "GET", Path: "/v1/feeds/counters", Name: "miniflux_feed_counters", Handler: a.minifluxAuth(a.mfCounters), Doc: httpkit.Doc{Tag: "miniflux", Auth: "apikey", Summary: "Miniflux API: read and unread entries per subscribed feed ({\"reads\": {feed id: n}, \"unreads\": {...}}, counts that are not zero)", OK: 200, OKSchema: "Object", Errs: []int{401}}},
+	}...)
 }
 
 func mfError(ctx *fasthttp.RequestCtx, status int, msg string) {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/newsflow/newsflow/query/httpkit"
 	"net"
 	"strings"
 	"testing"
@@ -78,7 +79,7 @@ func newAPIEnvWith(t *testing.T, setup func(e *apiEnv, d *Deps)) *apiEnv {
 		setup(e, &d)
 	}
 	r := router.New()
-	New(d, nil).Register(r)
+	httpkit.Register(r, New(d).Routes(), nil)
 	ln := fasthttputil.NewInmemoryListener()
 	srv := &fasthttp.Server{Handler: r.Handler}
 	go func() { _ = srv.Serve(ln) }()

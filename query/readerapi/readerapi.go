@@ -6,9 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/newsflow/newsflow/query/httpkit"
 	"time"
 
-	"github.com/fasthttp/router"
 	"github.com/newsflow/newsflow/cluster"
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/operators/readstate"
@@ -51,21 +51,14 @@ var (
 // API serves the reader APIs. Safe for concurrent use.
 type API struct {
 	deps Deps
-	// instrument wraps each handler with the server's metrics, under a
-	// route name.
-	instrument func(name string, h fasthttp.RequestHandler) fasthttp.RequestHandler
 }
 
-// New returns the APIs over deps; instrument (nil: none) wraps each
-// handler.
-func New(deps Deps, instrument func(string, fasthttp.RequestHandler) fasthttp.RequestHandler) *API {
-	if instrument == nil {
-		instrument = func(_ string, h fasthttp.RequestHandler) fasthttp.RequestHandler { return h }
-	}
+// New returns the APIs over deps.
+func New(deps Deps) *API {
 	if deps.Timeout <= 0 {
 		deps.Timeout = defaultTimeout
 	}
-	return &API{deps: deps, instrument: instrument}
+	return &API{deps: deps}
 }
 
 // defaultTimeout is Deps.Timeout's default.
@@ -110,12 +103,13 @@ func grServerError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Error(err.Error(), fasthttp.StatusInternalServerError)
 }
 
-// Register adds the APIs' routes to r.
-func (a *API) Register(r *router.Router) {
-	a.registerMiniflux(r)
+// Routes are the APIs' routes, for the node's route table.
+func (a *API) Routes() []httpkit.Route {
+	routes := a.minifluxRoutes()
 	if a.deps.Stories != nil && a.deps.Search != nil {
-		a.registerGReader(r)
+		routes = append(routes, a.greaderRoutes()...)
 	}
+	return routes
 }
 
 // userNum is a user's integer id: 52 bits of the SHA-256 of their id, an
