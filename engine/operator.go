@@ -114,6 +114,17 @@ type Task interface {
 	Close() error
 }
 
+// BatchEnder is a Task that emits at the end of each batch: what a batch
+// changed as a whole (a partition's top K after all its shares, say)
+// rather than per record. EndBatch is called on the task's goroutine after
+// the batch's last Process and before its outputs are appended, so what it
+// emits commits with the batch (at least once, like every output). It is
+// called only for a batch that applied records; an error restarts the
+// task from its committed state, as an error of Process does.
+type BatchEnder interface {
+	EndBatch(pc *ProcessContext) error
+}
+
 // CommitInfo describes a committed batch.
 type CommitInfo struct {
 	// Records is the number of records the batch applied.

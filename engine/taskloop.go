@@ -376,6 +376,25 @@ func (l *taskLoop) apply(recs []*eventlog.Record) error {
 	return nil
 }
 
+// endBatch lets a BatchEnder emit what the batch changed as a whole, with
+// no record's lineage; a panic becomes an error, as in process.
+func (l *taskLoop) endBatch() (err error) {
+	be, ok := l.task.(BatchEnder)
+	if !ok || l.applied == 0 {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	l.pc.ln.reset(0, nil)
+	if err := be.EndBatch(&l.pc); err != nil {
+		return fmt.Errorf("end batch: %w", err)
+	}
+	return nil
+}
+
 // process applies one record, turning a panic in the operator's code into
 // an error (a panicError) that names the record.
 func (l *taskLoop) process(rec *eventlog.Record) (err error) {
@@ -487,11 +506,14 @@ func (l *taskLoop) groupCommit() {
 // commit, and only while the partition is still assigned to this node.
 func (l *taskLoop) commitBatch() error {
 	tr, e, m := l.tr, l.e, l.e.m
-	task, ns, cl, out, dlq := l.task, l.ns, l.cl, l.pc.out, l.dlq
-	next, srcApplied, dirtySrc := l.next, l.srcApplied, l.dirtySrc
 	if !e.owns(tr.p, tr.epoch) {
 		return errRevoked
 	}
+	if err := l.endBatch(); err != nil {
+		return err
+	}
+	task, ns, cl, out, dlq := l.task, l.ns, l.cl, l.pc.out, l.dlq
+	next, srcApplied, dirtySrc := l.next, l.srcApplied, l.dirtySrc
 	start := time.Now()
 	// Appends use their own context: a batch that was applied is committed
 	// even while shutting down.
