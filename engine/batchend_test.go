@@ -68,6 +68,9 @@ func (t *endTask) EndBatch(pc *engine.ProcessContext) error {
 		t.op.failures.Add(1)
 		panic("injected panic at the end of a batch")
 	}
+	if pos := pc.Position(); pos != t.n {
+		return fmt.Errorf("position %d after %d records", pos, t.n)
+	}
 	pc.Emit(&eventlog.Record{Topic: "ends", Partition: t.p, Key: []byte("p" + strconv.Itoa(int(t.p))), Value: []byte(strconv.FormatInt(t.n, 10))})
 	return nil
 }
@@ -84,7 +87,8 @@ func (t *endTask) Close() error                { return nil }
 // batch: although EndBatch fails and panics at random (restarting the
 // task), each partition's last output is its exact record count, every
 // output is a count the task reached, and batches that applied nothing
-// never call it.
+// never call it. The task's position is its count: one input partition,
+// read from offset 0.
 func TestBatchEnder(t *testing.T) {
 	h := newHarness(t)
 	const parts = 3

@@ -140,6 +140,21 @@ type ProcessContext struct {
 	out    []*eventlog.Record
 	source int32
 	ln     lineage // of the current record
+	// next is the task loop's next offset of each input.
+	next map[eventlog.TopicPartition]int64
+}
+
+// Position is the sum of the task's next offsets in its inputs: it grows
+// with every record the task passes, and a task restarted from its
+// committed state passes the same positions again while it applies again
+// what it had applied. A task that puts its position into what it emits
+// lets a consumer tell progress from a repeat (a past state emitted again).
+func (pc *ProcessContext) Position() int64 {
+	var n int64
+	for _, o := range pc.next {
+		n += o
+	}
+	return n
 }
 
 // Source is the partition of the source topic the current record was first

@@ -168,6 +168,7 @@ func (l *taskLoop) readPositions() error {
 	tr := l.tr
 	l.inputs = map[eventlog.TopicPartition]stageInput{}
 	l.next = map[eventlog.TopicPartition]int64{}
+	l.pc.next = l.next
 	ins := tr.st.inputs[tr.p]
 	l.vis.obs, l.vis.origins = make([]prometheus.Observer, len(ins)), make([][]int64, len(ins))
 	for i, in := range ins {

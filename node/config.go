@@ -108,7 +108,7 @@ type TrendingConfig struct {
 	// holds its timestamp, whatever its arrival order. A configuration
 	// that still sets it gets a warning.
 	Lateness time.Duration `yaml:"lateness,omitempty"`
-	// Changes is the trending.changes topic (query.ChangesOptions).
+	// Changes is the trending.changes topic (trending.Changes).
 	Changes TrendingChangesConfig `yaml:"changes"`
 }
 
@@ -245,7 +245,7 @@ func Default() Config {
 		Disk:            DefaultDiskConfig(),
 		Engine:          engine.DefaultOptions(),
 		Trending: TrendingConfig{OperatorOptions: trending.DefaultOperatorOptions(),
-			Changes: TrendingChangesConfig{Enabled: !query.DefaultOptions().TrendingChanges.Disabled, K: query.DefaultOptions().TrendingChanges.K}},
+			Changes: TrendingChangesConfig{Enabled: true, K: trending.DefaultChangesK}},
 		Crawl: CrawlConfig{Enabled: true, SeedOPML: "configs/sources.opml", Options: crawl.DefaultOptions(),
 			MinIntervalFloor: crawl.MinIntervalFloor},
 		Articles:  ArticlesConfig{Classify: classify.DefaultOptions(), Options: articles.DefaultOptions()},

@@ -299,6 +299,11 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("ensure topic %s: %w", topic, err)
 		}
 	}
+	// trending.changes has one partition, one order for every consumer,
+	// made before the engine would make it with the engine's count.
+	if _, err := eventlog.EnsureTopic(ctx, n.log, schema.TopicTrendingChanges, 1); err != nil {
+		return fmt.Errorf("ensure topic %s: %w", schema.TopicTrendingChanges, err)
+	}
 	setupToken, err := n.setupToken(ctx)
 	if err != nil {
 		return err
@@ -320,7 +325,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	qo.FailoverTimeout = n.cfg.Cluster.FailoverTimeout
 	qo.Images.Fetch = n.cfg.Crawl.fetchOptions(n.logger)
 	qo.Tracing = n.tracing
-	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled, K: n.cfg.Trending.Changes.K}
+	qo.TrendingChanges = query.ChangesOptions{Disabled: !n.cfg.Trending.Changes.Enabled}
 	srv, err := query.New(n.Deps(), qo)
 	if err != nil {
 		if ownLn {
@@ -436,7 +441,7 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 }
 
 // operatorNames are the operators a node can run, as topology names them.
-var operatorNames = []string{trending.Name, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name}
+var operatorNames = []string{trending.Name, trending.ChangesName, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name}
 
 // registerOperators registers the operators of a node on n.engine (all,
 // unless Options.Operators names some): trending, then the article
@@ -449,10 +454,20 @@ func (n *Node) registerOperators(cfg Config) error {
 	if want(trending.Name) {
 		to := cfg.Trending.OperatorOptions
 		to.Retention = cfg.Retention.Articles
+		if cfg.Trending.Changes.Enabled {
+			to.PublishTops = cfg.Trending.Changes.K
+		}
 		if n.trending, err = trending.New(to, n.engine.Partitions(), n.reg); err != nil {
 			return err
 		}
 		ops = append(ops, n.trending)
+	}
+	if want(trending.ChangesName) && cfg.Trending.Changes.Enabled {
+		changes, err := trending.NewChanges(cfg.Trending.OperatorOptions, cfg.Trending.Changes.K, n.reg)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, changes)
 	}
 	if want(articles.Name) {
 		if n.articles, err = n.newArticles(cfg); err != nil {

@@ -135,9 +135,8 @@ type Options struct {
 	MaxStreams      int           `yaml:"max_streams"`
 	StreamInterval  time.Duration `yaml:"stream_interval"`
 	StreamHeartbeat time.Duration `yaml:"stream_heartbeat"`
-	// TrendingChanges configures the trending.changes topic and the
-	// trending.entered stream events (changes.go); it looks every
-	// StreamInterval.
+	// TrendingChanges configures the trending.entered stream events
+	// (changes.go).
 	TrendingChanges ChangesOptions `yaml:"-"`
 }
 
@@ -149,7 +148,6 @@ func DefaultOptions() Options {
 		FailoverTimeout: 10 * time.Second, MetaTimeout: defaultMetaTimeout,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
-		TrendingChanges: ChangesOptions{K: defaultChangesK},
 	}
 }
 
@@ -169,15 +167,11 @@ func (o Options) Validate() error {
 	if err := o.Images.Validate(); err != nil {
 		return err
 	}
-	if err := o.TrendingChanges.Validate(); err != nil {
-		return err
-	}
 	return o.Rank.Validate()
 }
 
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	option.Fill(&o.TrendingChanges, d.TrendingChanges)
 	option.Fill(&o, d)
 	// Made here, not in DefaultOptions (where a node's configuration
 	// starts): each server has a registry of its own.
@@ -273,7 +267,7 @@ type Server struct {
 
 	trend *trendingCache // precomputed trending answers (trending_cache.go)
 
-	changes *changesWatcher // the trending.changes topic (changes.go); nil when disabled
+	changes *changesFollower // follows trending.changes for the streams (changes.go); nil when disabled
 
 	stopping atomic.Bool // Run is shutting the server down (health.go)
 
@@ -331,16 +325,8 @@ func New(deps Deps, opts Options) (*Server, error) {
 	routes := s.routes()
 	httpkit.Register(r, routes, s.instrument)
 	s.openapi = openAPIDocument(append(routes, ops...))
-	if !opts.TrendingChanges.Disabled {
-		var announce func([][]byte)
-		if s.stream != nil {
-			announce = s.stream.entered
-		}
-		s.changes, err = newChangesWatcher(deps.Log, deps.Trending.Options(), changesSource{top: s.changesTop, emits: s.emitsChanges, progress: s.trendingProgress},
-			opts.TrendingChanges, opts.StreamInterval, announce, opts.Logger, opts.Registerer)
-		if err != nil {
-			return nil, err
-		}
+	if !opts.TrendingChanges.Disabled && s.stream != nil && deps.Log != nil {
+		s.changes = newChangesFollower(deps.Log, s.stream.entered, opts.Logger)
 	}
 	ui, uiGroup, otherGroup := web.Handler(), s.groupCounter("ui"), s.groupCounter("other")
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {

@@ -64,7 +64,7 @@ func TestReplayUnknownOperator(t *testing.T) {
 	if err == nil {
 		t.Fatal("replay of an unknown operator succeeded")
 	}
-	for _, want := range []string{`"bogus"`, "trending, articles, stories, search, reads-enrich, interest"} {
+	for _, want := range []string{`"bogus"`, "trending, trending-changes, articles, stories, search, reads-enrich, interest"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -78,6 +78,12 @@ type OperatorOptions struct {
 	// (counting once where it should count again, never twice). Exact
 	// counts grow the table instead and ignore it.
 	RepeatPairs int `json:"repeat_pairs,omitempty" yaml:"repeat_pairs"`
+	// PublishTops, when positive, has every task publish its partition's
+	// top PublishTops of each window to TopicTops at the end of the
+	// batches that change it, for the trending-changes operator
+	// (changes.go); at most MaxK. The node sets it from
+	// trending.changes.k; 0 publishes nothing.
+	PublishTops int `json:"publish_tops,omitempty" yaml:"-"`
 	// CMS configures the sketch of CounterCMS. Its Windows, MaxK and
 	// Prefix are the operator's (Counts.Windows, MaxK, and 'k'), whatever
 	// they are set to here, and MaxIDLen defaults to the longest article
@@ -109,6 +115,9 @@ func (o OperatorOptions) Validate() error {
 	}
 	if o.MaxK < 0 || o.SnapshotInterval < 0 || o.MaxFuture < 0 || o.ParkFor < 0 || o.MaxParked < 0 || o.ExactMaxBytes < 0 || o.RepeatPairs < 0 {
 		return errors.New("trending: max_k, snapshot_interval, max_future, park_for, max_parked, exact_max_bytes and repeat_pairs must not be negative")
+	}
+	if maxK := cmp.Or(o.MaxK, DefaultOperatorOptions().MaxK); o.PublishTops < 0 || o.PublishTops > maxK {
+		return fmt.Errorf("trending: publish_tops %d: want 0 to max_k (%d)", o.PublishTops, maxK)
 	}
 	switch o.RepeatShares {
 	case "", RepeatOnce:
@@ -263,7 +272,12 @@ func (o *Operator) Options() OperatorOptions { return o.opts }
 
 // Spec implements engine.Operator.
 func (o *Operator) Spec() engine.Spec {
+	var outputs []string
+	if o.opts.PublishTops > 0 {
+		outputs = []string{TopicTops}
+	}
 	return engine.Spec{
+		Outputs:     outputs,
 		Name:        Name,
 		Description: "share counts per article over sliding windows, global and per category (a share without one: its article's topics); top-K",
 		Inputs: []engine.Input{
@@ -392,6 +406,9 @@ type task struct {
 	pairs      *repeatPairs
 	pairBuf    []byte
 	wroteEvery bool
+	// tops is what the task last published of each window (changes.go);
+	// owned by the task goroutine.
+	tops []published
 }
 
 func (t *task) Restore(r state.Reader) error {
@@ -576,6 +593,9 @@ func (t *task) Flush(w state.Writer) error {
 	t.checkMemoryLocked()
 	return nil
 }
+
+// EndBatch publishes the tops the batch changed, with PublishTops.
+func (t *task) EndBatch(pc *engine.ProcessContext) error { return t.publishTops(pc) }
 
 // Committed publishes a new top-K snapshot at most once per snapshot
 // interval while the task is busy, and sooner (a quarter of it) when the
