@@ -218,42 +218,65 @@ func rawWords(s string) []word {
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$' || r == '€' || r == '£') {
+		if !startsWord(r) {
 			if strings.ContainsRune(".!?:\n;|", r) {
 				start = true
 			}
 			i += n
 			continue
 		}
-		j := i
-		for j < len(s) {
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '%' || r == '$' || r == '€' || r == '£' {
-				j += n
-				continue
-			}
-			if (r == '\'' || r == '-' || r == '.' || r == ',' || r == '’') && j+n < len(s) {
-				r2, _ := utf8.DecodeRuneInString(s[j+n:])
-				prev, _ := utf8.DecodeLastRuneInString(s[i:j])
-				if (r == '.' || r == ',') && !(unicode.IsDigit(prev) && unicode.IsDigit(r2)) && !(r == '.' && unicode.IsUpper(prev) && unicode.IsUpper(r2)) {
-					break
-				}
-				if unicode.IsLetter(r2) || unicode.IsDigit(r2) {
-					j += n
-					continue
-				}
-			}
-			break
-		}
-		w := s[i:j]
-		for _, poss := range []string{"'s", "’s"} {
-			w = strings.TrimSuffix(w, poss)
-		}
-		out = append(out, word{s: w, start: start})
+		j := wordEnd(s, i)
+		out = append(out, word{s: trimPossessive(s[i:j]), start: start})
 		start = false
 		i = j
 	}
 	return out
+}
+
+// startsWord reports whether r begins a word: a letter, a digit or a
+// currency sign.
+func startsWord(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$' || r == '€' || r == '£'
+}
+
+// wordEnd returns the end of the word of s that starts at i: the runes
+// that start words, and percent signs, with the inner punctuation that
+// joins them (joinsWord).
+func wordEnd(s string, i int) int {
+	j := i
+	for j < len(s) {
+		r, n := utf8.DecodeRuneInString(s[j:])
+		if !startsWord(r) && r != '%' && !joinsWord(s, i, j, r, n) {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// joinsWord reports whether r, the rune of n bytes at s[j:] after the
+// word s[i:j], is punctuation inside the word, before a letter or a digit:
+// an apostrophe or a hyphen; a dot or a comma between digits (a decimal
+// point, a thousands separator); a dot between capitals (U.S).
+func joinsWord(s string, i, j int, r rune, n int) bool {
+	if !(r == '\'' || r == '-' || r == '.' || r == ',' || r == '’') || j+n >= len(s) {
+		return false
+	}
+	next, _ := utf8.DecodeRuneInString(s[j+n:])
+	if r == '.' || r == ',' {
+		prev, _ := utf8.DecodeLastRuneInString(s[i:j])
+		digits := unicode.IsDigit(prev) && unicode.IsDigit(next)
+		capitals := r == '.' && unicode.IsUpper(prev) && unicode.IsUpper(next)
+		if !digits && !capitals {
+			return false
+		}
+	}
+	return unicode.IsLetter(next) || unicode.IsDigit(next)
+}
+
+// trimPossessive drops a possessive "'s" or "’s" from the end of w.
+func trimPossessive(w string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
 }
 
 func capitalised(w string) bool {
