@@ -348,72 +348,97 @@ func (x *Extractor) norm(w string) string {
 // sentence is a name only inside a run or when it is an acronym; in a text
 // in title case a capitalised word seen in lower case elsewhere is not one.
 func (x *Extractor) entities(s string) []string {
-	var out []string
-	seen := map[string]bool{}
-	emit := func(e string) {
-		if e != "" && !seen[e] {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
+	es := entitySet{seen: map[string]bool{}}
 	for _, line := range strings.Split(s, "\n") {
-		ws := rawWords(line)
-		tc := titleCase(ws)
-		name := func(w word) bool {
-			if !capitalised(w.s) || hasDigit(w.s) {
-				return false
-			}
-			n := x.norm(w.s)
-			if n == "" || Generic(n) {
-				return false
-			}
-			if acronym(w.s) {
-				return true
-			}
-			if tc && x.lower[strings.ToLower(w.s)] > 0 {
-				return false
-			}
-			return true
+		x.lineEntities(&es, line)
+	}
+	return es.out
+}
+
+// entitySet collects entity terms in the order first found, once each.
+type entitySet struct {
+	out  []string
+	seen map[string]bool
+}
+
+func (es *entitySet) add(e string) {
+	if e != "" && !es.seen[e] {
+		es.seen[e] = true
+		es.out = append(es.out, e)
+	}
+}
+
+// lineEntities adds the entities of a line of text (see entities).
+func (x *Extractor) lineEntities(es *entitySet, line string) {
+	ws := rawWords(line)
+	tc := titleCase(ws)
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		if hasDigit(w.s) {
+			e, n := numberEntity(ws, i)
+			es.add(e)
+			i += n - 1
+			continue
 		}
-		for i := 0; i < len(ws); i++ {
-			w := ws[i]
-			if hasDigit(w.s) {
-				e := "#" + strings.ToLower(w.s)
-				if i+1 < len(ws) && units[strings.ToLower(ws[i+1].s)] {
-					e += " " + strings.ToLower(ws[i+1].s)
-					i++
-				}
-				emit(e)
-				continue
-			}
-			if !name(w) {
-				continue
-			}
-			j := i + 1
-			for j < len(ws) && name(ws[j]) && !ws[j].start {
-				j++
-			}
-			run := ws[i:j]
-			if len(run) == 1 && w.start && !acronym(w.s) {
-				// A lone capital at a sentence start is not evidence of a
-				// name, unless title case made the lexicon decide.
-				if !tc {
-					i = j - 1
-					continue
-				}
-			}
-			var parts []string
-			for _, r := range run {
-				if p := x.norm(r.s); p != "" {
-					parts = append(parts, p)
-					emit(p)
-				}
-			}
-			if len(parts) > 1 {
-				emit(strings.Join(parts, "_"))
-			}
-			i = j - 1
+		if !x.nameWord(w, tc) {
+			continue
+		}
+		j := i + 1
+		for j < len(ws) && x.nameWord(ws[j], tc) && !ws[j].start {
+			j++
+		}
+		run := ws[i:j]
+		i = j - 1
+		// A lone capital at a sentence start is not evidence of a name,
+		// unless title case made the lexicon decide.
+		if len(run) == 1 && w.start && !acronym(w.s) && !tc {
+			continue
+		}
+		x.addName(es, run)
+	}
+}
+
+// numberEntity returns the entity of the number ws[i], with the unit that
+// follows it, and how many words it takes.
+func numberEntity(ws []word, i int) (entity string, n int) {
+	e := "#" + strings.ToLower(ws[i].s)
+	if i+1 < len(ws) && units[strings.ToLower(ws[i+1].s)] {
+		return e + " " + strings.ToLower(ws[i+1].s), 2
+	}
+	return e, 1
+}
+
+// nameWord reports whether w can be a word of a name: capitalised,
+// without digits, not a generic word and, in a text in title case (tc),
+// an acronym or a word not seen in lower case.
+func (x *Extractor) nameWord(w word, tc bool) bool {
+	if !capitalised(w.s) || hasDigit(w.s) {
+		return false
+	}
+	n := x.norm(w.s)
+	if n == "" || Generic(n) {
+		return false
+	}
+	if acronym(w.s) {
+		return true
+	}
+	if tc && x.lower[strings.ToLower(w.s)] > 0 {
+		return false
+	}
+	return true
+}
+
+// addName adds each word of a name's run of words, and the name whole
+// when it has several.
+func (x *Extractor) addName(es *entitySet, run []word) {
+	var parts []string
+	for _, r := range run {
+		if p := x.norm(r.s); p != "" {
+			parts = append(parts, p)
+			es.add(p)
 		}
 	}
-	return out
+	if len(parts) > 1 {
+		es.add(strings.Join(parts, "_"))
+	}
 }
