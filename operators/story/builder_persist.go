@@ -117,6 +117,32 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 	if err != nil {
 		return err
 	}
+	if err := b.backfillIndexes(w, r); err != nil {
+		return err
+	}
+	if err := b.c.Persist(w, prefixCluster); err != nil {
+		return err
+	}
+	if err := b.persistArticles(w, r, gone); err != nil {
+		return err
+	}
+	// After the articles: one may have expired since it was applied.
+	if err := b.persistExpired(w); err != nil {
+		return err
+	}
+	if err := b.persistStories(w, gone); err != nil {
+		return err
+	}
+	if err := b.persistClosed(w, gone); err != nil {
+		return err
+	}
+	return w.Set(keyBuilderMeta, b.metaValue())
+}
+
+// backfillIndexes writes, once, the indexes that state written before
+// them lacks: the closed stories' (x, see indexClosed) and the entry
+// numbers' (n, see indexNums).
+func (b *Builder) backfillIndexes(w state.Writer, r state.Reader) error {
 	if b.backfill {
 		if err := b.indexClosed(w, r); err != nil {
 			return err
@@ -129,62 +155,86 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		}
 		b.backfillNums = false
 	}
-	if err := b.c.Persist(w, prefixCluster); err != nil {
-		return err
-	}
+	return nil
+}
+
+// persistArticles writes the articles applied since the last Persist,
+// but those this batch deletes: with their story (in gone) or by their
+// age.
+func (b *Builder) persistArticles(w state.Writer, r state.Reader, gone map[uint64]bool) error {
 	images := map[string]int64{} // image id → latest first-seen time staged
 	cut, retain := b.cutoff()
 	for _, ar := range b.dirtyArticles {
 		if gone[ar.Story] || (retain && ar.Seen() < cut) {
 			continue // deleted in this batch, with its story or by its age
 		}
-		v, err := json.Marshal(ar)
-		if err != nil {
-			return err
-		}
-		if err := w.Set(articleKey(ar.ID), v); err != nil {
-			return err
-		}
-		if ar.ImageURL != "" {
-			if err := b.stageImage(w, r, images, ar); err != nil {
-				return err
-			}
-		}
-		if !ar.fresh {
-			continue // an edit: indexes are unchanged
-		}
-		if err := w.Set(u64(u64([]byte("w"), uint64(ar.Published)), ar.Num), []byte(ar.ID)); err != nil {
-			return err
-		}
-		if err := w.Set(u64(u64([]byte("k"), ar.Story), ar.Num), []byte(ar.ID)); err != nil {
-			return err
-		}
-		if err := w.Set(agedKey(ar.Seen(), ar.Num), append(u64(nil, ar.Story), ar.ID...)); err != nil {
-			return err
-		}
-		if err := w.Set(numKey(ar.Num), []byte(ar.ID)); err != nil {
+		if err := b.persistArticle(w, r, images, ar); err != nil {
 			return err
 		}
 	}
 	b.dirtyArticles = b.dirtyArticles[:0]
-	// After the articles: one may have expired since it was applied.
+	return nil
+}
+
+// persistArticle writes an article's record (a) and its image (g, see
+// stageImage), and the index entries of an article new since the last
+// Persist.
+func (b *Builder) persistArticle(w state.Writer, r state.Reader, images map[string]int64, ar ArticleRecord) error {
+	v, err := json.Marshal(ar)
+	if err != nil {
+		return err
+	}
+	if err := w.Set(articleKey(ar.ID), v); err != nil {
+		return err
+	}
+	if ar.ImageURL != "" {
+		if err := b.stageImage(w, r, images, ar); err != nil {
+			return err
+		}
+	}
+	if !ar.fresh {
+		return nil // an edit: indexes are unchanged
+	}
+	return indexArticle(w, ar)
+}
+
+// indexArticle writes a new article's entries in the window (w), its
+// story's members (k), the articles by first-seen time (y) and the entry
+// numbers (n).
+func indexArticle(w state.Writer, ar ArticleRecord) error {
+	if err := w.Set(u64(u64([]byte("w"), uint64(ar.Published)), ar.Num), []byte(ar.ID)); err != nil {
+		return err
+	}
+	if err := w.Set(u64(u64([]byte("k"), ar.Story), ar.Num), []byte(ar.ID)); err != nil {
+		return err
+	}
+	if err := w.Set(agedKey(ar.Seen(), ar.Num), append(u64(nil, ar.Story), ar.ID...)); err != nil {
+		return err
+	}
+	return w.Set(numKey(ar.Num), []byte(ar.ID))
+}
+
+// persistExpired deletes the window entries (w) of the articles that left
+// the window since the last Persist.
+func (b *Builder) persistExpired(w state.Writer) error {
 	for _, e := range b.expired {
 		if err := w.Delete(u64(u64([]byte("w"), uint64(e.last)), e.num)); err != nil {
 			return err
 		}
 	}
 	b.expired = b.expired[:0]
+	return nil
+}
+
+// persistStories writes the record (s) and id mapping (i) of every story
+// changed since the last Persist but those in gone, in story order.
+func (b *Builder) persistStories(w state.Writer, gone map[uint64]bool) error {
 	for _, num := range slices.Sorted(maps.Keys(b.dirtyStories)) {
-		st := b.dirtyStories[num]
 		if gone[num] {
 			continue
 		}
-		rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, LastArrival: st.lastArrival, TopicSum: st.topicSum,
-			RepImage: st.repImage, FirstImage: st.firstImage, FirstImageNum: st.firstImageNum}
-		for _, r := range st.recent {
-			rec.Recent = append(rec.Recent, recentJSON{T: r.t, Src: r.src})
-		}
-		v, err := json.Marshal(rec)
+		st := b.dirtyStories[num]
+		v, err := json.Marshal(newStoryRecord(num, st))
 		if err != nil {
 			return err
 		}
@@ -196,6 +246,22 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		}
 	}
 	clear(b.dirtyStories)
+	return nil
+}
+
+// newStoryRecord returns the record of story num.
+func newStoryRecord(num uint64, st *Story) storyRecord {
+	rec := storyRecord{Story: *st, Num: num, RepPublished: st.repPublished, LastArrival: st.lastArrival, TopicSum: st.topicSum,
+		RepImage: st.repImage, FirstImage: st.firstImage, FirstImageNum: st.firstImageNum}
+	for _, r := range st.recent {
+		rec.Recent = append(rec.Recent, recentJSON{T: r.t, Src: r.src})
+	}
+	return rec
+}
+
+// persistClosed indexes the stories that left memory since the last
+// Persist under x, but those in gone.
+func (b *Builder) persistClosed(w state.Writer, gone map[uint64]bool) error {
 	for _, e := range b.closed {
 		if !gone[e.num] {
 			if err := w.Set(closedKey(e.last, e.num), nil); err != nil {
@@ -204,9 +270,15 @@ func (b *Builder) Persist(w state.Writer, r state.Reader) error {
 		}
 	}
 	b.closed = b.closed[:0]
+	return nil
+}
+
+// metaValue is the meta value (m): the next article number, the
+// watermark, metaVersion and the newest first-seen time.
+func (b *Builder) metaValue() []byte {
 	meta := binary.AppendVarint(binary.AppendUvarint(nil, b.nextArt), b.wm)
 	meta = binary.AppendUvarint(meta, metaVersion)
-	return w.Set(keyBuilderMeta, binary.AppendVarint(meta, b.seenWM))
+	return binary.AppendVarint(meta, b.seenWM)
 }
 
 // metaVersion is the meta value's third field: 1 once the closed stories

@@ -666,113 +666,173 @@ func (c *Clusterer) addNames(st *centroid, names []uint32) {
 }
 
 // candidates scores the open stories sharing one of the article's most
-// distinctive terms, best first.
-// It stays whole: it is the clustering's hot loop, and its
-// filters (live postings within the probe depth, an age past which decay
-// alone is below the thresholds, the shared evidence of small stories, the
-// score floor) run in the order that makes the cheap ones run first.
+// distinctive terms, best first. Its filters (live postings within the
+// probe depth, an age past which decay alone is below the thresholds, the
+// shared evidence of small stories, the score floor) run in the order
+// that makes the cheap ones run first. It is the clustering's hot loop:
+// beyond the buffers it keeps (c.dense, c.cands), it allocates only a
+// long article's probe terms.
 func (c *Clusterer) candidates(v Vector, now int64) []candidate {
-	probe := v
-	if len(probe) > c.opts.ProbeTerms {
-		probe = slices.Clone(v)
-		slices.SortFunc(probe, byWeightDesc)
-		probe = probe[:c.opts.ProbeTerms]
+	probe := c.probeTerms(v)
+	lim := c.probeLimits(v, now)
+	c.epoch++
+	c.cands = c.cands[:0]
+	c.spread(v)
+	defer c.unspread(v)
+	for _, e := range probe {
+		c.probePostings(e.ID, &lim)
 	}
+	slices.SortFunc(c.cands, bySimDesc)
+	return c.cands
+}
+
+// probeTerms returns the ProbeTerms heaviest terms of v, or v itself when
+// it has no more.
+func (c *Clusterer) probeTerms(v Vector) Vector {
+	if len(v) <= c.opts.ProbeTerms {
+		return v
+	}
+	probe := slices.Clone(v)
+	slices.SortFunc(probe, byWeightDesc)
+	return probe[:c.opts.ProbeTerms]
+}
+
+// limits bound the stories candidates scores for an article at time now.
+type limits struct {
+	now int64
+	// lo is the lowest similarity a candidate is used at; stories older
+	// than maxAge (ms) have a decay below it.
+	lo     float64
+	maxAge int64
+}
+
+// probeLimits returns the limits of article v's candidates at time now.
+func (c *Clusterer) probeLimits(v Vector, now int64) limits {
 	// Candidates below both the join and the bridge threshold are never
 	// used; cosines are at most 1, so a story whose decay alone is below
 	// them needs no dot product.
-	lo := min(c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong), c.threshold(v, c.opts.Bridge, c.opts.BridgeLong))
-	maxAge := int64(math.MaxInt64)
+	lim := limits{now: now, maxAge: math.MaxInt64}
+	lim.lo = min(c.threshold(v, c.opts.Threshold, c.opts.ThresholdLong), c.threshold(v, c.opts.Bridge, c.opts.BridgeLong))
 	if c.opts.Model != nil {
-		lo = 0 // the model weighs time itself; learnedFloor bounds the cosine
+		lim.lo = 0 // the model weighs time itself; learnedFloor bounds the cosine
 	}
-	if c.opts.Decay > 0 && lo > 0 {
-		maxAge = int64(-math.Log(lo) / c.opts.Decay * float64(time.Hour/time.Millisecond))
+	if c.opts.Decay > 0 && lim.lo > 0 {
+		lim.maxAge = int64(-math.Log(lim.lo) / c.opts.Decay * float64(time.Hour/time.Millisecond))
 	}
-	c.epoch++
-	c.cands = c.cands[:0]
+	return lim
+}
+
+// spread writes v's weights into c.dense, by term id; unspread clears
+// them.
+func (c *Clusterer) spread(v Vector) {
 	if len(c.dense) < len(c.words) {
 		c.dense = make([]float32, len(c.words)+len(c.words)/4)
 	}
 	for _, t := range v {
 		c.dense[t.ID] = t.W
 	}
-	defer func() {
-		for _, t := range v {
-			c.dense[t.ID] = 0
-		}
-	}()
-	for _, e := range probe {
-		// Postings may hold closed stories and stories that pruned the
-		// term; only live entries count towards ProbeDepth, so the result
-		// does not depend on when postings were last compacted.
-		ps := c.postings[e.ID]
-		live, dead := 0, 0
-		for i := len(ps) - 1; i >= 0 && live < c.opts.ProbeDepth; i-- {
-			num := ps[i]
-			st := c.open.get(num)
-			if st == nil {
-				dead++
-				continue
-			}
-			if st.seen == c.epoch {
-				if !hasTerm(st.terms, e.ID) {
-					dead++
-				} else {
-					live++
-				}
-				continue
-			}
-			if abs(now-st.last) > maxAge {
-				if hasTerm(st.terms, e.ID) {
-					live++
-					st.seen = c.epoch
-				} else {
-					dead++
-				}
-				continue
-			}
-			var d float64
-			has, shared := false, 0
-			for _, t := range st.terms {
-				w := c.dense[t.ID]
-				d += float64(w) * float64(t.W)
-				has = has || t.ID == e.ID
-				if w > 0 && !c.generic[t.ID] {
-					shared++
-				}
-			}
-			if !has {
-				dead++
-				continue
-			}
+}
+
+func (c *Clusterer) unspread(v Vector) {
+	for _, t := range v {
+		c.dense[t.ID] = 0
+	}
+}
+
+// probePostings scores the newest stories posted under term id, up to
+// ProbeDepth live ones, and compacts the postings when most entries it
+// passed were dead.
+func (c *Clusterer) probePostings(id uint32, lim *limits) {
+	// Postings may hold closed stories and stories that pruned the term;
+	// only live entries count towards ProbeDepth, so the result does not
+	// depend on when postings were last compacted.
+	ps := c.postings[id]
+	live, dead := 0, 0
+	for i := len(ps) - 1; i >= 0 && live < c.opts.ProbeDepth; i-- {
+		if c.probeStory(c.open.get(ps[i]), id, lim) {
 			live++
-			st.seen = c.epoch
-			cos := d / math.Sqrt(st.normSq)
-			sim := cos * c.decay(now, st.last)
-			if sim < lo || (st.size <= c.opts.SmallStory && shared < c.opts.MinShared) || c.opts.Model != nil && (cos < learnedFloor || shared == 0) {
-				continue
-			}
-			c.cands = append(c.cands, candidate{num: num, sim: sim, cos: cos, shared: shared})
-		}
-		if dead > 64 && dead > len(ps)/2 {
-			c.compact(e.ID)
+		} else {
+			dead++
 		}
 	}
-	slices.SortFunc(c.cands, func(a, b candidate) int {
-		switch {
-		case a.sim > b.sim:
-			return -1
-		case a.sim < b.sim:
-			return 1
-		case a.num < b.num:
-			return -1
-		case a.num > b.num:
-			return 1
+	if dead > 64 && dead > len(ps)/2 {
+		c.compact(id)
+	}
+}
+
+// probeStory reports whether story st, found under term id's postings, is
+// live: open and still holding the term. A live story not yet seen this
+// epoch is scored, unless it is older than the limits' maxAge, and added
+// to the candidates when it passes them.
+func (c *Clusterer) probeStory(st *centroid, id uint32, lim *limits) bool {
+	switch {
+	case st == nil:
+		return false
+	case st.seen == c.epoch:
+		return hasTerm(st.terms, id)
+	case abs(lim.now-st.last) > lim.maxAge:
+		if !hasTerm(st.terms, id) {
+			return false
 		}
-		return 0
-	})
-	return c.cands
+		st.seen = c.epoch
+		return true
+	}
+	d, has, shared := c.overlap(st, id)
+	if !has {
+		return false
+	}
+	st.seen = c.epoch
+	cos := d / math.Sqrt(st.normSq)
+	sim := cos * c.decay(lim.now, st.last)
+	if c.admits(st, sim, cos, shared, lim.lo) {
+		c.cands = append(c.cands, candidate{num: st.num, sim: sim, cos: cos, shared: shared})
+	}
+	return true
+}
+
+// overlap returns the dot product of st's terms with the article's (in
+// c.dense), whether st holds term id, and how many of the article's terms
+// other than generic words st holds.
+func (c *Clusterer) overlap(st *centroid, id uint32) (d float64, has bool, shared int) {
+	for _, t := range st.terms {
+		w := c.dense[t.ID]
+		d += float64(w) * float64(t.W)
+		has = has || t.ID == id
+		if w > 0 && !c.generic[t.ID] {
+			shared++
+		}
+	}
+	return d, has, shared
+}
+
+// admits reports whether story st, at similarity sim and cosine cos with
+// shared words in common with the article, is a candidate: not below lo,
+// with the shared evidence a small story needs, and, with a model, above
+// learnedFloor with a shared word.
+func (c *Clusterer) admits(st *centroid, sim, cos float64, shared int, lo float64) bool {
+	if sim < lo || (st.size <= c.opts.SmallStory && shared < c.opts.MinShared) {
+		return false
+	}
+	if c.opts.Model != nil && (cos < learnedFloor || shared == 0) {
+		return false
+	}
+	return true
+}
+
+// bySimDesc orders candidates by similarity, highest first, then by story
+// number.
+func bySimDesc(a, b candidate) int {
+	switch {
+	case a.sim > b.sim:
+		return -1
+	case a.sim < b.sim:
+		return 1
+	case a.num < b.num:
+		return -1
+	case a.num > b.num:
+		return 1
+	}
+	return 0
 }
 
 func hasTerm(ts []term, id uint32) bool {

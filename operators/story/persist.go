@@ -153,99 +153,87 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 	if err != nil || !ok {
 		return c, err
 	}
-	var n int
-	if c.docs, n = binary.Uvarint(meta); n <= 0 {
-		return nil, errCorrupt
-	}
-	meta = meta[n:]
-	if c.nextNum, n = binary.Uvarint(meta); n <= 0 {
-		return nil, errCorrupt
-	}
-	meta = meta[n:]
-	if c.wm, n = binary.Varint(meta); n <= 0 {
-		return nil, errCorrupt
-	}
-	meta = meta[n:]
-	generations := len(meta) > 0
-	if generations {
-		if c.gen, n = binary.Varint(meta); n <= 0 {
-			return nil, errCorrupt
-		}
-		meta = meta[n:]
-		if c.docsPrev, n = binary.Uvarint(meta); n <= 0 {
-			return nil, errCorrupt
-		}
-		meta = meta[n:]
-	} else {
-		c.gen = c.wm
-	}
-	stored := ""
-	if len(meta) > 0 {
-		l, n := binary.Uvarint(meta)
-		if n <= 0 || uint64(len(meta)-n) < l {
-			return nil, errCorrupt
-		}
-		stored = string(meta[n : n+int(l)])
+	generations, stored, err := c.restoreMeta(meta)
+	if err != nil {
+		return nil, err
 	}
 	if want := opts.modelHash(); stored != want {
 		return nil, fmt.Errorf("%w: they were built by %s and the node is given %s; %s",
 			ErrModelChanged, modelName(stored), modelName(want), modelReplayHint)
 	}
+	if err := c.restoreTerms(r, prefix, generations); err != nil {
+		return nil, err
+	}
+	if err := c.restoreStories(r, prefix); err != nil {
+		return nil, err
+	}
+	heap.Init(&c.byLast)
+	return c, nil
+}
+
+// restoreMeta sets the counts and times of meta record v. It reports
+// whether v was written with generations (a meta written before has three
+// fields, and the current generation starts at the watermark), and returns
+// the story model's hash it records ("" without a model).
+func (c *Clusterer) restoreMeta(v []byte) (generations bool, model string, err error) {
+	var n int
+	if c.docs, n = binary.Uvarint(v); n <= 0 {
+		return false, "", errCorrupt
+	}
+	v = v[n:]
+	if c.nextNum, n = binary.Uvarint(v); n <= 0 {
+		return false, "", errCorrupt
+	}
+	v = v[n:]
+	if c.wm, n = binary.Varint(v); n <= 0 {
+		return false, "", errCorrupt
+	}
+	v = v[n:]
+	generations = len(v) > 0
+	if !generations {
+		c.gen = c.wm
+		return false, "", nil
+	}
+	if c.gen, n = binary.Varint(v); n <= 0 {
+		return false, "", errCorrupt
+	}
+	v = v[n:]
+	if c.docsPrev, n = binary.Uvarint(v); n <= 0 {
+		return false, "", errCorrupt
+	}
+	v = v[n:]
+	if len(v) == 0 {
+		return true, "", nil // written before models
+	}
+	l, n := binary.Uvarint(v)
+	if n <= 0 || uint64(len(v)-n) < l {
+		return false, "", errCorrupt
+	}
+	return true, string(v[n : n+int(l)]), nil
+}
+
+// restoreTerms adds the stored terms under prefix (see restoreTerm).
+func (c *Clusterer) restoreTerms(r state.Reader, prefix []byte, generations bool) error {
 	lo := append(slices.Clip(prefix), keyTerm)
-	err = r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
+	return r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
 		if len(k) != len(lo)+4 {
 			return errCorrupt
 		}
 		return c.restoreTerm(binary.BigEndian.Uint32(k[len(lo):]), v, generations)
 	})
-	if err != nil {
-		return nil, err
-	}
-	lo = append(slices.Clip(prefix), keyStory)
-	err = r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
+}
+
+// restoreStories adds the stored open stories under prefix, with their
+// postings and their entries in the latest-time heap (not yet a heap).
+func (c *Clusterer) restoreStories(r state.Reader, prefix []byte) error {
+	lo := append(slices.Clip(prefix), keyStory)
+	return r.Scan(lo, state.PrefixEnd(lo), func(k, v []byte) error {
 		if len(k) != len(lo)+8 {
 			return errCorrupt
 		}
-		st := &centroid{num: binary.BigEndian.Uint64(k[len(lo):])}
-		size, n := binary.Uvarint(v)
-		if n <= 0 {
-			return errCorrupt
-		}
-		v = v[n:]
-		last, n := binary.Uvarint(v)
-		if n <= 0 {
-			return errCorrupt
-		}
-		v = v[n:]
-		st.size, st.last = int(size), int64(last)
-		st.first, st.mean = st.last, st.last
-		for len(v) > 0 {
-			id, n := binary.Uvarint(v)
-			if n > 0 && id == timesMark {
-				v = v[n:]
-				if st.first, n = binary.Varint(v); n <= 0 {
-					return errCorrupt
-				}
-				v = v[n:]
-				if st.mean, n = binary.Varint(v); n <= 0 || len(v) != n {
-					return errCorrupt
-				}
-				break
-			}
-			if n > 0 && id&nameFlag != 0 {
-				if id &^= nameFlag; id&^nameKind >= uint64(len(c.words)) {
-					return errCorrupt
-				}
-				st.names = append(st.names, uint32(id))
-				v = v[n:]
-				continue
-			}
-			if n <= 0 || len(v) < n+4 || id >= uint64(len(c.words)) {
-				return errCorrupt
-			}
-			w := math.Float32frombits(binary.LittleEndian.Uint32(v[n:]))
-			st.terms = append(st.terms, term{ID: uint32(id), W: w})
-			v = v[n+4:]
+		st, err := c.decodeStory(binary.BigEndian.Uint64(k[len(lo):]), v)
+		if err != nil {
+			return err
 		}
 		for _, e := range st.terms {
 			st.normSq += float64(e.W) * float64(e.W)
@@ -256,9 +244,63 @@ func RestoreClusterer(opts ClusterOptions, r state.Reader, prefix []byte) (*Clus
 		c.byLast = append(c.byLast, lastEntry{last: st.last, num: st.num})
 		return nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// decodeStory decodes the record v of story num: its size and latest
+// time, its terms and names, which must be known term ids, and its first
+// and mean times (its latest time in a record stored before them).
+func (c *Clusterer) decodeStory(num uint64, v []byte) (*centroid, error) {
+	st := &centroid{num: num}
+	size, n := binary.Uvarint(v)
+	if n <= 0 {
+		return nil, errCorrupt
 	}
-	heap.Init(&c.byLast)
-	return c, nil
+	v = v[n:]
+	last, n := binary.Uvarint(v)
+	if n <= 0 {
+		return nil, errCorrupt
+	}
+	v = v[n:]
+	st.size, st.last = int(size), int64(last)
+	st.first, st.mean = st.last, st.last
+	for len(v) > 0 {
+		id, n := binary.Uvarint(v)
+		switch {
+		case n > 0 && id == timesMark:
+			var ok bool
+			if st.first, st.mean, ok = decodeTimes(v[n:]); !ok {
+				return nil, errCorrupt
+			}
+			return st, nil
+		case n > 0 && id&nameFlag != 0:
+			if id &^= nameFlag; id&^nameKind >= uint64(len(c.words)) {
+				return nil, errCorrupt
+			}
+			st.names = append(st.names, uint32(id))
+			v = v[n:]
+		default:
+			if n <= 0 || len(v) < n+4 || id >= uint64(len(c.words)) {
+				return nil, errCorrupt
+			}
+			w := math.Float32frombits(binary.LittleEndian.Uint32(v[n:]))
+			st.terms = append(st.terms, term{ID: uint32(id), W: w})
+			v = v[n+4:]
+		}
+	}
+	return st, nil
+}
+
+// decodeTimes decodes the first and mean times that end a story record,
+// after its timesMark: ok is false unless they are exactly what v holds.
+func decodeTimes(v []byte) (first, mean int64, ok bool) {
+	first, n := binary.Varint(v)
+	if n <= 0 {
+		return 0, 0, false
+	}
+	v = v[n:]
+	mean, n = binary.Varint(v)
+	if n <= 0 || len(v) != n {
+		return 0, 0, false
+	}
+	return first, mean, true
 }

@@ -218,42 +218,65 @@ func rawWords(s string) []word {
 	i := 0
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$' || r == '€' || r == '£') {
+		if !startsWord(r) {
 			if strings.ContainsRune(".!?:\n;|", r) {
 				start = true
 			}
 			i += n
 			continue
 		}
-		j := i
-		for j < len(s) {
-			r, n := utf8.DecodeRuneInString(s[j:])
-			if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '%' || r == '$' || r == '€' || r == '£' {
-				j += n
-				continue
-			}
-			if (r == '\'' || r == '-' || r == '.' || r == ',' || r == '’') && j+n < len(s) {
-				r2, _ := utf8.DecodeRuneInString(s[j+n:])
-				prev, _ := utf8.DecodeLastRuneInString(s[i:j])
-				if (r == '.' || r == ',') && !(unicode.IsDigit(prev) && unicode.IsDigit(r2)) && !(r == '.' && unicode.IsUpper(prev) && unicode.IsUpper(r2)) {
-					break
-				}
-				if unicode.IsLetter(r2) || unicode.IsDigit(r2) {
-					j += n
-					continue
-				}
-			}
-			break
-		}
-		w := s[i:j]
-		for _, poss := range []string{"'s", "’s"} {
-			w = strings.TrimSuffix(w, poss)
-		}
-		out = append(out, word{s: w, start: start})
+		j := wordEnd(s, i)
+		out = append(out, word{s: trimPossessive(s[i:j]), start: start})
 		start = false
 		i = j
 	}
 	return out
+}
+
+// startsWord reports whether r begins a word: a letter, a digit or a
+// currency sign.
+func startsWord(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '$' || r == '€' || r == '£'
+}
+
+// wordEnd returns the end of the word of s that starts at i: the runes
+// that start words, and percent signs, with the inner punctuation that
+// joins them (joinsWord).
+func wordEnd(s string, i int) int {
+	j := i
+	for j < len(s) {
+		r, n := utf8.DecodeRuneInString(s[j:])
+		if !startsWord(r) && r != '%' && !joinsWord(s, i, j, r, n) {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// joinsWord reports whether r, the rune of n bytes at s[j:] after the
+// word s[i:j], is punctuation inside the word, before a letter or a digit:
+// an apostrophe or a hyphen; a dot or a comma between digits (a decimal
+// point, a thousands separator); a dot between capitals (U.S).
+func joinsWord(s string, i, j int, r rune, n int) bool {
+	if !(r == '\'' || r == '-' || r == '.' || r == ',' || r == '’') || j+n >= len(s) {
+		return false
+	}
+	next, _ := utf8.DecodeRuneInString(s[j+n:])
+	if r == '.' || r == ',' {
+		prev, _ := utf8.DecodeLastRuneInString(s[i:j])
+		digits := unicode.IsDigit(prev) && unicode.IsDigit(next)
+		capitals := r == '.' && unicode.IsUpper(prev) && unicode.IsUpper(next)
+		if !digits && !capitals {
+			return false
+		}
+	}
+	return unicode.IsLetter(next) || unicode.IsDigit(next)
+}
+
+// trimPossessive drops a possessive "'s" or "’s" from the end of w.
+func trimPossessive(w string) string {
+	return strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s")
 }
 
 func capitalised(w string) bool {
@@ -325,72 +348,97 @@ func (x *Extractor) norm(w string) string {
 // sentence is a name only inside a run or when it is an acronym; in a text
 // in title case a capitalised word seen in lower case elsewhere is not one.
 func (x *Extractor) entities(s string) []string {
-	var out []string
-	seen := map[string]bool{}
-	emit := func(e string) {
-		if e != "" && !seen[e] {
-			seen[e] = true
-			out = append(out, e)
-		}
-	}
+	es := entitySet{seen: map[string]bool{}}
 	for _, line := range strings.Split(s, "\n") {
-		ws := rawWords(line)
-		tc := titleCase(ws)
-		name := func(w word) bool {
-			if !capitalised(w.s) || hasDigit(w.s) {
-				return false
-			}
-			n := x.norm(w.s)
-			if n == "" || Generic(n) {
-				return false
-			}
-			if acronym(w.s) {
-				return true
-			}
-			if tc && x.lower[strings.ToLower(w.s)] > 0 {
-				return false
-			}
-			return true
+		x.lineEntities(&es, line)
+	}
+	return es.out
+}
+
+// entitySet collects entity terms in the order first found, once each.
+type entitySet struct {
+	out  []string
+	seen map[string]bool
+}
+
+func (es *entitySet) add(e string) {
+	if e != "" && !es.seen[e] {
+		es.seen[e] = true
+		es.out = append(es.out, e)
+	}
+}
+
+// lineEntities adds the entities of a line of text (see entities).
+func (x *Extractor) lineEntities(es *entitySet, line string) {
+	ws := rawWords(line)
+	tc := titleCase(ws)
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		if hasDigit(w.s) {
+			e, n := numberEntity(ws, i)
+			es.add(e)
+			i += n - 1
+			continue
 		}
-		for i := 0; i < len(ws); i++ {
-			w := ws[i]
-			if hasDigit(w.s) {
-				e := "#" + strings.ToLower(w.s)
-				if i+1 < len(ws) && units[strings.ToLower(ws[i+1].s)] {
-					e += " " + strings.ToLower(ws[i+1].s)
-					i++
-				}
-				emit(e)
-				continue
-			}
-			if !name(w) {
-				continue
-			}
-			j := i + 1
-			for j < len(ws) && name(ws[j]) && !ws[j].start {
-				j++
-			}
-			run := ws[i:j]
-			if len(run) == 1 && w.start && !acronym(w.s) {
-				// A lone capital at a sentence start is not evidence of a
-				// name, unless title case made the lexicon decide.
-				if !tc {
-					i = j - 1
-					continue
-				}
-			}
-			var parts []string
-			for _, r := range run {
-				if p := x.norm(r.s); p != "" {
-					parts = append(parts, p)
-					emit(p)
-				}
-			}
-			if len(parts) > 1 {
-				emit(strings.Join(parts, "_"))
-			}
-			i = j - 1
+		if !x.nameWord(w, tc) {
+			continue
+		}
+		j := i + 1
+		for j < len(ws) && x.nameWord(ws[j], tc) && !ws[j].start {
+			j++
+		}
+		run := ws[i:j]
+		i = j - 1
+		// A lone capital at a sentence start is not evidence of a name,
+		// unless title case made the lexicon decide.
+		if len(run) == 1 && w.start && !acronym(w.s) && !tc {
+			continue
+		}
+		x.addName(es, run)
+	}
+}
+
+// numberEntity returns the entity of the number ws[i], with the unit that
+// follows it, and how many words it takes.
+func numberEntity(ws []word, i int) (entity string, n int) {
+	e := "#" + strings.ToLower(ws[i].s)
+	if i+1 < len(ws) && units[strings.ToLower(ws[i+1].s)] {
+		return e + " " + strings.ToLower(ws[i+1].s), 2
+	}
+	return e, 1
+}
+
+// nameWord reports whether w can be a word of a name: capitalised,
+// without digits, not a generic word and, in a text in title case (tc),
+// an acronym or a word not seen in lower case.
+func (x *Extractor) nameWord(w word, tc bool) bool {
+	if !capitalised(w.s) || hasDigit(w.s) {
+		return false
+	}
+	n := x.norm(w.s)
+	if n == "" || Generic(n) {
+		return false
+	}
+	if acronym(w.s) {
+		return true
+	}
+	if tc && x.lower[strings.ToLower(w.s)] > 0 {
+		return false
+	}
+	return true
+}
+
+// addName adds each word of a name's run of words, and the name whole
+// when it has several.
+func (x *Extractor) addName(es *entitySet, run []word) {
+	var parts []string
+	for _, r := range run {
+		if p := x.norm(r.s); p != "" {
+			parts = append(parts, p)
+			es.add(p)
 		}
 	}
-	return out
+	if len(parts) > 1 {
+		es.add(strings.Join(parts, "_"))
+	}
 }
