@@ -604,9 +604,41 @@ type livePosting struct {
 // classBound bounds their scores. Without a pattern, visit tests each
 // document's postings bitmaps.
 func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern []uint8, classBound float64, c *topkCollector) error {
+	// Fresh cursors: visits go forward only.
+	s.resetCursors()
+	st := newDocScratch(len(s.q.terms))
+	it := docs.Iterator()
+	for visited := 0; it.HasNext(); visited++ {
+		if visited&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		d := uint64(it.Next())
+		theta := c.threshold()
+		if pattern != nil && classBound < theta {
+			return nil // no document left can make the page
+		}
+		score, ok, err := s.scoreDoc(d, pattern, theta, st)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := c.offer(score, s.seg, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resetCursors opens new postings cursors at the start of every list of
+// the segment: per term and field, and, for a phrase, each term's title
+// positions.
+func (s *segmentSearch) resetCursors() {
 	q := s.q
 	n := len(q.terms)
-	// Fresh cursors: visits go forward only.
 	s.cur = make([][3]*postingCursor, n)
 	for i := range q.terms {
 		for j := range q.terms[i].fields {
@@ -623,144 +655,195 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 			}
 		}
 	}
-	var (
-		matched = make([][3]bool, n)
-		known   = make([][3]bool, n)
-		fs      = make([][3]float64, n)
-		ts      = make([]float64, n)
-		tm      = make([]bool, n)
-		bounds  = map[uint32]float64{} // by pattern, see below
-	)
-	it := docs.Iterator()
-	for visited := 0; it.HasNext(); visited++ {
-		if visited&1023 == 1023 {
-			if err := ctx.Err(); err != nil {
-				return err
+}
+
+// docScratch is what visit knows of the document it scores, per term and
+// field (in q.terms[i].fields' order), reused from one document to the
+// next.
+type docScratch struct {
+	matched [][3]bool          // the document has the term in the field
+	known   [][3]bool          // fs is the field's exact score, its posting read
+	fs      [][3]float64       // the field's score, or its bound until known
+	ts      []float64          // per term, termScore of fs
+	tm      []bool             // per term, whether it matched
+	bounds  map[uint32]float64 // class bounds by matchedKey
+}
+
+func newDocScratch(n int) *docScratch {
+	return &docScratch{
+		matched: make([][3]bool, n),
+		known:   make([][3]bool, n),
+		fs:      make([][3]float64, n),
+		ts:      make([]float64, n),
+		tm:      make([]bool, n),
+		bounds:  map[uint32]float64{},
+	}
+}
+
+// scoreDoc returns the score of document d, reading only the postings
+// needed to tell; false if it cannot reach theta. pattern is as visit's.
+func (s *segmentSearch) scoreDoc(d uint64, pattern []uint8, theta float64, st *docScratch) (float64, bool, error) {
+	q := s.q
+	s.matchFields(d, pattern, st)
+	if pattern == nil && st.classBound(q) < theta {
+		return 0, false, nil
+	}
+	allTitles, err := s.readTitles(d, st)
+	if err != nil {
+		return 0, false, err
+	}
+	// The bound: unread fields at their maximum.
+	st.scoreTerms()
+	phrasePossible := q.phrase != nil && allTitles
+	var phrase float64
+	if phrasePossible {
+		phrase = st.phraseSum(q)
+	}
+	ub, ok := q.docScore(st.ts, st.tm, phrase, phrasePossible)
+	if !ok || ub < theta {
+		return 0, false, nil
+	}
+	// The phrase (title positions) before the other fields: it seldom
+	// matches, and without it the bound halves.
+	phraseMatched := false
+	if phrasePossible {
+		if phraseMatched, err = s.phraseAt(d); err != nil {
+			return 0, false, err
+		}
+		if !phraseMatched {
+			if ub, _ = q.docScore(st.ts, st.tm, phrase, false); ub < theta {
+				return 0, false, nil
 			}
-		}
-		d := uint64(it.Next())
-		theta := c.threshold()
-		if pattern != nil && classBound < theta {
-			return nil // no document left can make the page
-		}
-		// The fields each term matched, and the title's exact score.
-		allTitles := true
-		for i := range q.terms {
-			for j := range q.terms[i].fields {
-				known[i][j] = false
-				if pattern != nil {
-					matched[i][j] = pattern[i]&(1<<j) != 0
-				} else {
-					bm := s.bm[i][j]
-					if s.mbm != nil {
-						bm = s.mbm[i][j]
-					}
-					matched[i][j] = bm != nil && bm.Contains(uint32(d))
-				}
-				if matched[i][j] {
-					fs[i][j] = q.terms[i].fields[j].ub
-				}
-			}
-		}
-		if pattern == nil {
-			// The document's class bound, before any postings are read.
-			key := uint32(0)
-			for i := range q.terms {
-				for j := range 3 {
-					if matched[i][j] {
-						key |= 1 << (3*i + j)
-					}
-				}
-			}
-			b, ok := bounds[key]
-			if !ok {
-				pat := make([]uint8, n)
-				for i := range q.terms {
-					for j := range 3 {
-						if matched[i][j] {
-							pat[i] |= 1 << j
-						}
-					}
-				}
-				if b, ok = q.patternBound(pat); !ok {
-					b = math.Inf(-1)
-				}
-				bounds[key] = b
-			}
-			if b < theta {
-				continue
-			}
-		}
-		for i := range q.terms {
-			tj := q.titleOf[i]
-			if matched[i][tj] {
-				if _, err := s.cur[i][tj].seek(d); err != nil {
-					return err
-				}
-				cu := s.cur[i][tj]
-				fs[i][tj] = q.terms[i].fields[tj].score(cu.freq, cu.norm)
-				known[i][tj] = true
-			} else {
-				allTitles = false
-			}
-		}
-		phraseSum := func() float64 {
-			var p float64
-			for _, ti := range q.phraseSum {
-				p += fs[ti][q.titleOf[ti]]
-			}
-			return p
-		}
-		// The bound: unread fields at their maximum.
-		for i := range q.terms {
-			ts[i], tm[i] = termScore(&fs[i], &matched[i])
-		}
-		phrasePossible := q.phrase != nil && allTitles
-		var phrase float64
-		if phrasePossible {
-			phrase = phraseSum()
-		}
-		ub, ok := q.docScore(ts, tm, phrase, phrasePossible)
-		if !ok || ub < theta {
-			continue
-		}
-		// The phrase (title positions) before the other fields: it seldom
-		// matches, and without it the bound halves.
-		phraseMatched := false
-		if phrasePossible {
-			var err error
-			if phraseMatched, err = s.phraseAt(d); err != nil {
-				return err
-			}
-			if !phraseMatched {
-				if ub, _ = q.docScore(ts, tm, phrase, false); ub < theta {
-					continue
-				}
-			}
-		}
-		// Read the other fields.
-		for i := range q.terms {
-			for j := range q.terms[i].fields {
-				if !matched[i][j] || known[i][j] {
-					continue
-				}
-				if _, err := s.cur[i][j].seek(d); err != nil {
-					return err
-				}
-				cu := s.cur[i][j]
-				fs[i][j] = q.terms[i].fields[j].score(cu.freq, cu.norm)
-			}
-			ts[i], tm[i] = termScore(&fs[i], &matched[i])
-		}
-		score, _ := q.docScore(ts, tm, phrase, phraseMatched)
-		if score < theta {
-			continue
-		}
-		if err := c.offer(score, s.seg, d); err != nil {
-			return err
 		}
 	}
+	if err := s.readOtherFields(d, st); err != nil {
+		return 0, false, err
+	}
+	score, _ := q.docScore(st.ts, st.tm, phrase, phraseMatched)
+	if score < theta {
+		return 0, false, nil
+	}
+	return score, true, nil
+}
+
+// matchFields sets the fields each term of document d matched (from
+// pattern if not nil, else from the postings bitmaps) and their bounds;
+// no score is known yet.
+func (s *segmentSearch) matchFields(d uint64, pattern []uint8, st *docScratch) {
+	q := s.q
+	for i := range q.terms {
+		for j := range q.terms[i].fields {
+			st.known[i][j] = false
+			if pattern != nil {
+				st.matched[i][j] = pattern[i]&(1<<j) != 0
+			} else {
+				bm := s.bm[i][j]
+				if s.mbm != nil {
+					bm = s.mbm[i][j]
+				}
+				st.matched[i][j] = bm != nil && bm.Contains(uint32(d))
+			}
+			if st.matched[i][j] {
+				st.fs[i][j] = q.terms[i].fields[j].ub
+			}
+		}
+	}
+}
+
+// classBound bounds the score of a document that matched the fields of
+// st.matched, before any postings are read (-Inf if such a document does
+// not match the query); computed once a class.
+func (st *docScratch) classBound(q *topkQuery) float64 {
+	key := st.matchedKey()
+	b, ok := st.bounds[key]
+	if ok {
+		return b
+	}
+	pat := make([]uint8, len(st.matched))
+	for i := range q.terms {
+		for j := range 3 {
+			if st.matched[i][j] {
+				pat[i] |= 1 << j
+			}
+		}
+	}
+	if b, ok = q.patternBound(pat); !ok {
+		b = math.Inf(-1)
+	}
+	st.bounds[key] = b
+	return b
+}
+
+// matchedKey packs st.matched into bits, 3 a term.
+func (st *docScratch) matchedKey() uint32 {
+	key := uint32(0)
+	for i := range st.matched {
+		for j := range 3 {
+			if st.matched[i][j] {
+				key |= 1 << (3*i + j)
+			}
+		}
+	}
+	return key
+}
+
+// readTitles reads the title postings of the terms document d has in its
+// title, for their exact scores; it reports whether d has every term in
+// its title.
+func (s *segmentSearch) readTitles(d uint64, st *docScratch) (bool, error) {
+	q := s.q
+	allTitles := true
+	for i := range q.terms {
+		tj := q.titleOf[i]
+		if !st.matched[i][tj] {
+			allTitles = false
+			continue
+		}
+		if _, err := s.cur[i][tj].seek(d); err != nil {
+			return false, err
+		}
+		cu := s.cur[i][tj]
+		st.fs[i][tj] = q.terms[i].fields[tj].score(cu.freq, cu.norm)
+		st.known[i][tj] = true
+	}
+	return allTitles, nil
+}
+
+// readOtherFields reads the postings of document d's matched fields whose
+// scores are not known yet, and scores the terms exactly.
+func (s *segmentSearch) readOtherFields(d uint64, st *docScratch) error {
+	q := s.q
+	for i := range q.terms {
+		for j := range q.terms[i].fields {
+			if !st.matched[i][j] || st.known[i][j] {
+				continue
+			}
+			if _, err := s.cur[i][j].seek(d); err != nil {
+				return err
+			}
+			cu := s.cur[i][j]
+			st.fs[i][j] = q.terms[i].fields[j].score(cu.freq, cu.norm)
+		}
+		st.ts[i], st.tm[i] = termScore(&st.fs[i], &st.matched[i])
+	}
 	return nil
+}
+
+// scoreTerms sets each term's score from its fields' scores.
+func (st *docScratch) scoreTerms() {
+	for i := range st.fs {
+		st.ts[i], st.tm[i] = termScore(&st.fs[i], &st.matched[i])
+	}
+}
+
+// phraseSum is the sum of the phrase tokens' title scores, in the order
+// Bleve sums them.
+func (st *docScratch) phraseSum(q *topkQuery) float64 {
+	var p float64
+	for _, ti := range q.phraseSum {
+		p += st.fs[ti][q.titleOf[ti]]
+	}
+	return p
 }
 
 // phraseAt reports whether the title of document d has the phrase: its
