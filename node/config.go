@@ -408,23 +408,8 @@ func setScalar(f reflect.Value, v string) error {
 
 // Validate checks values the components do not check themselves.
 func (c Config) Validate() error {
-	switch c.Log.Backend {
-	case "embedded":
-	case "kafka":
-		if len(c.Log.Brokers) == 0 {
-			return errors.New("config: log.backend is kafka but log.brokers is empty")
-		}
-		if sa := c.Log.Kafka.SASL; sa.On() && sa.Password == "" {
-			return fmt.Errorf("config: log.kafka.sasl.mechanism is %s but the password is empty (set NEWSFLOW_LOG_KAFKA_SASL_PASSWORD)", sa.Mechanism)
-		}
-		if err := c.Log.Kafka.TLS.Validate(); err != nil {
-			return fmt.Errorf("config: log.kafka.%w", err)
-		}
-		if err := c.Log.Kafka.SASL.Validate(); err != nil {
-			return fmt.Errorf("config: log.kafka.%w", err)
-		}
-	default:
-		return fmt.Errorf("config: log.backend %q: want embedded or kafka", c.Log.Backend)
+	if err := c.validateLog(); err != nil {
+		return err
 	}
 	if c.DataDir == "" {
 		return errors.New("config: data_dir is empty")
@@ -453,24 +438,60 @@ func (c Config) Validate() error {
 	if maxK := cmp.Or(c.Trending.MaxK, trending.DefaultOperatorOptions().MaxK); c.Trending.Changes.K < 1 || c.Trending.Changes.K > maxK {
 		return fmt.Errorf("config: trending.changes.k %d: want 1 to trending.max_k (%d)", c.Trending.Changes.K, maxK)
 	}
-	if cc := c.Cluster; c.Clustered() {
-		switch {
-		case c.Log.Backend != "kafka":
-			return errors.New("config: a cluster needs the kafka log backend (--brokers)")
-		case cc.Bootstrap && len(cc.Join) > 0:
-			return errors.New("config: cluster.bootstrap and cluster.join exclude each other")
-		case cc.Secret == "":
-			return errors.New("config: cluster.secret is empty (set NEWSFLOW_CLUSTER_SECRET; every member needs the same one)")
-		case cc.RaftAddr == "":
-			return errors.New("config: cluster.raft_addr is empty")
-		case cc.DownAfter <= 0 || cc.Lease <= 0 || cc.QueryTimeout <= 0 || cc.FailoverTimeout <= 0:
-			return errors.New("config: cluster.down_after, cluster.lease and cluster.query_timeout must be positive")
-		case cc.Lease >= cc.DownAfter:
-			return fmt.Errorf("config: cluster.lease %s must be shorter than cluster.down_after %s", cc.Lease, cc.DownAfter)
-		}
-		if err := cc.TLS.Validate(); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
+	if c.Clustered() {
+		return c.validateCluster()
+	}
+	return nil
+}
+
+// validateLog checks the log backend's settings.
+func (c Config) validateLog() error {
+	switch c.Log.Backend {
+	case "embedded":
+		return nil
+	case "kafka":
+		return c.validateKafka()
+	}
+	return fmt.Errorf("config: log.backend %q: want embedded or kafka", c.Log.Backend)
+}
+
+// validateKafka checks the kafka log backend's brokers, TLS and SASL
+// settings.
+func (c Config) validateKafka() error {
+	if len(c.Log.Brokers) == 0 {
+		return errors.New("config: log.backend is kafka but log.brokers is empty")
+	}
+	if sa := c.Log.Kafka.SASL; sa.On() && sa.Password == "" {
+		return fmt.Errorf("config: log.kafka.sasl.mechanism is %s but the password is empty (set NEWSFLOW_LOG_KAFKA_SASL_PASSWORD)", sa.Mechanism)
+	}
+	if err := c.Log.Kafka.TLS.Validate(); err != nil {
+		return fmt.Errorf("config: log.kafka.%w", err)
+	}
+	if err := c.Log.Kafka.SASL.Validate(); err != nil {
+		return fmt.Errorf("config: log.kafka.%w", err)
+	}
+	return nil
+}
+
+// validateCluster checks the settings of a cluster member.
+func (c Config) validateCluster() error {
+	cc := c.Cluster
+	switch {
+	case c.Log.Backend != "kafka":
+		return errors.New("config: a cluster needs the kafka log backend (--brokers)")
+	case cc.Bootstrap && len(cc.Join) > 0:
+		return errors.New("config: cluster.bootstrap and cluster.join exclude each other")
+	case cc.Secret == "":
+		return errors.New("config: cluster.secret is empty (set NEWSFLOW_CLUSTER_SECRET; every member needs the same one)")
+	case cc.RaftAddr == "":
+		return errors.New("config: cluster.raft_addr is empty")
+	case cc.DownAfter <= 0 || cc.Lease <= 0 || cc.QueryTimeout <= 0 || cc.FailoverTimeout <= 0:
+		return errors.New("config: cluster.down_after, cluster.lease and cluster.query_timeout must be positive")
+	case cc.Lease >= cc.DownAfter:
+		return fmt.Errorf("config: cluster.lease %s must be shorter than cluster.down_after %s", cc.Lease, cc.DownAfter)
+	}
+	if err := cc.TLS.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	return nil
 }

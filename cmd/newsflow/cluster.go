@@ -78,71 +78,125 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("cluster: %w", err)
 	}
 	defer in.Close()
-	// The same cleaning and topic labels as the articles operator, then
-	// the story stage.
+	p, err := newClusterPipeline(*modelPath)
+	if err != nil {
+		return err
+	}
+	p.explained = explainedIDs(*explain)
+	p.b.SetExplain(len(p.explained) > 0)
+	rows, labels, err := p.run(ctx, in, *input, stderr)
+	if err != nil {
+		return err
+	}
+	pred, err := writeClusterRows(stdout, *output, p.b, rows)
+	if err != nil {
+		return err
+	}
+	if *truth {
+		s := story.Score(labels, pred)
+		fmt.Fprintf(stderr, "articles %d, stories %d (reference %d)\nB-cubed   P %.4f R %.4f F1 %.4f\npairwise  P %.4f R %.4f F1 %.4f\n",
+			s.Items, s.Predicted, s.Reference, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairP, s.PairR, s.PairF1)
+	}
+	return nil
+}
+
+// clusterPipeline is what newsflow cluster runs the input through: the
+// same cleaning and topic labels as the articles operator, then the story
+// stage.
+type clusterPipeline struct {
+	cls       classify.Classifier
+	articles  *articles.Operator
+	b         *story.Builder
+	explained map[string]bool // input ids whose decisions are explained; "all" for every one
+}
+
+// clusterRow is an input line's id and the story it ended in when it was
+// applied.
+type clusterRow struct{ id, story string }
+
+// newClusterPipeline returns the pipeline with the default classifier,
+// and the story stage's learned model from modelPath if it is not empty.
+func newClusterPipeline(modelPath string) (*clusterPipeline, error) {
 	cls, err := classify.New(classify.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	articles, err := articles.New(articles.Options{}, cls, nil, nil)
+	op, err := articles.New(articles.Options{}, cls, nil, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var opts story.Options
-	if *modelPath != "" {
-		if opts.Cluster.Model, err = story.LoadModel(*modelPath); err != nil {
-			return fmt.Errorf("cluster: %w", err)
+	if modelPath != "" {
+		if opts.Cluster.Model, err = story.LoadModel(modelPath); err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
 	b, err := story.NewBuilder(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	explained := map[string]bool{}
-	for _, id := range strings.Split(*explain, ",") {
+	return &clusterPipeline{cls: cls, articles: op, b: b}, nil
+}
+
+// explainedIDs returns the ids of a comma-separated list, blanks dropped.
+func explainedIDs(list string) map[string]bool {
+	ids := map[string]bool{}
+	for _, id := range strings.Split(list, ",") {
 		if id = strings.TrimSpace(id); id != "" {
-			explained[id] = true
+			ids[id] = true
 		}
 	}
-	b.SetExplain(len(explained) > 0)
-	type row struct{ id, story string }
-	var rows []row
+	return ids
+}
+
+// run applies the articles of in (the file name), line by line in order,
+// and writes the explanations asked for to stderr. It returns a row per
+// article and the stories of the lines that have one, by input id.
+func (p *clusterPipeline) run(ctx context.Context, in io.Reader, name string, stderr io.Writer) ([]clusterRow, map[string]string, error) {
+	var rows []clusterRow
 	labels := map[string]string{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, nil, err
 		}
 		if strings.TrimSpace(sc.Text()) == "" {
 			continue
 		}
-		a, id, label, err := decodeClusterInput(articles, cls, sc.Bytes())
+		a, id, label, err := decodeClusterInput(p.articles, p.cls, sc.Bytes())
 		if err != nil {
-			return fmt.Errorf("cluster: %s line %d: %w", *input, line, err)
+			return nil, nil, fmt.Errorf("cluster: %s line %d: %w", name, line, err)
 		}
-		res, err := b.Apply(a)
+		res, err := p.b.Apply(a)
 		if err != nil {
-			return fmt.Errorf("cluster: %s line %d: %w", *input, line, err)
+			return nil, nil, fmt.Errorf("cluster: %s line %d: %w", name, line, err)
 		}
-		if (explained["all"] || explained[id]) && !res.Update {
-			if err := story.WriteExplanation(stderr, id, a.Title, b.LastExplanation()); err != nil {
-				return err
+		if (p.explained["all"] || p.explained[id]) && !res.Update {
+			if err := story.WriteExplanation(stderr, id, a.Title, p.b.LastExplanation()); err != nil {
+				return nil, nil, err
 			}
 		}
-		rows = append(rows, row{id, res.Story})
+		rows = append(rows, clusterRow{id, res.Story})
 		if label != "" {
 			labels[id] = label
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("cluster: read %s: %w", *input, err)
+		return nil, nil, fmt.Errorf("cluster: read %s: %w", name, err)
 	}
+	return rows, labels, nil
+}
+
+// writeClusterRows writes a line per row, its id and the story it is in
+// now (after merges), to the file output, or to stdout if output is
+// empty. It returns those stories by id.
+func writeClusterRows(stdout io.Writer, output string, b *story.Builder, rows []clusterRow) (map[string]string, error) {
 	out := stdout
-	if *output != "" {
-		f, err := os.Create(*output)
+	if output != "" {
+		f, err := os.Create(output)
 		if err != nil {
-			return fmt.Errorf("cluster: %w", err)
+			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		defer f.Close()
 		out = f
@@ -155,19 +209,14 @@ func cmdCluster(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(w, "%s\t%s\n", r.id, s)
 	}
 	if err := w.Flush(); err != nil {
-		return fmt.Errorf("cluster: write: %w", err)
+		return nil, fmt.Errorf("cluster: write: %w", err)
 	}
-	if f, ok := out.(*os.File); ok && *output != "" {
+	if f, ok := out.(*os.File); ok && output != "" {
 		if err := f.Close(); err != nil {
-			return fmt.Errorf("cluster: write: %w", err)
+			return nil, fmt.Errorf("cluster: write: %w", err)
 		}
 	}
-	if *truth {
-		s := story.Score(labels, pred)
-		fmt.Fprintf(stderr, "articles %d, stories %d (reference %d)\nB-cubed   P %.4f R %.4f F1 %.4f\npairwise  P %.4f R %.4f F1 %.4f\n",
-			s.Items, s.Predicted, s.Reference, s.BCubedP, s.BCubedR, s.BCubedF1, s.PairP, s.PairR, s.PairF1)
-	}
-	return nil
+	return pred, nil
 }
 
 // decodeClusterInput maps one input line to an article. The article id is

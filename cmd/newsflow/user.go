@@ -37,9 +37,8 @@ import creates accounts from NDJSON lines {"username", "role", "password_hash"}
 (hashes printed by hash, or taken from another node) without hashing.
 `
 
-// cmdUser runs `newsflow user`. It is long because it
-// checks the command line: one branch per flag combination, each with the
-// error a user reads.
+// cmdUser runs `newsflow user`: import, or add and hash, which share
+// their flags and read the password alike.
 func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "import" {
 		return cmdUserImport(ctx, args[1:], stdout, stderr)
@@ -59,73 +58,103 @@ func cmdUser(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	setupToken := fs.String("setup-token", "", "a running node's one-time setup token (creates the first admin)")
 	var nc nodeClient
 	nc.register(fs)
-	// Flags may follow the name.
+	name, err := parseUserName(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if name == "" && !hashOnly {
+		fs.Usage()
+		return errors.New("user add: NAME is required")
+	}
+	password, err := readPassword(stdin, *pwFile)
+	if err != nil {
+		return err
+	}
+	if hashOnly {
+		return printPasswordHash(&cf, password, stdout)
+	}
+	role := auth.RoleUser
+	if *admin {
+		role = auth.RoleAdmin
+	}
+	if *setupToken != "" && role != auth.RoleAdmin {
+		return errors.New("user add: --setup-token creates the first admin only: add --admin")
+	}
+	return addUser(ctx, fs, &cf, &nc, *setupToken, auth.User{Username: name, Role: role}, password, stdout)
+}
+
+// parseUserName parses the arguments of user add or hash, whose flags may
+// follow the name, and returns the name ("" if none).
+func parseUserName(fs *flag.FlagSet, args []string) (string, error) {
 	var name string
-	rest := args[1:]
+	rest := args
 	for len(rest) > 0 {
 		if err := fs.Parse(rest); err != nil {
-			return err
+			return "", err
 		}
 		if fs.NArg() == 0 {
 			break
 		}
 		if name != "" {
 			fs.Usage()
-			return errors.New("user add: one NAME expected")
+			return "", errors.New("user add: one NAME expected")
 		}
 		name, rest = fs.Arg(0), fs.Args()[1:]
 	}
-	if name == "" && !hashOnly {
-		fs.Usage()
-		return errors.New("user add: NAME is required")
-	}
+	return name, nil
+}
+
+// readPassword returns the first line of the file pwFile, or of stdin if
+// pwFile is empty, without its line ending.
+func readPassword(stdin io.Reader, pwFile string) (string, error) {
 	in := stdin
-	if *pwFile != "" {
-		f, err := os.Open(*pwFile)
+	if pwFile != "" {
+		f, err := os.Open(pwFile)
 		if err != nil {
-			return fmt.Errorf("user add: %w", err)
+			return "", fmt.Errorf("user add: %w", err)
 		}
 		defer f.Close()
 		in = f
 	}
 	line, err := bufio.NewReader(in).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("user add: read password: %w", err)
+		return "", fmt.Errorf("user add: read password: %w", err)
 	}
-	password := strings.TrimRight(line, "\r\n")
-	role := auth.RoleUser
-	if *admin {
-		role = auth.RoleAdmin
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// printPasswordHash prints the stored form of password, hashed with the
+// configured bcrypt cost.
+func printPasswordHash(cf *commonFlags, password string, stdout io.Writer) error {
+	cfg, err := cf.load()
+	if err != nil {
+		return err
 	}
-	if hashOnly {
-		cfg, err := cf.load()
-		if err != nil {
-			return err
-		}
-		st, err := auth.NewStore(nil, nil, auth.Options{BcryptCost: cfg.Auth.BcryptCost})
-		if err != nil {
-			return err
-		}
-		h, err := st.HashPassword(password)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, h)
-		return nil
+	st, err := auth.NewStore(nil, nil, auth.Options{BcryptCost: cfg.Auth.BcryptCost})
+	if err != nil {
+		return err
 	}
-	if *setupToken != "" && role != auth.RoleAdmin {
-		return errors.New("user add: --setup-token creates the first admin only: add --admin")
+	h, err := st.HashPassword(password)
+	if err != nil {
+		return err
 	}
+	fmt.Fprintln(stdout, h)
+	return nil
+}
+
+// addUser creates the account want in the configured data directory, or,
+// if a running node holds it, through that node (see addThroughNode).
+func addUser(ctx context.Context, fs *flag.FlagSet, cf *commonFlags, nc *nodeClient, setupToken string, want auth.User, password string, stdout io.Writer) error {
 	n, err := cf.openNode(ctx)
 	if err != nil {
 		// A running node holds the data directory: ask it.
-		if added, rerr := addThroughNode(ctx, fs, &cf, &nc, *setupToken, auth.User{Username: name, Role: role}, password, stdout); added || rerr != nil {
+		if added, rerr := addThroughNode(ctx, fs, cf, nc, setupToken, want, password, stdout); added || rerr != nil {
 			return rerr
 		}
 		return err
 	}
 	defer n.Close()
-	u, err := n.Auth().AddUser(ctx, name, password, role)
+	u, err := n.Auth().AddUser(ctx, want.Username, password, want.Role)
 	if err != nil {
 		return fmt.Errorf("user add: %w", err)
 	}

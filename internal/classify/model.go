@@ -466,44 +466,22 @@ func ReadModel(r io.Reader) (*Model, error) {
 	return f.model()
 }
 
-// model validates f and builds the model it describes.
-// Its length is a list of independent checks of an
-// untrusted file, each with its own error; splitting it would scatter the
-// list.
+// model validates f, an untrusted file, and builds the model it describes.
+// The checks run in order: the header and options, the topics and their
+// document counts, then the features and their counts.
 func (f *modelFile) model() (*Model, error) {
-	if f.Format != modelFormat || f.Kind != modelKind {
-		return nil, fmt.Errorf("%w: format %q, kind %q", ErrModelFormat, f.Format, f.Kind)
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
 	}
-	if f.Version != modelVersion {
-		return nil, fmt.Errorf("%w: version %d (this build reads %d)", ErrModelFormat, f.Version, modelVersion)
-	}
-	opts := f.Options.trainOptions()
-	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("model options: %w", err)
-	}
-	if opts.Alpha <= 0 || opts.MaxLabels <= 0 {
-		return nil, fmt.Errorf("model options: alpha %v and max labels %d must be positive", opts.Alpha, opts.MaxLabels)
-	}
-	k := len(f.Topics)
-	if k < 2 || len(f.Docs) != k {
-		return nil, fmt.Errorf("model: %d topics with %d document counts", k, len(f.Docs))
-	}
-	if !slices.IsSorted(f.Topics) || len(slices.Compact(slices.Clone(f.Topics))) != k || f.Topics[0] == "" {
-		return nil, fmt.Errorf("model: topics not sorted, unique and non-empty")
-	}
-	totalDocs := 0
-	for _, n := range f.Docs {
-		if n < 0 {
-			return nil, fmt.Errorf("model: negative document count")
-		}
-		totalDocs += n
-	}
-	if totalDocs == 0 {
-		return nil, fmt.Errorf("model: no documents")
+	totalDocs, err := f.checkTopics()
+	if err != nil {
+		return nil, err
 	}
 	if len(f.Counts) != len(f.Features) {
 		return nil, fmt.Errorf("model: %d features with %d count rows", len(f.Features), len(f.Counts))
 	}
+	k := len(f.Topics)
 	m := &Model{
 		topics:   f.Topics,
 		docs:     f.Docs,
@@ -518,27 +496,95 @@ func (f *modelFile) model() (*Model, error) {
 	if opts.Bigrams {
 		m.bigrams = map[uint64]int32{}
 	}
-	for i, name := range f.Features {
-		if len(f.Counts[i]) != k {
-			return nil, fmt.Errorf("model: feature %q has %d counts for %d topics", name, len(f.Counts[i]), k)
+	if err := m.addFeatures(f.Features, f.Counts); err != nil {
+		return nil, err
+	}
+	if err := m.indexBigrams(); err != nil {
+		return nil, err
+	}
+	m.setProbabilities(totalDocs)
+	nf := len(f.Features)
+	m.pool.New = func() any {
+		return &modelScratch{tok: text.NewTokenizer(tokenOptions), weight: make([]float64, nf), logp: make([]float64, k)}
+	}
+	return m, nil
+}
+
+// options checks the file's format, kind and version, and returns its
+// training options if they are valid.
+func (f *modelFile) options() (TrainOptions, error) {
+	if f.Format != modelFormat || f.Kind != modelKind {
+		return TrainOptions{}, fmt.Errorf("%w: format %q, kind %q", ErrModelFormat, f.Format, f.Kind)
+	}
+	if f.Version != modelVersion {
+		return TrainOptions{}, fmt.Errorf("%w: version %d (this build reads %d)", ErrModelFormat, f.Version, modelVersion)
+	}
+	opts := f.Options.trainOptions()
+	if err := opts.Validate(); err != nil {
+		return TrainOptions{}, fmt.Errorf("model options: %w", err)
+	}
+	if opts.Alpha <= 0 || opts.MaxLabels <= 0 {
+		return TrainOptions{}, fmt.Errorf("model options: alpha %v and max labels %d must be positive", opts.Alpha, opts.MaxLabels)
+	}
+	return opts, nil
+}
+
+// checkTopics checks the file's topics (at least two, sorted, unique and
+// non-empty) and their document counts, and returns the documents' total.
+func (f *modelFile) checkTopics() (int, error) {
+	k := len(f.Topics)
+	if k < 2 || len(f.Docs) != k {
+		return 0, fmt.Errorf("model: %d topics with %d document counts", k, len(f.Docs))
+	}
+	if !slices.IsSorted(f.Topics) || len(slices.Compact(slices.Clone(f.Topics))) != k || f.Topics[0] == "" {
+		return 0, fmt.Errorf("model: topics not sorted, unique and non-empty")
+	}
+	totalDocs := 0
+	for _, n := range f.Docs {
+		if n < 0 {
+			return 0, fmt.Errorf("model: negative document count")
 		}
-		for _, c := range f.Counts[i] {
+		totalDocs += n
+	}
+	if totalDocs == 0 {
+		return 0, fmt.Errorf("model: no documents")
+	}
+	return totalDocs, nil
+}
+
+// addFeatures checks the features (sorted, unique, non-empty) and their
+// counts (one per topic, finite and not negative), appends the counts to
+// m.counts and indexes the unigrams.
+func (m *Model) addFeatures(features []string, counts [][]float64) error {
+	k := len(m.topics)
+	for i, name := range features {
+		if len(counts[i]) != k {
+			return fmt.Errorf("model: feature %q has %d counts for %d topics", name, len(counts[i]), k)
+		}
+		for _, c := range counts[i] {
 			if math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
-				return nil, fmt.Errorf("model: feature %q has count %v", name, c)
+				return fmt.Errorf("model: feature %q has count %v", name, c)
 			}
 		}
-		if i > 0 && f.Features[i-1] >= name {
-			return nil, fmt.Errorf("model: features not sorted and unique at %q", name)
+		if i > 0 && features[i-1] >= name {
+			return fmt.Errorf("model: features not sorted and unique at %q", name)
 		}
-		m.counts = append(m.counts, f.Counts[i]...)
+		m.counts = append(m.counts, counts[i]...)
 		if !strings.Contains(name, " ") {
 			if name == "" {
-				return nil, fmt.Errorf("model: empty feature")
+				return fmt.Errorf("model: empty feature")
 			}
 			m.unigrams[name] = int32(i)
 		}
 	}
-	for i, name := range f.Features {
+	return nil
+}
+
+// indexBigrams indexes the bigram features by their tokens' features; it
+// fails on a bigram without both of its tokens among the unigrams, or in
+// a model without bigrams.
+func (m *Model) indexBigrams() error {
+	for i, name := range m.features {
 		a, b, ok := strings.Cut(name, " ")
 		if !ok {
 			continue
@@ -546,29 +592,30 @@ func (f *modelFile) model() (*Model, error) {
 		ia, oka := m.unigrams[a]
 		ib, okb := m.unigrams[b]
 		if m.bigrams == nil || !oka || !okb || strings.Contains(b, " ") {
-			return nil, fmt.Errorf("model: bigram %q without both of its tokens, or in a model without bigrams", name)
+			return fmt.Errorf("model: bigram %q without both of its tokens, or in a model without bigrams", name)
 		}
 		m.bigrams[uint64(ia)<<32|uint64(ib)] = int32(i)
 	}
-	// Probabilities, summing in feature order so that they do not depend on
-	// anything but the file.
+	return nil
+}
+
+// setProbabilities computes the log priors and the smoothed log
+// probabilities from the counts, summing in feature order so that they do
+// not depend on anything but the file.
+func (m *Model) setProbabilities(totalDocs int) {
+	k := len(m.topics)
 	totals := make([]float64, k)
-	for i := range f.Features {
+	for i := range m.features {
 		for t, c := range m.counts[i*k : (i+1)*k] {
 			totals[t] += c
 		}
 	}
-	v := float64(len(f.Features))
+	v := float64(len(m.features))
 	for t := range k {
-		m.logPrior[t] = math.Log(float64(f.Docs[t]) / float64(totalDocs))
-		denom := math.Log(totals[t] + opts.Alpha*v)
-		for i := range f.Features {
-			m.logProb[i*k+t] = math.Log(m.counts[i*k+t]+opts.Alpha) - denom
+		m.logPrior[t] = math.Log(float64(m.docs[t]) / float64(totalDocs))
+		denom := math.Log(totals[t] + m.opts.Alpha*v)
+		for i := range m.features {
+			m.logProb[i*k+t] = math.Log(m.counts[i*k+t]+m.opts.Alpha) - denom
 		}
 	}
-	nf := len(f.Features)
-	m.pool.New = func() any {
-		return &modelScratch{tok: text.NewTokenizer(tokenOptions), weight: make([]float64, nf), logp: make([]float64, k)}
-	}
-	return m, nil
 }

@@ -198,20 +198,10 @@ type topicSpec struct {
 // after normalization, phrases that are, and entries that normalize to the
 // same tokens as another entry of the same topic are errors; each error
 // names the topic, the field and the line.
-//
-// Its length is the list of those checks, each with its
-// own error naming where it is.
 func ParseRules(data []byte) (*Rules, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("rules: %w", err)
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, fmt.Errorf("rules: empty document")
-	}
-	root := resolve(doc.Content[0])
-	if root.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("rules: line %d: top level must be a mapping", root.Line)
+	root, err := rulesRoot(data)
+	if err != nil {
+		return nil, err
 	}
 	r := &Rules{
 		fieldWeights: [numFields]float64{defaultTitleWeight, defaultSummaryWeight, defaultContentWeight},
@@ -226,43 +216,13 @@ func ParseRules(data []byte) (*Rules, error) {
 			return nil, fmt.Errorf("rules: line %d: %s set twice", k.Line, k.Value)
 		}
 		seen[k.Value] = true
-		var err error
-		switch k.Value {
-		case "version":
-			var ver int
-			if err = decodeScalar(v, &ver); err == nil && ver != 1 {
-				err = fmt.Errorf("unsupported version %d (want 1)", ver)
-			}
-		case "min_confidence":
-			err = decodeScalar(v, &r.limits.minConfidence)
-			if err == nil && (math.IsNaN(r.limits.minConfidence) || r.limits.minConfidence < 0 || r.limits.minConfidence > 1) {
-				err = fmt.Errorf("%v not in [0, 1]", r.limits.minConfidence)
-			}
-		case "max_labels":
-			err = decodeScalar(v, &r.limits.maxLabels)
-			if err == nil && r.limits.maxLabels <= 0 {
-				err = fmt.Errorf("%d must be positive", r.limits.maxLabels)
-			}
-		case "title_weight":
-			err = decodeWeight(v, &r.fieldWeights[fieldTitle])
-		case "summary_weight":
-			err = decodeWeight(v, &r.fieldWeights[fieldSummary])
-		case "content_weight":
-			err = decodeWeight(v, &r.fieldWeights[fieldContent])
-		case "prior":
-			err = decodeScalar(v, &r.prior)
-			if err == nil && (math.IsNaN(r.prior) || math.IsInf(r.prior, 0) || r.prior < 0) {
-				err = fmt.Errorf("%v must be finite and not negative", r.prior)
-			}
-		case "topics":
-			specs, err = parseTopics(v)
-			if err != nil {
+		if k.Value == "topics" {
+			if specs, err = parseTopics(v); err != nil {
 				return nil, fmt.Errorf("rules: %w", err)
 			}
-		default:
-			err = fmt.Errorf("unknown field")
+			continue
 		}
-		if err != nil {
+		if err := r.setting(k.Value, v); err != nil {
 			return nil, fmt.Errorf("rules: %s: %w (line %d)", k.Value, err, k.Line)
 		}
 	}
@@ -271,6 +231,89 @@ func ParseRules(data []byte) (*Rules, error) {
 	}
 	r.compile(specs)
 	return r, nil
+}
+
+// rulesRoot returns the top-level mapping of a YAML rules file.
+func rulesRoot(data []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("rules: empty document")
+	}
+	root := resolve(doc.Content[0])
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("rules: line %d: top level must be a mapping", root.Line)
+	}
+	return root, nil
+}
+
+// setting decodes the value of a top-level field other than topics into
+// r; the error does not name the field.
+func (r *Rules) setting(field string, v *yaml.Node) error {
+	switch field {
+	case "version":
+		return decodeVersion(v)
+	case "min_confidence":
+		return decodeConfidence(v, &r.limits.minConfidence)
+	case "max_labels":
+		return decodeMaxLabels(v, &r.limits.maxLabels)
+	case "title_weight":
+		return decodeWeight(v, &r.fieldWeights[fieldTitle])
+	case "summary_weight":
+		return decodeWeight(v, &r.fieldWeights[fieldSummary])
+	case "content_weight":
+		return decodeWeight(v, &r.fieldWeights[fieldContent])
+	case "prior":
+		return decodePrior(v, &r.prior)
+	}
+	return fmt.Errorf("unknown field")
+}
+
+// decodeVersion checks that the rules file's version is 1.
+func decodeVersion(n *yaml.Node) error {
+	var ver int
+	if err := decodeScalar(n, &ver); err != nil {
+		return err
+	}
+	if ver != 1 {
+		return fmt.Errorf("unsupported version %d (want 1)", ver)
+	}
+	return nil
+}
+
+// decodeConfidence decodes a confidence, in [0, 1].
+func decodeConfidence(n *yaml.Node, c *float64) error {
+	if err := decodeScalar(n, c); err != nil {
+		return err
+	}
+	if math.IsNaN(*c) || *c < 0 || *c > 1 {
+		return fmt.Errorf("%v not in [0, 1]", *c)
+	}
+	return nil
+}
+
+// decodeMaxLabels decodes a positive number of labels.
+func decodeMaxLabels(n *yaml.Node, labels *int) error {
+	if err := decodeScalar(n, labels); err != nil {
+		return err
+	}
+	if *labels <= 0 {
+		return fmt.Errorf("%d must be positive", *labels)
+	}
+	return nil
+}
+
+// decodePrior decodes a prior, finite and not negative.
+func decodePrior(n *yaml.Node, p *float64) error {
+	if err := decodeScalar(n, p); err != nil {
+		return err
+	}
+	if math.IsNaN(*p) || math.IsInf(*p, 0) || *p < 0 {
+		return fmt.Errorf("%v must be finite and not negative", *p)
+	}
+	return nil
 }
 
 func parseTopics(n *yaml.Node) ([]topicSpec, error) {

@@ -137,11 +137,36 @@ func simpleHTMLToText(s string, max int) (string, bool) {
 }
 
 // simpleTagEnd returns the index of the '>' closing the tag that starts at
-// s[i] == '<', if the tag is plain (see simpleHTMLToText).
-// It is a small state machine over the tag's bytes: one
-// case per kind of byte, kept together so that what counts as plain is
-// read in one place.
+// s[i] == '<', if the tag is plain (see simpleHTMLToText): a plain name
+// (see tagNameEnd), then no '<', NUL, CR or quote but those around a
+// value.
 func simpleTagEnd(s string, i int) (int, bool) {
+	k, ok := tagNameEnd(s, i)
+	if !ok {
+		return 0, false
+	}
+	for ; k < len(s); k++ {
+		switch c := s[k]; c {
+		case '>':
+			return k, true
+		case '<', 0, '\r':
+			return 0, false
+		case '"', '\'':
+			return 0, false // a quote not opening a value
+		case '=':
+			if k, ok = attrValueEnd(s, k); !ok {
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// tagNameEnd returns the index of the byte after the name of the tag that
+// starts at s[i] == '<' (after its '/' if it closes), if the name is plain:
+// ASCII letters and digits, starting with a letter, and followed by a
+// space, '/' or '>'.
+func tagNameEnd(s string, i int) (int, bool) {
 	k := i + 1
 	if k < len(s) && s[k] == '/' {
 		k++
@@ -155,46 +180,42 @@ func simpleTagEnd(s string, i int) (int, bool) {
 	}
 	switch s[k] {
 	case ' ', '\t', '\n', '\f', '/', '>':
-	default:
-		return 0, false // e.g. <p-x>: a name the tokenizer reads whole
+		return k, true
 	}
-	for ; k < len(s); k++ {
-		switch c := s[k]; c {
-		case '>':
-			return k, true
-		case '<', 0, '\r':
-			return 0, false
-		case '"', '\'':
-			return 0, false // a quote not opening a value
-		case '=':
-			// '=' separates a value only after an attribute name; where a
-			// name would start, HTML reads it as part of the name.
-			if p := s[k-1]; !isASCIIAlnum(p) && p != '-' && p != '_' && p != ':' && p != '.' {
-				return 0, false
-			}
-			// Skip spaces, then a quoted value whole.
-			v := k + 1
-			for v < len(s) && (s[v] == ' ' || s[v] == '\t' || s[v] == '\n' || s[v] == '\f') {
-				v++
-			}
-			if v < len(s) && (s[v] == '"' || s[v] == '\'') {
-				q := s[v]
-				e := strings.IndexByte(s[v+1:], q)
-				if e < 0 {
-					return 0, false
-				}
-				if strings.ContainsAny(s[v+1:v+1+e], "\x00\r") {
-					return 0, false
-				}
-				k = v + 1 + e
-			}
-		}
+	return 0, false // e.g. <p-x>: a name the tokenizer reads whole
+}
+
+// attrValueEnd returns, for the '=' at s[k] in a tag, the index of the
+// quote closing the quoted value after it (spaces before the value
+// skipped), or k if the value is not quoted: its bytes are then read as
+// the tag's others. It reports false if the tag is not plain.
+func attrValueEnd(s string, k int) (int, bool) {
+	// '=' separates a value only after an attribute name; where a name
+	// would start, HTML reads it as part of the name.
+	if !isAttrNameByte(s[k-1]) {
+		return 0, false
 	}
-	return 0, false
+	v := k + 1
+	for v < len(s) && (s[v] == ' ' || s[v] == '\t' || s[v] == '\n' || s[v] == '\f') {
+		v++
+	}
+	if v >= len(s) || s[v] != '"' && s[v] != '\'' {
+		return k, true
+	}
+	e := strings.IndexByte(s[v+1:], s[v])
+	if e < 0 || strings.ContainsAny(s[v+1:v+1+e], "\x00\r") {
+		return 0, false
+	}
+	return v + 1 + e, true
 }
 
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
 func isASCIIAlnum(c byte) bool  { return isASCIILetter(c) || c >= '0' && c <= '9' }
+
+// isAttrNameByte reports whether c may end an attribute name.
+func isAttrNameByte(c byte) bool {
+	return isASCIIAlnum(c) || c == '-' || c == '_' || c == ':' || c == '.'
+}
 
 // textElements hold text that is not markup (RCDATA and RAWTEXT in the
 // HTML tokenizer): the simple path does not handle them.

@@ -120,86 +120,11 @@ func classOf(r rune) runeClass {
 }
 
 // Next advances to the next token and reports whether there is one.
-//
-// Next is one function on purpose: it is the inner loop of
-// every tokenizer in the node, and its per-rune cases (the ASCII fast path,
-// marks, apostrophes, CJK runes, the length cut) read best side by side.
 func (t *Tokenizer) Next() bool {
-	s, i := t.s, t.i
-	for i < len(s) {
-		b := t.buf[:0]
-		inWord := false // a word rune or mark was read
-	scan:
-		for i < len(s) {
-			if c := s[i]; c < utf8.RuneSelf {
-				if v := asciiFold[c]; v >= '0' {
-					// A run of ASCII letters and digits, copied at once
-					// and lower-cased after if it has upper case.
-					j, upper := i+1, c^v
-					for j < len(s) && s[j] < utf8.RuneSelf && asciiFold[s[j]] >= '0' {
-						upper |= s[j] ^ asciiFold[s[j]]
-						j++
-					}
-					n := len(b)
-					b = append(b, s[i:j]...)
-					if upper != 0 {
-						for k := n; k < len(b); k++ {
-							b[k] = asciiFold[b[k]&0x7f]
-						}
-					}
-					i = j
-					inWord = true
-					continue
-				} else if i++; v == '\'' && inWord && t.opts.JoinApostrophes && i < len(s) && startsLetter(s[i:]) {
-					continue
-				}
-				if inWord {
-					break
-				}
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(s[i:])
-			switch classOf(r) {
-			case wordRune:
-				if t.opts.FoldAccents {
-					b = appendFolded(b, r)
-				} else {
-					b = utf8.AppendRune(b, unicode.ToLower(r))
-				}
-				i += size
-				inWord = true
-			case markRune:
-				// Combining marks belong to the word they are in (Indic
-				// vowel signs, decomposed accents); folding drops those of
-				// Latin letters.
-				if !t.opts.FoldAccents || r < 0x300 || r > 0x36f {
-					b = utf8.AppendRune(b, r)
-				}
-				i += size
-				inWord = true
-			case ideoRune:
-				if inWord {
-					break scan // the word ends; the rune is the next token
-				}
-				b = utf8.AppendRune(b, r)
-				i += size
-				inWord = true
-				break scan
-			case apostropheRune:
-				i += size
-				if inWord && t.opts.JoinApostrophes && i < len(s) && startsLetter(s[i:]) {
-					continue
-				}
-				if inWord {
-					break scan
-				}
-			default:
-				i += size
-				if inWord {
-					break scan
-				}
-			}
-		}
+	i := t.i
+	for i < len(t.s) {
+		var b []byte
+		b, i = t.scan(t.buf[:0], i)
 		t.buf = b
 		if len(b) == 0 {
 			continue
@@ -222,6 +147,104 @@ func (t *Tokenizer) Next() bool {
 	}
 	t.i, t.tok = i, nil
 	return false
+}
+
+// scan appends to b the word of t.s at or after byte i, normalized, and
+// returns b and the index where scanning resumes: after the separator that
+// ended the word, or at the ideographic rune that did. b stays empty if
+// the word has only marks that folding drops, or if no word is left.
+func (t *Tokenizer) scan(b []byte, i int) ([]byte, int) {
+	s := t.s
+	inWord := false // a word rune or mark was read
+	for i < len(s) {
+		if c := s[i]; c < utf8.RuneSelf {
+			if asciiFold[c] >= '0' {
+				// A run of ASCII letters and digits, copied at once and
+				// lower-cased after if it has upper case.
+				j, upper := asciiWordEnd(s, i)
+				n := len(b)
+				b = append(b, s[i:j]...)
+				if upper {
+					lowerASCII(b[n:])
+				}
+				i, inWord = j, true
+				continue
+			}
+			i++ // a separator or an apostrophe
+			if inWord && (c != '\'' || !t.joinsAt(i)) {
+				return b, i
+			}
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		class := classOf(r)
+		if class == ideoRune {
+			// A token by itself: it ends the word before it, if any.
+			if inWord {
+				return b, i
+			}
+			return utf8.AppendRune(b, r), i + size
+		}
+		i += size
+		switch class {
+		case wordRune:
+			b, inWord = t.appendLetter(b, r), true
+		case markRune:
+			b, inWord = t.appendMark(b, r), true
+		case apostropheRune:
+			if inWord && !t.joinsAt(i) {
+				return b, i
+			}
+		default:
+			if inWord {
+				return b, i
+			}
+		}
+	}
+	return b, i
+}
+
+// asciiWordEnd returns the end of the run of ASCII letters and digits of
+// s that starts at byte i, and whether the run has upper case.
+func asciiWordEnd(s string, i int) (int, bool) {
+	j, upper := i+1, s[i]^asciiFold[s[i]]
+	for j < len(s) && s[j] < utf8.RuneSelf && asciiFold[s[j]] >= '0' {
+		upper |= s[j] ^ asciiFold[s[j]]
+		j++
+	}
+	return j, upper != 0
+}
+
+// lowerASCII lower-cases b, ASCII letters and digits.
+func lowerASCII(b []byte) {
+	for k := range b {
+		b[k] = asciiFold[b[k]&0x7f]
+	}
+}
+
+// appendLetter appends a letter or digit outside ASCII to b, lower-cased,
+// or folded if the options fold accents.
+func (t *Tokenizer) appendLetter(b []byte, r rune) []byte {
+	if t.opts.FoldAccents {
+		return appendFolded(b, r)
+	}
+	return utf8.AppendRune(b, unicode.ToLower(r))
+}
+
+// appendMark appends a combining mark to b: marks belong to the word they
+// are in (Indic vowel signs, decomposed accents); folding drops those of
+// Latin letters.
+func (t *Tokenizer) appendMark(b []byte, r rune) []byte {
+	if !t.opts.FoldAccents || r < 0x300 || r > 0x36f {
+		return utf8.AppendRune(b, r)
+	}
+	return b
+}
+
+// joinsAt reports whether an apostrophe that ends at byte i, after a
+// word, joins the word to what follows (see Options.JoinApostrophes).
+func (t *Tokenizer) joinsAt(i int) bool {
+	return t.opts.JoinApostrophes && i < len(t.s) && startsLetter(t.s[i:])
 }
 
 // startsLetter reports whether s starts with a letter.

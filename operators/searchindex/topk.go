@@ -604,9 +604,41 @@ type livePosting struct {
 // classBound bounds their scores. Without a pattern, visit tests each
 // document's postings bitmaps.
 func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern []uint8, classBound float64, c *topkCollector) error {
+	// Fresh cursors: visits go forward only.
+	s.resetCursors()
+	st := newDocScratch(len(s.q.terms))
+	it := docs.Iterator()
+	for visited := 0; it.HasNext(); visited++ {
+		if visited&1023 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		d := uint64(it.Next())
+		theta := c.threshold()
+		if pattern != nil && classBound < theta {
+			return nil // no document left can make the page
+		}
+		score, ok, err := s.scoreDoc(d, pattern, theta, st)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if err := c.offer(score, s.seg, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resetCursors opens new postings cursors at the start of every list of
+// the segment: per term and field, and, for a phrase, each term's title
+// positions.
+func (s *segmentSearch) resetCursors() {
 	q := s.q
 	n := len(q.terms)
-	// Fresh cursors: visits go forward only.
 	s.cur = make([][3]*postingCursor, n)
 	for i := range q.terms {
 		for j := range q.terms[i].fields {
@@ -623,144 +655,195 @@ func (s *segmentSearch) visit(ctx context.Context, docs *roaring.Bitmap, pattern
 			}
 		}
 	}
-	var (
-		matched = make([][3]bool, n)
-		known   = make([][3]bool, n)
-		fs      = make([][3]float64, n)
-		ts      = make([]float64, n)
-		tm      = make([]bool, n)
-		bounds  = map[uint32]float64{} // by pattern, see below
-	)
-	it := docs.Iterator()
-	for visited := 0; it.HasNext(); visited++ {
-		if visited&1023 == 1023 {
-			if err := ctx.Err(); err != nil {
-				return err
+}
+
+// docScratch is what visit knows of the document it scores, per term and
+// field (in q.terms[i].fields' order), reused from one document to the
+// next.
+type docScratch struct {
+	matched [][3]bool          // the document has the term in the field
+	known   [][3]bool          // fs is the field's exact score, its posting read
+	fs      [][3]float64       // the field's score, or its bound until known
+	ts      []float64          // per term, termScore of fs
+	tm      []bool             // per term, whether it matched
+	bounds  map[uint32]float64 // class bounds by matchedKey
+}
+
+func newDocScratch(n int) *docScratch {
+	return &docScratch{
+		matched: make([][3]bool, n),
+		known:   make([][3]bool, n),
+		fs:      make([][3]float64, n),
+		ts:      make([]float64, n),
+		tm:      make([]bool, n),
+		bounds:  map[uint32]float64{},
+	}
+}
+
+// scoreDoc returns the score of document d, reading only the postings
+// needed to tell; false if it cannot reach theta. pattern is as visit's.
+func (s *segmentSearch) scoreDoc(d uint64, pattern []uint8, theta float64, st *docScratch) (float64, bool, error) {
+	q := s.q
+	s.matchFields(d, pattern, st)
+	if pattern == nil && st.classBound(q) < theta {
+		return 0, false, nil
+	}
+	allTitles, err := s.readTitles(d, st)
+	if err != nil {
+		return 0, false, err
+	}
+	// The bound: unread fields at their maximum.
+	st.scoreTerms()
+	phrasePossible := q.phrase != nil && allTitles
+	var phrase float64
+	if phrasePossible {
+		phrase = st.phraseSum(q)
+	}
+	ub, ok := q.docScore(st.ts, st.tm, phrase, phrasePossible)
+	if !ok || ub < theta {
+		return 0, false, nil
+	}
+	// The phrase (title positions) before the other fields: it seldom
+	// matches, and without it the bound halves.
+	phraseMatched := false
+	if phrasePossible {
+		if phraseMatched, err = s.phraseAt(d); err != nil {
+			return 0, false, err
+		}
+		if !phraseMatched {
+			if ub, _ = q.docScore(st.ts, st.tm, phrase, false); ub < theta {
+				return 0, false, nil
 			}
-		}
-		d := uint64(it.Next())
-		theta := c.threshold()
-		if pattern != nil && classBound < theta {
-			return nil // no document left can make the page
-		}
-		// The fields each term matched, and the title's exact score.
-		allTitles := true
-		for i := range q.terms {
-			for j := range q.terms[i].fields {
-				known[i][j] = false
-				if pattern != nil {
-					matched[i][j] = pattern[i]&(1<<j) != 0
-				} else {
-					bm := s.bm[i][j]
-					if s.mbm != nil {
-						bm = s.mbm[i][j]
-					}
-					matched[i][j] = bm != nil && bm.Contains(uint32(d))
-				}
-				if matched[i][j] {
-					fs[i][j] = q.terms[i].fields[j].ub
-				}
-			}
-		}
-		if pattern == nil {
-			// The document's class bound, before any postings are read.
-			key := uint32(0)
-			for i := range q.terms {
-				for j := range 3 {
-					if matched[i][j] {
-						key |= 1 << (3*i + j)
-					}
-				}
-			}
-			b, ok := bounds[key]
-			if !ok {
-				pat := make([]uint8, n)
-				for i := range q.terms {
-					for j := range 3 {
-						if matched[i][j] {
-							pat[i] |= 1 << j
-						}
-					}
-				}
-				if b, ok = q.patternBound(pat); !ok {
-					b = math.Inf(-1)
-				}
-				bounds[key] = b
-			}
-			if b < theta {
-				continue
-			}
-		}
-		for i := range q.terms {
-			tj := q.titleOf[i]
-			if matched[i][tj] {
-				if _, err := s.cur[i][tj].seek(d); err != nil {
-					return err
-				}
-				cu := s.cur[i][tj]
-				fs[i][tj] = q.terms[i].fields[tj].score(cu.freq, cu.norm)
-				known[i][tj] = true
-			} else {
-				allTitles = false
-			}
-		}
-		phraseSum := func() float64 {
-			var p float64
-			for _, ti := range q.phraseSum {
-				p += fs[ti][q.titleOf[ti]]
-			}
-			return p
-		}
-		// The bound: unread fields at their maximum.
-		for i := range q.terms {
-			ts[i], tm[i] = termScore(&fs[i], &matched[i])
-		}
-		phrasePossible := q.phrase != nil && allTitles
-		var phrase float64
-		if phrasePossible {
-			phrase = phraseSum()
-		}
-		ub, ok := q.docScore(ts, tm, phrase, phrasePossible)
-		if !ok || ub < theta {
-			continue
-		}
-		// The phrase (title positions) before the other fields: it seldom
-		// matches, and without it the bound halves.
-		phraseMatched := false
-		if phrasePossible {
-			var err error
-			if phraseMatched, err = s.phraseAt(d); err != nil {
-				return err
-			}
-			if !phraseMatched {
-				if ub, _ = q.docScore(ts, tm, phrase, false); ub < theta {
-					continue
-				}
-			}
-		}
-		// Read the other fields.
-		for i := range q.terms {
-			for j := range q.terms[i].fields {
-				if !matched[i][j] || known[i][j] {
-					continue
-				}
-				if _, err := s.cur[i][j].seek(d); err != nil {
-					return err
-				}
-				cu := s.cur[i][j]
-				fs[i][j] = q.terms[i].fields[j].score(cu.freq, cu.norm)
-			}
-			ts[i], tm[i] = termScore(&fs[i], &matched[i])
-		}
-		score, _ := q.docScore(ts, tm, phrase, phraseMatched)
-		if score < theta {
-			continue
-		}
-		if err := c.offer(score, s.seg, d); err != nil {
-			return err
 		}
 	}
+	if err := s.readOtherFields(d, st); err != nil {
+		return 0, false, err
+	}
+	score, _ := q.docScore(st.ts, st.tm, phrase, phraseMatched)
+	if score < theta {
+		return 0, false, nil
+	}
+	return score, true, nil
+}
+
+// matchFields sets the fields each term of document d matched (from
+// pattern if not nil, else from the postings bitmaps) and their bounds;
+// no score is known yet.
+func (s *segmentSearch) matchFields(d uint64, pattern []uint8, st *docScratch) {
+	q := s.q
+	for i := range q.terms {
+		for j := range q.terms[i].fields {
+			st.known[i][j] = false
+			if pattern != nil {
+				st.matched[i][j] = pattern[i]&(1<<j) != 0
+			} else {
+				bm := s.bm[i][j]
+				if s.mbm != nil {
+					bm = s.mbm[i][j]
+				}
+				st.matched[i][j] = bm != nil && bm.Contains(uint32(d))
+			}
+			if st.matched[i][j] {
+				st.fs[i][j] = q.terms[i].fields[j].ub
+			}
+		}
+	}
+}
+
+// classBound bounds the score of a document that matched the fields of
+// st.matched, before any postings are read (-Inf if such a document does
+// not match the query); computed once a class.
+func (st *docScratch) classBound(q *topkQuery) float64 {
+	key := st.matchedKey()
+	b, ok := st.bounds[key]
+	if ok {
+		return b
+	}
+	pat := make([]uint8, len(st.matched))
+	for i := range q.terms {
+		for j := range 3 {
+			if st.matched[i][j] {
+				pat[i] |= 1 << j
+			}
+		}
+	}
+	if b, ok = q.patternBound(pat); !ok {
+		b = math.Inf(-1)
+	}
+	st.bounds[key] = b
+	return b
+}
+
+// matchedKey packs st.matched into bits, 3 a term.
+func (st *docScratch) matchedKey() uint32 {
+	key := uint32(0)
+	for i := range st.matched {
+		for j := range 3 {
+			if st.matched[i][j] {
+				key |= 1 << (3*i + j)
+			}
+		}
+	}
+	return key
+}
+
+// readTitles reads the title postings of the terms document d has in its
+// title, for their exact scores; it reports whether d has every term in
+// its title.
+func (s *segmentSearch) readTitles(d uint64, st *docScratch) (bool, error) {
+	q := s.q
+	allTitles := true
+	for i := range q.terms {
+		tj := q.titleOf[i]
+		if !st.matched[i][tj] {
+			allTitles = false
+			continue
+		}
+		if _, err := s.cur[i][tj].seek(d); err != nil {
+			return false, err
+		}
+		cu := s.cur[i][tj]
+		st.fs[i][tj] = q.terms[i].fields[tj].score(cu.freq, cu.norm)
+		st.known[i][tj] = true
+	}
+	return allTitles, nil
+}
+
+// readOtherFields reads the postings of document d's matched fields whose
+// scores are not known yet, and scores the terms exactly.
+func (s *segmentSearch) readOtherFields(d uint64, st *docScratch) error {
+	q := s.q
+	for i := range q.terms {
+		for j := range q.terms[i].fields {
+			if !st.matched[i][j] || st.known[i][j] {
+				continue
+			}
+			if _, err := s.cur[i][j].seek(d); err != nil {
+				return err
+			}
+			cu := s.cur[i][j]
+			st.fs[i][j] = q.terms[i].fields[j].score(cu.freq, cu.norm)
+		}
+		st.ts[i], st.tm[i] = termScore(&st.fs[i], &st.matched[i])
+	}
 	return nil
+}
+
+// scoreTerms sets each term's score from its fields' scores.
+func (st *docScratch) scoreTerms() {
+	for i := range st.fs {
+		st.ts[i], st.tm[i] = termScore(&st.fs[i], &st.matched[i])
+	}
+}
+
+// phraseSum is the sum of the phrase tokens' title scores, in the order
+// Bleve sums them.
+func (st *docScratch) phraseSum(q *topkQuery) float64 {
+	var p float64
+	for _, ti := range q.phraseSum {
+		p += st.fs[ti][q.titleOf[ti]]
+	}
+	return p
 }
 
 // phraseAt reports whether the title of document d has the phrase: its
@@ -959,6 +1042,9 @@ func (q *topkQuery) nonTitleBound() float64 {
 }
 
 // relevantTopK is relevant's top-k path; errNotTopK when it does not apply.
+// It reads the terms' postings in every segment (their counts give the
+// idf), finds each segment's matches with the filters applied (their
+// number is the total), then visits the matches that can enter the page.
 func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentMatch, uint64, error) {
 	if len(p.tokens) == 0 || p.anySource {
 		return nil, 0, errNotTopK
@@ -979,31 +1065,11 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 	if len(p.tokens) > maxTopKTerms {
 		return nil, 0, errNotTopK
 	}
-	var uniq []string
-	for _, t := range p.tokens {
-		if !slices.Contains(uniq, t) {
-			uniq = append(uniq, t)
-		}
-	}
+	uniq := distinctTokens(p.tokens)
 	segs := snap.Segments()
-	// Every segment's postings of the terms: their live documents are also
-	// the counts Bleve's term searchers take the idf from.
-	postings := make([][][3]livePosting, len(segs))
-	counts := make([][3]uint64, len(uniq))
-	for si, ss := range segs {
-		postings[si] = make([][3]livePosting, len(uniq))
-		for u, t := range uniq {
-			for fi, f := range textFields {
-				bm, pl, err := livePostings(ss, f.name, t)
-				if err != nil {
-					return nil, 0, err
-				}
-				postings[si][u][fi] = livePosting{bm, pl}
-				if bm != nil {
-					counts[u][fi] += bm.GetCardinality()
-				}
-			}
-		}
+	postings, counts, err := termPostings(segs, uniq)
+	if err != nil {
+		return nil, 0, err
 	}
 	docTotal, err := r.DocCount()
 	if err != nil {
@@ -1013,115 +1079,219 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 	if err != nil {
 		return nil, 0, err
 	}
+	searches, total, err := p.segmentSearches(q, segs, postings)
+	if err != nil {
+		return nil, 0, err
+	}
 	c := &topkCollector{k: p.limit + 1, after: p.after, segs: segs}
+	if err := q.fillPage(ctx, searches, c); err != nil {
+		return nil, 0, err
+	}
+	return finishPage(ctx, c, total)
+}
+
+// distinctTokens returns the distinct tokens in order of appearance.
+func distinctTokens(tokens []string) []string {
+	var uniq []string
+	for _, t := range tokens {
+		if !slices.Contains(uniq, t) {
+			uniq = append(uniq, t)
+		}
+	}
+	return uniq
+}
+
+// termPostings returns every segment's postings of the terms, per segment,
+// term (of uniq) and textFields, and the live documents with each term in
+// each field over all segments: the counts Bleve's term searchers take the
+// idf from.
+func termPostings(segs []*scorch.SegmentSnapshot, uniq []string) ([][][3]livePosting, [][3]uint64, error) {
+	postings := make([][][3]livePosting, len(segs))
+	counts := make([][3]uint64, len(uniq))
+	for si, ss := range segs {
+		postings[si] = make([][3]livePosting, len(uniq))
+		for u, t := range uniq {
+			for fi, f := range textFields {
+				bm, pl, err := livePostings(ss, f.name, t)
+				if err != nil {
+					return nil, nil, err
+				}
+				postings[si][u][fi] = livePosting{bm, pl}
+				if bm != nil {
+					counts[u][fi] += bm.GetCardinality()
+				}
+			}
+		}
+	}
+	return postings, counts, nil
+}
+
+// segmentSearches returns the searches of the segments with documents
+// matching q and p's filters, and the number of those documents (the
+// total).
+func (p plan) segmentSearches(q *topkQuery, segs []*scorch.SegmentSnapshot, postings [][][3]livePosting) ([]*segmentSearch, uint64, error) {
 	var total uint64
 	searches := make([]*segmentSearch, 0, len(segs))
 	for si, ss := range segs {
-		filter, edge, filtered, err := p.segmentFilter(ss)
+		s, err := p.segmentSearch(q, si, ss, postings[si])
 		if err != nil {
 			return nil, 0, err
 		}
-		s := &segmentSearch{q: q, seg: si, ss: ss}
-		if filtered && filter == nil {
+		if s == nil {
 			continue
-		}
-		s.matches(postings[si], filter, filtered)
-		if s.m == nil {
-			continue
-		}
-		if e := and(s.m, edge); e != nil {
-			// s.m is the filter's intersection with the text's: its own.
-			lo, hi := p.bounds()
-			out, err := exactTime(ss, e, lo, hi)
-			if err != nil {
-				return nil, 0, err
-			}
-			if s.m.AndNot(out); s.m.IsEmpty() {
-				continue
-			}
 		}
 		total += s.m.GetCardinality()
 		searches = append(searches, s)
 	}
-	if classes, ok := q.classes(searches); ok {
-		// Classes of documents by the fields each term matched, in
-		// decreasing order of their bound, until the bound falls short of
-		// the page; but only each segment's first, as reading a postings
-		// list from its start again for each class of a segment would cost
-		// more than the documents read.
-		done := make([]bool, len(classes))
-		started := make([]bool, len(searches))
-		for ci, cl := range classes {
-			if cl.bound < c.threshold() {
-				break
-			}
-			if started[cl.search] {
-				continue
-			}
-			started[cl.search], done[ci] = true, true
-			s := searches[cl.search]
-			docs := s.classDocs(cl.pattern)
-			if docs == nil {
-				continue
-			}
-			if err := s.visit(ctx, docs, cl.pattern, cl.bound, c); err != nil {
-				return nil, 0, err
-			}
-		}
-		// Then, segment by segment (best first), the other classes whose
-		// bound reaches the page, in one pass in document order.
-		best := make([]float64, len(searches))
-		for i := range best {
-			best[i] = math.Inf(-1)
-		}
-		for ci, cl := range classes {
-			if !done[ci] {
-				best[cl.search] = max(best[cl.search], cl.bound)
-			}
-		}
-		order := make([]int, len(searches))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(best[b], best[a]) })
-		for _, si := range order {
-			theta := c.threshold()
-			if best[si] < theta {
-				continue
-			}
-			var parts []*roaring.Bitmap
-			for ci, cl := range classes {
-				if cl.search != si || done[ci] || cl.bound < theta {
-					continue
-				}
-				if docs := searches[si].classDocs(cl.pattern); docs != nil {
-					parts = append(parts, docs)
-				}
-			}
-			if u := or(parts...); u != nil {
-				if err := searches[si].visit(ctx, u, nil, 0, c); err != nil {
-					return nil, 0, err
-				}
-			}
-		}
-		return finishPage(ctx, c, total)
+	return searches, total, nil
+}
+
+// segmentSearch returns the search of segment si (ss, with the terms'
+// postings) with its matches, filters applied; nil if nothing matches.
+func (p plan) segmentSearch(q *topkQuery, si int, ss *scorch.SegmentSnapshot, postings [][3]livePosting) (*segmentSearch, error) {
+	filter, edge, filtered, err := p.segmentFilter(ss)
+	if err != nil {
+		return nil, err
 	}
-	// Too many classes: documents with a query term in the title first.
+	s := &segmentSearch{q: q, seg: si, ss: ss}
+	if filtered && filter == nil {
+		return nil, nil
+	}
+	s.matches(postings, filter, filtered)
+	if s.m == nil {
+		return nil, nil
+	}
+	if e := and(s.m, edge); e != nil {
+		// s.m is the filter's intersection with the text's: its own.
+		lo, hi := p.bounds()
+		out, err := exactTime(ss, e, lo, hi)
+		if err != nil {
+			return nil, err
+		}
+		if s.m.AndNot(out); s.m.IsEmpty() {
+			return nil, nil
+		}
+	}
+	return s, nil
+}
+
+// fillPage offers c the documents of searches that can enter the page:
+// by classes of documents, or, if a segment has too many classes, the
+// documents with a query term in their title first.
+func (q *topkQuery) fillPage(ctx context.Context, searches []*segmentSearch, c *topkCollector) error {
+	classes, ok := q.classes(searches)
+	if !ok {
+		return q.visitTitlesFirst(ctx, searches, c)
+	}
+	v := &classVisit{classes: classes, searches: searches, c: c, done: make([]bool, len(classes))}
+	if err := v.visitFirst(ctx); err != nil {
+		return err
+	}
+	return v.visitRest(ctx)
+}
+
+// classVisit visits the segments' classes of documents (by the fields
+// each term matched) that can enter the page.
+type classVisit struct {
+	classes  []docClass // best bound first
+	searches []*segmentSearch
+	c        *topkCollector
+	done     []bool // per class, visited by visitFirst
+}
+
+// visitFirst visits the classes in decreasing order of their bound, until
+// the bound falls short of the page; but only each segment's first, as
+// reading a postings list from its start again for each class of a segment
+// would cost more than the documents read.
+func (v *classVisit) visitFirst(ctx context.Context) error {
+	started := make([]bool, len(v.searches))
+	for ci, cl := range v.classes {
+		if cl.bound < v.c.threshold() {
+			break
+		}
+		if started[cl.search] {
+			continue
+		}
+		started[cl.search], v.done[ci] = true, true
+		s := v.searches[cl.search]
+		docs := s.classDocs(cl.pattern)
+		if docs == nil {
+			continue
+		}
+		if err := s.visit(ctx, docs, cl.pattern, cl.bound, v.c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visitRest visits, segment by segment (best first), the classes not
+// visited yet whose bound reaches the page, in one pass in document order.
+func (v *classVisit) visitRest(ctx context.Context) error {
+	best := v.restBounds()
+	order := make([]int, len(v.searches))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(best[b], best[a]) })
+	for _, si := range order {
+		theta := v.c.threshold()
+		if best[si] < theta {
+			continue
+		}
+		if u := v.restDocs(si, theta); u != nil {
+			if err := v.searches[si].visit(ctx, u, nil, 0, v.c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// restBounds returns, per search, the best bound of its classes not
+// visited yet (-Inf if none).
+func (v *classVisit) restBounds() []float64 {
+	best := make([]float64, len(v.searches))
+	for i := range best {
+		best[i] = math.Inf(-1)
+	}
+	for ci, cl := range v.classes {
+		if !v.done[ci] {
+			best[cl.search] = max(best[cl.search], cl.bound)
+		}
+	}
+	return best
+}
+
+// restDocs returns the documents of search si's classes not visited yet
+// whose bound reaches theta; nil if none.
+func (v *classVisit) restDocs(si int, theta float64) *roaring.Bitmap {
+	var parts []*roaring.Bitmap
+	for ci, cl := range v.classes {
+		if cl.search != si || v.done[ci] || cl.bound < theta {
+			continue
+		}
+		if docs := v.searches[si].classDocs(cl.pattern); docs != nil {
+			parts = append(parts, docs)
+		}
+	}
+	return or(parts...)
+}
+
+// visitTitlesFirst visits, segment by segment, the documents with a query
+// term in their title, then, if their bound reaches the page, the others.
+func (q *topkQuery) visitTitlesFirst(ctx context.Context, searches []*segmentSearch, c *topkCollector) error {
 	rest := make([]*roaring.Bitmap, len(searches))
 	for i, s := range searches {
-		var titles []*roaring.Bitmap
-		for ti := range q.terms {
-			titles = append(titles, s.bm[ti][q.titleOf[ti]])
-		}
-		t := and(s.m, or(titles...))
-		if t != nil {
-			if err := s.visit(ctx, t, nil, 0, c); err != nil {
-				return nil, 0, err
-			}
-			rest[i] = roaring.AndNot(s.m, t)
-		} else {
+		t := s.titleMatches()
+		if t == nil {
 			rest[i] = s.m
+			continue
 		}
+		if err := s.visit(ctx, t, nil, 0, c); err != nil {
+			return err
+		}
+		rest[i] = roaring.AndNot(s.m, t)
 	}
 	if bound := q.nonTitleBound(); bound >= c.threshold() {
 		for i, s := range searches {
@@ -1129,11 +1299,21 @@ func (ix *Index) relevantTopK(ctx context.Context, p plan) ([]*bsearch.DocumentM
 				continue
 			}
 			if err := s.visit(ctx, rest[i], nil, 0, c); err != nil {
-				return nil, 0, err
+				return err
 			}
 		}
 	}
-	return finishPage(ctx, c, total)
+	return nil
+}
+
+// titleMatches returns the matching documents of the segment with a query
+// term in their title, nil if none.
+func (s *segmentSearch) titleMatches() *roaring.Bitmap {
+	var titles []*roaring.Bitmap
+	for ti := range s.q.terms {
+		titles = append(titles, s.bm[ti][s.q.titleOf[ti]])
+	}
+	return and(s.m, or(titles...))
 }
 
 // segmentFilter returns the documents of a segment that pass p's filters

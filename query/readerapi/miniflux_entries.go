@@ -130,18 +130,53 @@ func readingTime(text string) int {
 	return (len(strings.Fields(text)) + 264) / 265
 }
 
+// entryPage is the page and order a listing asks for.
+type entryPage struct {
+	limit, offset     int
+	order, direction  string
+	afterID, beforeID int64 // entry numbers; 0 = open
+}
+
 // entryQuery reads the documented filters of a listing into sel and the
 // page: status (repeatable: read, unread; removed matches nothing here),
 // starred, after/before and published_after/published_before (unix
 // seconds), after_entry_id/before_entry_id, limit (default 100), offset,
 // order (published_at, id; default published_at) and direction (asc,
 // default, or desc). It answers 400 and returns false on a bad value.
-func entryQuery(ctx *fasthttp.RequestCtx, sel *selection) (limit, offset int, order, direction string, afterID, beforeID int64, ok bool) {
+func entryQuery(ctx *fasthttp.RequestCtx, sel *selection) (entryPage, bool) {
 	args := ctx.QueryArgs()
-	bad := func(msg string) (int, int, string, string, int64, int64, bool) {
-		mfError(ctx, fasthttp.StatusBadRequest, msg)
-		return 0, 0, "", "", 0, 0, false
+	p, err := parseEntryQuery(args, sel)
+	if err != nil {
+		mfError(ctx, fasthttp.StatusBadRequest, err.Error())
+		return entryPage{}, false
 	}
+	return p, true
+}
+
+// parseEntryQuery is entryQuery without the answer: the error is the
+// message for the client.
+func parseEntryQuery(args *fasthttp.Args, sel *selection) (entryPage, error) {
+	if err := statusFilter(args, sel); err != nil {
+		return entryPage{}, err
+	}
+	if v := args.Peek("starred"); len(v) > 0 {
+		b, err := strconv.ParseBool(string(v))
+		if err != nil {
+			return entryPage{}, errors.New("invalid starred value")
+		}
+		sel.starred = &b
+	}
+	if err := timeBound(args, &sel.after, true, "after", "published_after"); err != nil {
+		return entryPage{}, err
+	}
+	if err := timeBound(args, &sel.before, false, "before", "published_before"); err != nil {
+		return entryPage{}, err
+	}
+	return pageQuery(args)
+}
+
+// statusFilter reads the status arguments into sel.status.
+func statusFilter(args *fasthttp.Args, sel *selection) error {
 	statuses := args.PeekMulti("status")
 	wantRead, wantUnread := false, false
 	for _, st := range statuses {
@@ -152,7 +187,7 @@ func entryQuery(ctx *fasthttp.RequestCtx, sel *selection) (limit, offset int, or
 			wantUnread = true
 		case "removed":
 		default:
-			return bad("invalid entry status: " + string(st))
+			return errors.New("invalid entry status: " + string(st))
 		}
 	}
 	switch {
@@ -164,74 +199,77 @@ func entryQuery(ctx *fasthttp.RequestCtx, sel *selection) (limit, offset int, or
 	default:
 		sel.status = "none" // only removed: nothing is removed here
 	}
-	if v := args.Peek("starred"); len(v) > 0 {
-		b, err := strconv.ParseBool(string(v))
-		if err != nil {
-			return bad("invalid starred value")
-		}
-		sel.starred = &b
-	}
-	for _, p := range []struct {
-		names []string
-		dst   *int64
-		after bool
-	}{{[]string{"after", "published_after"}, &sel.after, true}, {[]string{"before", "published_before"}, &sel.before, false}} {
-		for _, name := range p.names {
-			v := args.Peek(name)
-			if len(v) == 0 {
-				continue
-			}
-			sec, err := strconv.ParseInt(string(v), 10, 64)
-			if err != nil {
-				return bad("invalid " + name + " value")
-			}
-			ms := sec * 1000
-			if *p.dst == 0 || p.after && ms > *p.dst || !p.after && ms < *p.dst {
-				*p.dst = ms
-			}
-		}
-	}
-	num := func(name string, def int64) (int64, bool) {
+	return nil
+}
+
+// timeBound narrows *dst (ms; 0 = open), a lower bound if after, else an
+// upper one, by the arguments names (unix seconds).
+func timeBound(args *fasthttp.Args, dst *int64, after bool, names ...string) error {
+	for _, name := range names {
 		v := args.Peek(name)
 		if len(v) == 0 {
-			return def, true
+			continue
 		}
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		return n, err == nil && n >= 0
+		sec, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil {
+			return errors.New("invalid " + name + " value")
+		}
+		ms := sec * 1000
+		if *dst == 0 || after && ms > *dst || !after && ms < *dst {
+			*dst = ms
+		}
 	}
-	var l, o int64
-	var okN bool
-	if l, okN = num("limit", 100); !okN {
-		return bad("invalid limit value")
+	return nil
+}
+
+// pageQuery reads the page, the entry-number bounds and the order.
+func pageQuery(args *fasthttp.Args) (entryPage, error) {
+	var p entryPage
+	l, ok := queryNum(args, "limit", 100)
+	if !ok {
+		return entryPage{}, errors.New("invalid limit value")
 	}
-	if o, okN = num("offset", 0); !okN {
-		return bad("invalid offset value")
+	o, ok := queryNum(args, "offset", 0)
+	if !ok {
+		return entryPage{}, errors.New("invalid offset value")
 	}
-	if afterID, okN = num("after_entry_id", 0); !okN {
-		return bad("invalid after_entry_id value")
+	if p.afterID, ok = queryNum(args, "after_entry_id", 0); !ok {
+		return entryPage{}, errors.New("invalid after_entry_id value")
 	}
-	if beforeID, okN = num("before_entry_id", 0); !okN {
-		return bad("invalid before_entry_id value")
+	if p.beforeID, ok = queryNum(args, "before_entry_id", 0); !ok {
+		return entryPage{}, errors.New("invalid before_entry_id value")
 	}
-	order = cmp.Or(string(args.Peek("order")), "published_at")
-	if order != "published_at" && order != "id" {
-		return bad(`invalid order, valid values are: "published_at", "id"`)
+	p.order = cmp.Or(string(args.Peek("order")), "published_at")
+	if p.order != "published_at" && p.order != "id" {
+		return entryPage{}, errors.New(`invalid order, valid values are: "published_at", "id"`)
 	}
-	direction = cmp.Or(string(args.Peek("direction")), "asc")
-	if direction != "asc" && direction != "desc" {
-		return bad(`invalid direction, valid values are: "asc", "desc"`)
+	p.direction = cmp.Or(string(args.Peek("direction")), "asc")
+	if p.direction != "asc" && p.direction != "desc" {
+		return entryPage{}, errors.New(`invalid direction, valid values are: "asc", "desc"`)
 	}
 	if l == 0 {
 		l = 100
 	}
-	return int(min(l, maxScan)), int(min(o, maxScan)), order, direction, afterID, beforeID, true
+	p.limit, p.offset = int(min(l, maxScan)), int(min(o, maxScan))
+	return p, nil
+}
+
+// queryNum returns the argument name, a number not negative, or def if it
+// is absent; false if it is not such a number.
+func queryNum(args *fasthttp.Args, name string, def int64) (int64, bool) {
+	v := args.Peek(name)
+	if len(v) == 0 {
+		return def, true
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil && n >= 0
 }
 
 // listing answers an entry listing over the reader's subscriptions of
 // sources (all of them when nil).
 func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 	sel := selection{sources: sources}
-	limit, offset, order, direction, afterID, beforeID, ok := entryQuery(ctx, &sel)
+	p, ok := entryQuery(ctx, &sel)
 	if !ok {
 		return
 	}
@@ -256,17 +294,17 @@ func (a *API) listing(ctx *fasthttp.RequestCtx, u auth.User, sources []string) {
 		}
 	}
 	es = slices.DeleteFunc(es, func(e entry) bool {
-		return afterID > 0 && int64(e.Num) <= afterID || beforeID > 0 && int64(e.Num) >= beforeID
+		return p.afterID > 0 && int64(e.Num) <= p.afterID || p.beforeID > 0 && int64(e.Num) >= p.beforeID
 	})
-	if order == "id" {
+	if p.order == "id" {
 		slices.SortStableFunc(es, func(x, y entry) int { return cmp.Compare(y.Num, x.Num) })
 	}
-	if direction == "asc" {
+	if p.direction == "asc" {
 		slices.Reverse(es)
 	}
 	out := mfEntries{Total: len(es), Entries: []mfEntry{}}
 	cache := &feedsCache{a: a, u: u, base: baseURL(ctx)}
-	for _, e := range es[min(offset, len(es)):min(offset+limit, len(es))] {
+	for _, e := range es[min(p.offset, len(es)):min(p.offset+p.limit, len(es))] {
 		me, err := cache.entry(c, e)
 		if err != nil {
 			mfServerError(ctx, err)

@@ -140,11 +140,36 @@ func invalid(format string, args ...any) error {
 }
 
 // Validate reports invalid option values. Zero values are valid: they
-// stand for the defaults.
-//
-// Its length is the list of checks, one per option, each
-// with the error that names it.
+// stand for the defaults. Each option is checked on its own first, then
+// the sizes they give together, then the windows.
 func (o Options) Validate() error {
+	if err := o.checkDimensions(); err != nil {
+		return err
+	}
+	if err := o.checkLimits(); err != nil {
+		return err
+	}
+	d := o.withDefaults()
+	if depth, width := d.Sizes(); width > MaxWidth || depth > MaxDepth {
+		return invalid("depth %d × width %d: at most width %d and depth %d", depth, width, MaxWidth, MaxDepth)
+	}
+	if d.MaxK*d.CandidatesPerK > 1<<20 {
+		return invalid("max_k × candidates_per_k = %d, at most %d", d.MaxK*d.CandidatesPerK, 1<<20)
+	}
+	buckets, err := checkWindows(o.Windows)
+	if err != nil {
+		return err
+	}
+	if depth, width := d.Sizes(); buckets*depth*width/blockSize > maxBlocks {
+		return invalid("%d buckets of depth %d × width %d counters: at most %d counters over all buckets",
+			buckets, depth, width, maxBlocks*blockSize)
+	}
+	return nil
+}
+
+// checkDimensions checks the options that set the sketch's width and
+// depth, each on its own.
+func (o Options) checkDimensions() error {
 	switch {
 	case o.Epsilon < 0 || o.Epsilon >= 1 || math.IsNaN(o.Epsilon):
 		return invalid("epsilon %v not in (0, 1)", o.Epsilon)
@@ -154,6 +179,14 @@ func (o Options) Validate() error {
 		return invalid("width %d is not a power of two from %d to %d", o.Width, PageSize, MaxWidth)
 	case o.Depth < 0 || o.Depth > MaxDepth:
 		return invalid("depth %d not in 1..%d", o.Depth, MaxDepth)
+	}
+	return nil
+}
+
+// checkLimits checks the options that bound the candidates, categories,
+// ids and windows, each on its own.
+func (o Options) checkLimits() error {
+	switch {
 	case o.MaxK < 0 || o.MaxK > 100_000:
 		return invalid("max_k %d not in 1..100000", o.MaxK)
 	case o.CandidatesPerK < 0 || o.CandidatesPerK > 64:
@@ -165,36 +198,31 @@ func (o Options) Validate() error {
 	case len(o.Windows) > MaxWindows:
 		return invalid("%d windows, at most %d", len(o.Windows), MaxWindows)
 	}
-	d := o.withDefaults()
-	if depth, width := d.Sizes(); width > MaxWidth || depth > MaxDepth {
-		return invalid("depth %d × width %d: at most width %d and depth %d", depth, width, MaxWidth, MaxDepth)
-	}
-	if d.MaxK*d.CandidatesPerK > 1<<20 {
-		return invalid("max_k × candidates_per_k = %d, at most %d", d.MaxK*d.CandidatesPerK, 1<<20)
-	}
-	seen := make(map[string]bool, len(o.Windows))
+	return nil
+}
+
+// checkWindows checks each window (a unique name, a positive size and a
+// bucket width of whole milliseconds) and returns their buckets' total.
+func checkWindows(windows []WindowSpec) (int, error) {
+	seen := make(map[string]bool, len(windows))
 	buckets := 0
-	for i, w := range o.Windows {
+	for i, w := range windows {
 		switch {
 		case w.Name == "":
-			return invalid("window %d has no name", i)
+			return 0, invalid("window %d has no name", i)
 		case seen[w.Name]:
-			return invalid("window name %q is used twice", w.Name)
+			return 0, invalid("window name %q is used twice", w.Name)
 		case w.Buckets <= 0 || w.Buckets > MaxBuckets:
-			return invalid("window %q: %d buckets, want 1..%d", w.Name, w.Buckets, MaxBuckets)
+			return 0, invalid("window %q: %d buckets, want 1..%d", w.Name, w.Buckets, MaxBuckets)
 		case w.Size <= 0:
-			return invalid("window %q: size %v is not positive", w.Name, w.Size)
+			return 0, invalid("window %q: size %v is not positive", w.Name, w.Size)
 		case w.Size%time.Duration(w.Buckets) != 0 || w.Width()%time.Millisecond != 0 || w.Width() < time.Millisecond:
-			return invalid("window %q: bucket width %v/%d is not a whole number of milliseconds", w.Name, w.Size, w.Buckets)
+			return 0, invalid("window %q: bucket width %v/%d is not a whole number of milliseconds", w.Name, w.Size, w.Buckets)
 		}
 		seen[w.Name] = true
 		buckets += w.Buckets
 	}
-	if depth, width := d.Sizes(); buckets*depth*width/blockSize > maxBlocks {
-		return invalid("%d buckets of depth %d × width %d counters: at most %d counters over all buckets",
-			buckets, depth, width, maxBlocks*blockSize)
-	}
-	return nil
+	return buckets, nil
 }
 
 // Sizes returns the sketch depth (rows) and width (counters per row) that
