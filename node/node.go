@@ -286,6 +286,20 @@ func (n *Node) closeLog() error {
 	return nil
 }
 
+// ensureTopics makes the topics that producers may write before any
+// operator reads them, and trending.changes with one partition (one order
+// for every consumer) before the engine would make it with its count.
+func (n *Node) ensureTopics(ctx context.Context) error {
+	topics := map[string]int32{schema.TopicShares: n.engine.Partitions(), schema.TopicReads: n.engine.Partitions(),
+		schema.TopicArticlesRaw: n.engine.Partitions(), schema.TopicTrendingChanges: 1}
+	for topic, parts := range topics {
+		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, parts); err != nil {
+			return fmt.Errorf("ensure topic %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
 // Run serves until ctx is done: first the HTTP server stops taking
 // requests, then the engine commits its last batches, then the node closes.
 func (n *Node) Run(ctx context.Context, ln net.Listener) error {
@@ -293,16 +307,8 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 	// it stops.
 	ctx, leave := context.WithCancel(ctx)
 	defer leave()
-	// Producers may write the event topics before any operator reads them.
-	for _, topic := range []string{schema.TopicShares, schema.TopicReads, schema.TopicArticlesRaw} {
-		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, n.engine.Partitions()); err != nil {
-			return fmt.Errorf("ensure topic %s: %w", topic, err)
-		}
-	}
-	// trending.changes has one partition, one order for every consumer,
-	// made before the engine would make it with the engine's count.
-	if _, err := eventlog.EnsureTopic(ctx, n.log, schema.TopicTrendingChanges, 1); err != nil {
-		return fmt.Errorf("ensure topic %s: %w", schema.TopicTrendingChanges, err)
+	if err := n.ensureTopics(ctx); err != nil {
+		return err
 	}
 	setupToken, err := n.setupToken(ctx)
 	if err != nil {
