@@ -512,6 +512,9 @@ func (c Config) Warnings() []string {
 	if s := c.Cluster.Secret; s != "" && len(s) < minSecretLen && c.Cluster.TLS.CertFile == "" {
 		out = append(out, fmt.Sprintf("cluster.secret is shorter than %d bytes: the Raft certificates are derived from it, and a short secret can be guessed offline; use a long random one (openssl rand -hex 32)", minSecretLen))
 	}
+	if c.HTTP.IdempotencyMaxKeys != 0 {
+		out = append(out, "http.idempotency_max_keys is no longer used and is ignored: the idempotency keys are kept on disk for http.idempotency_ttl")
+	}
 	if c.Trending.Lateness != 0 {
 		out = append(out, "trending.lateness is no longer used and is ignored: a share counts in every window that holds its timestamp, in any arrival order")
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/node/slo"
 	"github.com/newsflow/newsflow/operators/articles"
+	"github.com/newsflow/newsflow/operators/idempotency"
 	"github.com/newsflow/newsflow/operators/interest"
 	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/operators/search"
@@ -56,6 +57,7 @@ type Node struct {
 	db       *state.DB
 	engine   *engine.Engine
 	trending *trending.Operator
+	keys     *idempotency.Operator
 	articles *articles.Operator
 	stories  *story.Operator
 	search   *search.Operator
@@ -291,7 +293,7 @@ func (n *Node) closeLog() error {
 // for every consumer) before the engine would make it with its count.
 func (n *Node) ensureTopics(ctx context.Context) error {
 	topics := map[string]int32{schema.TopicShares: n.engine.Partitions(), schema.TopicReads: n.engine.Partitions(),
-		schema.TopicArticlesRaw: n.engine.Partitions(), schema.TopicTrendingChanges: 1}
+		schema.TopicArticlesRaw: n.engine.Partitions(), idempotency.Topic: n.engine.Partitions(), schema.TopicTrendingChanges: 1}
 	for topic, parts := range topics {
 		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, parts); err != nil {
 			return fmt.Errorf("ensure topic %s: %w", topic, err)
@@ -447,7 +449,7 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 }
 
 // operatorNames are the operators a node can run, as topology names them.
-var operatorNames = []string{trending.Name, trending.ChangesName, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name}
+var operatorNames = []string{trending.Name, trending.ChangesName, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name, idempotency.Name}
 
 // registerOperators registers the operators of a node on n.engine (all,
 // unless Options.Operators names some): trending, then the article
@@ -514,6 +516,12 @@ func (n *Node) registerOperators(cfg Config) error {
 			return err
 		}
 		ops = append(ops, n.interest)
+	}
+	if want(idempotency.Name) {
+		if n.keys, err = idempotency.New(idempotency.Options{TTL: cfg.HTTP.IdempotencyTTL}, n.engine.Partitions(), n.log); err != nil {
+			return err
+		}
+		ops = append(ops, n.keys)
 	}
 	if want(webhook.Name) {
 		n.outbox = webhook.NewOperator(cfg.Webhooks, n.webhooks)

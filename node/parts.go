@@ -112,5 +112,8 @@ func (n *Node) Deps() query.Deps {
 	if n.interest != nil {
 		d.Interest = n.interest
 	}
+	if n.keys != nil {
+		d.Keys = n.keys
+	}
 	return d
 }

@@ -15,14 +15,12 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/newsflow/newsflow/query"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
-	"github.com/valyala/fasthttp/fasthttputil"
 )
 
 // postShares posts one share per (article, count) pair at now, in one batch,
@@ -407,7 +405,7 @@ func TestRunListenError(t *testing.T) {
 // TestServeTCP serves a second server over TCP to a net/http client.
 func TestServeTCP(t *testing.T) {
 	n := newTestNode(t)
-	s, err := query.New(query.Deps{Log: n.log, Engine: n.eng, Trending: n.op}, query.Options{Now: n.clock.Now})
+	s, err := query.New(query.Deps{Log: n.log, Engine: n.eng, Trending: n.op, Keys: n.node.Deps().Keys}, query.Options{Now: n.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,38 +496,6 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	n = newTestNode(t, withDir(dir), withClock(clock))
 	n.waitShares(t, "drain", counts(1, 1, 1))
-}
-
-// slowStartLog blocks OffsetForTime, which Run calls to load the
-// idempotency keys, until its context is done.
-type slowStartLog struct {
-	eventlog.Log
-	entered chan struct{}
-}
-
-func (l *slowStartLog) OffsetForTime(ctx context.Context, tp eventlog.TopicPartition, ts int64) (int64, error) {
-	close(l.entered)
-	<-ctx.Done()
-	return 0, ctx.Err()
-}
-
-// TestRunCanceledWhileStarting stops a server that is still loading its
-// idempotency keys: like any stop, that is not an error.
-func TestRunCanceledWhileStarting(t *testing.T) {
-	n := newTestNode(t, withoutEngine())
-	l := &slowStartLog{Log: n.log, entered: make(chan struct{})}
-	s, err := query.New(query.Deps{Log: l, Engine: n.eng, Trending: n.op}, query.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx, fasthttputil.NewInmemoryListener()) }()
-	<-l.entered
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run canceled during start-up: %v", err)
-	}
 }
 
 // TestWebUIServed: the UI is served at / and for client-side routes, with

@@ -1,251 +1,110 @@
 package query
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/idempotency"
 )
 
-// IdempotencyTopic holds one record per ingestion request that carried an
-// Idempotency-Key, keyed by the key's scope (idempotencyScope: a digest of
-// the path, the caller and the key, never a raw token), with the digest of
-// the request and the response that was given.
-const IdempotencyTopic = "newsflow-ingest-idempotency"
+// A request with an Idempotency-Key is appended with a marker record that
+// the idempotency-keys operator keeps (operators/idempotency): the key's
+// scope (idempotencyScope: a digest of the path, the caller and the key,
+// never a raw token), the digest of the request and the response that was
+// given. Before a key is taken for new, the node looks it up in its copy
+// of the key's partition once that holds what the topic held (any node of
+// a cluster keeps a copy of every partition), so a retry sent after the
+// first answer came back is always recognised, whichever node answered.
+// Two copies of one request sent to two nodes at the same instant can both
+// be appended; the operators' event-id deduplication still applies their
+// events once.
 
-// Bounds of the remembered keys. A key costs its 32-byte scope, its
-// request digest, the stored response (at most maxStoredResponse bytes: a
-// batch's line errors beyond it are cut, the response says so) and about
-// 150 bytes of map and list entries: at most about 1.2 KiB, so the default
-// 50000 keys (Options.IdempotencyMaxKeys) hold at most about 60 MiB.
-const (
-	defaultIdempotencyMaxKeys = 50_000
-	maxStoredResponse         = 1 << 10
-)
+// maxStoredResponse bounds the stored response: a batch's line errors
+// beyond it are cut, the response says so.
+const maxStoredResponse = 1 << 10
 
-type keyAt struct {
-	key string
-	at  int64
+// idempotencyCatchUp bounds the wait for the node's copy of a key's
+// partition before a key is taken for new.
+const idempotencyCatchUp = 2 * time.Second
+
+// idempotencyKeys is the store of the keys (operators/idempotency);
+// nil when the node runs no idempotency-keys operator.
+type idempotencyKeys interface {
+	Lookup(ctx context.Context, key string) (*idempotency.Response, error)
+	Marker(key string, r idempotency.Response) (*eventlog.Record, error)
 }
 
-type storedResponse struct {
-	Status int             `json:"status"`
-	Body   json.RawMessage `json:"body"`
-	At     int64           `json:"at"`
-	// Sum is the digest of the request's path and body
-	// (idempotencyRequestSum): a retry must repeat the request.
-	Sum []byte `json:"sum"`
-}
+// errNoKeys answers a request with a key on a server without a store of
+// keys.
+var errNoKeys = errors.New("this node keeps no idempotency keys: send the request without " + HeaderIdempotencyKey)
 
-// idempotency remembers recent Idempotency-Keys and their responses. The
-// keys are persisted in IdempotencyTopic, which every node reads on start
-// and then follows, so a retry that reaches another node of a cluster finds
-// the key too: before it decides that a key is new, a node reads the topic
-// up to its end as of the request (catchUp), so a retry sent after the
-// first answer came back is always recognised. Two copies of one request
-// sent to two nodes at the same instant can both be appended; the
-// operators' event-id deduplication still applies their events once.
-//
-// At most maxKeys keys are remembered, each for the TTL: when a new one
-// would exceed the bound, the oldest is forgotten early, and a retry of it
-// is then appended again, its events applied once by that deduplication
-// (within its horizon) like a retry that reaches a node which could not
-// read the topic.
-type idempotency struct {
-	log     eventlog.Log
-	ttl     time.Duration
-	now     func() time.Time
-	maxKeys int
-
-	mu struct {
+// keyGuard takes keys for new or finds their responses, and keeps the
+// keys of this node's requests in flight.
+type keyGuard struct {
+	keys   idempotencyKeys
+	ttl    time.Duration
+	now    func() time.Time
+	logger *slog.Logger
+	mu     struct {
 		sync.Mutex
-		done     map[string]*storedResponse
 		inflight map[string]bool
-		// order lists done keys oldest first, for expiry.
-		order []keyAt
-		// next is the offset of the topic read next; read is closed and
-		// replaced whenever it moves.
-		next int64
-		read chan struct{}
 	}
 }
 
-func newIdempotency(l eventlog.Log, ttl time.Duration, maxKeys int, now func() time.Time) *idempotency {
-	i := &idempotency{log: l, ttl: ttl, now: now, maxKeys: cmp.Or(max(maxKeys, 0), defaultIdempotencyMaxKeys)}
-	i.mu.done = map[string]*storedResponse{}
-	i.mu.inflight = map[string]bool{}
-	i.mu.read = make(chan struct{})
-	return i
+func newKeyGuard(keys idempotencyKeys, ttl time.Duration, now func() time.Time, logger *slog.Logger) *keyGuard {
+	g := &keyGuard{keys: keys, ttl: ttl, now: now, logger: logger}
+	g.mu.inflight = map[string]bool{}
+	return g
 }
 
-// load reads the keys of the last TTL from the topic and returns a reader
-// positioned after them, for follow.
-func (i *idempotency) load(ctx context.Context) (eventlog.Reader, error) {
-	if _, err := eventlog.EnsureTopic(ctx, i.log, IdempotencyTopic, 1); err != nil {
-		return nil, err
+// begin returns the response stored for key within the TTL, or marks key
+// in flight. A store that does not answer in time (the partition is
+// restoring, the log is slow) leaves the request to the event-id
+// deduplication: the key is taken for new.
+func (g *keyGuard) begin(key string) (*idempotency.Response, error) {
+	if g.keys == nil {
+		return nil, errNoKeys
 	}
-	tp := eventlog.TopicPartition{Topic: IdempotencyTopic}
-	from, err := i.log.OffsetForTime(ctx, tp, i.now().Add(-i.ttl).UnixMilli())
+	ctx, cancel := context.WithTimeout(context.Background(), idempotencyCatchUp)
+	prev, err := g.keys.Lookup(ctx, key)
+	cancel()
 	if err != nil {
-		return nil, err
+		g.logger.Warn("idempotency key not looked up; taking it for new", "err", err)
+		prev = nil
 	}
-	end, err := i.log.Offsets(ctx, tp)
-	if err != nil {
-		return nil, err
+	if prev != nil && time.Duration(g.now().UnixMilli()-prev.At)*time.Millisecond >= g.ttl {
+		prev = nil // older than the TTL, not forgotten yet
 	}
-	r, err := i.log.NewReader(map[eventlog.TopicPartition]int64{tp: from})
-	if err != nil {
-		return nil, err
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if prev != nil {
+		return prev, nil
 	}
-	for next := from; next < end.End; {
-		recs, err := r.Poll(ctx, 10000)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		i.remember(recs)
-		next = recs[len(recs)-1].Offset + 1
-	}
-	i.mu.Lock()
-	i.mu.next = max(i.mu.next, from) // records before from are older than the TTL
-	i.mu.Unlock()
-	return r, nil
-}
-
-// follow remembers the keys other nodes (and this one) append, until ctx
-// is done; it closes r.
-func (i *idempotency) follow(ctx context.Context, r eventlog.Reader) error {
-	defer r.Close()
-	for {
-		recs, err := r.Poll(ctx, 10000)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("follow %s: %w", IdempotencyTopic, err)
-		}
-		i.remember(recs)
-	}
-}
-
-func (i *idempotency) remember(recs []*eventlog.Record) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if len(recs) > 0 {
-		i.mu.next = recs[len(recs)-1].Offset + 1
-		close(i.mu.read)
-		i.mu.read = make(chan struct{})
-	}
-	for _, rec := range recs {
-		var sr storedResponse
-		if len(rec.Key) != sha256.Size || json.Unmarshal(rec.Value, &sr) != nil || len(sr.Sum) != sha256.Size {
-			continue // not a scoped key (one recorded by an older version)
-		}
-		key := string(rec.Key)
-		if prev, ok := i.mu.done[key]; ok && prev.At == sr.At {
-			continue // this node's own, remembered when it answered
-		}
-		i.rememberLocked(key, &sr)
-	}
-	i.expireLocked()
-}
-
-// catchUp waits until the keys appended to the topic before the call are
-// remembered, or ctx ends (then a retry may be taken for new, as before
-// the topic could be read).
-func (i *idempotency) catchUp(ctx context.Context) error {
-	end, err := i.log.Offsets(ctx, eventlog.TopicPartition{Topic: IdempotencyTopic})
-	if err != nil {
-		return err
-	}
-	for {
-		i.mu.Lock()
-		next, read := i.mu.next, i.mu.read
-		i.mu.Unlock()
-		if next >= end.End {
-			return nil
-		}
-		select {
-		case <-read:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// known reports whether key has a stored response.
-func (i *idempotency) known(key string) bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	_, ok := i.mu.done[key]
-	return ok
-}
-
-// begin returns the stored response for key, or marks key in flight.
-func (i *idempotency) begin(key string) (*storedResponse, error) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if sr, ok := i.mu.done[key]; ok {
-		if time.Duration(i.now().UnixMilli()-sr.At)*time.Millisecond < i.ttl {
-			return sr, nil
-		}
-		delete(i.mu.done, key)
-	}
-	if i.mu.inflight[key] {
+	if g.mu.inflight[key] {
 		return nil, errInFlight
 	}
-	i.mu.inflight[key] = true
+	g.mu.inflight[key] = true
 	return nil, nil
 }
 
 // marker is the record that persists key's response to the request whose
 // digest is sum; it is appended in the same call as the request's events.
-func (i *idempotency) marker(key string, sum []byte, status int, body []byte) (*eventlog.Record, *storedResponse) {
-	sr := &storedResponse{Status: status, Body: storableResponse(body), At: i.now().UnixMilli(), Sum: sum}
-	v, _ := json.Marshal(sr)
-	return &eventlog.Record{Topic: IdempotencyTopic, Partition: 0, Key: []byte(key), Value: v, Timestamp: sr.At}, sr
+func (g *keyGuard) marker(key string, sum []byte, status int, body []byte) (*eventlog.Record, error) {
+	return g.keys.Marker(key, idempotency.Response{Status: status, Body: storableResponse(body), At: g.now().UnixMilli(), Sum: sum})
 }
 
-// finish records key's response sr (nil when nothing was appended: a
-// request that appended nothing can be retried freely).
-func (i *idempotency) finish(key string, sr *storedResponse) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	delete(i.mu.inflight, key)
-	if sr != nil {
-		i.rememberLocked(key, sr)
-	}
-	i.expireLocked()
-}
-
-func (i *idempotency) rememberLocked(key string, sr *storedResponse) {
-	i.mu.done[key] = sr
-	i.mu.order = append(i.mu.order, keyAt{key, sr.At})
-	// Beyond the bound the oldest keys go first (order may also list
-	// keys remembered again since: those entries are skipped).
-	n := 0
-	for ; len(i.mu.done) > i.maxKeys && n < len(i.mu.order); n++ {
-		k := i.mu.order[n]
-		if sr, ok := i.mu.done[k.key]; ok && sr.At == k.at {
-			delete(i.mu.done, k.key)
-		}
-	}
-	if n > 0 {
-		i.mu.order = append(i.mu.order[:0:0], i.mu.order[n:]...)
-	}
-}
-
-// len returns the number of keys remembered.
-func (i *idempotency) len() int {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return len(i.mu.done)
+// done ends key's request, answered or not.
+func (g *keyGuard) done(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.mu.inflight, key)
 }
 
 // idempotencyScope returns the key under which a caller's Idempotency-Key
@@ -289,27 +148,5 @@ func storableResponse(body []byte) []byte {
 			return b
 		}
 		res.Errors = res.Errors[:len(res.Errors)/2]
-	}
-}
-
-func (i *idempotency) abort(key string) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	delete(i.mu.inflight, key)
-}
-
-// expireLocked forgets keys older than the TTL, oldest first; amortised
-// O(1) per key.
-func (i *idempotency) expireLocked() {
-	cut := i.now().Add(-i.ttl).UnixMilli()
-	n := 0
-	for ; n < len(i.mu.order) && i.mu.order[n].at < cut; n++ {
-		k := i.mu.order[n]
-		if sr, ok := i.mu.done[k.key]; ok && sr.At == k.at {
-			delete(i.mu.done, k.key)
-		}
-	}
-	if n > 0 {
-		i.mu.order = append(i.mu.order[:0:0], i.mu.order[n:]...)
 	}
 }

@@ -82,10 +82,6 @@ const (
 	ingestChunkBytes   = 1 << 20
 )
 
-// idempotencyCatchUp bounds the wait for the idempotency topic before a
-// key is taken for new.
-const idempotencyCatchUp = 2 * time.Second
-
 // appendTimeout bounds one append of ingested records.
 const appendTimeout = 30 * time.Second
 
@@ -103,21 +99,16 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		// A key is the caller's, for one endpoint, and names one request.
 		key = idempotencyScope(ctx.Path(), s.caller(ctx), key)
 		sum = idempotencyRequestSum(ctx.URI().RequestURI(), ctx.PostBody())
-		if !s.idem.known(key) {
-			// Another node may have answered it: read what the topic
-			// holds first. A log that does not answer in time leaves the
-			// request to the event-id deduplication.
-			cctx, cancel := context.WithTimeout(context.Background(), idempotencyCatchUp)
-			if err := s.idem.catchUp(cctx); err != nil {
-				s.opts.Logger.Warn("idempotency keys not read up to date; taking the key for new", "err", err)
-			}
-			cancel()
-		}
 		prev, err := s.idem.begin(key)
-		if err != nil {
+		switch {
+		case errors.Is(err, errNoKeys):
+			writeError(ctx, fasthttp.StatusServiceUnavailable, err.Error())
+			return
+		case err != nil:
 			writeError(ctx, fasthttp.StatusConflict, err.Error())
 			return
 		}
+		defer s.idem.done(key)
 		if prev != nil && !bytes.Equal(prev.Sum, sum) {
 			writeError(ctx, fasthttp.StatusUnprocessableEntity, HeaderIdempotencyKey+
 				" reused with another request: this key was sent before with a different body; use a new key for a new request")
@@ -144,18 +135,15 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		return nil
 	}
 	status, body, rejected, err := build(ctx, linesOf(ctx), batch, sink)
-	var stored *storedResponse
 	if err == nil && len(whole) > 0 {
 		var marker *eventlog.Record
-		marker, stored = s.idem.marker(key, sum, status, body)
-		if err = s.appendIngested(append(whole, marker)); err == nil {
-			appended = len(whole)
+		if marker, err = s.idem.marker(key, sum, status, body); err == nil {
+			if err = s.appendIngested(append(whole, marker)); err == nil {
+				appended = len(whole)
+			}
 		}
 	}
 	if err != nil {
-		if key != "" {
-			s.idem.abort(key)
-		}
 		s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(appended))
 		s.m.ingested.WithLabelValues(kind, "failed").Add(float64(max(len(whole)-appended, 0)))
 		s.opts.Logger.Error("append "+kind+"s", "err", err, "appended", appended)
@@ -178,9 +166,6 @@ func (s *Server) ingest(ctx *fasthttp.RequestCtx, kind string, batch bool, build
 		}
 		writeError(ctx, status, msg)
 		return
-	}
-	if key != "" {
-		s.idem.finish(key, stored)
 	}
 	s.m.ingested.WithLabelValues(kind, "accepted").Add(float64(appended))
 	s.m.ingested.WithLabelValues(kind, "rejected").Add(float64(rejected))

@@ -22,6 +22,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/tracing"
+	"github.com/newsflow/newsflow/operators/idempotency"
 	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/newsflow/newsflow/query/auth"
@@ -82,9 +83,10 @@ type Options struct {
 	MaxPast   time.Duration `yaml:"-"`
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
 	IdempotencyTTL time.Duration `yaml:"idempotency_ttl"`
-	// IdempotencyMaxKeys bounds the keys remembered (default 50000, each
-	// at most about 1.2 KiB); beyond it the oldest are forgotten first.
-	IdempotencyMaxKeys int          `yaml:"idempotency_max_keys"`
+	// IdempotencyMaxKeys is no longer used: the keys are the
+	// idempotency-keys operator's state, on disk, for IdempotencyTTL. A
+	// configuration that still sets it gets a warning.
+	IdempotencyMaxKeys int          `yaml:"idempotency_max_keys,omitempty"`
 	Logger             *slog.Logger `yaml:"-"`
 	// Registerer and Gatherer: where HTTP metrics go and what /metrics serves.
 	Registerer prometheus.Registerer `yaml:"-"`
@@ -146,7 +148,7 @@ func DefaultOptions() Options {
 		Addr: "127.0.0.1:8080", MaxBodyBytes: 32 << 20, MaxAuthBodyBytes: defaultMaxAuthBody, MaxSmallBodyBytes: defaultMaxSmallBody,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
 		FailoverTimeout: 10 * time.Second, MetaTimeout: defaultMetaTimeout,
-		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour, IdempotencyMaxKeys: defaultIdempotencyMaxKeys,
+		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
 		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
 	}
 }
@@ -184,6 +186,10 @@ type Deps struct {
 	Log      eventlog.Log
 	Engine   Engine
 	Trending Trending
+	// Keys, if set, keeps the Idempotency-Keys of ingestion requests
+	// (operators/idempotency); without it a request with a key is
+	// answered 503.
+	Keys *idempotency.Operator
 	// Sources, if set, enables the source admin API.
 	Sources *crawl.Sources
 	// Crawler, if set, is told about source changes and crawls on demand.
@@ -238,7 +244,7 @@ type Server struct {
 	opts    Options
 	deps    Deps
 	srv     *fasthttp.Server
-	idem    *idempotency
+	idem    *keyGuard
 	parsers fastjson.ParserPool
 	m       *httpMetrics
 
@@ -298,7 +304,11 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	rl := opts.RateLimits
 	s.shares = newLimiters(rl.SharesPerIP, rl.BurstSharesIP, rl.MaxKeys, rl.IdleAfter)
-	s.idem = newIdempotency(deps.Log, opts.IdempotencyTTL, opts.IdempotencyMaxKeys, opts.Now)
+	var keys idempotencyKeys
+	if deps.Keys != nil {
+		keys = deps.Keys
+	}
+	s.idem = newKeyGuard(keys, opts.IdempotencyTTL, opts.Now, opts.Logger)
 	if deps.Auth != nil {
 		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
 	}
@@ -379,24 +389,11 @@ const responseWriteBuffer = 16 << 10
 // Handler returns the server's request handler, for tests.
 func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
 
-// Run loads the idempotency keys, serves on ln (or on Options.Addr when ln
-// is nil) until ctx is done, then stops accepting and waits for in-flight
-// requests.
+// Run serves on ln (or on Options.Addr when ln is nil) until ctx is done,
+// then stops accepting and waits for in-flight requests.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	defer s.images.close()
-	idemReader, err := s.idem.load(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
-		return fmt.Errorf("query: load idempotency keys: %w", err)
-	}
-	// Follow the keys other nodes record (and this one's, harmlessly).
-	defer background(ctx, func(ctx context.Context) {
-		if err := s.idem.follow(ctx, idemReader); err != nil {
-			s.opts.Logger.Error("stopped following idempotency keys: retries through other nodes may be applied again", "err", err)
-		}
-	})()
+	var err error
 	if ln == nil {
 		ln, err = net.Listen("tcp", s.opts.Addr)
 		if err != nil {
