@@ -159,7 +159,7 @@ func (t *task) publishTops(pc *engine.ProcessContext) error {
 func (t *task) emitTop(pc *engine.ProcessContext, window string, pos, wm int64, top []Entry) error {
 	v := partitionTop{Partition: t.p, Window: window, Position: pos, Watermark: wm, Top: make([]topEntry, len(top))}
 	for i, e := range top {
-		v.Top[i] = topEntry{ArticleID: e.ArticleID, Count: e.Count, Bound: e.Bound}
+		v.Top[i] = topEntry(e)
 	}
 	value, err := json.Marshal(v)
 	if err != nil {
@@ -358,7 +358,7 @@ func (t *changesTask) merge(window string, span time.Duration) (int64, []Entry) 
 			continue // every share it counted has left the window
 		}
 		for _, e := range pt.Top {
-			all = append(all, Entry{ArticleID: e.ArticleID, Count: e.Count, Bound: e.Bound})
+			all = append(all, Entry(e))
 		}
 	}
 	slices.SortFunc(all, compareEntries)
