@@ -4,17 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/engine/enginetest"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/idempotency"
-	"github.com/newsflow/newsflow/state"
 	"go.uber.org/goleak"
 )
 
@@ -25,71 +23,22 @@ const parts = 3
 // rig runs the operator on an engine over a log and a state store that
 // outlive a run.
 type rig struct {
-	t    *testing.T
-	log  eventlog.Log
-	db   *state.DB
-	op   *idempotency.Operator
-	stop func()
+	*enginetest.Rig
+	t  *testing.T
+	op *idempotency.Operator
 }
 
 func newRig(t *testing.T, ttl time.Duration) *rig {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), Fsync: embedded.FsyncNever, RetentionAge: embedded.KeepForever})
-	if err != nil {
+	r := &rig{Rig: enginetest.New(t, map[string]int32{idempotency.Topic: parts}), t: t}
+	var err error
+	if r.op, err = idempotency.New(idempotency.Options{TTL: ttl}, parts, r.Log); err != nil {
 		t.Fatal(err)
 	}
-	db, err := state.Open(filepath.Join(dir, "state"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eventlog.EnsureTopic(context.Background(), l, idempotency.Topic, parts); err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{t: t, log: l, db: db}
-	if r.op, err = idempotency.New(idempotency.Options{TTL: ttl}, parts, l); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		r.halt()
-		db.Close()
-		l.Close()
-	})
 	return r
 }
 
-func (r *rig) start() {
-	r.t.Helper()
-	e, err := engine.New(r.log, r.db, engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	if err := e.Register(r.op); err != nil {
-		r.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	r.stop = func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			r.t.Errorf("engine: %v", err)
-		}
-	}
-	testutil.Eventually(r.t, 10*time.Second, func() error {
-		if !e.Ready() {
-			return errors.New("not ready")
-		}
-		return nil
-	})
-}
-
-func (r *rig) halt() {
-	if r.stop != nil {
-		r.stop()
-		r.stop = nil
-	}
-}
+func (r *rig) start() { r.Start(engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond}, r.op) }
 
 func scope(name string) string { s := sha256.Sum256([]byte(name)); return string(s[:]) }
 
@@ -101,9 +50,7 @@ func (r *rig) mark(key string, at int64, body string) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	if err := r.log.Append(context.Background(), []*eventlog.Record{rec}); err != nil {
-		r.t.Fatal(err)
-	}
+	r.Append(rec)
 }
 
 func (r *rig) lookup(key string) *idempotency.Response {
@@ -144,7 +91,7 @@ func TestLookupSeesWhatWasAppended(t *testing.T) {
 	if got := r.lookup(scope("unknown")); got != nil {
 		t.Fatalf("unknown key: %+v", got)
 	}
-	r.halt()
+	r.Halt()
 	if _, err := r.op.Lookup(context.Background(), scope("a")); !errors.Is(err, idempotency.ErrUnavailable) {
 		t.Fatalf("lookup with the task stopped: %v, want ErrUnavailable", err)
 	}
@@ -201,9 +148,7 @@ func TestBadMarkers(t *testing.T) {
 		{Topic: idempotency.Topic, Partition: (p + 1) % parts, Key: []byte(key), Value: []byte(`{"sum":"AAAA"}`)},
 		{Topic: idempotency.Topic, Partition: p, Key: []byte(key), Value: []byte(`not json`)},
 	}
-	if err := r.log.Append(context.Background(), bad); err != nil {
-		t.Fatal(err)
-	}
+	r.Append(bad...)
 	r.mark(key, 1, `"good"`)
 	if got := r.lookup(key); got == nil || string(got.Body) != `"good"` {
 		t.Fatalf("after bad markers: %+v", got)
@@ -211,7 +156,7 @@ func TestBadMarkers(t *testing.T) {
 	var reasons []string
 	testutil.Eventually(t, 10*time.Second, func() error {
 		reasons = reasons[:0]
-		for _, rec := range testutil.ReadTopic(t, r.log, engine.DefaultOptions().DeadLetterTopic) {
+		for _, rec := range testutil.ReadTopic(t, r.Log, engine.DefaultOptions().DeadLetterTopic) {
 			reason, _ := rec.Header(engine.HeaderDLQReason)
 			reasons = append(reasons, string(reason))
 		}

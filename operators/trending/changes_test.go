@@ -1,11 +1,9 @@
 package trending_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,90 +11,32 @@ import (
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/engine/eventlog/embedded"
+	"github.com/newsflow/newsflow/engine/enginetest"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
-	"github.com/newsflow/newsflow/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// changesRig runs operators on an engine over an embedded log and a state
-// store that outlive a run, so a run may stop and another restore.
+// changesRig runs operators on an engine over a log and a state store
+// that outlive a run, so a run may stop and another restore.
 type changesRig struct {
-	t    *testing.T
-	log  eventlog.Log
-	db   *state.DB
-	stop func()
-	reg  *prometheus.Registry
+	*enginetest.Rig
+	t   *testing.T
+	reg *prometheus.Registry
 }
 
 func newChangesRig(t *testing.T) *changesRig {
 	t.Helper()
-	dir := t.TempDir()
-	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), Fsync: embedded.FsyncNever, RetentionAge: embedded.KeepForever})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := state.Open(filepath.Join(dir, "state"), state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// One partition, as the node makes it: one order for every consumer.
-	if _, err := eventlog.EnsureTopic(context.Background(), l, schema.TopicTrendingChanges, 1); err != nil {
-		t.Fatal(err)
-	}
-	r := &changesRig{t: t, log: l, db: db}
-	t.Cleanup(func() {
-		r.halt()
-		db.Close()
-		l.Close()
-	})
-	return r
+	return &changesRig{Rig: enginetest.New(t, map[string]int32{schema.TopicTrendingChanges: 1}), t: t}
 }
 
-// start runs the operators that ops(reg) returns until halt.
+// start runs the operators that ops(reg) returns until Halt.
 func (r *changesRig) start(parts int32, ops func(reg prometheus.Registerer) []engine.Operator) {
 	r.t.Helper()
 	r.reg = prometheus.NewRegistry()
-	e, err := engine.New(r.log, r.db, engine.Options{Partitions: parts, MaxBatch: 7, CommitInterval: 20 * time.Millisecond,
-		RestartBackoff: time.Millisecond, MaxRestartBackoff: 5 * time.Millisecond})
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	for _, op := range ops(r.reg) {
-		if err := e.Register(op); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	r.stop = func() {
-		cancel()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			r.t.Errorf("engine: %v", err)
-		}
-	}
-}
-
-func (r *changesRig) halt() {
-	if r.stop != nil {
-		r.stop()
-		r.stop = nil
-	}
-}
-
-func (r *changesRig) append(recs ...*eventlog.Record) {
-	r.t.Helper()
-	for _, rec := range recs {
-		if _, err := eventlog.EnsureTopic(context.Background(), r.log, rec.Topic, 2); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-	if err := r.log.Append(context.Background(), recs); err != nil {
-		r.t.Fatal(err)
-	}
+	r.Start(engine.Options{Partitions: parts, MaxBatch: 7, CommitInterval: 20 * time.Millisecond}, ops(r.reg)...)
 }
 
 // changes waits until trending.changes holds n records, then checks that
@@ -106,7 +46,7 @@ func (r *changesRig) changes(n int) []string {
 	r.t.Helper()
 	var recs []*eventlog.Record
 	read := func() error {
-		recs = testutil.ReadTopic(r.t, r.log, schema.TopicTrendingChanges)
+		recs = testutil.ReadTopic(r.t, r.Log, schema.TopicTrendingChanges)
 		if len(recs) < n {
 			return fmt.Errorf("%d of %d records", len(recs), n)
 		}
@@ -177,10 +117,10 @@ func TestChangesFromTops(t *testing.T) {
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 	r.start(2, ops)
 
-	r.append(top(0, "1h", t0, "a", 10, "c", 5), top(1, "1h", t0, "b", 8, "d", 1))
+	r.Append(top(0, "1h", t0, "a", 10, "c", 5), top(1, "1h", t0, "b", 8, "d", 1))
 	wantChanges(t, "two partitions", r.changes(3), "1h/a@1", "1h/c@2", "1h/b@2")
 	var first trending.Change
-	if err := json.Unmarshal(testutil.ReadTopic(t, r.log, schema.TopicTrendingChanges)[0].Value, &first); err != nil {
+	if err := json.Unmarshal(testutil.ReadTopic(t, r.Log, schema.TopicTrendingChanges)[0].Value, &first); err != nil {
 		t.Fatal(err)
 	}
 	if first != (trending.Change{Window: "1h", ArticleID: "a", Rank: 1, Count: 10, EnteredAt: t0}) {
@@ -189,18 +129,18 @@ func TestChangesFromTops(t *testing.T) {
 
 	// Counts change, no new article: nothing. A past top of partition 1
 	// naming e is ignored.
-	r.append(top(1, "1h", t0+10_000, "b", 12, "d", 1), top(1, "1h", t0+5_000, "e", 99))
+	r.Append(top(1, "1h", t0+10_000, "b", 12, "d", 1), top(1, "1h", t0+5_000, "e", 99))
 	r.changes(3)
 
 	// e enters through partition 0, ahead of c.
-	r.append(top(0, "1h", t0+20_000, "a", 10, "e", 9, "c", 5))
+	r.Append(top(0, "1h", t0+20_000, "a", 10, "e", 9, "c", 5))
 	wantChanges(t, "e enters", r.changes(4)[3:], "1h/e@3")
 
 	// A malformed top and one of an unknown window.
-	r.append(&eventlog.Record{Topic: trending.TopicTops, Key: []byte("1h"), Value: []byte("{not json")}, top(0, "5m", t0+20_000, "z", 50))
+	r.Append(&eventlog.Record{Topic: trending.TopicTops, Key: []byte("1h"), Value: []byte("{not json")}, top(0, "5m", t0+20_000, "z", 50))
 	r.changes(4)
 	testutil.Eventually(t, 10*time.Second, func() error {
-		for _, rec := range testutil.ReadTopic(t, r.log, engine.DefaultOptions().DeadLetterTopic) {
+		for _, rec := range testutil.ReadTopic(t, r.Log, engine.DefaultOptions().DeadLetterTopic) {
 			if reason, _ := rec.Header(engine.HeaderDLQReason); strings.Contains(string(reason), "trending top") {
 				return nil
 			}
@@ -212,14 +152,14 @@ func TestChangesFromTops(t *testing.T) {
 	}
 
 	// A restart remembers: the same tops again announce nothing.
-	r.halt()
+	r.Halt()
 	r.start(2, ops)
-	r.append(top(0, "1h", t0+30_000, "a", 10, "e", 9, "c", 5))
+	r.Append(top(0, "1h", t0+30_000, "a", 10, "e", 9, "c", 5))
 	r.changes(4)
 
 	// An hour on, partition 0's top of t0+30s has left the window; what
 	// partition 1 holds is announced again, its memory forgotten.
-	r.append(top(1, "1h", t0+time.Hour.Milliseconds()+31_000, "b", 3, "f", 2))
+	r.Append(top(1, "1h", t0+time.Hour.Milliseconds()+31_000, "b", 3, "f", 2))
 	wantChanges(t, "an hour on", r.changes(6)[4:], "1h/b@1", "1h/f@2")
 }
 
@@ -254,14 +194,14 @@ func TestChangesFromShares(t *testing.T) {
 	r.start(1, ops)
 	// Most shared first, so that every batch's top is a prefix of the
 	// final one.
-	r.append(slices.Concat(shares(t0, "a", 6), shares(t0, "b", 4), shares(t0, "c", 1))...)
+	r.Append(slices.Concat(shares(t0, "a", 6), shares(t0, "b", 4), shares(t0, "c", 1))...)
 	got := r.changes(6)
 	slices.Sort(got) // batches may split the shares anywhere
 	wantChanges(t, "first shares", got, "1h/a@1", "1h/b@2", "1m/a@1", "1m/b@2", "24h/a@1", "24h/b@2")
-	recs := testutil.ReadTopic(t, r.log, schema.TopicTrendingChanges)
+	recs := testutil.ReadTopic(t, r.Log, schema.TopicTrendingChanges)
 	if !strings.Contains(string(recs[0].Value), `"error_bound":`) {
 		t.Fatalf("cms change without its error bound: %s", recs[0].Value)
 	}
-	r.append(shares(t0+61_000, "c", 3)...)
+	r.Append(shares(t0+61_000, "c", 3)...)
 	wantChanges(t, "a minute on", r.changes(7)[6:], "1m/c@1")
 }
