@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/enginetest"
+	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/idempotency"
 	"go.uber.org/goleak"
@@ -38,7 +38,9 @@ func newRig(t *testing.T, ttl time.Duration) *rig {
 	return r
 }
 
-func (r *rig) start() { r.Start(engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond}, r.op) }
+func (r *rig) start() {
+	r.Start(engine.Options{Partitions: parts, CommitInterval: 20 * time.Millisecond}, r.op)
+}
 
 func scope(name string) string { s := sha256.Sum256([]byte(name)); return string(s[:]) }
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/enginetest"
+	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
