@@ -112,13 +112,29 @@ func Remove() {
 // a port nothing listens on.
 func FreeAddr(tb testing.TB, ip string) string {
 	tb.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(cmp.Or(ip, "127.0.0.1"), "0"))
-	if err != nil {
-		tb.Fatal(err)
+	freeAddrs.Lock()
+	defer freeAddrs.Unlock()
+	for {
+		ln, err := net.Listen("tcp", net.JoinHostPort(cmp.Or(ip, "127.0.0.1"), "0"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		// A port closed again may be given out again: one address for a
+		// node's HTTP and Raft listeners made it fail to start.
+		if !freeAddrs.given[addr] {
+			freeAddrs.given[addr] = true
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
+
+// freeAddrs are the addresses FreeAddr handed out in this process.
+var freeAddrs = struct {
+	sync.Mutex
+	given map[string]bool
+}{given: map[string]bool{}}
 
 // Options says how to run a node.
 type Options struct {
