@@ -134,3 +134,39 @@ func TestStoriesAreEventsInRealTime(t *testing.T) {
 		}
 	}
 }
+
+// TestEventSpanTradesRecall shows why the compressed target (at most 15%
+// of orx365 in stories spanning more than 7 days at 100 articles a minute)
+// is not met together with uci_dev's: with the time axis squeezed, the
+// text is all the stage has to tell one subject's events apart, and the
+// only way it keeps ten months of a subject in separate stories is to join
+// less, which splits uci_dev's real events as well. Across the stage's join
+// threshold, every setting that brings the span under 15% leaves uci_dev
+// (merged labels, times spread over 12 h) at B-cubed F1 below 0.70, against
+// a target of 0.88 and 0.80 with the default threshold. The test fails if a
+// setting ever reaches both, which would make the span target reachable.
+// Measured: threshold 0.1: F1 0.803, 70.3% wide; 0.3: 0.650, 22.4%; 0.4:
+// 0.624, 10.3%; 0.5: 0.550, 4.7%.
+func TestEventSpanTradesRecall(t *testing.T) {
+	items := loadSpanStream(t)
+	var uci []labelled
+	for _, d := range uciLabelled(t) {
+		uci = append(uci, labelled{ID: d.ID, Title: d.Title, Body: d.Body, Time: d.Time, Story: d.Story})
+	}
+	met := 0
+	for _, th := range []float64{0.1, 0.3, 0.4, 0.5} {
+		opts := Options{Cluster: ClusterOptions{Threshold: th}}
+		s := scoreBuilder(t, opts, uci, truthOf(uci))
+		wide, largest := eventSpan(t, opts, items, 100, 7*24*time.Hour)
+		t.Logf("join threshold %.1f: uci_dev B-cubed P %.3f R %.3f F1 %.3f; orx365 at 100 a minute %.1f%% wide, largest story %d", th, s.BCubedP, s.BCubedR, s.BCubedF1, 100*wide, largest)
+		if wide <= 0.15 {
+			met++
+			if s.BCubedF1 >= 0.70 {
+				t.Errorf("threshold %.1f keeps the span at %.1f%% with uci_dev F1 %.3f: the trade no longer holds, raise the span test's expectations", th, 100*wide, s.BCubedF1)
+			}
+		}
+	}
+	if met == 0 {
+		t.Error("no threshold brought the span under 15%: the sweep shows no trade")
+	}
+}
