@@ -21,16 +21,14 @@ package idempotency
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
+	"github.com/newsflow/newsflow/operators/internal/copies"
 	"github.com/newsflow/newsflow/operators/internal/timeindex"
 	"github.com/newsflow/newsflow/state"
 )
@@ -63,7 +61,7 @@ type Response struct {
 
 // ErrUnavailable is returned while this node has no copy of a key's
 // partition (the task restores, or moves here).
-var ErrUnavailable = errors.New("idempotency keys: partition not available on this node")
+var ErrUnavailable = fmt.Errorf("idempotency keys: %w", copies.ErrUnavailable)
 
 // Options configures the operator. The zero value is valid.
 type Options struct {
@@ -78,37 +76,7 @@ type Operator struct {
 	ttl        time.Duration
 	partitions int32
 	log        eventlog.Log
-	parts      []partition
-}
-
-// partition is what queries read of one partition: a reader of this
-// node's copy (the task's or the standby's) and the offset of Topic it
-// has applied up to, with a channel closed whenever either changes.
-type partition struct {
-	reader  atomic.Pointer[state.Reader]
-	applied atomic.Int64
-	mu      sync.Mutex
-	changed chan struct{}
-}
-
-// set publishes r (nil: no copy) and the offset it holds.
-func (pt *partition) set(r state.Reader, applied int64) {
-	if r == nil {
-		pt.reader.Store(nil)
-	} else {
-		pt.reader.Store(&r)
-	}
-	pt.applied.Store(applied)
-	pt.mu.Lock()
-	close(pt.changed)
-	pt.changed = make(chan struct{})
-	pt.mu.Unlock()
-}
-
-func (pt *partition) wait() <-chan struct{} {
-	pt.mu.Lock()
-	defer pt.mu.Unlock()
-	return pt.changed
+	copies     *copies.Set
 }
 
 // New returns the operator for an engine with the given partition count,
@@ -120,11 +88,7 @@ func New(opts Options, partitions int32, l eventlog.Log) (*Operator, error) {
 	if opts.TTL == 0 {
 		opts.TTL = DefaultTTL
 	}
-	o := &Operator{ttl: opts.TTL, partitions: partitions, log: l, parts: make([]partition, partitions)}
-	for i := range o.parts {
-		o.parts[i].changed = make(chan struct{})
-	}
-	return o, nil
+	return &Operator{ttl: opts.TTL, partitions: partitions, log: l, copies: copies.New(partitions)}, nil
 }
 
 // Spec implements engine.Operator.
@@ -164,22 +128,14 @@ func (o *Operator) Lookup(ctx context.Context, key string) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: read %s: %w", tp, err)
 	}
-	pt := &o.parts[p]
-	for {
-		changed := pt.wait()
-		r := pt.reader.Load()
-		if r == nil {
-			return nil, ErrUnavailable
-		}
-		if pt.applied.Load() >= end.End {
-			return lookup(*r, key)
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("idempotency: keys of partition %d not applied up to offset %d: %w", p, end.End, ctx.Err())
-		}
+	r, err := o.copies.Await(ctx, p, end.End)
+	switch {
+	case errors.Is(err, copies.ErrUnavailable):
+		return nil, ErrUnavailable
+	case err != nil:
+		return nil, fmt.Errorf("idempotency: keys: %w", err)
 	}
+	return lookup(r, key)
 }
 
 // State keys: 'k' scope → Response; timeindex 'x' (at, scope); 'o' → the
@@ -206,33 +162,26 @@ func lookup(r state.Reader, key string) (*Response, error) {
 }
 
 func readPosition(r state.Reader) (int64, error) {
-	v, ok, err := r.Get(positionKey)
-	if err != nil || !ok {
-		return 0, err
+	pos, err := copies.ReadPosition(r, positionKey)
+	if err != nil {
+		return 0, fmt.Errorf("idempotency: %w", err)
 	}
-	if len(v) != 8 {
-		return 0, fmt.Errorf("idempotency: position of %d bytes", len(v))
-	}
-	return int64(binary.BigEndian.Uint64(v)), nil
+	return pos, nil
 }
 
 // Follow implements engine.Follower: the standby copy answers lookups.
 func (o *Operator) Follow(p int32, r state.Reader, _ []eventlog.Change) error {
-	if int(p) >= len(o.parts) {
-		return fmt.Errorf("idempotency: partition %d beyond %d", p, len(o.parts))
-	}
 	pos, err := readPosition(r)
 	if err != nil {
 		return err
 	}
-	o.parts[p].set(r, pos)
-	return nil
+	return o.copies.Publish(p, r, pos)
 }
 
 // NewTask implements engine.Operator.
 func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
-	if int(tc.Partition) >= len(o.parts) {
-		return nil, fmt.Errorf("idempotency: partition %d beyond %d", tc.Partition, len(o.parts))
+	if tc.Partition < 0 || tc.Partition >= o.copies.Len() {
+		return nil, fmt.Errorf("idempotency: partition %d beyond %d", tc.Partition, o.copies.Len())
 	}
 	return &task{op: o, p: tc.Partition, pending: map[string]Response{}}, nil
 }
@@ -265,8 +214,7 @@ func (t *task) Restore(r state.Reader) error {
 	if err != nil {
 		return err
 	}
-	t.op.parts[t.p].set(r, pos)
-	return nil
+	return t.op.copies.Publish(t.p, r, pos)
 }
 
 func (t *task) Process(_ *engine.ProcessContext, rec *eventlog.Record) error {
@@ -318,13 +266,12 @@ func (t *task) Flush(w state.Writer) error {
 		return err
 	}
 	clear(t.pending)
-	return w.Set(positionKey, binary.BigEndian.AppendUint64(nil, uint64(t.next)))
+	return copies.WritePosition(w, positionKey, t.next)
 }
 
 // Committed publishes the position the committed state holds.
-func (t *task) Committed(engine.CommitInfo) { t.op.parts[t.p].set(t.r, t.next) }
+func (t *task) Committed(engine.CommitInfo) { _ = t.op.copies.Publish(t.p, t.r, t.next) }
 
 func (t *task) Close() error {
-	t.op.parts[t.p].set(nil, 0)
-	return nil
+	return t.op.copies.Publish(t.p, nil, 0)
 }
