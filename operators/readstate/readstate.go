@@ -15,11 +15,15 @@
 // article time, articles per source) unless a watermark falls inside the
 // story's span, when its articles are read one by one.
 //
-// The state lives in the node's metadata store (replicated in a cluster):
-// the collection "reads/<user>" holds article marks under "a:<article>"
-// and watermarks under "w:<scope>"; "stars/<user>" holds starred articles
-// with what is needed to list them after they leave the story view;
-// "subs/<user>" the reader's subscriptions and folders (subs.go).
+// Each user's state is three collections: "reads" holds article marks
+// under "a:<article>" and watermarks under "w:<scope>"; "stars" holds
+// starred articles with what is needed to list them after they leave the
+// story view; "subs" the reader's subscriptions and folders (subs.go). A
+// node keeps them as the readstate operator's state (operator.go): every
+// request that changes them appends one action to the reader.actions
+// topic, applied exactly once into Pebble by the task of the user's
+// partition. Releases before it kept them in the metadata store
+// ("reads/<user>" and so on); Migrate moves them.
 package readstate
 
 import (
@@ -111,10 +115,12 @@ type Star struct {
 	StarredAt int64 `json:"starred_at"`
 }
 
-// Store keeps the read state of every user. It is safe for concurrent use
-// (the metadata store is); two writes for one user at once both land, the
-// later one deciding where they overlap.
+// Store keeps the read state of every user. It is safe for concurrent
+// use; two writes for one user at once both land, the later one deciding
+// where they overlap.
 type Store struct {
+	b backend
+	// meta numbers feeds (feedids.go), which every reader shares.
 	meta meta.Store
 	now  func() time.Time
 	// last keeps decision times strictly increasing within the process
@@ -122,19 +128,20 @@ type Store struct {
 	last lastTick
 }
 
-// New returns a store over m; now is the clock (time.Now when nil).
+// New returns a store that keeps the readers' state in m, as releases
+// before the readstate operator did (Operator.Store keeps it in the
+// engine); now is the clock (time.Now when nil).
 func New(m meta.Store, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{meta: m, now: now}
+	return &Store{b: metaBackend{m}, meta: m, now: now}
 }
 
-func readsOf(user string) string { return "reads/" + user }
-func starsOf(user string) string { return "stars/" + user }
-
-// MarkArticles records that user read (or did not read) the articles.
+// MarkArticles records that user read (or did not read) the articles, in
+// one action.
 func (s *Store) MarkArticles(ctx context.Context, user string, read bool, arts ...Article) error {
+	ops := make([]Op, 0, len(arts))
 	for _, a := range arts {
 		if a.ID == "" {
 			return errors.New("readstate: article without id")
@@ -143,9 +150,10 @@ func (s *Store) MarkArticles(ctx context.Context, user string, read bool, arts .
 		if err != nil {
 			return err
 		}
-		if err := s.meta.Put(ctx, readsOf(user), "a:"+a.ID, b); err != nil {
-			return fmt.Errorf("readstate: mark %s: %w", a.ID, err)
-		}
+		ops = append(ops, Op{Op: OpPut, Coll: collReads, Key: "a:" + a.ID, Value: b})
+	}
+	if err := s.b.apply(ctx, user, ops); err != nil {
+		return fmt.Errorf("readstate: mark %d articles: %w", len(arts), err)
 	}
 	return nil
 }
@@ -162,35 +170,29 @@ func (s *Store) MarkScope(ctx context.Context, user string, sc Scope, before int
 	if err != nil {
 		return err
 	}
-	if err := s.meta.Put(ctx, readsOf(user), k, b); err != nil {
-		return fmt.Errorf("readstate: mark %s read: %w", k, err)
-	}
-	if sc.Kind != ScopeAll {
-		return nil
-	}
-	var stale []string
-	err = s.meta.Scan(ctx, readsOf(user), func(key string, v []byte) error {
-		switch {
-		case strings.HasPrefix(key, "a:"):
-			var m mark
-			if json.Unmarshal(v, &m) == nil && m.Published <= before {
-				stale = append(stale, key)
+	ops := []Op{{Op: OpPut, Coll: collReads, Key: k, Value: b}}
+	if sc.Kind == ScopeAll {
+		err = s.b.scan(ctx, user, collReads, func(key string, v []byte) error {
+			switch {
+			case strings.HasPrefix(key, "a:"):
+				var m mark
+				if json.Unmarshal(v, &m) == nil && m.Published <= before {
+					ops = append(ops, Op{Op: OpDelete, Coll: collReads, Key: key})
+				}
+			case strings.HasPrefix(key, "w:") && key != k:
+				var w watermark
+				if json.Unmarshal(v, &w) == nil && w.Before <= before {
+					ops = append(ops, Op{Op: OpDelete, Coll: collReads, Key: key})
+				}
 			}
-		case strings.HasPrefix(key, "w:") && key != k:
-			var w watermark
-			if json.Unmarshal(v, &w) == nil && w.Before <= before {
-				stale = append(stale, key)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, key := range stale {
-		if err := s.meta.Delete(ctx, readsOf(user), key); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
+	}
+	if err := s.b.apply(ctx, user, ops); err != nil {
+		return fmt.Errorf("readstate: mark %s read: %w", k, err)
 	}
 	return nil
 }
@@ -201,37 +203,48 @@ func (s *Store) ClearScope(ctx context.Context, user string, sc Scope) error {
 	if err != nil {
 		return err
 	}
-	return s.meta.Delete(ctx, readsOf(user), k)
+	return s.b.apply(ctx, user, []Op{{Op: OpDelete, Coll: collReads, Key: k}})
 }
 
-// SetStar stars or unstars an article.
+// SetStar stars or unstars an article. Starring an article twice keeps
+// the first time.
 func (s *Store) SetStar(ctx context.Context, user string, a Article, starred bool) (Star, error) {
 	if a.ID == "" {
 		return Star{}, errors.New("readstate: article without id")
 	}
 	if !starred {
-		return Star{Article: a}, s.meta.Delete(ctx, starsOf(user), a.ID)
+		return Star{Article: a}, s.b.apply(ctx, user, []Op{{Op: OpDelete, Coll: collStars, Key: a.ID}})
 	}
-	if raw, ok, err := s.meta.Get(ctx, starsOf(user), a.ID); err != nil {
-		return Star{}, err
-	} else if ok {
-		var st Star
-		if json.Unmarshal(raw, &st) == nil {
-			return st, nil // starring twice keeps the first time
-		}
+	if st, ok, err := s.star(ctx, user, a.ID); err != nil || ok {
+		return st, err
 	}
-	st := Star{Article: a, StarredAt: s.now().UnixMilli()}
-	b, err := json.Marshal(st)
+	b, err := json.Marshal(Star{Article: a, StarredAt: s.now().UnixMilli()})
 	if err != nil {
 		return Star{}, err
 	}
-	return st, s.meta.Put(ctx, starsOf(user), a.ID, b)
+	if err := s.b.apply(ctx, user, []Op{{Op: OpCreate, Coll: collStars, Key: a.ID, Value: b}}); err != nil {
+		return Star{}, err
+	}
+	st, _, err := s.star(ctx, user, a.ID)
+	return st, err
+}
+
+func (s *Store) star(ctx context.Context, user, id string) (Star, bool, error) {
+	raw, ok, err := s.b.get(ctx, user, collStars, id)
+	if err != nil || !ok {
+		return Star{}, false, err
+	}
+	var st Star
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return Star{}, false, fmt.Errorf("readstate: star %s of %s: %w", id, user, err)
+	}
+	return st, true, nil
 }
 
 // Stars lists user's starred articles, the most recently starred first.
 func (s *Store) Stars(ctx context.Context, user string) ([]Star, error) {
 	var out []Star
-	err := s.meta.Scan(ctx, starsOf(user), func(_ string, v []byte) error {
+	err := s.b.scan(ctx, user, collStars, func(_ string, v []byte) error {
 		var st Star
 		if err := json.Unmarshal(v, &st); err != nil {
 			return err
@@ -250,19 +263,11 @@ func (s *Store) Stars(ctx context.Context, user string) ([]Star, error) {
 
 // DeleteUser removes everything kept for user.
 func (s *Store) DeleteUser(ctx context.Context, user string) error {
-	for _, coll := range []string{readsOf(user), starsOf(user), subsOf(user)} {
-		var keys []string
-		if err := s.meta.Scan(ctx, coll, func(k string, _ []byte) error { keys = append(keys, k); return nil }); err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := s.meta.Delete(ctx, coll, k); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return s.b.apply(ctx, user, []Op{{Op: OpClear}})
 }
+
+// forgetChunk bounds the deletions of one action.
+const forgetChunk = 1000
 
 // Forget deletes user's marks on articles published before before (ms):
 // what the stages no longer keep (see retention in the node's
@@ -270,8 +275,8 @@ func (s *Store) DeleteUser(ctx context.Context, user string) error {
 // without a publish time, watermarks and stars stay. It returns how many
 // marks it deleted.
 func (s *Store) Forget(ctx context.Context, user string, before int64) (int, error) {
-	var old []string
-	err := s.meta.Scan(ctx, readsOf(user), func(k string, v []byte) error {
+	var old []Op
+	err := s.b.scan(ctx, user, collReads, func(k string, v []byte) error {
 		if !strings.HasPrefix(k, "a:") {
 			return nil
 		}
@@ -280,15 +285,15 @@ func (s *Store) Forget(ctx context.Context, user string, before int64) (int, err
 			return fmt.Errorf("readstate: mark %s of %s: %w", k, user, err)
 		}
 		if m.Published != 0 && m.Published < before {
-			old = append(old, k)
+			old = append(old, Op{Op: OpDelete, Coll: collReads, Key: k})
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	for _, k := range old {
-		if err := s.meta.Delete(ctx, readsOf(user), k); err != nil {
+	for ops := range slices.Chunk(old, forgetChunk) {
+		if err := s.b.apply(ctx, user, ops); err != nil {
 			return 0, err
 		}
 	}
@@ -298,7 +303,7 @@ func (s *Store) Forget(ctx context.Context, user string, before int64) (int, err
 // Load reads user's state for answering one request.
 func (s *Store) Load(ctx context.Context, user string) (*State, error) {
 	st := &State{marks: map[string]mark{}, byStory: map[string][]string{}, scopes: map[string]watermark{}, starred: map[string]bool{}}
-	err := s.meta.Scan(ctx, readsOf(user), func(k string, v []byte) error {
+	err := s.b.scan(ctx, user, collReads, func(k string, v []byte) error {
 		switch {
 		case strings.HasPrefix(k, "a:"):
 			var m mark
@@ -320,7 +325,7 @@ func (s *Store) Load(ctx context.Context, user string) (*State, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = s.meta.Scan(ctx, starsOf(user), func(k string, _ []byte) error { st.starred[k] = true; return nil })
+	err = s.b.scan(ctx, user, collStars, func(k string, _ []byte) error { st.starred[k] = true; return nil })
 	return st, err
 }
 

@@ -3,25 +3,52 @@ package readstate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/engine"
+	"github.com/newsflow/newsflow/engine/enginetest"
 	"github.com/newsflow/newsflow/internal/meta"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/state"
 )
 
+// newStore returns a store over the readstate operator, running on an
+// engine of two partitions.
 func newStore(t testing.TB) *Store {
+	t.Helper()
+	r := enginetest.New(t, map[string]int32{Topic: 2})
+	op := NewOperator(2, r.Log)
+	r.Start(engine.Options{Partitions: 2, CommitInterval: 2 * time.Millisecond}, op)
+	return op.Store(meta.NewLocal(r.DB), testClock())
+}
+
+// newMetaStore returns a store over a metadata store, as releases before
+// the operator kept the readers' state.
+func newMetaStore(t testing.TB) (*Store, meta.Store) {
 	t.Helper()
 	db, err := state.Open(t.TempDir(), state.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	m := meta.NewLocal(db)
+	return New(m, testClock()), m
+}
+
+func testClock() func() time.Time {
 	now := time.UnixMilli(1_700_000_000_000)
-	return New(meta.NewLocal(db), func() time.Time { now = now.Add(time.Millisecond); return now })
+	var mu sync.Mutex
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Millisecond)
+		return now
+	}
 }
 
 // fixture is a story of three articles from two sources:
@@ -136,7 +163,7 @@ func TestMarkAllDropsSupersededMarks(t *testing.T) {
 	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeStory, Value: "s1"}, 300))
 	must(t, s.MarkScope(ctx, "u", Scope{Kind: ScopeAll}, 250))
 	var keys []string
-	must(t, s.meta.Scan(ctx, readsOf("u"), func(k string, _ []byte) error { keys = append(keys, k); return nil }))
+	must(t, s.b.scan(ctx, "u", collReads, func(k string, _ []byte) error { keys = append(keys, k); return nil }))
 	// a1 (t=100) is covered by the new watermark; a3 (t=300) and the
 	// story's watermark (300) are not.
 	if want := []string{"a:a3", "w:all", "w:story:s1"}; !slices.Equal(keys, want) {
@@ -218,4 +245,85 @@ func TestBadScope(t *testing.T) {
 			t.Errorf("scope %+v: %v, want ErrBadScope", sc, err)
 		}
 	}
+}
+
+// TestMigrate moves a state an older release kept in the metadata store
+// into the operator: every mark, watermark, star, folder and subscription
+// reads the same afterwards, the old copy is gone, and a second run (a
+// migration cut short after its appends) neither moves anything again nor
+// overwrites what the reader changed since.
+func TestMigrate(t *testing.T) {
+	ctx := context.Background()
+	st, d := fixture()
+	old, m := newMetaStore(t)
+	must(t, old.MarkArticles(ctx, "u", true, art(d, "a1")))
+	must(t, old.MarkScope(ctx, "u", Scope{Kind: ScopeSource, Value: "B"}, 1000))
+	if _, err := old.SetStar(ctx, "u", art(d, "a3"), true); err != nil {
+		t.Fatal(err)
+	}
+	f, err := old.AddFolder(ctx, "u", "Tech")
+	must(t, err)
+	if _, err := old.Subscribe(ctx, "u", Subscription{SourceID: "A", Folder: f.ID}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, old.MarkArticles(ctx, "v", false, art(d, "a2")))
+	before := snapshot(t, old, st, d, "u")
+
+	r := enginetest.New(t, map[string]int32{Topic: 2})
+	op := NewOperator(2, r.Log)
+	r.Start(engine.Options{Partitions: 2, CommitInterval: 2 * time.Millisecond}, op)
+	s := op.Store(m, testClock())
+	n, err := Migrate(ctx, m, s, []string{"u", "v", "nobody"})
+	must(t, err)
+	if n != 6 {
+		t.Errorf("moved %d keys, want 6 (2 reads, 1 star, 1 folder, 1 subscription of u; 1 mark of v)", n)
+	}
+	if after := snapshot(t, s, st, d, "u"); after != before {
+		t.Errorf("after the migration:\n%s\nbefore:\n%s", after, before)
+	}
+	for _, coll := range collections {
+		must(t, m.Scan(ctx, metaCollection("u", coll), func(k string, _ []byte) error {
+			t.Errorf("%s of u still in the metadata store: %s", coll, k)
+			return nil
+		}))
+	}
+	// A run cut short after its appends: the old copy is back, and the
+	// reader has unstarred a3 since.
+	if _, err := s.SetStar(ctx, "u", art(d, "a3"), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.SetStar(ctx, "u", art(d, "a3"), true); err != nil {
+		t.Fatal(err)
+	}
+	must(t, old.MarkArticles(ctx, "u", true, art(d, "a1")))
+	if _, err := Migrate(ctx, m, s, []string{"u"}); err != nil {
+		t.Fatal(err)
+	}
+	stars, err := s.Stars(ctx, "u")
+	must(t, err)
+	// The star comes back: the migration cannot tell an unstar from a
+	// key it never had; what it must not do is change a kept value.
+	if len(stars) != 1 {
+		t.Errorf("stars after the second run: %v", stars)
+	}
+	if _, err := Migrate(ctx, m, old, nil); err == nil {
+		t.Error("a migration into the metadata store itself was not refused")
+	}
+}
+
+// snapshot renders what a reader sees of user's state.
+func snapshot(t *testing.T, s *Store, st *story.Story, d *story.Detail, user string) string {
+	t.Helper()
+	ctx := context.Background()
+	rs, err := s.Load(ctx, user)
+	must(t, err)
+	n, per, err := rs.Unread(st, func() (*story.Detail, error) { return d, nil })
+	must(t, err)
+	stars, err := s.Stars(ctx, user)
+	must(t, err)
+	folders, err := s.Folders(ctx, user)
+	must(t, err)
+	subs, err := s.Subscriptions(ctx, user)
+	must(t, err)
+	return fmt.Sprintf("unread %d %v\nstars %v\nfolders %v\nsubs %v", n, per, stars, folders, subs)
 }

@@ -57,14 +57,12 @@ var (
 	ErrTooMany           = errors.New("too many subscriptions or folders")
 )
 
-func subsOf(user string) string { return "subs/" + user }
-
 func folderKey(id int64) string { return "c:" + strconv.FormatInt(id, 10) }
 
 // Folders lists a reader's folders by id, DefaultFolder first.
 func (s *Store) Folders(ctx context.Context, user string) ([]Folder, error) {
 	out := []Folder{DefaultFolder}
-	err := s.meta.Scan(ctx, subsOf(user), func(k string, v []byte) error {
+	err := s.b.scan(ctx, user, collSubs, func(k string, v []byte) error {
 		if !strings.HasPrefix(k, "c:") {
 			return nil
 		}
@@ -87,7 +85,7 @@ func (s *Store) Folder(ctx context.Context, user string, id int64) (Folder, erro
 	if id == DefaultFolder.ID {
 		return DefaultFolder, nil
 	}
-	v, ok, err := s.meta.Get(ctx, subsOf(user), folderKey(id))
+	v, ok, err := s.b.get(ctx, user, collSubs, folderKey(id))
 	if err != nil || !ok {
 		if err == nil {
 			err = ErrNoFolder
@@ -149,15 +147,16 @@ func (s *Store) AddFolder(ctx context.Context, user, title string) (Folder, erro
 	for {
 		f := Folder{ID: next, Title: title}
 		b, _ := json.Marshal(f)
-		err := s.create(ctx, subsOf(user), folderKey(f.ID), b)
-		if errors.Is(err, meta.ErrExists) {
-			next++
-			continue
-		}
-		if err != nil {
+		if err := s.b.apply(ctx, user, []Op{{Op: OpCreate, Coll: collSubs, Key: folderKey(f.ID), Value: b}}); err != nil {
 			return Folder{}, fmt.Errorf("readstate: add folder: %w", err)
 		}
-		return f, nil
+		// Another request may have taken the id first.
+		if got, err := s.Folder(ctx, user, f.ID); err != nil {
+			return Folder{}, err
+		} else if got == f {
+			return f, nil
+		}
+		next++
 	}
 }
 
@@ -186,7 +185,7 @@ func (s *Store) RenameFolder(ctx context.Context, user string, id int64, title s
 	}
 	f := Folder{ID: id, Title: title}
 	b, _ := json.Marshal(f)
-	return f, s.meta.Put(ctx, subsOf(user), folderKey(id), b)
+	return f, s.b.apply(ctx, user, []Op{{Op: OpPut, Coll: collSubs, Key: folderKey(id), Value: b}})
 }
 
 // DeleteFolder deletes a folder; its subscriptions move to DefaultFolder.
@@ -201,21 +200,24 @@ func (s *Store) DeleteFolder(ctx context.Context, user string, id int64) error {
 	if err != nil {
 		return err
 	}
+	var ops []Op
 	for _, sub := range subs {
 		if sub.Folder == id {
 			sub.Folder = DefaultFolder.ID
-			if err := s.putSub(ctx, user, sub); err != nil {
+			op, err := subOp(sub)
+			if err != nil {
 				return err
 			}
+			ops = append(ops, op)
 		}
 	}
-	return s.meta.Delete(ctx, subsOf(user), folderKey(id))
+	return s.b.apply(ctx, user, append(ops, Op{Op: OpDelete, Coll: collSubs, Key: folderKey(id)}))
 }
 
 // Subscriptions lists a reader's subscriptions, oldest first.
 func (s *Store) Subscriptions(ctx context.Context, user string) ([]Subscription, error) {
 	out := []Subscription{}
-	err := s.meta.Scan(ctx, subsOf(user), func(k string, v []byte) error {
+	err := s.b.scan(ctx, user, collSubs, func(k string, v []byte) error {
 		if !strings.HasPrefix(k, "f:") {
 			return nil
 		}
@@ -238,7 +240,7 @@ func (s *Store) Subscriptions(ctx context.Context, user string) ([]Subscription,
 // Subscription returns the reader's subscription to a source, or
 // ErrNotSubscribed.
 func (s *Store) Subscription(ctx context.Context, user, sourceID string) (Subscription, error) {
-	v, ok, err := s.meta.Get(ctx, subsOf(user), "f:"+sourceID)
+	v, ok, err := s.b.get(ctx, user, collSubs, "f:"+sourceID)
 	if err != nil || !ok {
 		if err == nil {
 			err = ErrNotSubscribed
@@ -280,12 +282,17 @@ func (s *Store) Subscribe(ctx context.Context, user string, sub Subscription) (S
 	return sub, s.putSub(ctx, user, sub)
 }
 
-func (s *Store) putSub(ctx context.Context, user string, sub Subscription) error {
+func subOp(sub Subscription) (Op, error) {
 	b, err := json.Marshal(sub)
+	return Op{Op: OpPut, Coll: collSubs, Key: "f:" + sub.SourceID, Value: b}, err
+}
+
+func (s *Store) putSub(ctx context.Context, user string, sub Subscription) error {
+	op, err := subOp(sub)
 	if err != nil {
 		return err
 	}
-	if err := s.meta.Put(ctx, subsOf(user), "f:"+sub.SourceID, b); err != nil {
+	if err := s.b.apply(ctx, user, []Op{op}); err != nil {
 		return fmt.Errorf("readstate: subscribe to %s: %w", sub.SourceID, err)
 	}
 	return nil
@@ -296,5 +303,5 @@ func (s *Store) Unsubscribe(ctx context.Context, user, sourceID string) error {
 	if _, err := s.Subscription(ctx, user, sourceID); err != nil {
 		return err
 	}
-	return s.meta.Delete(ctx, subsOf(user), "f:"+sourceID)
+	return s.b.apply(ctx, user, []Op{{Op: OpDelete, Coll: collSubs, Key: "f:" + sourceID}})
 }
