@@ -30,9 +30,9 @@ const (
 // Op is one change to a user's state. An action (one record on Topic)
 // carries the ops of one request, applied in order and atomically.
 type Op struct {
-	Op    string `json:"op"`
-	Coll  string `json:"c,omitempty"`
-	Key   string `json:"k,omitempty"`
+	Op    string          `json:"op"`
+	Coll  string          `json:"c,omitempty"`
+	Key   string          `json:"k,omitempty"`
 	Value json.RawMessage `json:"v,omitempty"`
 }
 
