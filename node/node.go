@@ -58,6 +58,7 @@ type Node struct {
 	engine   *engine.Engine
 	trending *trending.Operator
 	keys     *idempotency.Operator
+	reads    *readstate.Operator
 	articles *articles.Operator
 	stories  *story.Operator
 	search   *search.Operator
@@ -293,7 +294,7 @@ func (n *Node) closeLog() error {
 // for every consumer) before the engine would make it with its count.
 func (n *Node) ensureTopics(ctx context.Context) error {
 	topics := map[string]int32{schema.TopicShares: n.engine.Partitions(), schema.TopicReads: n.engine.Partitions(),
-		schema.TopicArticlesRaw: n.engine.Partitions(), idempotency.Topic: n.engine.Partitions(), schema.TopicTrendingChanges: 1}
+		schema.TopicArticlesRaw: n.engine.Partitions(), idempotency.Topic: n.engine.Partitions(), readstate.Topic: n.engine.Partitions(), schema.TopicTrendingChanges: 1}
 	for topic, parts := range topics {
 		if _, err := eventlog.EnsureTopic(ctx, n.log, topic, parts); err != nil {
 			return fmt.Errorf("ensure topic %s: %w", topic, err)
@@ -365,6 +366,7 @@ func (n *Node) Run(ctx context.Context, ln net.Listener) error {
 		g.Go(func() error { return n.crawler.Run(gctx) })
 	}
 	g.Go(func() error { return n.sweepSessions(gctx) })
+	g.Go(func() error { n.migrateReads(gctx); return nil })
 	g.Go(func() error { return n.disk.Run(gctx) })
 	g.Go(func() error { return n.slo.Run(gctx) })
 	if n.outbox != nil {
@@ -449,7 +451,7 @@ newsflow: no admin account exists yet. Create the first one here (the link works
 }
 
 // operatorNames are the operators a node can run, as topology names them.
-var operatorNames = []string{trending.Name, trending.ChangesName, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name, idempotency.Name}
+var operatorNames = []string{trending.Name, trending.ChangesName, articles.Name, story.Name, search.Name, interest.EnrichName, interest.Name, idempotency.Name, readstate.Name}
 
 // registerOperators registers the operators of a node on n.engine (all,
 // unless Options.Operators names some): trending, then the article
@@ -522,6 +524,10 @@ func (n *Node) registerOperators(cfg Config) error {
 			return err
 		}
 		ops = append(ops, n.keys)
+	}
+	if want(readstate.Name) {
+		n.reads = readstate.NewOperator(n.engine.Partitions(), n.log)
+		ops = append(ops, n.reads)
 	}
 	if want(webhook.Name) {
 		n.outbox = webhook.NewOperator(cfg.Webhooks, n.webhooks)
@@ -635,8 +641,8 @@ func (n *Node) sweepSessions(ctx context.Context) error {
 // forgetReads deletes every reader's marks on articles published longer
 // ago than both retention.articles and retention.history (the stages no
 // longer list them), and returns how many it deleted. Negative retention
-// keeps them. In a cluster only the leader sweeps: the marks are
-// replicated metadata.
+// keeps them. In a cluster only the leader sweeps: each deletion is one
+// action on the readers' topic, which every node applies.
 func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
 	r := n.cfg.Retention
 	if r.Articles < 0 || r.History < 0 || (n.cluster != nil && !n.cluster.IsLeader()) {
@@ -646,7 +652,7 @@ func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	reads := readstate.New(n.auth.Meta(), nil)
+	reads := n.readStore()
 	before := now.Add(-max(r.Articles, r.History)).UnixMilli()
 	total := 0
 	for _, u := range users {
@@ -657,6 +663,58 @@ func (n *Node) forgetReads(ctx context.Context, now time.Time) (int, error) {
 		total += d
 	}
 	return total, nil
+}
+
+// readStore is the readers' state: the readstate operator's, or the
+// metadata store's on a node that does not run it.
+func (n *Node) readStore() *readstate.Store {
+	if n.reads != nil {
+		return n.reads.Store(n.auth.Meta(), nil)
+	}
+	return readstate.New(n.auth.Meta(), nil)
+}
+
+// migrateReads moves the readers' state an older release kept in the
+// metadata store into the readstate operator, once the engine is ready:
+// on a single node, or on the cluster's leader. It tries again every
+// 10 s until it has moved everything, and logs what it moved.
+func (n *Node) migrateReads(ctx context.Context) {
+	if n.reads == nil || n.auth == nil {
+		return
+	}
+	for {
+		for !n.engine.Ready() || (n.cluster != nil && !n.cluster.IsLeader()) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		err := func() error {
+			users, err := n.auth.ListUsers(ctx)
+			if err != nil {
+				return err
+			}
+			ids := make([]string, len(users))
+			for i, u := range users {
+				ids[i] = u.ID
+			}
+			moved, err := readstate.Migrate(ctx, n.auth.Meta(), n.reads.Store(n.auth.Meta(), nil), ids)
+			if moved > 0 {
+				n.logger.Info("moved readers' state from the metadata store to the readstate operator", "keys", moved, "users", len(ids))
+			}
+			return err
+		}()
+		if err == nil {
+			return
+		}
+		n.logger.Warn("move readers' state to the readstate operator", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Second):
+		}
+	}
 }
 
 // webhookDispatcher delivers the webhooks stage's outbox from the node

@@ -64,7 +64,7 @@ func TestForgetReads(t *testing.T) {
 	defer n.Close()
 	now := time.Now()
 	day := 24 * time.Hour
-	reads := readstate.New(n.auth.Meta(), nil)
+	reads := n.readStore()
 	for _, name := range []string{"ann", "bob"} {
 		u, err := n.auth.Register(ctx, name, "a long password")
 		if err != nil {

@@ -115,5 +115,8 @@ func (n *Node) Deps() query.Deps {
 	if n.keys != nil {
 		d.Keys = n.keys
 	}
+	if n.reads != nil {
+		d.Reads = n.reads
+	}
 	return d
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/cluster"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/valyala/fasthttp"
 )
 
@@ -46,6 +47,10 @@ func metaUnavailable(ctx *fasthttp.RequestCtx, err error) bool {
 	case errors.Is(err, cluster.ErrNoLeader):
 		setMetaRetryAfter(ctx)
 		writeError(ctx, fasthttp.StatusServiceUnavailable, "the cluster has no leader right now, so it cannot take this change; try again")
+		return true
+	case errors.Is(err, readstate.ErrUnavailable):
+		setMetaRetryAfter(ctx)
+		writeError(ctx, fasthttp.StatusServiceUnavailable, "this reader's state is moving to this node; try again")
 		return true
 	case errors.Is(err, context.DeadlineExceeded):
 		setMetaRetryAfter(ctx)

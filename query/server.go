@@ -190,6 +190,10 @@ type Deps struct {
 	// (operators/idempotency); without it a request with a key is
 	// answered 503.
 	Keys *idempotency.Operator
+	// Reads, if set with Auth, keeps the readers' marks, stars,
+	// subscriptions and folders (operators/readstate); without it they
+	// are kept in the metadata store, as before that operator.
+	Reads *readstate.Operator
 	// Sources, if set, enables the source admin API.
 	Sources *crawl.Sources
 	// Crawler, if set, is told about source changes and crawls on demand.
@@ -309,7 +313,10 @@ func New(deps Deps, opts Options) (*Server, error) {
 		keys = deps.Keys
 	}
 	s.idem = newKeyGuard(keys, opts.IdempotencyTTL, opts.Now, opts.Logger)
-	if deps.Auth != nil {
+	switch {
+	case deps.Auth != nil && deps.Reads != nil:
+		s.reads = deps.Reads.Store(deps.Auth.Meta(), opts.Now)
+	case deps.Auth != nil:
 		s.reads = readstate.New(deps.Auth.Meta(), opts.Now)
 	}
 	r := router.New()
