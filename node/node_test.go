@@ -2,10 +2,13 @@ package node
 
 import (
 	"context"
+	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/readstate"
 )
 
@@ -84,5 +87,78 @@ func TestForgetReads(t *testing.T) {
 	n.cfg.Retention.History = -1
 	if got, err := n.forgetReads(ctx, now.Add(365*day)); err != nil || got != 0 {
 		t.Fatalf("with history kept forever, forgetReads = %d, %v", got, err)
+	}
+}
+
+// TestReadsMoveOutOfMeta: a data directory whose readers' state is in the
+// metadata store, as releases before the readstate operator kept it, is
+// moved into the operator when the node runs: the marks and stars read the
+// same through the node's store, the metadata store holds none of them
+// any more, and the node logs how many it moved.
+func TestReadsMoveOutOfMeta(t *testing.T) {
+	ctx := context.Background()
+	cfg := Default()
+	cfg.DataDir, cfg.Crawl.Enabled, cfg.Log.Partitions = t.TempDir(), false, 2
+	cfg.Auth.BcryptCost, cfg.Auth.AllowWeakCostForTests = 4, true
+	var logs lockedBuffer
+	logger, err := newLogger(&logs, LoggingConfig{Level: "info", Format: "json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := Open(ctx, cfg, Options{Logger: logger, Operators: []string{"trending", "readstate"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := n.auth.Register(ctx, "ann", "a long password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := readstate.New(n.auth.Meta(), nil)
+	if err := old.MarkArticles(ctx, u.ID, true, readstate.Article{ID: "a1", Published: 1}, readstate.Article{ID: "a2", Published: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.SetStar(ctx, u.ID, readstate.Article{ID: "a3", Published: 3}, true); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- n.Run(rctx, ln) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("node Run: %v", err)
+		}
+		n.Close()
+	}()
+	testutil.Eventually(t, 20*time.Second, func() error {
+		if !strings.Contains(logs.String(), "moved readers' state") {
+			return errors.New("the node did not say it moved the readers' state")
+		}
+		return nil
+	})
+	st, err := n.readStore().Load(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stars, err := n.readStore().Stars(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Starred("a3") || len(stars) != 1 {
+		t.Errorf("after the move: starred a3 %v, stars %v", st.Starred("a3"), stars)
+	}
+	left, err := old.Load(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left.Starred("a3") {
+		t.Error("the metadata store still holds the star")
+	}
+	if !strings.Contains(logs.String(), `"keys":3`) {
+		t.Errorf("log does not say 3 keys moved:\n%s", logs.String())
 	}
 }
