@@ -27,11 +27,24 @@ type Rig struct {
 }
 
 // New opens a rig; each of topics is made with its partition count
-// first.
+// first. Its log leaves syncing to the operating system.
 func New(t testing.TB, topics map[string]int32) *Rig {
 	t.Helper()
+	return open(t, topics, embedded.FsyncNever)
+}
+
+// NewDurable is New with a log that syncs every append before it returns,
+// as a node's embedded log does by default: for benchmarks of what a
+// write costs.
+func NewDurable(t testing.TB, topics map[string]int32) *Rig {
+	t.Helper()
+	return open(t, topics, embedded.FsyncAlways)
+}
+
+func open(t testing.TB, topics map[string]int32, fsync embedded.FsyncPolicy) *Rig {
+	t.Helper()
 	dir := t.TempDir()
-	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), Fsync: embedded.FsyncNever, RetentionAge: embedded.KeepForever})
+	l, err := embedded.Open(embedded.Options{Dir: filepath.Join(dir, "log"), Fsync: fsync, RetentionAge: embedded.KeepForever})
 	if err != nil {
 		t.Fatal(err)
 	}
