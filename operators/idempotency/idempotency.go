@@ -171,17 +171,16 @@ func readPosition(r state.Reader) (int64, error) {
 
 // Follow implements engine.Follower: the standby copy answers lookups.
 func (o *Operator) Follow(p int32, r state.Reader, _ []eventlog.Change) error {
-	pos, err := readPosition(r)
-	if err != nil {
-		return err
+	if _, err := o.copies.PublishStored(p, r, positionKey); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
-	return o.copies.Publish(p, r, pos)
+	return nil
 }
 
 // NewTask implements engine.Operator.
 func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
-	if tc.Partition < 0 || tc.Partition >= o.copies.Len() {
-		return nil, fmt.Errorf("idempotency: partition %d beyond %d", tc.Partition, o.copies.Len())
+	if err := o.copies.Check(tc.Partition); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &task{op: o, p: tc.Partition, pending: map[string]Response{}}, nil
 }

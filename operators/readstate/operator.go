@@ -77,17 +77,16 @@ func (o *Operator) Spec() engine.Spec {
 
 // Follow implements engine.Follower: the standby copy answers reads.
 func (o *Operator) Follow(p int32, r state.Reader, _ []eventlog.Change) error {
-	pos, err := readPosition(r)
-	if err != nil {
-		return err
+	if _, err := o.copies.PublishStored(p, r, positionKey); err != nil {
+		return fmt.Errorf("%s: %w", Name, err)
 	}
-	return o.copies.Publish(p, r, pos)
+	return nil
 }
 
 // NewTask implements engine.Operator.
 func (o *Operator) NewTask(tc engine.TaskContext) (engine.Task, error) {
-	if tc.Partition < 0 || tc.Partition >= o.copies.Len() {
-		return nil, fmt.Errorf("readstate: partition %d beyond %d", tc.Partition, o.copies.Len())
+	if err := o.copies.Check(tc.Partition); err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
 	return &task{op: o, p: tc.Partition, pending: map[string][]byte{}}, nil
 }
@@ -117,14 +116,6 @@ func prefixEnd(p []byte) []byte {
 		}
 	}
 	return nil
-}
-
-func readPosition(r state.Reader) (int64, error) {
-	pos, err := copies.ReadPosition(r, positionKey)
-	if err != nil {
-		return 0, fmt.Errorf("readstate: %w", err)
-	}
-	return pos, nil
 }
 
 // engineBackend reads this node's copy of a user's partition and appends
@@ -214,12 +205,12 @@ type task struct {
 }
 
 func (t *task) Restore(r state.Reader) error {
-	pos, err := readPosition(r)
+	pos, err := t.op.copies.PublishStored(t.p, r, positionKey)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", Name, err)
 	}
 	t.r, t.next = r, pos
-	return t.op.copies.Publish(t.p, r, pos)
+	return nil
 }
 
 // value reads a key as this batch left it.

@@ -110,3 +110,22 @@ func ReadPosition(r state.Reader, key []byte) (int64, error) {
 func WritePosition(w state.Writer, key []byte, next int64) error {
 	return w.Set(key, binary.BigEndian.AppendUint64(nil, uint64(next)))
 }
+
+// PublishStored makes r partition p's copy at the next offset stored in
+// r under key (as WritePosition wrote it), and returns that offset: what
+// a task's Restore and a standby's Follow publish.
+func (s *Set) PublishStored(p int32, r state.Reader, key []byte) (int64, error) {
+	pos, err := ReadPosition(r, key)
+	if err != nil {
+		return 0, err
+	}
+	return pos, s.Publish(p, r, pos)
+}
+
+// Check reports an error for a partition beyond the set.
+func (s *Set) Check(p int32) error {
+	if p < 0 || int(p) >= len(s.parts) {
+		return fmt.Errorf("partition %d beyond %d", p, len(s.parts))
+	}
+	return nil
+}
