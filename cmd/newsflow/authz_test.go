@@ -20,13 +20,7 @@ import (
 func TestReadsOnlyByTheReader(t *testing.T) {
 	n := runNode(t, t.TempDir(), nil)
 	now := time.Now()
-	var lines []string
-	for i, title := range []string{"Volcano erupts near Reykjavik", "Central bank raises interest rates", "Cup final goes to penalties"} {
-		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://ex%d.example/a", i), "source_id": fmt.Sprint("src", i),
-			"title": title, "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339)})
-		lines = append(lines, string(b))
-	}
-	resp, err := ingestPost(n.URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+	resp, err := ingestPost(n.URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(threeStories(now)))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("articles: %v %v", err, resp)
 	}
@@ -127,4 +121,16 @@ func sendRequest(t *testing.T, req *http.Request) (int, string) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
+}
+
+// threeStories is an NDJSON batch of three articles on unrelated events,
+// from three sources, published a minute apart up to now.
+func threeStories(now time.Time) string {
+	var lines []string
+	for i, title := range []string{"Volcano erupts near Reykjavik", "Central bank raises interest rates", "Cup final goes to penalties"} {
+		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://ex%d.example/a", i), "source_id": fmt.Sprint("src", i),
+			"title": title, "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339)})
+		lines = append(lines, string(b))
+	}
+	return strings.Join(lines, "\n")
 }

@@ -26,14 +26,7 @@ func TestClusterReaderStateSurvivesOwnerKill(t *testing.T) {
 		t.Skip("multi-process cluster test skipped in -short mode")
 	}
 	tc := startTestCluster(t)
-	now := time.Now()
-	var lines []string
-	for i, title := range []string{"Volcano erupts near Reykjavik", "Central bank raises interest rates", "Cup final goes to penalties"} {
-		b, _ := json.Marshal(map[string]string{"url": fmt.Sprintf("https://ex%d.example/a", i), "source_id": fmt.Sprint("src", i),
-			"title": title, "published_at": now.Add(-time.Duration(i) * time.Minute).Format(time.RFC3339)})
-		lines = append(lines, string(b))
-	}
-	resp, err := ingestPost(tc.nodes["a"].URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(strings.Join(lines, "\n")))
+	resp, err := ingestPost(tc.nodes["a"].URL("/api/v1/articles?batch=1"), "application/x-ndjson", strings.NewReader(threeStories(time.Now())))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("articles: %v %v", err, resp)
 	}
