@@ -15,6 +15,7 @@ import (
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/images"
 	"github.com/valyala/fasthttp"
 )
 
@@ -113,7 +114,7 @@ func TestImageProxy(t *testing.T) {
 	o := newImageOrigin(t)
 	dir := t.TempDir()
 	// Room for two 2,000-byte images.
-	opts := query.Options{Images: query.ImageOptions{Fetch: loopback, MaxBytes: 64 << 10, CacheBytes: 4500}}
+	opts := query.Options{Images: images.Options{Fetch: loopback, MaxBytes: 64 << 10, CacheBytes: 4500}}
 	n := newTestNode(t, withArticles(), withDir(dir), withQuery(opts))
 	paths := []string{"/photo/a.png", "/photo/b.png", "/photo/c.png", "/untyped.jpg", "/page.html", "/liar.jpg", "/vector.svg", "/huge.png", "/missing.png"}
 	var urls []string
@@ -214,7 +215,7 @@ func TestImageProxyPrivateAddress(t *testing.T) {
 // an invalid image_url is refused at ingestion.
 func TestStoryImage(t *testing.T) {
 	o := newImageOrigin(t)
-	n := newTestNode(t, withArticles(), withQuery(query.Options{Images: query.ImageOptions{Fetch: loopback}}))
+	n := newTestNode(t, withArticles(), withQuery(query.Options{Images: images.Options{Fetch: loopback}}))
 	r := n.post(t, "/api/v1/articles", `{"url":"https://x.example/a","title":"A title","image_url":"javascript:alert(1)"}`)
 	wantError(t, r, fasthttp.StatusBadRequest, "image_url")
 
@@ -269,7 +270,7 @@ func TestStoryImage(t *testing.T) {
 func TestClusterImageProxy(t *testing.T) {
 	o := newImageOrigin(t)
 	c := newClusterNet(t, map[string][]int32{"a": {0, 2}, "b": {1, 3}},
-		withQuery(query.Options{PeerTimeout: 2 * time.Second, Images: query.ImageOptions{Fetch: loopback}}))
+		withQuery(query.Options{PeerTimeout: 2 * time.Second, Images: images.Options{Fetch: loopback}}))
 	a, b := c.node("a"), c.node("b")
 	imageArticles(t, a, o.url("/photo/k.png"))
 	path := story.ImagePath(o.url("/photo/k.png"))

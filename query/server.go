@@ -3,7 +3,6 @@ package query
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,13 +19,13 @@ import (
 	"github.com/newsflow/newsflow/crawl"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/internal/option"
-	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/operators/idempotency"
 	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/operators/webhook"
 	"github.com/newsflow/newsflow/query/auth"
 	"github.com/newsflow/newsflow/query/httpkit"
+	"github.com/newsflow/newsflow/query/images"
 	"github.com/newsflow/newsflow/query/rank"
 	"github.com/newsflow/newsflow/query/web"
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,7 +128,7 @@ type Options struct {
 	SetupToken string `yaml:"-"`
 	// Images configures the image proxy (GET /api/v1/image/{id}); its
 	// cache defaults to <DataDir>/image-cache.
-	Images ImageOptions `yaml:"-"`
+	Images images.Options `yaml:"-"`
 	// MaxStreams bounds the open /api/v1/stream connections (default
 	// 1000); more are answered 503. StreamInterval is how often the
 	// streams' state is computed (default 2s), StreamHeartbeat how often
@@ -271,7 +270,7 @@ type Server struct {
 	setup     *setupGate   // the one-time setup token (setup.go)
 	adminSeen atomic.Int64 // when an admin was last seen to exist (unix ns)
 
-	images *imageProxy // the image proxy (image.go); nil without the story API
+	images *images.Proxy // the image proxy (query/images); nil without the story API
 
 	stream *streamHub // GET /api/v1/stream (stream.go); nil without the story API
 
@@ -332,7 +331,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	}
 	if deps.Stories != nil {
 		s.stream = newStreamHub(streamSource{trending: s.streamTrending, breaking: s.streamBreaking}, opts, s.m.streams)
-		if s.images, err = newImageProxy(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
+		if s.images, err = images.New(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
 			return nil, err
 		}
 	}
@@ -399,7 +398,7 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.srv.Handler }
 // Run serves on ln (or on Options.Addr when ln is nil) until ctx is done,
 // then stops accepting and waits for in-flight requests.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	defer s.images.close()
+	defer s.images.Close()
 	var err error
 	if ln == nil {
 		ln, err = net.Listen("tcp", s.opts.Addr)
@@ -491,26 +490,14 @@ func (s *Server) partitions(topic string) (int32, error) {
 }
 
 // errorBody is the JSON shape of every error response.
-type errorBody struct {
-	Error string `json:"error"`
-}
+type errorBody = httpkit.ErrorBody
 
-func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = fasthttp.StatusInternalServerError, []byte(`{"error":"encode response"}`)
-	}
-	writeRaw(ctx, status, b)
-}
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) { httpkit.WriteJSON(ctx, status, v) }
 
-func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) {
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBody(body)
-}
+func writeRaw(ctx *fasthttp.RequestCtx, status int, body []byte) { httpkit.WriteRaw(ctx, status, body) }
 
 func writeError(ctx *fasthttp.RequestCtx, status int, msg string) {
-	writeJSON(ctx, status, errorBody{Error: redact.InternalAddrs(msg)})
+	httpkit.WriteError(ctx, status, msg)
 }
 
 // intArg parses an optional integer query argument.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/newsflow/newsflow/internal/fetch"
 	"github.com/newsflow/newsflow/query"
+	"github.com/newsflow/newsflow/query/images"
 	"github.com/valyala/fasthttp"
 )
 
@@ -43,7 +44,7 @@ func TestAddWebhookRefusesBlockedAddresses(t *testing.T) {
 	}
 
 	// A node whose configuration allows a range registers hooks there.
-	open := newTestNode(t, withQuery(query.Options{Images: query.ImageOptions{Fetch: fetch.Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}}))
+	open := newTestNode(t, withQuery(query.Options{Images: images.Options{Fetch: fetch.Options{AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}}}))
 	bob := login(t, open, "/api/v1/auth/register", "bob", "correct horse battery")
 	if r := open.post(t, "/api/v1/me/webhooks", `{"url":"https://127.0.0.1:8443/hook"}`, bearer(bob)...); r.status != fasthttp.StatusCreated {
 		t.Errorf("register an allowed address: %s", r)

@@ -19,6 +19,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/newsflow/newsflow/query/httpkit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -113,7 +114,7 @@ func serve(ctx *fasthttp.RequestCtx, a asset) {
 	h.Set("ETag", a.etag)
 	h.Set("Vary", "Accept-Encoding")
 	h.SetContentType(a.contentType)
-	if inm := ctx.Request.Header.Peek("If-None-Match"); len(inm) > 0 && etagMatches(string(inm), a.etag) {
+	if inm := ctx.Request.Header.Peek("If-None-Match"); len(inm) > 0 && httpkit.ETagMatches(string(inm), a.etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		return
 	}
@@ -123,15 +124,4 @@ func serve(ctx *fasthttp.RequestCtx, a asset) {
 		return
 	}
 	ctx.SetBody(a.body)
-}
-
-// etagMatches implements If-None-Match's weak comparison over a list.
-func etagMatches(header, etag string) bool {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == etag || t == "*" {
-			return true
-		}
-	}
-	return false
 }
