@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/query/httpkit"
 	"github.com/newsflow/newsflow/query/images"
 	"github.com/newsflow/newsflow/query/rank"
+	"github.com/newsflow/newsflow/query/stream"
 	"github.com/newsflow/newsflow/query/web"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -132,7 +133,7 @@ type Options struct {
 	// MaxStreams bounds the open /api/v1/stream connections (default
 	// 1000); more are answered 503. StreamInterval is how often the
 	// streams' state is computed (default 2s), StreamHeartbeat how often
-	// an idle stream gets a comment (default 15s). See stream.go.
+	// an idle stream gets a comment (default 15s). See query/stream.
 	MaxStreams      int           `yaml:"max_streams"`
 	StreamInterval  time.Duration `yaml:"stream_interval"`
 	StreamHeartbeat time.Duration `yaml:"stream_heartbeat"`
@@ -148,7 +149,7 @@ func DefaultOptions() Options {
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, PeerTimeout: peerTimeoutDefault,
 		FailoverTimeout: 10 * time.Second, MetaTimeout: defaultMetaTimeout,
 		MaxFuture: 5 * time.Minute, MaxPast: 23*time.Hour + 45*time.Minute, IdempotencyTTL: 24 * time.Hour,
-		MaxStreams: defaultMaxStreams, StreamInterval: defaultStreamInterval, StreamHeartbeat: defaultStreamHeartbeat,
+		MaxStreams: stream.DefaultMax, StreamInterval: stream.DefaultInterval, StreamHeartbeat: stream.DefaultHeartbeat,
 	}
 }
 
@@ -272,11 +273,11 @@ type Server struct {
 
 	images *images.Proxy // the image proxy (query/images); nil without the story API
 
-	stream *streamHub // GET /api/v1/stream (stream.go); nil without the story API
+	stream *stream.Hub // GET /api/v1/stream (query/stream); nil without the story API
 
 	trend *trendingCache // precomputed trending answers (trending_cache.go)
 
-	changes *changesFollower // follows trending.changes for the streams (changes.go); nil when disabled
+	changes *stream.Follower // follows trending.changes for the streams (query/stream); nil when disabled
 
 	stopping atomic.Bool // Run is shutting the server down (health.go)
 
@@ -330,7 +331,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 		s.ops = s.newOpsServer(ops)
 	}
 	if deps.Stories != nil {
-		s.stream = newStreamHub(streamSource{trending: s.streamTrending, breaking: s.streamBreaking}, opts, s.m.streams)
+		s.stream = stream.NewHub(s.streamSource(), stream.Options{Interval: opts.StreamInterval, Heartbeat: opts.StreamHeartbeat, WriteTimeout: opts.WriteTimeout, Max: opts.MaxStreams}, s.m.streams)
 		if s.images, err = images.New(opts.Images, opts.DataDir, opts.Now, opts.Registerer); err != nil {
 			return nil, err
 		}
@@ -342,7 +343,7 @@ func New(deps Deps, opts Options) (*Server, error) {
 	httpkit.Register(r, routes, s.instrument)
 	s.openapi = openAPIDocument(append(routes, ops...))
 	if !opts.TrendingChanges.Disabled && s.stream != nil && deps.Log != nil {
-		s.changes = newChangesFollower(deps.Log, s.stream.entered, opts.Logger)
+		s.changes = stream.NewFollower(deps.Log, s.stream.Entered, opts.Logger)
 	}
 	ui, uiGroup, otherGroup := web.Handler(), s.groupCounter("ui"), s.groupCounter("other")
 	r.NotFound = func(ctx *fasthttp.RequestCtx) {
@@ -411,10 +412,10 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 		defer background(ctx, s.refreshClusterTrend)()
 	}
 	if s.stream != nil {
-		defer background(ctx, s.stream.run)()
+		defer background(ctx, s.stream.Run)()
 	}
 	if s.changes != nil {
-		defer background(ctx, s.changes.run)()
+		defer background(ctx, s.changes.Run)()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
@@ -448,7 +449,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.stopping.Store(true)
 	// Streams last until they are told to end: end them first, so that
 	// the server can drain.
-	s.stream.close()
+	s.stream.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.srv.ShutdownWithContext(sctx); err != nil {

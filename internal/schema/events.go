@@ -17,7 +17,9 @@ const (
 	TopicShares = "shares"
 	TopicReads  = "reads"
 	// TopicTrendingChanges carries one record each time an article enters
-	// a trending window's top K, keyed by article id (query/changes.go).
+	// a trending window's top K, keyed by article id, from the
+	// trending-changes operator (operators/trending/changes.go) to every
+	// node's live streams (query/stream).
 	TopicTrendingChanges = "trending.changes"
 )
 

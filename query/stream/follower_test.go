@@ -1,4 +1,4 @@
-package query
+package stream
 
 import (
 	"context"
@@ -91,7 +91,7 @@ func TestChangesFollower(t *testing.T) {
 	appendChanges(t, l, trending.Change{Window: "1h", ArticleID: "old", Rank: 1, Count: 3, EnteredAt: t0})
 	var mu sync.Mutex
 	var got []string
-	f := newChangesFollower(l, func(values [][]byte) {
+	f := NewFollower(l, func(values [][]byte) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, v := range values {
@@ -100,7 +100,7 @@ func TestChangesFollower(t *testing.T) {
 	}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { f.run(ctx); close(done) }()
+	go func() { f.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	testutil.Eventually(t, 5*time.Second, func() error {
 		if f.started.Load() {
@@ -148,15 +148,16 @@ func TestChangesFollower(t *testing.T) {
 // a new one none from before it opened.
 func TestChangesStream(t *testing.T) {
 	l := openChangesLog(t)
-	hub := newStreamHub(streamSource{
-		trending: func() (storyTrending, error) { return storyTrending{Window: "1h", Items: []storyItem{}}, nil },
-		breaking: func() (breakingPage, error) { return breakingPage{Stories: []json.RawMessage{}}, nil },
-	}, Options{}.withDefaults(), prometheus.NewGauge(prometheus.GaugeOpts{Name: "streams"}))
-	t.Cleanup(hub.close)
-	f := newChangesFollower(l, hub.entered, slog.New(slog.DiscardHandler))
+	trend := []byte(`{"window":"1h","items":[]}`)
+	hub := NewHub(Source{
+		Trending: func() ([]byte, []byte, error) { return trend, trend, nil },
+		Breaking: func() (Page, error) { return Page{Stories: []json.RawMessage{}}, nil },
+	}, Options{Interval: DefaultInterval, Heartbeat: DefaultHeartbeat, WriteTimeout: 10 * time.Second, Max: DefaultMax}, prometheus.NewGauge(prometheus.GaugeOpts{Name: "streams"}))
+	t.Cleanup(hub.Close)
+	f := NewFollower(l, hub.Entered, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { f.run(ctx); close(done) }()
+	go func() { f.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	t0 := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 
