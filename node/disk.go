@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/newsflow/newsflow/internal/tick"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sys/unix"
 )
@@ -127,16 +128,7 @@ func (g *diskGuard) Held() (string, bool) {
 // Run checks free space every CheckInterval until ctx is done. The first
 // check is made by start.
 func (g *diskGuard) Run(ctx context.Context) error {
-	t := time.NewTicker(g.cfg.CheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			g.check()
-		}
-	}
+	return tick.Every(ctx, g.cfg.CheckInterval, g.check)
 }
 
 // start makes the first check, and the ballast if there is room for it.

@@ -27,6 +27,7 @@ import (
 	"github.com/newsflow/newsflow/internal/option"
 	"github.com/newsflow/newsflow/internal/redact"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/tick"
 	"github.com/newsflow/newsflow/internal/tracing"
 	"github.com/newsflow/newsflow/node/slo"
 	"github.com/newsflow/newsflow/operators/articles"
@@ -617,25 +618,18 @@ func (n *Node) newArticles(cfg Config) (*articles.Operator, error) {
 // sweepSessions deletes expired sessions, and the read marks retention no
 // longer needs (forgetReads), every hour until ctx is done.
 func (n *Node) sweepSessions(ctx context.Context) error {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			if deleted, err := n.auth.Sweep(ctx); err != nil {
-				n.logger.Warn("sweep expired sessions", "err", err)
-			} else if deleted > 0 {
-				n.logger.Info("expired sessions deleted", "count", deleted)
-			}
-			if deleted, err := n.forgetReads(ctx, time.Now()); err != nil {
-				n.logger.Warn("forget old read marks", "err", err)
-			} else if deleted > 0 {
-				n.logger.Info("old read marks deleted", "count", deleted)
-			}
+	return tick.Every(ctx, time.Hour, func() {
+		if deleted, err := n.auth.Sweep(ctx); err != nil {
+			n.logger.Warn("sweep expired sessions", "err", err)
+		} else if deleted > 0 {
+			n.logger.Info("expired sessions deleted", "count", deleted)
 		}
-	}
+		if deleted, err := n.forgetReads(ctx, time.Now()); err != nil {
+			n.logger.Warn("forget old read marks", "err", err)
+		} else if deleted > 0 {
+			n.logger.Info("old read marks deleted", "count", deleted)
+		}
+	})
 }
 
 // forgetReads deletes every reader's marks on articles published longer

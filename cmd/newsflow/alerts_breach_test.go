@@ -246,14 +246,14 @@ type traffic struct {
 	shares   int
 }
 
-// tick is how often traffic sends.
-const tick = 250 * time.Millisecond
+// trafficEvery is how often traffic sends.
+const trafficEvery = 250 * time.Millisecond
 
 // drive sends fresh articles and malformed shares every tick for d, with
 // the rest of the traffic.
 func (tr *traffic) drive(d time.Duration, fresh, bad int) {
 	tr.t.Helper()
-	tk := time.NewTicker(tick)
+	tk := time.NewTicker(trafficEvery)
 	defer tk.Stop()
 	for end := time.Now().Add(d); time.Now().Before(end); <-tk.C {
 		tr.send(fresh, bad)

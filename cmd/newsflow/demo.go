@@ -28,6 +28,7 @@ import (
 	"github.com/newsflow/newsflow/demo/feedfarm"
 	"github.com/newsflow/newsflow/internal/opml"
 	"github.com/newsflow/newsflow/internal/schema"
+	"github.com/newsflow/newsflow/internal/tick"
 	"github.com/newsflow/newsflow/node"
 	"github.com/newsflow/newsflow/query/auth"
 	"golang.org/x/sync/errgroup"
@@ -276,20 +277,13 @@ func serveFarm(ctx context.Context, farm *feedfarm.Farm, ln net.Listener) error 
 // advanceFarm moves the farm's generated feeds on every interval and
 // signals advanced (if not nil) without blocking.
 func advanceFarm(ctx context.Context, farm *feedfarm.Farm, every time.Duration, advanced chan<- struct{}) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	return tick.Every(ctx, every, func() {
+		farm.Advance()
 		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			farm.Advance()
-			select {
-			case advanced <- struct{}{}:
-			default:
-			}
+		case advanced <- struct{}{}:
+		default:
 		}
-	}
+	})
 }
 
 // waitDemoReady waits until the node's tasks have restored their state

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/newsflow/newsflow/internal/option"
+	"github.com/newsflow/newsflow/internal/tick"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -146,16 +147,7 @@ func windowName(d time.Duration) string {
 
 // Run reads the registry every Interval until ctx is done.
 func (e *Evaluator) Run(ctx context.Context) error {
-	t := time.NewTicker(e.opts.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			e.Observe()
-		}
-	}
+	return tick.Every(ctx, e.opts.Interval, e.Observe)
 }
 
 // Observe reads the registry now (Run does, every Interval).
