@@ -244,14 +244,7 @@ func (s *Store) star(ctx context.Context, user, id string) (Star, bool, error) {
 // Stars lists user's starred articles, the most recently starred first.
 func (s *Store) Stars(ctx context.Context, user string) ([]Star, error) {
 	var out []Star
-	err := s.b.scan(ctx, user, collStars, func(_ string, v []byte) error {
-		var st Star
-		if err := json.Unmarshal(v, &st); err != nil {
-			return err
-		}
-		out = append(out, st)
-		return nil
-	})
+	err := scanJSON(ctx, s, user, collStars, "", func(_ string, st Star) { out = append(out, st) })
 	slices.SortFunc(out, func(a, b Star) int {
 		if c := cmp.Compare(b.StarredAt, a.StarredAt); c != 0 {
 			return c
@@ -276,18 +269,10 @@ const forgetChunk = 1000
 // marks it deleted.
 func (s *Store) Forget(ctx context.Context, user string, before int64) (int, error) {
 	var old []Op
-	err := s.b.scan(ctx, user, collReads, func(k string, v []byte) error {
-		if !strings.HasPrefix(k, "a:") {
-			return nil
-		}
-		var m mark
-		if err := json.Unmarshal(v, &m); err != nil {
-			return fmt.Errorf("readstate: mark %s of %s: %w", k, user, err)
-		}
+	err := scanJSON(ctx, s, user, collReads, "a:", func(k string, m mark) {
 		if m.Published != 0 && m.Published < before {
 			old = append(old, Op{Op: OpDelete, Coll: collReads, Key: k})
 		}
-		return nil
 	})
 	if err != nil {
 		return 0, err
@@ -327,6 +312,22 @@ func (s *Store) Load(ctx context.Context, user string) (*State, error) {
 	}
 	err = s.b.scan(ctx, user, collStars, func(k string, _ []byte) error { st.starred[k] = true; return nil })
 	return st, err
+}
+
+// scanJSON calls fn for each key of user's collection coll that begins
+// with prefix, in key order, with its value decoded.
+func scanJSON[T any](ctx context.Context, s *Store, user, coll, prefix string, fn func(key string, v T)) error {
+	return s.b.scan(ctx, user, coll, func(k string, raw []byte) error {
+		if !strings.HasPrefix(k, prefix) {
+			return nil
+		}
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("readstate: %s %s of %s: %w", coll, k, user, err)
+		}
+		fn(k, v)
+		return nil
+	})
 }
 
 // lastTick hands out strictly increasing decision times.

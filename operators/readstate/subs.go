@@ -62,17 +62,7 @@ func folderKey(id int64) string { return "c:" + strconv.FormatInt(id, 10) }
 // Folders lists a reader's folders by id, DefaultFolder first.
 func (s *Store) Folders(ctx context.Context, user string) ([]Folder, error) {
 	out := []Folder{DefaultFolder}
-	err := s.b.scan(ctx, user, collSubs, func(k string, v []byte) error {
-		if !strings.HasPrefix(k, "c:") {
-			return nil
-		}
-		var f Folder
-		if err := json.Unmarshal(v, &f); err != nil {
-			return fmt.Errorf("readstate: folder %s of %s: %w", k, user, err)
-		}
-		out = append(out, f)
-		return nil
-	})
+	err := scanJSON(ctx, s, user, collSubs, "c:", func(_ string, f Folder) { out = append(out, f) })
 	if err != nil {
 		return nil, err
 	}
@@ -217,17 +207,7 @@ func (s *Store) DeleteFolder(ctx context.Context, user string, id int64) error {
 // Subscriptions lists a reader's subscriptions, oldest first.
 func (s *Store) Subscriptions(ctx context.Context, user string) ([]Subscription, error) {
 	out := []Subscription{}
-	err := s.b.scan(ctx, user, collSubs, func(k string, v []byte) error {
-		if !strings.HasPrefix(k, "f:") {
-			return nil
-		}
-		var sub Subscription
-		if err := json.Unmarshal(v, &sub); err != nil {
-			return fmt.Errorf("readstate: subscription %s of %s: %w", k, user, err)
-		}
-		out = append(out, sub)
-		return nil
-	})
+	err := scanJSON(ctx, s, user, collSubs, "f:", func(_ string, sub Subscription) { out = append(out, sub) })
 	if err != nil {
 		return nil, err
 	}
