@@ -499,20 +499,31 @@ func (a *API) items(ctx context.Context, u auth.User, base string, es []entry) (
 	return out, nil
 }
 
-func (a *API) grStream(ctx *fasthttp.RequestCtx, u auth.User) {
-	stream, _ := ctx.UserValue("stream").(string)
-	if stream == "" {
-		stream = arg(ctx, "s")
-	}
-	page, next, ok := a.streamPage(ctx, u, stream, 1000)
+// streamItems returns a page of up to 1,000 of stream's entries, their
+// items and the continuation after them; ok false when it answered the
+// request itself (a bad stream or continuation, or an error).
+func (a *API) streamItems(ctx *fasthttp.RequestCtx, u auth.User, stream string) (page []entry, items []grItem, next string, ok bool) {
+	page, next, ok = a.streamPage(ctx, u, stream, 1000)
 	if !ok {
-		return
+		return nil, nil, "", false
 	}
 	bctx, cancel := a.bounded()
 	defer cancel()
 	items, err := a.items(bctx, u, baseURL(ctx), page)
 	if err != nil {
 		grServerError(ctx, err)
+		return nil, nil, "", false
+	}
+	return page, items, next, true
+}
+
+func (a *API) grStream(ctx *fasthttp.RequestCtx, u auth.User) {
+	stream, _ := ctx.UserValue("stream").(string)
+	if stream == "" {
+		stream = arg(ctx, "s")
+	}
+	_, items, next, ok := a.streamItems(ctx, u, stream)
+	if !ok {
 		return
 	}
 	out := map[string]any{"id": cmp.Or(stream, stateReadingList), "updated": time.Now().Unix(), "items": items}
@@ -680,15 +691,8 @@ type atomAuthor struct {
 
 func (a *API) grAtom(ctx *fasthttp.RequestCtx, u auth.User) {
 	stream, _ := ctx.UserValue("stream").(string)
-	page, _, ok := a.streamPage(ctx, u, stream, 1000)
+	page, items, _, ok := a.streamItems(ctx, u, stream)
 	if !ok {
-		return
-	}
-	bctx, cancel := a.bounded()
-	defer cancel()
-	items, err := a.items(bctx, u, baseURL(ctx), page)
-	if err != nil {
-		grServerError(ctx, err)
 		return
 	}
 	feed := atomFeed{ID: "tag:google.com,2005:reader/" + stream, Title: stream, Updated: time.Now().UTC().Format(time.RFC3339)}
