@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/engine/eventlog"
 	"github.com/newsflow/newsflow/engine/eventlog/embedded"
 	"github.com/newsflow/newsflow/engine/eventlog/kafkalog"
-	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/twmb/franz-go/pkg/kfake"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 )
 
 // BenchmarkCMSIngestMemory measures the peak RSS of a whole cms node

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/internal/canon"
-	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 )
 

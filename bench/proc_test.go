@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"golang.org/x/sync/errgroup"
 )

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/demo/feedfarm"
-	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"go.yaml.in/yaml/v3"
 )

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/engine"
 	"github.com/newsflow/newsflow/engine/eventlog"
-	"github.com/newsflow/newsflow/internal/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/operators/trending"
 	"github.com/twmb/franz-go/pkg/kadm"

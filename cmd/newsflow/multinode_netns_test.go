@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 )

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/internal/testutil"
 	"github.com/newsflow/newsflow/query"
 	"github.com/twmb/franz-go/pkg/kfake"

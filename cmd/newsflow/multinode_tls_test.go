@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/newsflow/newsflow/internal/nodeproc"
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 )
 
 // TestClusterRaftPortRefusesStrangers runs three processes, whose Raft

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/newsflow/newsflow/configs/promnames"
 	"github.com/newsflow/newsflow/demo/feedfarm"
-	"github.com/newsflow/newsflow/internal/promnames"
 	"github.com/newsflow/newsflow/internal/testutil"
 )
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/demo/feedfarm"
-	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // newsflow sources import of a broken file says what is wrong with it

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/newsflow/newsflow/cmd/newsflow/nodeproc"
 	"github.com/newsflow/newsflow/engine"
-	"github.com/newsflow/newsflow/internal/nodeproc"
 )
 
 // newsflow topology lists the stages a node with the same configuration

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/newsflow/newsflow/internal/promnames"
+	"github.com/newsflow/newsflow/configs/promnames"
 	"github.com/prometheus/prometheus/model/labels"
 )
 

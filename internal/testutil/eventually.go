@@ -1,5 +1,5 @@
 // Package testutil holds what tests across the module share that is not a
-// process harness (see internal/nodeproc).
+// process harness (see cmd/newsflow/nodeproc).
 package testutil
 
 import (
