@@ -29,6 +29,7 @@ import (
 	"github.com/newsflow/newsflow/internal/schema"
 	"github.com/newsflow/newsflow/operators/idempotency"
 	"github.com/newsflow/newsflow/operators/interest"
+	"github.com/newsflow/newsflow/operators/readstate"
 	"github.com/newsflow/newsflow/operators/search"
 	"github.com/newsflow/newsflow/operators/story"
 	"github.com/newsflow/newsflow/operators/trending"
@@ -161,7 +162,7 @@ func testConfig(o nodeOptions) node.Config {
 func testNodeOptions(o nodeOptions) node.Options {
 	no := node.Options{Logger: slog.New(slog.DiscardHandler), Now: o.clock.Now}
 	if !o.articles {
-		no.Operators = []string{trending.Name, idempotency.Name}
+		no.Operators = []string{trending.Name, idempotency.Name, readstate.Name}
 	}
 	if o.meta != nil {
 		no.Meta = meta.NewLocal(o.meta)
