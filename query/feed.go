@@ -290,7 +290,7 @@ func (s *Server) handleFeed(ctx *fasthttp.RequestCtx) {
 	}
 	rs, err := s.readerState(ctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "read state", err)
 		return
 	}
 	hide := rs != nil && hideRead(ctx)

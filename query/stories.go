@@ -115,7 +115,7 @@ func (s *Server) handleStories(ctx *fasthttp.RequestCtx) {
 	}
 	rs, err := s.readerState(ctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "read state", err)
 		return
 	}
 	hide := rs != nil && hideRead(ctx)
@@ -190,7 +190,7 @@ func (s *Server) handleStory(ctx *fasthttp.RequestCtx) {
 	}
 	rs, err := s.readerState(ctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "read state", err)
 		return
 	}
 	out := withReadState(d, rs)

@@ -80,7 +80,7 @@ type unreadSourceCount struct {
 func (s *Server) handleUnread(ctx *fasthttp.RequestCtx, _ auth.User) {
 	rs, err := s.readerState(ctx)
 	if err != nil {
-		writeError(ctx, fasthttp.StatusInternalServerError, err.Error())
+		metaError(ctx, "read state", err)
 		return
 	}
 	recent, wm := s.deps.Stories.Recent()
